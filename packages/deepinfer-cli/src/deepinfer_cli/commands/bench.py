@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`deepinfer bench throughput`: the offline workload, DeepInfer and (optionally) HF transformers in one run.
+
+Workload (as the nano-vllm / `vllm bench throughput` random dataset): `num_prompts` requests whose
+prompt and output lengths are uniform in the given ranges, prompt tokens drawn at random from the
+vocabulary, `ignore_eos` so every request emits exactly its output length, fixed seed.
+Only tokens actually emitted count; the warm-up run is excluded and stated in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from deepinfer_cli.commands.engine_args import add_engine_args, engine_kwargs
+from deepinfer_cli.commands.hf_baseline import run_hf
+
+
+@dataclass
+class Workload:
+    prompts: list[list[int]]
+    output_lens: list[int]
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(len(p) for p in self.prompts)
+
+
+@dataclass
+class Result:
+    name: str
+    elapsed: float
+    num_requests: int
+    prompt_tokens: int
+    output_tokens: int
+
+    @property
+    def output_tps(self) -> float:
+        return self.output_tokens / self.elapsed
+
+    @property
+    def total_tps(self) -> float:
+        return (self.prompt_tokens + self.output_tokens) / self.elapsed
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="benchmarks")
+    bsub = p.add_subparsers(dest="bench", required=True)
+    t = bsub.add_parser("throughput", help="offline throughput on random prompts")
+    t.add_argument("--num-prompts", type=int, default=256)
+    t.add_argument("--input-len", type=int, nargs=2, default=[100, 1024], metavar=("MIN", "MAX"))
+    t.add_argument("--output-len", type=int, nargs=2, default=[100, 1024], metavar=("MIN", "MAX"))
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--temperature", type=float, default=0.0)
+    t.add_argument("--hf", action="store_true", help="also run HF transformers generate on the same workload")
+    t.add_argument("--hf-batch-size", type=int, default=16)
+    t.add_argument("--no-warmup", action="store_true")
+    add_engine_args(t)
+    t.set_defaults(run=run_throughput)
+
+
+def make_workload(num: int, input_len: tuple[int, int], output_len: tuple[int, int], vocab: int,
+                  seed: int) -> Workload:
+    """Seeded random workload; token ids avoid the first and last 100 ids (often special tokens).
+
+    Raises:
+        ValueError: a length range is empty or non-positive.
+    """
+    for name, (lo, hi) in (("--input-len", input_len), ("--output-len", output_len)):
+        if not 1 <= lo <= hi:
+            raise ValueError(f"{name}: need 1 <= MIN <= MAX, got {lo} {hi}")
+    if num < 1:
+        raise ValueError(f"--num-prompts: must be >= 1, got {num}")
+    rng = random.Random(seed)
+    lo_id, hi_id = (100, vocab - 100) if vocab > 1000 else (0, vocab - 1)
+    prompts = [[rng.randint(lo_id, hi_id) for _ in range(rng.randint(*input_len))] for _ in range(num)]
+    outs = [rng.randint(*output_len) for _ in range(num)]
+    return Workload(prompts, outs)
+
+
+def run_deepinfer(llm, workload: Workload, temperature: float) -> Result:
+    from deepinfer_core import SamplingParams
+
+    params = [SamplingParams(max_tokens=n, ignore_eos=True, temperature=temperature, seed=i)
+              for i, n in enumerate(workload.output_lens)]
+    prompts = [{"prompt_token_ids": p} for p in workload.prompts]
+    start = time.perf_counter()
+    outs = llm.generate(prompts, params)
+    elapsed = time.perf_counter() - start
+    emitted = sum(len(c.token_ids) for o in outs for c in o.outputs)
+    return Result("DeepInfer", elapsed, len(outs), workload.prompt_tokens, emitted)
+
+
+def run_throughput(args: argparse.Namespace) -> int:
+    from deepinfer_core import LLM
+
+    console = Console()
+    with console.status("loading model"):
+        llm = LLM(**engine_kwargs(args))
+    vocab = len(llm.get_tokenizer())
+    workload = make_workload(args.num_prompts, tuple(args.input_len), tuple(args.output_len), vocab, args.seed)
+    if not args.no_warmup:
+        warm = make_workload(2, (16, 32), (8, 8), vocab, args.seed + 1)
+        with console.status("warm-up (excluded)"):
+            run_deepinfer(llm, warm, args.temperature)
+    with console.status(f"DeepInfer: {args.num_prompts} requests"):
+        results = [run_deepinfer(llm, workload, args.temperature)]
+    if args.hf:
+        model_path = llm.model_path
+        del llm
+        with console.status(f"HF transformers: {args.num_prompts} requests"):
+            results.append(run_hf(model_path, workload, args.hf_batch_size, args.temperature,
+                                  warmup=not args.no_warmup, result_cls=Result))
+    print_table(console, results, args)
+    return 0
+
+
+def print_table(console: Console, results: list[Result], args: argparse.Namespace) -> None:
+    table = Table(title=f"throughput: {args.num_prompts} requests, input {args.input_len[0]}-{args.input_len[1]}, "
+                        f"output {args.output_len[0]}-{args.output_len[1]}, seed {args.seed}, ignore_eos")
+    for col in ("engine", "elapsed s", "requests/s", "output tok/s", "total tok/s", "output tokens"):
+        table.add_column(col, justify="right")
+    for r in results:
+        table.add_row(r.name, f"{r.elapsed:.2f}", f"{r.num_requests / r.elapsed:.2f}", f"{r.output_tps:.1f}",
+                      f"{r.total_tps:.1f}", str(r.output_tokens))
+    console.print(table)
+    if len(results) > 1:
+        console.print(f"ratio DeepInfer / HF transformers (output tok/s): "
+                      f"{results[0].output_tps / results[1].output_tps:.2f}x")
+    console.print("warm-up: " + ("none" if args.no_warmup else "one short run per engine, excluded"))

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Engine and sampling flags shared by every sub-command."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+_UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+
+
+def parse_bytes(text: str) -> int:
+    """Parse a memory size such as `512MiB`, `2GiB` or `1000000` into bytes.
+
+    Raises:
+        argparse.ArgumentTypeError: the text is not a number with an optional unit.
+    """
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"--kv-cache-memory: expected a size like 2GiB, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def add_engine_args(parser: argparse.ArgumentParser) -> None:
+    """Flags that map one to one onto `deepinfer_core.LLM` keyword arguments."""
+    g = parser.add_argument_group("engine")
+    g.add_argument("--model", default=None,
+                   help="HF checkpoint folder or GGUF file (default: SmolLM2-135M-Instruct, fetched on first use)")
+    g.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    g.add_argument("--max-model-len", type=int, default=None, help="longest prompt + output, in tokens")
+    g.add_argument("--max-num-seqs", type=int, default=None, help="most requests in one step")
+    g.add_argument("--max-num-batched-tokens", type=int, default=None, help="token budget of one step")
+    g.add_argument("--kv-cache-memory", type=parse_bytes, default=None, help="KV pool size, e.g. 1GiB")
+    g.add_argument("--block-size", type=int, default=None, help="tokens per KV block")
+    g.add_argument("--no-chunked-prefill", action="store_true", help="prefill each prompt in one step")
+
+
+def engine_kwargs(args: argparse.Namespace) -> dict:
+    """The `LLM(...)` keyword arguments set on the command line (unset flags keep the engine default)."""
+    pairs = {
+        "model": args.model, "dtype": args.dtype, "max_model_len": args.max_model_len,
+        "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
+        "kv_cache_memory": args.kv_cache_memory, "block_size": args.block_size,
+    }
+    kwargs = {k: v for k, v in pairs.items() if v is not None}
+    if args.no_chunked_prefill:
+        kwargs["enable_chunked_prefill"] = False
+    return kwargs
+
+
+def add_sampling_args(parser: argparse.ArgumentParser) -> None:
+    """Flags that map onto `deepinfer_core.SamplingParams` fields."""
+    g = parser.add_argument_group("sampling (generate defaults: greedy, max 256 tokens)")
+    g.add_argument("--temperature", type=float, default=None)
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--top-k", type=int, default=None)
+    g.add_argument("--min-p", type=float, default=None)
+    g.add_argument("--max-tokens", type=int, default=None)
+    g.add_argument("--min-tokens", type=int, default=None)
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--n", type=int, default=None, help="completions per prompt")
+    g.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    g.add_argument("--repetition-penalty", type=float, default=None)
+    g.add_argument("--presence-penalty", type=float, default=None)
+    g.add_argument("--frequency-penalty", type=float, default=None)
+    g.add_argument("--ignore-eos", action="store_true", default=None)
+    g.add_argument("--logprobs", type=int, default=None, help="top-N logprobs per output token")
+
+
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "min_tokens", "seed", "n",
+                   "stop", "repetition_penalty", "presence_penalty", "frequency_penalty", "ignore_eos",
+                   "logprobs")
+
+
+def sampling_kwargs(args: argparse.Namespace) -> dict:
+    """The `SamplingParams(...)` fields set on the command line."""
+    return {f: getattr(args, f) for f in SAMPLING_FIELDS if getattr(args, f, None) is not None}

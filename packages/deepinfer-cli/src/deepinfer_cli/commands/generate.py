@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`deepinfer generate`: run prompts (plain or chat) through the engine and print or save the answers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from deepinfer_cli.commands.engine_args import (
+    add_engine_args, add_sampling_args, engine_kwargs, sampling_kwargs)
+from deepinfer_cli.progress import GenerationProgress
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("generate", help="generate text for one prompt or a JSONL file of prompts")
+    p.add_argument("prompt", nargs="?", help="the prompt text (with --chat: the user message)")
+    p.add_argument("--chat", action="store_true", help="wrap the prompt as a user message in the chat template")
+    p.add_argument("--system", default=None, help="system message for --chat")
+    p.add_argument("--prompts-file", type=Path, default=None,
+                   help='JSONL: one {"prompt": str} | {"messages": [...]} | {"prompt_token_ids": [...]} per line, '
+                        'optional "sampling_params": {...} overrides')
+    p.add_argument("--output", type=Path, default=None, help="write one JSON result per line here")
+    add_engine_args(p)
+    add_sampling_args(p)
+    p.set_defaults(run=run)
+
+
+def load_requests(args: argparse.Namespace) -> list[dict]:
+    """Turn the command line into request dicts with exactly one of prompt / messages / prompt_token_ids.
+
+    Raises:
+        ValueError: no prompt given, or a malformed JSONL line (names the line and the field).
+    """
+    if args.prompts_file is None:
+        if args.prompt is None:
+            raise ValueError("prompt: give a prompt argument or --prompts-file")
+        if args.chat:
+            messages = ([{"role": "system", "content": args.system}] if args.system else [])
+            return [{"messages": messages + [{"role": "user", "content": args.prompt}]}]
+        return [{"prompt": args.prompt}]
+    requests = []
+    for lineno, line in enumerate(args.prompts_file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--prompts-file line {lineno}: not JSON ({exc.msg})") from None
+        kinds = [k for k in ("prompt", "messages", "prompt_token_ids") if k in item] if isinstance(item, dict) else []
+        if len(kinds) != 1:
+            raise ValueError(f"--prompts-file line {lineno}: needs exactly one of prompt, messages, prompt_token_ids")
+        if args.chat and "prompt" in item:
+            item = {**item, "messages": [{"role": "user", "content": item.pop("prompt")}]}
+        requests.append(item)
+    if not requests:
+        raise ValueError("--prompts-file: no requests in the file")
+    return requests
+
+
+def run(args: argparse.Namespace) -> int:
+    requests = load_requests(args)  # bad input fails before the heavy import
+    from deepinfer_core import LLM, SamplingParams
+
+    console = Console()
+    with console.status("loading model"):
+        llm = LLM(**engine_kwargs(args))
+    # CLI defaults (greedy, up to 256 tokens) unless set on the command line or per request.
+    base = {"temperature": 0.0, "max_tokens": 256, **sampling_kwargs(args)}
+    params = [SamplingParams(**{**base, **r.get("sampling_params", {})}) for r in requests]
+
+    start = time.perf_counter()
+    results = [None] * len(requests)
+    with GenerationProgress(console, total=len(requests)) as progress:
+        chat_idx = [i for i, r in enumerate(requests) if "messages" in r]
+        plain_idx = [i for i, r in enumerate(requests) if "messages" not in r]
+        if chat_idx:
+            outs = llm.chat([requests[i]["messages"] for i in chat_idx], [params[i] for i in chat_idx],
+                            on_progress=progress.update)
+            for i, out in zip(chat_idx, outs):
+                results[i] = out
+        if plain_idx:
+            prompts = [requests[i]["prompt"] if "prompt" in requests[i]
+                       else {"prompt_token_ids": requests[i]["prompt_token_ids"]} for i in plain_idx]
+            outs = llm.generate(prompts, [params[i] for i in plain_idx], on_progress=progress.update)
+            for i, out in zip(plain_idx, outs):
+                results[i] = out
+    elapsed = time.perf_counter() - start
+
+    report(console, results, elapsed, args.output)
+    return 1 if any(getattr(r, "error", None) for r in results) else 0
+
+
+def report(console: Console, results: list, elapsed: float, output: Path | None) -> None:
+    """Print answers (or write JSONL) and one throughput line counting only emitted tokens."""
+    prompt_tokens = sum(len(r.prompt_token_ids or []) for r in results)
+    output_tokens = sum(len(c.token_ids) for r in results for c in r.outputs)
+    if output is not None:
+        with output.open("w", encoding="utf-8") as f:
+            for i, r in enumerate(results):
+                f.write(json.dumps(result_dict(i, r), ensure_ascii=False) + "\n")
+    else:
+        for i, r in enumerate(results):
+            if len(results) > 1:
+                console.rule(f"request {i}")
+            if getattr(r, "error", None):
+                console.print(f"[red]error:[/red] {r.error}")
+            for c in r.outputs:
+                console.print(c.text, markup=False, highlight=False)
+    rate = output_tokens / elapsed if elapsed > 0 else 0.0
+    console.print(f"[bold]throughput:[/bold] {len(results)} requests, {prompt_tokens} prompt tokens, "
+                  f"{output_tokens} output tokens in {elapsed:.2f} s: {rate:.1f} output tok/s, "
+                  f"{(prompt_tokens + output_tokens) / max(elapsed, 1e-9):.1f} total tok/s")
+
+
+def result_dict(index: int, r) -> dict:
+    """JSON-serialisable view of one RequestOutput."""
+    return {
+        "index": index,
+        "request_id": r.request_id,
+        "prompt": r.prompt,
+        "prompt_token_ids": r.prompt_token_ids,
+        "error": getattr(r, "error", None),
+        "outputs": [{"index": c.index, "text": c.text, "token_ids": list(c.token_ids),
+                     "finish_reason": c.finish_reason, "stop_reason": c.stop_reason} for c in r.outputs],
+    }

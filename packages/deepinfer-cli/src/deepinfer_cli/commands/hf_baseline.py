@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""HF transformers `generate` on a benchmark workload, for same-run ratios."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def load_hf_model(model_path: str | Path, dtype=None):
+    """Load a transformers causal LM from an HF folder or a single GGUF file (dequantized)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path = Path(model_path)
+    dtype = dtype or torch.float32
+    if path.suffix == ".gguf":
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    return model.eval()
+
+
+def run_hf(model_path, workload, batch_size: int, temperature: float, warmup: bool, result_cls):
+    """Run the workload with `model.generate` in left-padded batches of `batch_size`.
+
+    Every request of a batch decodes `max(output_lens in batch)` tokens (HF decodes a batch in
+    lockstep); each request counts only its own output length, so both engines are credited with
+    exactly the same emitted tokens. EOS is suppressed (`min_new_tokens`) to mirror `ignore_eos`.
+    """
+    import torch
+
+    model = load_hf_model(model_path)
+    pad = model.config.pad_token_id if model.config.pad_token_id is not None else 0
+
+    def generate(prompts, outs):
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        n = max(outs)
+        sample = temperature > 0
+        with torch.inference_mode():
+            model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n,
+                           do_sample=sample, temperature=temperature if sample else None,
+                           top_p=None, top_k=None, pad_token_id=pad)
+
+    if warmup:
+        generate([workload.prompts[0][:16]], [4])
+    start = time.perf_counter()
+    for i in range(0, len(workload.prompts), batch_size):
+        generate(workload.prompts[i:i + batch_size], workload.output_lens[i:i + batch_size])
+    elapsed = time.perf_counter() - start
+    return result_cls("HF transformers", elapsed, len(workload.prompts), workload.prompt_tokens,
+                      sum(workload.output_lens))

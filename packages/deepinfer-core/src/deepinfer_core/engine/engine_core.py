@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""EngineCore: the schedule -> execute -> sample -> update loop over token ids (no text)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import TYPE_CHECKING, Protocol
+
+import torch
+
+from deepinfer_core.engine.kv_cache import BlockPool, KVCacheManager
+from deepinfer_core.engine.request import Request
+from deepinfer_core.engine.scheduler import Scheduler, SchedulerConfig
+from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk
+from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
+from deepinfer_core.sampling.sampler import Sampler
+from deepinfer_core.sampling.seeds import to_int64
+
+if TYPE_CHECKING:
+    from deepinfer_core.config import EngineConfig
+    from deepinfer_core.sampling_params import SamplingParams
+
+
+class Runner(Protocol):
+    """The part of `executor.model_runner.ModelRunner` the engine core uses."""
+
+    def kv_bytes_per_block(self) -> int: ...
+
+    def allocate_kv_cache(self, num_blocks: int | None = None) -> int: ...
+
+    def execute_model(self, chunks: list[ScheduledChunk]) -> ModelOutput: ...
+
+
+@dataclasses.dataclass
+class EngineCoreOutput:
+    """What one step produced for one request.
+
+    Attributes:
+        request_id: the request.
+        new_token_ids: tokens sampled this step (0 or 1 today).
+        new_logprobs: one TokenLogprobs per new token (None unless the request asked).
+        prompt_logprobs: logprobs of prompt positions finished this step, in order (position 0
+            has none); None unless asked.
+        finish_reason: "stop" | "length" | "abort" | "error" once finished, else None.
+        stop_reason: the stop token id that ended it (None for EOS and other reasons).
+    """
+
+    request_id: str
+    new_token_ids: list[int]
+    new_logprobs: list[TokenLogprobs] | None = None
+    prompt_logprobs: list[TokenLogprobs] | None = None
+    finish_reason: str | None = None
+    stop_reason: int | str | None = None
+
+
+class EngineCore:
+    """Owns the scheduler, KV block pool, sampler and model runner of one engine.
+
+    The KV pool gets `kv_cache_memory // runner.kv_bytes_per_block()` blocks, which must hold
+    at least one `max_model_len` sequence (so a request alone can always run and preemption
+    always makes progress).
+
+    Args:
+        runner: executes steps (see `Runner`).
+        config: engine limits (block size, budgets, KV memory, seed).
+        max_model_len: resolved longest sequence.
+        vocab_size: V, rows of the logits.
+        eos_token_id: the model's EOS id, or None.
+
+    Raises:
+        ValueError: the KV budget holds fewer tokens than `max_model_len` (names `kv_cache_memory`).
+    """
+
+    def __init__(self, runner: Runner, config: EngineConfig, max_model_len: int, vocab_size: int,
+                 eos_token_id: int | None) -> None:
+        self.runner = runner
+        self.max_model_len = max_model_len
+        self.vocab_size = vocab_size
+        self.eos_token_id = eos_token_id
+        num_blocks = config.kv_cache_memory // runner.kv_bytes_per_block()
+        if num_blocks * config.block_size < max_model_len:
+            raise ValueError(
+                f"kv_cache_memory: {config.kv_cache_memory} bytes hold {num_blocks} blocks of {config.block_size} "
+                f"tokens, fewer than max_model_len ({max_model_len}); raise kv_cache_memory or lower max_model_len")
+        runner.allocate_kv_cache(num_blocks)
+        sched_config = SchedulerConfig(config.max_num_seqs, config.max_num_batched_tokens, max_model_len,
+                                       config.enable_chunked_prefill)
+        self.scheduler = Scheduler(sched_config, KVCacheManager(BlockPool(num_blocks), config.block_size))
+        self.sampler = Sampler()
+        self._rng = random.Random(config.seed)
+        self._arrivals = 0
+
+    def draw_seed(self) -> int:
+        """A seed for a request that gave none, from the engine's own seeded generator."""
+        return to_int64(self._rng.getrandbits(64))
+
+    def check_request(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        """Validates a request without adding it.
+
+        Raises:
+            ValueError: empty prompt or token id outside the vocabulary (names `prompt`), prompt
+                longer than `max_model_len`, or a sampling field out of range (names the field).
+        """
+        if not prompt_token_ids:
+            raise ValueError("prompt must not be empty")
+        if len(prompt_token_ids) > self.max_model_len:
+            raise ValueError(f"prompt is {len(prompt_token_ids)} tokens, longer than max_model_len "
+                             f"({self.max_model_len})")
+        if min(prompt_token_ids) < 0 or max(prompt_token_ids) >= self.vocab_size:
+            raise ValueError(f"prompt token ids must be in [0, {self.vocab_size})")
+        params.validate(self.vocab_size)
+
+    def add_request(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams,
+                    seed: int | None = None) -> None:
+        """Validates and queues a request (FCFS by the order of calls).
+
+        Args:
+            seed: overrides `params.seed`; with neither, one is drawn with `draw_seed`.
+
+        Raises:
+            ValueError: see `check_request`; also a duplicate `request_id`.
+        """
+        self.check_request(prompt_token_ids, params)
+        if seed is None:
+            seed = params.seed if params.seed is not None else self.draw_seed()
+        request = Request(request_id, prompt_token_ids, params, arrival=self._arrivals,
+                          eos_token_id=self.eos_token_id, seed=to_int64(seed))
+        self.scheduler.add_request(request)
+        self._arrivals += 1
+
+    def abort(self, request_id: str) -> bool:
+        """Aborts a queued or running request; returns False if it is unknown or finished."""
+        self.sampler.release(request_id)
+        return self.scheduler.abort(request_id) is not None
+
+    def has_unfinished(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    @property
+    def num_preemptions(self) -> int:
+        return self.scheduler.num_preemptions
+
+    @torch.inference_mode()
+    def step(self) -> list[EngineCoreOutput]:
+        """Runs one step: schedule, execute, sample, update.
+
+        Returns:
+            One output per request that sampled a token, finished, or got prompt logprobs.
+        """
+        sched = self.scheduler.schedule()
+        if not sched.scheduled:
+            if self.scheduler.has_unfinished():  # the KV/budget checks above rule this out
+                raise RuntimeError("scheduler made no progress with unfinished requests")
+            return []
+        chunks = [self._chunk(req, n) for req, n in sched.scheduled]
+        model_out = self.runner.execute_model(chunks)
+
+        sampling = [req for (req, _), c in zip(sched.scheduled, chunks) if c.sample]
+        sampled = self.sampler(model_out.logits, sampling) if sampling else None
+        outputs: dict[str, EngineCoreOutput] = {}
+        for i, logits in model_out.prompt_logits.items():
+            req = sched.scheduled[i][0]
+            outputs[req.request_id] = EngineCoreOutput(req.request_id, [], prompt_logprobs=self._prompt_logprobs(
+                req, chunks[i].start_pos, len(chunks[i].token_ids), logits))
+        tokens: dict[str, list[int]] = {}
+        for b, req in enumerate(sampling):
+            out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
+            out.new_token_ids = [sampled.token_ids[b]]
+            if sampled.logprobs[b] is not None:
+                out.new_logprobs = [sampled.logprobs[b]]
+            tokens[req.request_id] = out.new_token_ids
+
+        for req in self.scheduler.update_from_output(sched, tokens):
+            self.sampler.release(req.request_id)
+            out = outputs[req.request_id]
+            out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
+        return list(outputs.values())
+
+    def _chunk(self, req: Request, num_new: int) -> ScheduledChunk:
+        start = req.num_computed_tokens
+        end = start + num_new
+        # Rows of this chunk predict positions start+1 .. end; ask only if one of them is owed.
+        wants_prompt_logprobs = (req.sampling_params.prompt_logprobs is not None
+                                 and req.next_prompt_logprob_pos <= min(end, req.num_prompt_tokens - 1))
+        return ScheduledChunk(token_ids=req.all_token_ids[start:end], start_pos=start, block_ids=req.block_ids,
+                              sample=end == req.num_tokens, prompt_logprobs=wants_prompt_logprobs)
+
+    @staticmethod
+    def _prompt_logprobs(req: Request, start: int, length: int, logits: torch.Tensor) -> list[TokenLogprobs]:
+        # Row j holds the distribution of position start + j + 1; keep prompt positions still owed.
+        first = max(req.next_prompt_logprob_pos, start + 1)
+        last = min(start + length, req.num_prompt_tokens - 1)
+        if last < first:
+            return []
+        targets = torch.tensor(req.prompt_token_ids[first:last + 1], dtype=torch.int64, device=logits.device)
+        rows = logits[first - start - 1:last - start]
+        req.next_prompt_logprob_pos = last + 1
+        return token_logprobs(rows, targets, [req.sampling_params.prompt_logprobs] * len(targets))

@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""OutputProcessor: engine-core token outputs -> text, stop strings, logprobs, RequestOutputs.
+
+The frontend half of the engine: it detokenizes incrementally, applies stop strings (asking
+the caller to abort requests that hit one), converts logprobs and keeps timings. A request with
+`n > 1` runs as n engine requests ("children") gathered into one RequestOutput.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+from deepinfer_core.engine.detokenizer import IncrementalDetokenizer
+from deepinfer_core.engine.stop import StopStringMatcher
+from deepinfer_core.outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from deepinfer_core.engine.engine_core import EngineCoreOutput
+    from deepinfer_core.sampling.logprobs import TokenLogprobs
+    from deepinfer_core.sampling_params import SamplingParams
+
+
+class _Completion:
+    """Text and logprob state of one child."""
+
+    def __init__(self, index: int, tokenizer: Tokenizer | None, prompt_token_ids: list[int] | None,
+                 params: SamplingParams | None) -> None:
+        self.output = CompletionOutput(index=index)
+        self.pieces: list[str] = []
+        if params is None:  # a request that failed before reaching the engine
+            return
+        if params.logprobs is not None:
+            self.output.logprobs, self.output.cumulative_logprob = [], 0.0
+        self.detokenizer = IncrementalDetokenizer(tokenizer, prompt_token_ids, params.skip_special_tokens)
+        self.stops = StopStringMatcher(params.stop, params.include_stop_str_in_output)
+
+
+class RequestState:
+    """Frontend state of one prompt (all of its completions).
+
+    Attributes:
+        request_id: the user-visible id.
+        child_ids: engine request ids, one per completion.
+        finished: every completion has a finish reason.
+    """
+
+    def __init__(self, request_id: str, prompt: str | None, prompt_token_ids: list[int] | None,
+                 params: SamplingParams | None, child_ids: list[str], tokenizer: Tokenizer | None) -> None:
+        self.request_id = request_id
+        self.prompt = prompt
+        self.prompt_token_ids = prompt_token_ids
+        self.params = params
+        self.child_ids = child_ids
+        self.completions = [_Completion(i, tokenizer, prompt_token_ids, params) for i in range(len(child_ids))]
+        self.prompt_logprobs: list[dict[int, Logprob] | None] | None = (
+            [None] if params is not None and params.prompt_logprobs is not None else None)
+        self.metrics = RequestMetrics(arrival_time=time.monotonic())
+        self.error: str | None = None
+        self.finished = False
+
+    def fail(self, message: str, finish_reason: str = "error") -> None:
+        """Marks the request failed: every unfinished completion ends with `finish_reason`."""
+        self.error = message
+        for c in self.completions:
+            if c.output.finish_reason is None:
+                c.output.finish_reason = finish_reason
+        self.update_finished()
+
+    def to_output(self) -> RequestOutput:
+        """A snapshot RequestOutput (texts so far; final once `finished`)."""
+        for c in self.completions:
+            c.output.text = "".join(c.pieces)
+        return RequestOutput(
+            request_id=self.request_id, prompt=self.prompt, prompt_token_ids=self.prompt_token_ids,
+            prompt_logprobs=self.prompt_logprobs, outputs=[dataclasses.replace(c.output) for c in self.completions],
+            finished=self.finished, metrics=dataclasses.replace(self.metrics), error=self.error)
+
+    def update_finished(self) -> None:
+        """Sets `finished` (and the finish time) once every completion has a finish reason."""
+        if not self.finished and all(c.output.finish_reason is not None for c in self.completions):
+            self.finished = True
+            self.metrics.finished_time = time.monotonic()
+
+
+@dataclasses.dataclass
+class ProcessedOutputs:
+    """What one step changed.
+
+    Attributes:
+        finished: requests that finished this step.
+        num_new_tokens: tokens generated this step (all requests).
+        to_abort: engine request ids the caller must abort (stop string hit, or failure).
+    """
+
+    finished: list[RequestState]
+    num_new_tokens: int
+    to_abort: list[str]
+
+
+class OutputProcessor:
+    """Tracks RequestStates and applies EngineCoreOutputs to them.
+
+    Args:
+        tokenizer: a `tokenizers.Tokenizer` (a transformers tokenizer's `.backend_tokenizer`).
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._by_child: dict[str, tuple[RequestState, int]] = {}
+
+    def add(self, request_id: str, prompt: str | None, prompt_token_ids: list[int], params: SamplingParams,
+            child_ids: list[str]) -> RequestState:
+        """Registers a request whose children the caller adds to the engine."""
+        state = RequestState(request_id, prompt, prompt_token_ids, params, child_ids, self.tokenizer)
+        for i, child in enumerate(child_ids):
+            self._by_child[child] = (state, i)
+        return state
+
+    def add_failed(self, request_id: str, prompt: str | None, prompt_token_ids: list[int] | None,
+                   message: str, n: int = 1) -> RequestState:
+        """A request that failed before reaching the engine (finish reason "error")."""
+        state = RequestState(request_id, prompt, prompt_token_ids, None, [f"{request_id}-{i}" for i in range(n)], None)
+        state.fail(message)
+        return state
+
+    def has_unfinished(self) -> bool:
+        return bool(self._by_child)
+
+    def drop(self, child_ids: list[str]) -> None:
+        """Forgets children (after the caller aborted them in the engine)."""
+        for child in child_ids:
+            self._by_child.pop(child, None)
+
+    def process(self, outputs: list[EngineCoreOutput]) -> ProcessedOutputs:
+        """Applies one step's outputs; returns finished requests and ids to abort in the engine."""
+        finished: list[RequestState] = []
+        to_abort: dict[str, None] = {}  # ordered set
+        num_new = 0
+        now = time.monotonic()
+        for out in outputs:
+            entry = self._by_child.get(out.request_id)
+            if entry is None:
+                continue
+            state, index = entry
+            completion = state.completions[index].output
+            if completion.finish_reason is not None:  # finished here already (stop string); late output
+                continue
+            num_new += len(out.new_token_ids)
+            try:
+                self._apply(state, index, out, now)
+            except Exception as exc:  # noqa: BLE001 - one request fails alone
+                state.fail(f"{type(exc).__name__}: {exc}")
+            if completion.finish_reason is not None and out.finish_reason is None:
+                to_abort[out.request_id] = None  # finished here but still alive in the engine
+            if state.finished:
+                finished.append(state)
+                for child in state.child_ids:
+                    self._by_child.pop(child, None)
+                    if state.error is not None and child != out.request_id:
+                        to_abort[child] = None  # aborting an engine-finished child is a no-op
+        return ProcessedOutputs(finished, num_new, list(to_abort))
+
+    def _apply(self, state: RequestState, index: int, out: EngineCoreOutput, now: float) -> None:
+        c = state.completions[index]
+        if out.prompt_logprobs:
+            state.prompt_logprobs.extend(self._logprob_dicts(out.prompt_logprobs))
+        if out.new_token_ids:
+            if state.metrics.first_token_time is None:
+                state.metrics.first_token_time = now
+            state.metrics.num_generated_tokens += len(out.new_token_ids)
+            c.output.token_ids.extend(out.new_token_ids)
+            if out.new_logprobs is not None:
+                c.output.logprobs.extend(self._logprob_dicts(out.new_logprobs))
+                c.output.cumulative_logprob += sum(lp.logprobs[0] for lp in out.new_logprobs)
+        text = "".join(c.detokenizer.step(t) for t in out.new_token_ids)
+        if out.finish_reason is not None:
+            text += c.detokenizer.finish()
+        released = c.stops.feed(text)
+        if c.stops.matched is not None:
+            c.output.finish_reason, c.output.stop_reason = "stop", c.stops.matched
+        elif out.finish_reason is not None:
+            released += c.stops.flush()
+            c.output.finish_reason, c.output.stop_reason = out.finish_reason, out.stop_reason
+        c.pieces.append(released)
+        state.update_finished()
+
+    def _logprob_dicts(self, items: list[TokenLogprobs]) -> list[dict[int, Logprob]]:
+        result = []
+        for lp in items:
+            texts = self.tokenizer.decode_batch([[t] for t in lp.token_ids], skip_special_tokens=False)
+            entry: dict[int, Logprob] = {}
+            for token_id, value, rank, text in zip(lp.token_ids, lp.logprobs, lp.ranks, texts):
+                entry.setdefault(token_id, Logprob(value, rank, text))
+            result.append(entry)
+        return result

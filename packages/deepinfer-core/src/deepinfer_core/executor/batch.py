@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""The runner's step input (ScheduledChunk), output (ModelOutput) and their flattening.
+
+`prepare_inputs` turns a list of chunks into the flat tensors of one forward pass:
+token ids and positions `[T]`, attention metadata, and the rows whose logits are wanted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from deepinfer_core.executor.attention_metadata import AttentionMetadata
+
+
+@dataclasses.dataclass
+class ScheduledChunk:
+    """The tokens one request computes this step.
+
+    Attributes:
+        token_ids: tokens to compute (a prefill chunk, or one decode token).
+        start_pos: position of `token_ids[0]` (= the request's num_computed_tokens).
+        block_ids: the request's block table; covers `start_pos + len(token_ids)` tokens.
+        sample: compute logits for the chunk's last token (the chunk reaches the end).
+        prompt_logprobs: also compute logits for every position of the chunk.
+    """
+
+    token_ids: list[int]
+    start_pos: int
+    block_ids: list[int]
+    sample: bool
+    prompt_logprobs: bool = False
+
+
+@dataclasses.dataclass
+class ModelOutput:
+    """Logits of one step.
+
+    Attributes:
+        logits: `[num_sampling_chunks, V]` float32, rows in chunk order, only chunks with
+            `sample=True`.
+        prompt_logits: chunk index -> `[len(chunk.token_ids), V]` float32, for chunks with
+            `prompt_logprobs=True`.
+    """
+
+    logits: torch.Tensor
+    prompt_logits: dict[int, torch.Tensor] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepInputs:
+    """Flat tensors of one forward pass.
+
+    Attributes:
+        input_ids: `[T]` int64.
+        positions: `[T]` int64.
+        meta: attention metadata of the step.
+        sample_indices: `[num_sampling_chunks]` int64, rows of the hidden states to sample from.
+        cu_seqlens: host copy of `cu_seqlens_q` (`B+1` ints), to slice per-chunk rows.
+    """
+
+    input_ids: torch.Tensor
+    positions: torch.Tensor
+    meta: AttentionMetadata
+    sample_indices: torch.Tensor
+    cu_seqlens: list[int]
+
+
+def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.device | str,
+                   num_blocks: int | None = None) -> StepInputs:
+    """Flattens `chunks` into one step's tensors (vectorised with numpy, one copy to device).
+
+    Args:
+        chunks: non-empty list; each chunk's block table must cover its last position.
+        block_size: S, tokens per KV-cache block.
+        device: where the tensors go.
+        num_blocks: size of the KV pool; when given, block ids must be in `[0, num_blocks)`.
+
+    Raises:
+        ValueError: empty `chunks`, an empty chunk, a negative `start_pos`, a block table too
+            short for the chunk or naming a block outside the pool (the message names the
+            field and the chunk index).
+    """
+    if not chunks:
+        raise ValueError("chunks: at least one ScheduledChunk is required")
+    q_lens = np.array([len(c.token_ids) for c in chunks], dtype=np.int64)
+    starts = np.array([c.start_pos for c in chunks], dtype=np.int64)
+    seq_lens = starts + q_lens
+    for i, c in enumerate(chunks):
+        if q_lens[i] == 0:
+            raise ValueError(f"token_ids: chunk {i} is empty")
+        if starts[i] < 0:
+            raise ValueError(f"start_pos: chunk {i} has negative start_pos {c.start_pos}")
+        if len(c.block_ids) * block_size < seq_lens[i]:
+            raise ValueError(f"block_ids: chunk {i} has {len(c.block_ids)} blocks of {block_size}, "
+                             f"too few for {seq_lens[i]} tokens")
+        if num_blocks is not None and any(not 0 <= b < num_blocks for b in c.block_ids):
+            raise ValueError(f"block_ids: chunk {i} names a block outside [0, {num_blocks})")
+
+    cu = np.zeros(len(chunks) + 1, dtype=np.int64)
+    np.cumsum(q_lens, out=cu[1:])
+    num_tokens = int(cu[-1])
+    request_of_token = np.repeat(np.arange(len(chunks)), q_lens)
+    # Position of token t = its request's start + (t - first index of its request).
+    positions = starts[request_of_token] + np.arange(num_tokens) - cu[:-1][request_of_token]
+
+    width = max(len(c.block_ids) for c in chunks)
+    block_tables = np.zeros((len(chunks), width), dtype=np.int64)
+    for i, c in enumerate(chunks):
+        block_tables[i, : len(c.block_ids)] = c.block_ids
+    slot_mapping = block_tables[request_of_token, positions // block_size] * block_size + positions % block_size
+
+    input_ids = np.fromiter((t for c in chunks for t in c.token_ids), dtype=np.int64, count=num_tokens)
+    sample_indices = cu[1:][[c.sample for c in chunks]] - 1
+
+    def to_dev(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+        return torch.from_numpy(a).to(device=device, dtype=dtype)
+
+    max_query_len = int(q_lens.max())
+    meta = AttentionMetadata(
+        slot_mapping=to_dev(slot_mapping, torch.int64),
+        block_tables=to_dev(block_tables, torch.int32),
+        cu_seqlens_q=to_dev(cu, torch.int32),
+        seq_lens=to_dev(seq_lens, torch.int32),
+        max_query_len=max_query_len,
+        is_decode_only=max_query_len == 1,
+    )
+    return StepInputs(
+        input_ids=to_dev(input_ids, torch.int64),
+        positions=to_dev(positions, torch.int64),
+        meta=meta,
+        sample_indices=to_dev(sample_indices, torch.int64),
+        cu_seqlens=cu.tolist(),
+    )

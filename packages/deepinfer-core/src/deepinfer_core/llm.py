@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""LLM: the offline frontend (`generate`, `chat`) over one in-process engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from deepinfer_core.config import EngineConfig
+from deepinfer_core.engine.engine_core import EngineCore
+from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
+from deepinfer_core.executor.model_runner import ModelRunner
+from deepinfer_core.interfaces import ProgressCallback
+from deepinfer_core.loader import load_model_config, load_tokenizer
+from deepinfer_core.outputs import RequestOutput
+from deepinfer_core.sampling.seeds import derive_seed
+from deepinfer_core.sampling_params import SamplingParams
+
+Prompt = str | list[int] | dict[str, Any]
+Message = dict[str, Any]
+
+
+class LLM:
+    """An LLM loaded for offline batched generation.
+
+    Args:
+        model: HF checkpoint folder or `.gguf` file; None uses the default model
+            (SmolLM2-135M-Instruct, `deepinfer_core.assets.default_model_path()`).
+        tokenizer: tokenizer folder/file; None uses the model's.
+        dtype: "auto", "float32", "bfloat16" or "float16".
+        device: torch device string.
+        max_model_len: longest prompt + output in tokens; None takes the model's limit, capped by
+            the tokens `kv_cache_memory` holds.
+        max_num_seqs: most requests per step.
+        max_num_batched_tokens: token budget per step.
+        kv_cache_memory: bytes for the paged KV cache (must hold one `max_model_len` sequence).
+        enable_chunked_prefill: split long prompts across steps.
+        block_size: tokens per KV block.
+        seed: engine seed; requests without a `seed` draw theirs from it, in submission order.
+
+    Unset (None) knobs keep `EngineConfig`'s defaults.
+
+    Attributes:
+        config: the EngineConfig.
+        model_config: the loaded ModelConfig; `model_path` its checkpoint path.
+        max_model_len: the resolved longest sequence.
+        engine: the EngineCore (scheduler, KV pool, sampler, runner).
+
+    Raises:
+        ValueError: a missing or malformed model (names `model`), an invalid knob (names it),
+            or a KV budget too small for `max_model_len` (names `kv_cache_memory`).
+    """
+
+    def __init__(self, model: str | None = None, *, tokenizer: str | None = None, dtype: str = "auto",
+                 device: str | None = None, max_model_len: int | None = None, max_num_seqs: int | None = None,
+                 max_num_batched_tokens: int | None = None, kv_cache_memory: int | None = None,
+                 enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0) -> None:
+        given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,
+                     max_num_batched_tokens=max_num_batched_tokens, kv_cache_memory=kv_cache_memory,
+                     block_size=block_size)
+        self.config = EngineConfig(model=None if model is None else str(model), dtype=dtype,
+                                   max_model_len=max_model_len, enable_chunked_prefill=enable_chunked_prefill,
+                                   seed=seed, **{k: v for k, v in given.items() if v is not None})
+        model_config = load_model_config(self.config.model)
+        self.model_config = model_config
+        self.model_path = model_config.path  # the resolved checkpoint (the default model's GGUF for None)
+        limit = model_config.max_position_embeddings
+        if max_model_len is not None and max_model_len > limit:
+            raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's limit ({limit})")
+        self.tokenizer = load_tokenizer(self.config.tokenizer or model_config.path)
+        eos = self.tokenizer.eos_token_id
+        if eos is None and model_config.eos_token_ids:
+            eos = model_config.eos_token_ids[0]
+        runner = ModelRunner(model_config, self.config)
+        if max_model_len is None:  # the model's limit, capped by what the KV budget holds
+            kv_tokens = self.config.kv_cache_memory // runner.kv_bytes_per_block() * self.config.block_size
+            max_model_len = min(limit, kv_tokens) or limit  # no block at all: EngineCore names the field
+        self.max_model_len = max_model_len
+        self.engine = EngineCore(runner, self.config, self.max_model_len, model_config.vocab_size, eos)
+        self._processor = OutputProcessor(self.tokenizer.backend_tokenizer)
+        self._ids = itertools.count()
+
+    def get_tokenizer(self) -> Any:
+        """The transformers tokenizer (with its chat template)."""
+        return self.tokenizer
+
+    def generate(self, prompts: Prompt | Sequence[Prompt],
+                 sampling_params: SamplingParams | Sequence[SamplingParams] | None = None, *,
+                 on_progress: ProgressCallback | None = None) -> list[RequestOutput]:
+        """Generates completions for one prompt or a list of prompts.
+
+        Args:
+            prompts: a prompt or a list of prompts; a prompt is text, a list of token ids, or a
+                dict `{"prompt_token_ids": [...]}` (optionally with `"prompt"`) or `{"prompt": text}`.
+            sampling_params: one SamplingParams for all, one per prompt, or None (defaults).
+            on_progress: called after every step with (finished requests, total requests,
+                tokens generated in the step), e.g. to draw a progress bar.
+
+        Returns:
+            One RequestOutput per prompt, in prompt order.
+
+        Raises:
+            ValueError: with a single prompt (not a list), when it is invalid: too long for
+                `max_model_len` (names `prompt`), or a sampling field out of range (names it).
+                With a list, an invalid request does not raise: its RequestOutput has `error` set
+                and finish_reason "error", and the others complete normally; the same holds for a
+                request that fails later (e.g. in detokenization). A sampling_params list of the
+                wrong length always raises.
+        """
+        single = _is_single_prompt(prompts)
+        items = [prompts] if single else list(prompts)
+        params = _params_per_item(sampling_params, len(items))
+        states = [self._submit(lambda item=item: self._tokenize(item), p, single) for item, p in zip(items, params)]
+        return self._run(states, on_progress)
+
+    def chat(self, messages: list[Message] | Sequence[list[Message]],
+             sampling_params: SamplingParams | Sequence[SamplingParams] | None = None, *,
+             add_generation_prompt: bool = True, chat_template: str | None = None,
+             chat_template_kwargs: dict[str, Any] | None = None,
+             on_progress: ProgressCallback | None = None) -> list[RequestOutput]:
+        """Generates replies to one conversation or a list of conversations.
+
+        Each conversation (a list of `{"role", "content"}` dicts) is rendered with the tokenizer's
+        chat template (or `chat_template`) and `add_generation_prompt`, then tokenized without
+        adding special tokens again. Errors behave as in `generate`: a single conversation
+        raises ValueError, a list yields error outputs for the bad ones.
+
+        Returns:
+            One RequestOutput per conversation (`prompt` is the rendered text).
+        """
+        if not messages:
+            raise ValueError("messages must not be empty")
+        single = isinstance(messages[0], dict)
+        convs = [messages] if single else list(messages)
+        params = _params_per_item(sampling_params, len(convs))
+        kwargs = dict(chat_template_kwargs or {})
+        states = [
+            self._submit(lambda conv=conv: encode_chat(self.tokenizer, conv, add_generation_prompt, chat_template,
+                                                       kwargs), p, single)
+            for conv, p in zip(convs, params)
+        ]
+        return self._run(states, on_progress)
+
+    def _tokenize(self, item: Prompt) -> tuple[str | None, list[int]]:
+        if isinstance(item, str):
+            return item, self.tokenizer.encode(item)
+        if isinstance(item, dict):
+            if "prompt_token_ids" in item:
+                return item.get("prompt"), _token_ids(item["prompt_token_ids"])
+            if isinstance(item.get("prompt"), str):
+                return item["prompt"], self.tokenizer.encode(item["prompt"])
+        if isinstance(item, (list, tuple)):
+            return None, _token_ids(item)
+        raise ValueError("prompt must be a str, a list of token ids, or a dict with 'prompt_token_ids' or "
+                         f"'prompt', got {type(item).__name__}")
+
+    def _submit(self, encode: Callable[[], tuple[str | None, list[int]]], params: SamplingParams,
+                raise_errors: bool) -> RequestState:
+        """Encodes and validates one request, then adds its `n` children to the engine."""
+        request_id = str(next(self._ids))
+        prompt, token_ids = None, None
+        try:
+            prompt, token_ids = encode()
+            self.engine.check_request(token_ids, params)
+        except Exception as exc:  # noqa: BLE001 - in a batch, a bad request fails alone
+            if raise_errors:
+                raise
+            return self._processor.add_failed(request_id, prompt, token_ids, str(exc), params.n)
+        base_seed = params.seed if params.seed is not None else self.engine.draw_seed()
+        child_ids = [request_id] if params.n == 1 else [f"{request_id}-{i}" for i in range(params.n)]
+        state = self._processor.add(request_id, prompt, token_ids, params, child_ids)
+        # Only the first child computes prompt logprobs: the prompt is the same for all.
+        child_params = params if params.n == 1 else dataclasses.replace(params, prompt_logprobs=None)
+        for i, child in enumerate(child_ids):
+            self.engine.add_request(child, token_ids, params if i == 0 else child_params,
+                                    seed=derive_seed(base_seed, i))
+        return state
+
+    def _run(self, states: list[RequestState], on_progress: ProgressCallback | None) -> list[RequestOutput]:
+        total = len(states)
+        done = sum(s.finished for s in states)
+        if on_progress is not None:
+            on_progress(done, total, 0)
+        try:
+            while self.engine.has_unfinished():
+                step = self._processor.process(self.engine.step())
+                for child in step.to_abort:
+                    self.engine.abort(child)
+                done += len(step.finished)
+                if on_progress is not None:
+                    on_progress(done, total, step.num_new_tokens)
+        finally:
+            # An exception (or interrupt) must not leave requests behind for the next call.
+            for state in states:
+                if not state.finished:
+                    for child in state.child_ids:
+                        self.engine.abort(child)
+                    state.fail("aborted", "abort")
+            self._processor.drop([c for s in states for c in s.child_ids])
+        return [s.to_output() for s in states]
+
+
+def encode_chat(tokenizer: Any, messages: list[Message], add_generation_prompt: bool = True,
+                chat_template: str | None = None, template_kwargs: dict[str, Any] | None = None
+                ) -> tuple[str, list[int]]:
+    """Renders a conversation with the chat template and tokenizes it (no extra special tokens).
+
+    Kept as one small function: deepinfer-recipe takes over chat encoding later.
+
+    Raises:
+        ValueError: the messages are malformed or the template fails (names `messages`).
+    """
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages) or not messages:
+        raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
+                                             chat_template=chat_template, **(template_kwargs or {}))
+    except Exception as exc:  # jinja errors, missing template
+        raise ValueError(f"messages: cannot apply the chat template: {exc}") from exc
+    return text, tokenizer.encode(text, add_special_tokens=False)
+
+
+def _is_single_prompt(prompts: object) -> bool:
+    if isinstance(prompts, (str, dict)):
+        return True
+    if isinstance(prompts, (list, tuple)):
+        return bool(prompts) and isinstance(prompts[0], int) and not isinstance(prompts[0], bool)
+    raise ValueError(f"prompts must be a prompt or a list of prompts, got {type(prompts).__name__}")
+
+
+def _params_per_item(params: SamplingParams | Sequence[SamplingParams] | None, count: int) -> list[SamplingParams]:
+    if params is None:
+        return [SamplingParams()] * count
+    if isinstance(params, SamplingParams):
+        return [params] * count
+    params = list(params)
+    if len(params) != count or not all(isinstance(p, SamplingParams) for p in params):
+        raise ValueError(f"sampling_params must be one SamplingParams or a list of {count}, got {len(params)} items")
+    return params
+
+
+def _token_ids(ids: object) -> list[int]:
+    if not isinstance(ids, (list, tuple)) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+        raise ValueError("prompt_token_ids must be a list of ints")
+    return list(ids)

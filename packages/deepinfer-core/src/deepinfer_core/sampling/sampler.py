@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Sampler: logits processors (penalties, min_tokens bans) + `ops.sample` + logprobs."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import torch
+from deepinfer_kernels import ops
+
+from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
+from deepinfer_core.sampling.penalties import PenaltyState, apply_penalties
+
+if TYPE_CHECKING:
+    from deepinfer_core.engine.request import Request
+
+
+@dataclasses.dataclass
+class SamplerOutput:
+    """One sampled token per row.
+
+    Attributes:
+        token_ids: B sampled ids.
+        logprobs: per row, the raw-distribution logprobs (None where not asked).
+    """
+
+    token_ids: list[int]
+    logprobs: list[TokenLogprobs | None]
+
+
+class Sampler:
+    """Samples the next token of each request from its last-position logits.
+
+    Per step: (1) raw logprobs are taken for rows that asked (vLLM V1 default: the model's
+    distribution before any processing); (2) penalties (see `penalties.py`); (3) EOS and
+    `stop_token_ids` get -inf while fewer than `min_tokens` tokens exist; (4) `ops.sample` with
+    temperature / top-k / top-p / min-p and the draw keyed by (request seed, output length), so
+    a request's tokens depend only on its own logits, seed and step (batch invariant).
+
+    Per-request penalty statistics live here (keyed by request id); call `release` when a
+    request ends.
+    """
+
+    def __init__(self) -> None:
+        self._penalties: dict[str, PenaltyState] = {}
+
+    def release(self, request_id: str) -> None:
+        """Drops the request's sampling state (after it finished or was aborted)."""
+        self._penalties.pop(request_id, None)
+
+    def __call__(self, logits: torch.Tensor, requests: list[Request]) -> SamplerOutput:
+        """Samples one token per row.
+
+        Args:
+            logits: [B, V] float32, row b belongs to `requests[b]`; modified in place.
+            requests: B requests (each with a resolved `seed`).
+
+        Returns:
+            B token ids and the optional logprobs.
+        """
+        if logits.shape[0] != len(requests):
+            raise ValueError(f"logits has {logits.shape[0]} rows for {len(requests)} requests")
+        device = logits.device
+        params = [r.sampling_params for r in requests]
+        lp_rows = [b for b, p in enumerate(params) if p.logprobs is not None]
+        raw = logits[lp_rows] if lp_rows else None  # advanced indexing copies
+
+        pen_rows = [b for b, p in enumerate(params) if p.has_penalties]
+        if pen_rows:
+            self._apply_penalties(logits, [requests[b] for b in pen_rows], pen_rows)
+        self._ban_stop_tokens(logits, requests)
+
+        if all(p.greedy for p in params):
+            sampled = logits.argmax(dim=-1)  # ops.sample's greedy rule (first maximum)
+        else:
+            sampled = ops.sample(
+                logits,
+                torch.tensor([0.0 if p.greedy else float(p.temperature) for p in params], dtype=torch.float32,
+                             device=device),
+                torch.tensor([p.top_k for p in params], dtype=torch.int64, device=device),
+                torch.tensor([float(p.top_p) for p in params], dtype=torch.float32, device=device),
+                torch.tensor([float(p.min_p) for p in params], dtype=torch.float32, device=device),
+                torch.tensor([r.seed for r in requests], dtype=torch.int64, device=device),
+                torch.tensor([r.num_output_tokens for r in requests], dtype=torch.int64, device=device),
+            )
+        logprobs: list[TokenLogprobs | None] = [None] * len(requests)
+        if lp_rows:
+            rows = torch.tensor(lp_rows, dtype=torch.int64, device=device)
+            for b, lp in zip(lp_rows, token_logprobs(raw, sampled[rows], [params[b].logprobs for b in lp_rows])):
+                logprobs[b] = lp
+        return SamplerOutput(sampled.tolist(), logprobs)
+
+    def _apply_penalties(self, logits: torch.Tensor, requests: list[Request], rows: list[int]) -> None:
+        vocab = logits.shape[1]
+        states = []
+        for r in requests:
+            state = self._penalties.get(r.request_id)
+            if state is None:
+                state = self._penalties[r.request_id] = PenaltyState(r.prompt_token_ids, vocab, logits.device)
+            state.sync(r.output_token_ids)
+            states.append(state)
+        index = torch.tensor(rows, dtype=torch.int64, device=logits.device)
+
+        def column(name: str) -> torch.Tensor:
+            return torch.tensor([float(getattr(r.sampling_params, name)) for r in requests], dtype=torch.float32,
+                                device=logits.device)
+
+        logits[index] = apply_penalties(
+            logits[index],
+            torch.stack([s.prompt_mask for s in states]),
+            torch.stack([s.output_counts for s in states]),
+            column("repetition_penalty"), column("presence_penalty"), column("frequency_penalty"))
+
+    @staticmethod
+    def _ban_stop_tokens(logits: torch.Tensor, requests: list[Request]) -> None:
+        rows: list[int] = []
+        cols: list[int] = []
+        for b, r in enumerate(requests):
+            params = r.sampling_params
+            if r.num_output_tokens >= params.min_tokens:
+                continue
+            banned = set(r.stop_token_ids)
+            if r.eos_token_id is not None and not params.ignore_eos:
+                banned.add(r.eos_token_id)
+            rows.extend([b] * len(banned))
+            cols.extend(banned)
+        if rows:
+            logits[torch.tensor(rows, device=logits.device), torch.tensor(cols, device=logits.device)] = float("-inf")

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: DeepInfer contributors
+#pragma once
+
+#include <cstdint>
+
+namespace deepinfer::cpu {
+
+// Geometry of one paged decode-attention call. Caches are contiguous [N, S, Hk, D].
+struct DecodeShape {
+  int64_t batch;
+  int64_t q_heads;
+  int64_t kv_heads;
+  int64_t head_size;
+  int64_t block_size;
+  int64_t table_width;  // M, columns of the block table
+};
+
+// Float32 paged decode attention (one query per request), see
+// deepinfer_kernels.ops.paged_attention_decode for the semantics. q and out are contiguous
+// [B, Hq, D]; block_tables [B, M]; seq_lens [B]; sinks is null or [Hq]; window <= 0 means
+// full attention. One online-softmax pass per (request, head) in increasing key order, so a
+// row's result does not depend on the batch.
+void paged_attention_decode_f32(const float* q, const float* k_cache, const float* v_cache,
+                                const int32_t* block_tables, const int32_t* seq_lens,
+                                const float* sinks, float* out, const DecodeShape& shape,
+                                float scale, int64_t window);
+
+}  // namespace deepinfer::cpu

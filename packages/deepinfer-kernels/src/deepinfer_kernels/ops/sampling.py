@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Token sampling: greedy, temperature, top-k, top-p, min-p, with per-row seeded draws."""
+
+from __future__ import annotations
+
+import torch
+
+from deepinfer_kernels._registry import dispatch
+from deepinfer_kernels.ops._checks import check_same_device, check_size, check_tensor
+
+
+def sample(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
+           top_p: torch.Tensor, min_p: torch.Tensor, seeds: torch.Tensor, steps: torch.Tensor,
+           *, backend: str | None = None) -> torch.Tensor:
+    """Samples one token per row. Each row depends only on its own inputs (batch invariant).
+
+    Row b with `temperature[b] == 0` is greedy: argmax of the logits, ties to the lowest
+    index. Otherwise, in order (each filter acts on the renormalised output of the previous
+    one, like HF's TopK -> TopP -> MinP warpers):
+      1. `p = softmax(logits / T)` in float32;
+      2. top_k > 0: keep tokens whose probability is >= the k-th largest (ties kept);
+      3. top_p < 1: keep the smallest set of most probable tokens whose total is >= top_p
+         (at least one token; ties ordered by index);
+      4. min_p > 0: drop tokens with `p < min_p * max(p)`;
+      5. renormalise and draw by the exponential race `argmax_v(p_v / E_v)`, `E_v = -ln u_v`
+         (equivalent to drawing from p), where `u_v` in (0, 1) comes from a counter-based
+         32-bit integer hash of `(seeds[b], steps[b], v)`: the same bits on every device.
+         The hash is documented in `deepinfer_kernels.backends.reference.sampling`.
+
+    Args:
+        logits: [B, V] float32. B may be 0.
+        temperature: [B] float32, >= 0.
+        top_k: [B] int64; <= 0 disables.
+        top_p: [B] float32 in (0, 1]; 1 disables.
+        min_p: [B] float32 in [0, 1]; 0 disables.
+        seeds: [B] int64 (any value; all 64 bits are used).
+        steps: [B] int64, e.g. the number of tokens the request generated so far.
+        backend: Implementation to use; None selects.
+
+    Returns:
+        [B] int64 token ids.
+
+    Raises:
+        ValueError: a shape, dtype or device does not match (the message names the field).
+            Values are not checked (that would synchronise with the device); the engine
+            validates sampling parameters when a request arrives.
+    """
+    check_tensor("logits", logits, 2, (torch.float32,))
+    batch = logits.shape[0]
+    for name, t, dtype in (("temperature", temperature, torch.float32),
+                           ("top_k", top_k, torch.int64), ("top_p", top_p, torch.float32),
+                           ("min_p", min_p, torch.float32), ("seeds", seeds, torch.int64),
+                           ("steps", steps, torch.int64)):
+        check_tensor(name, t, 1, (dtype,))
+        check_size(name, t, 0, batch, "rows of logits")
+    check_same_device([("logits", logits), ("temperature", temperature), ("top_k", top_k),
+                       ("top_p", top_p), ("min_p", min_p), ("seeds", seeds), ("steps", steps)])
+    return dispatch("sample", logits, backend, logits, temperature, top_k, top_p, min_p,
+                    seeds, steps)

@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Shared pytest configuration for the kernel tests."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+# The triton interpreter must be switched on before anything imports triton (transformers
+# does): on machines without CUDA, every kernel test process runs triton interpreted.
+# (Bazel sets it per test_triton_*.py target; on CUDA machines triton runs natively.)
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in (("gpu", "needs a CUDA device"), ("npu", "needs an Ascend NPU"),
+                       ("interp", "triton under TRITON_INTERPRET=1 on the CPU"),
+                       ("slow", "takes more than a minute")):
+        config.addinivalue_line("markers", f"{name}: {text}")
