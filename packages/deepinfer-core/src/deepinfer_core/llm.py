@@ -9,6 +9,8 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from deepinfer_recipe import PromptTokenizer, conversation_from_openai, render_chat_template
+
 from deepinfer_core.config import EngineConfig
 from deepinfer_core.engine.engine_core import EngineCore
 from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
@@ -81,6 +83,7 @@ class LLM:
         self.max_model_len = max_model_len
         self.engine = EngineCore(runner, self.config, self.max_model_len, model_config.vocab_size, eos)
         self._processor = OutputProcessor(self.tokenizer.backend_tokenizer)
+        self._chat_encoder: ChatEncoder | None = None  # built on the first `chat`
         self._ids = itertools.count()
 
     def get_tokenizer(self) -> Any:
@@ -118,15 +121,26 @@ class LLM:
 
     def chat(self, messages: list[Message] | Sequence[list[Message]],
              sampling_params: SamplingParams | Sequence[SamplingParams] | None = None, *,
-             add_generation_prompt: bool = True, chat_template: str | None = None,
-             chat_template_kwargs: dict[str, Any] | None = None,
+             add_generation_prompt: bool = True, tools: list[dict[str, Any]] | None = None,
+             chat_template: str | None = None, chat_template_kwargs: dict[str, Any] | None = None,
              on_progress: ProgressCallback | None = None) -> list[RequestOutput]:
         """Generates replies to one conversation or a list of conversations.
 
-        Each conversation (a list of `{"role", "content"}` dicts) is rendered with the tokenizer's
-        chat template (or `chat_template`) and `add_generation_prompt`, then tokenized without
-        adding special tokens again. Errors behave as in `generate`: a single conversation
-        raises ValueError, a list yields error outputs for the bad ones.
+        Each conversation (OpenAI Chat Completions message dicts) is encoded by deepinfer-recipe
+        (see `ChatEncoder`): the chat template renders it, and special tokens are recognised
+        only in the template's own text, so a client who types `<|im_start|>` gets plain text.
+        Errors behave as in `generate`: a single conversation raises ValueError, a list yields
+        error outputs for the bad ones.
+
+        Args:
+            messages: a conversation (list of message dicts) or a list of conversations.
+            sampling_params: as in `generate`.
+            add_generation_prompt: end the prompt with the assistant header.
+            tools: OpenAI function tools (`[{"type": "function", "function": {...}}]`), or None.
+            chat_template: a jinja template or the name of one of the tokenizer's templates;
+                None uses the tokenizer's.
+            chat_template_kwargs: extra template variables (e.g. `enable_thinking`).
+            on_progress: as in `generate`.
 
         Returns:
             One RequestOutput per conversation (`prompt` is the rendered text).
@@ -136,10 +150,13 @@ class LLM:
         single = isinstance(messages[0], dict)
         convs = [messages] if single else list(messages)
         params = _params_per_item(sampling_params, len(convs))
+        if self._chat_encoder is None:
+            self._chat_encoder = ChatEncoder(self.tokenizer)
+        encoder = self._chat_encoder
         kwargs = dict(chat_template_kwargs or {})
         states = [
-            self._submit(lambda conv=conv: encode_chat(self.tokenizer, conv, add_generation_prompt, chat_template,
-                                                       kwargs), p, single)
+            self._submit(lambda conv=conv: encoder.encode(conv, tools, add_generation_prompt, chat_template, kwargs),
+                         p, single)
             for conv, p in zip(convs, params)
         ]
         return self._run(states, on_progress)
@@ -203,24 +220,52 @@ class LLM:
         return [s.to_output() for s in states]
 
 
-def encode_chat(tokenizer: Any, messages: list[Message], add_generation_prompt: bool = True,
-                chat_template: str | None = None, template_kwargs: dict[str, Any] | None = None
-                ) -> tuple[str, list[int]]:
-    """Renders a conversation with the chat template and tokenizes it (no extra special tokens).
+class ChatEncoder:
+    """Chat messages -> prompt text and token ids, through deepinfer-recipe.
 
-    Kept as one small function: deepinfer-recipe takes over chat encoding later.
+    OpenAI-style messages become a recipe `Conversation`; the tokenizer's jinja chat template
+    renders it the way transformers does (same variables: the special-tokens map, `tools`,
+    `add_generation_prompt`), with client text kept apart from template text; `PromptTokenizer`
+    then recognises special tokens only in template text. For messages without special-token
+    strings the ids equal transformers' `apply_chat_template(..., tokenize=True)`.
 
-    Raises:
-        ValueError: the messages are malformed or the template fails (names `messages`).
+    Args:
+        tokenizer: a transformers fast tokenizer.
     """
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages) or not messages:
-        raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
-    try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
-                                             chat_template=chat_template, **(template_kwargs or {}))
-    except Exception as exc:  # jinja errors, missing template
-        raise ValueError(f"messages: cannot apply the chat template: {exc}") from exc
-    return text, tokenizer.encode(text, add_special_tokens=False)
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.prompt_tokenizer = PromptTokenizer.from_hf(tokenizer)
+        self.special_tokens = list(self.prompt_tokenizer.added_tokens)
+
+    def encode(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+               add_generation_prompt: bool = True, chat_template: str | None = None,
+               template_kwargs: dict[str, Any] | None = None) -> tuple[str, list[int]]:
+        """Renders and tokenizes one conversation (no BOS/EOS added beyond the template's).
+
+        Returns:
+            (prompt text, token ids).
+
+        Raises:
+            ValueError: malformed messages or tools (names the field, e.g. `messages[1].role`),
+                no usable template (names `chat_template`), or the template failed (names
+                `messages`).
+        """
+        conv = conversation_from_openai(messages, tools)
+        try:
+            template = self.tokenizer.get_chat_template(chat_template, tools)
+        except ValueError as exc:
+            raise ValueError(f"chat_template: {exc}") from exc
+        # transformers' template variables: the special-tokens map, overridden by the caller's.
+        variables = {**self.tokenizer.special_tokens_map, **(template_kwargs or {})}
+        bos, eos = variables.pop("bos_token", None) or "", variables.pop("eos_token", None) or ""
+        try:
+            prompt = render_chat_template(template, conv, special_tokens=self.special_tokens, bos_token=bos,
+                                          eos_token=eos, add_generation_prompt=add_generation_prompt,
+                                          thinking_variables=False, **variables)
+        except Exception as exc:  # jinja errors, raise_exception() in the template
+            raise ValueError(f"messages: cannot apply the chat template: {exc}") from exc
+        return prompt.text, self.prompt_tokenizer.encode(prompt)
 
 
 def _is_single_prompt(prompts: object) -> bool:

@@ -10,11 +10,12 @@ the caller to abort requests that hit one), converts logprobs and keeps timings.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from typing import TYPE_CHECKING
 
-from deepinfer_core.engine.detokenizer import IncrementalDetokenizer
-from deepinfer_core.engine.stop import StopStringMatcher
+from deepinfer_recipe import IncrementalDetokenizer, StopStringMatcher
+
 from deepinfer_core.outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
 
 if TYPE_CHECKING:
@@ -36,8 +37,21 @@ class _Completion:
             return
         if params.logprobs is not None:
             self.output.logprobs, self.output.cumulative_logprob = [], 0.0
-        self.detokenizer = IncrementalDetokenizer(tokenizer, prompt_token_ids, params.skip_special_tokens)
+        self.detokenizer = make_detokenizer(tokenizer, prompt_token_ids, params.skip_special_tokens)
         self.stops = StopStringMatcher(params.stop, params.include_stop_str_in_output)
+
+
+def make_detokenizer(tokenizer: Tokenizer, prompt_token_ids: list[int],
+                     skip_special_tokens: bool = True) -> IncrementalDetokenizer:
+    """The incremental detokenizer of one completion (recipe's, over `tokenizer.decode`).
+
+    Args:
+        tokenizer: a `tokenizers.Tokenizer`.
+        prompt_token_ids: the prompt; its last few ids are decoding context.
+        skip_special_tokens: leave special tokens out of the text.
+    """
+    decode = functools.partial(tokenizer.decode, skip_special_tokens=skip_special_tokens)
+    return IncrementalDetokenizer(decode, prompt_token_ids)
 
 
 class RequestState:
@@ -177,10 +191,10 @@ class OutputProcessor:
             if out.new_logprobs is not None:
                 c.output.logprobs.extend(self._logprob_dicts(out.new_logprobs))
                 c.output.cumulative_logprob += sum(lp.logprobs[0] for lp in out.new_logprobs)
-        text = "".join(c.detokenizer.step(t) for t in out.new_token_ids)
+        text = c.detokenizer.push(out.new_token_ids)
         if out.finish_reason is not None:
-            text += c.detokenizer.finish()
-        released = c.stops.feed(text)
+            text += c.detokenizer.flush()
+        released = c.stops.push(text)
         if c.stops.matched is not None:
             c.output.finish_reason, c.output.stop_reason = "stop", c.stops.matched
         elif out.finish_reason is not None:

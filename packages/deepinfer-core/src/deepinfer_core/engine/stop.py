@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""When a request stops: token-level checks (engine core) and stop strings (frontend text)."""
+"""When a request stops on a token (engine core).
+
+Stop strings act on text in the frontend (`deepinfer_recipe.StopStringMatcher` in
+`engine.output_processor`).
+"""
 
 from __future__ import annotations
 
@@ -38,62 +42,3 @@ def check_token_stop(request: Request, max_model_len: int) -> bool:
         return True
     return False
 
-
-class StopStringMatcher:
-    """Finds stop strings in streamed text and holds back any text that may begin one.
-
-    Feed each new piece of detokenized text to `feed`; it returns the text that is safe to show.
-    Text is withheld only while it is a proper prefix of some stop string, so a stop string (or
-    the start of one) is never shown and later text never needs to be taken back. Each call
-    scans only the new text plus the withheld text (shorter than the longest stop string).
-
-    Args:
-        stops: the stop strings (non-empty).
-        include_stop_str_in_output: keep the matched stop string in the output.
-    """
-
-    def __init__(self, stops: list[str], include_stop_str_in_output: bool = False) -> None:
-        self.stops = list(stops)
-        self.include = include_stop_str_in_output
-        self._max_len = max((len(s) for s in self.stops), default=0)
-        self._pending = ""  # text received but not yet released
-        self.matched: str | None = None
-
-    def feed(self, text: str) -> str:
-        """Takes new text; returns the text now safe to release ("" after a match).
-
-        After a match `matched` holds the stop string and the returned text ends right before it
-        (or right after it with `include_stop_str_in_output`).
-        """
-        if self.matched is not None or not text:
-            return ""
-        if not self.stops:
-            return text
-        # Released text holds no match and no suffix that could start one, so a new match lies
-        # inside the withheld text plus the new text.
-        window = self._pending + text
-        cut = None
-        for stop in self.stops:
-            i = window.find(stop)
-            if i >= 0 and (cut is None or i < cut[0]):
-                cut = (i, stop)
-        if cut is not None:
-            i, stop = cut
-            self.matched = stop
-            self._pending = ""
-            return window[: i + len(stop)] if self.include else window[:i]
-        hold = self._held_suffix_len(window)
-        self._pending = window[len(window) - hold:] if hold else ""
-        return window[: len(window) - hold]
-
-    def flush(self) -> str:
-        """Releases withheld text at the end of the request (no stop string followed)."""
-        out, self._pending = self._pending, ""
-        return out if self.matched is None else ""
-
-    def _held_suffix_len(self, window: str) -> int:
-        for k in range(min(len(window), self._max_len - 1), 0, -1):
-            tail = window[-k:]
-            if any(s.startswith(tail) for s in self.stops):
-                return k
-        return 0

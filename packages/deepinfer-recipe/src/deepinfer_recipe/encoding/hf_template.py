@@ -142,6 +142,7 @@ def render_chat_template(
     eos_token: str = "",
     add_generation_prompt: bool = True,
     none_for_empty_call_content: bool = False,
+    thinking_variables: bool = True,
     **template_kwargs,
 ) -> Prompt:
     """Render a Hugging Face chat template with client text marked as content.
@@ -149,7 +150,7 @@ def render_chat_template(
     Args:
         template: The jinja source (``chat_template`` of tokenizer_config.json).
         conv: The conversation. ``conv.thinking`` is passed as ``enable_thinking`` and
-            ``thinking`` unless given in ``template_kwargs``.
+            ``thinking`` unless given in ``template_kwargs`` (or ``thinking_variables`` is False).
         special_tokens: Every added-token string of the tokenizer (see
             :func:`deepinfer_recipe.tokenization.added_token_strings`); client copies are
             hidden from the template logic.
@@ -158,6 +159,9 @@ def render_chat_template(
         add_generation_prompt: Ask the template for the assistant header.
         none_for_empty_call_content: Pass ``content=None`` for assistant turns that only
             carry tool calls (the DeepSeek-V3 template tests ``content is none``).
+        thinking_variables: Define ``enable_thinking``/``thinking`` from ``conv.thinking``;
+            False leaves them undefined unless ``template_kwargs`` sets them, as
+            transformers' ``apply_chat_template`` does (templates may test ``is defined``).
         **template_kwargs: Extra template variables.
 
     Returns:
@@ -183,9 +187,9 @@ def render_chat_template(
         "add_generation_prompt": add_generation_prompt,
         "bos_token": bos_token,
         "eos_token": eos_token,
-        "enable_thinking": conv.thinking,
-        "thinking": conv.thinking,
     }
+    if thinking_variables:
+        variables.update(enable_thinking=conv.thinking, thinking=conv.thinking)
     variables.update(template_kwargs)
     rendered = env.from_string(template).render(**variables)
     return _segments(rendered, p.originals)
