@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="$ROOT/.venv/bin/python"
 export DEEPINFER_CACHE="${DEEPINFER_CACHE:-$ROOT/.cache/deepinfer}"  # same default as setup.sh
 
-HOOKS=(deepinfer_core.assets)
+HOOKS=(deepinfer_core.assets deepinfer_recipe.assets)
 
 for module in "${HOOKS[@]}"; do
   # Exit 0: the module exists; 3: it does not; anything else: importing its parent failed.

@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import pytest
+from deepinfer_recipe import IncrementalDetokenizer
 
 from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.engine import output_processor
-from deepinfer_core.engine.detokenizer import IncrementalDetokenizer
 
 MAX_LEN = 64
 
@@ -99,8 +99,12 @@ def test_single_bad_prompt_raises(llm: LLM) -> None:
         llm.generate({"text": "hi"}, greedy())
     with pytest.raises(ValueError, match="sampling_params"):
         llm.generate(["a", "b"], [greedy()])
-    with pytest.raises(ValueError, match="messages must be a non-empty list"):
+    with pytest.raises(ValueError, match=r"messages\[1\]: expected a message object"):
         llm.chat([{"role": "user", "content": "hi"}, "not a message"], greedy())
+    with pytest.raises(ValueError, match=r"messages\[0\]\.role: unknown role 'wizard'"):
+        llm.chat([{"role": "wizard", "content": "hi"}], greedy())
+    with pytest.raises(ValueError, match=r"tools\[0\]\.type"):
+        llm.chat([{"role": "user", "content": "hi"}], greedy(), tools=[{"type": "retrieval"}])
     with pytest.raises(ValueError, match="messages must not be empty"):
         llm.chat([], greedy())
     with pytest.raises(ValueError, match="messages: cannot apply the chat template"):
@@ -126,12 +130,12 @@ def test_a_request_failing_in_detokenization_fails_alone(llm: LLM, monkeypatch) 
     bad_prompt = llm.get_tokenizer().encode("please break")
 
     class Breaking(IncrementalDetokenizer):
-        def step(self, token_id: int) -> str:
+        def push(self, ids) -> str:
             raise RuntimeError("detokenizer exploded")
 
-    def factory(tokenizer, prompt_token_ids, skip_special_tokens=True):
-        cls = Breaking if list(prompt_token_ids)[-3:] == bad_prompt[-3:] else IncrementalDetokenizer
-        return cls(tokenizer, prompt_token_ids, skip_special_tokens)
+    def factory(decode, prompt_ids, **kwargs):
+        cls = Breaking if list(prompt_ids)[-3:] == bad_prompt[-3:] else IncrementalDetokenizer
+        return cls(decode, prompt_ids, **kwargs)
 
     monkeypatch.setattr(output_processor, "IncrementalDetokenizer", factory)
     outs = llm.generate(["fine one", "please break", "fine two"], SamplingParams(temperature=0, max_tokens=5,

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Incremental detokenization against the real tokenizers' own decode; stop strings
-against a brute-force search."""
+"""Incremental detokenization against the tokenizers' own full-sequence decode (the real
+Qwen3 / DeepSeek-V3 byte-level BPEs, and a Llama-style byte-fallback BPE built here); stop
+strings against a brute-force search."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ TEXTS = [
     "北京欢迎你 🎉🎉 naïve café — ok",
     "emoji 👩‍👩‍👧‍👦 family and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math",
     "  leading spaces\n\n\ttabs and \u0301 lone combining mark",
+    "Grüße, café, naïve — déjà vu.",
+    "日本語のテキストと中文字符",
+    "emoji 😀👍🏽 family 👨‍👩‍👧 flags 🇫🇷",
 ]
 
 
@@ -40,18 +44,123 @@ def test_streamed_text_equals_full_decode(which, text, request):
         assert "".join(out) == tok.decode(ids) == text
 
 
-def test_detokenizer_rejects_bad_max_pending():
-    with pytest.raises(ValueError, match="max_pending"):
-        IncrementalDetokenizer(lambda ids: "", max_pending=0)
+@pytest.mark.parametrize("field,kwargs", [("max_pending", {"max_pending": 3}), ("context", {"context": -1})])
+def test_detokenizer_rejects_bad_settings(field, kwargs):
+    with pytest.raises(ValueError, match=field):
+        IncrementalDetokenizer(lambda ids: "", **kwargs)
 
 
-def _brute_force(text: str, stops: list[str]) -> tuple[str, str | None]:
+@pytest.fixture(scope="module")
+def byte_fallback():
+    """A Llama/SentencePiece-style BPE: `▁` word marker, <0xNN> byte fallback, leading-space strip."""
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    pieces = ["▁", "H", "e", "l", "o", "w", "r", "d", "!", "He", "ll", "llo", "Hello", "▁w", "▁wor", "▁world",
+              "or", "é", "▁é", "日", "本", "a", "b", "c", "▁a"]
+    for p in pieces:
+        vocab.setdefault(p, len(vocab))
+    merges = [("H", "e"), ("l", "l"), ("ll", "o"), ("He", "llo"), ("▁", "w"), ("▁w", "o"), ("o", "r"),
+              ("▁w", "or"), ("▁wor", "l"), ("▁", "é"), ("▁", "a")]
+    merges = [m for m in merges if "".join(m) in vocab]
+    models, normalizers, decoders = tokenizers.models, tokenizers.normalizers, tokenizers.decoders
+    tok = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, unk_token="<unk>",
+                                          fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.add_special_tokens(["<s>", "</s>"])
+    return tok
+
+
+def _stream(tok, prompt: list[int], output: list[int]) -> tuple[list[str], str]:
+    d = IncrementalDetokenizer(tok.decode, prompt)
+    return [d.push([t]) for t in output], d.flush()
+
+
+def _reference(tok, prompt: list[int], output: list[int]) -> str:
+    ctx = prompt[-IncrementalDetokenizer(tok.decode).context :]
+    return tok.decode(ctx + output)[len(tok.decode(ctx)) :]
+
+
+def _prefix_stable(tok, ctx: list[int], output: list[int]) -> bool:
+    full = tok.decode(ctx + output)
+    return all(full.startswith(tok.decode(ctx + output[:k]).rstrip("\ufffd")) for k in range(len(output) + 1))
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_byte_fallback_stream_rebuilds_text_without_broken_characters(byte_fallback, text):
+    prompt = byte_fallback.encode("Answer:").ids
+    ids = byte_fallback.encode(" " + text, add_special_tokens=False).ids
+    pieces, tail = _stream(byte_fallback, prompt, ids)
+    assert "".join(pieces) + tail == _reference(byte_fallback, prompt, ids)
+    assert ("".join(pieces) + tail).strip() == text.strip()
+    assert all("\ufffd" not in p for p in pieces), "a delta carried a broken character"
+
+
+def test_byte_fallback_characters_are_withheld_until_complete(byte_fallback):
+    ids = byte_fallback.encode("x 😀 日", add_special_tokens=False).ids
+    partial = [t for t in ids if byte_fallback.decode([t]).endswith("\ufffd")]
+    assert partial, "the text must contain tokens holding part of a character"
+    pieces, tail = _stream(byte_fallback, byte_fallback.encode("a").ids, ids)
+    assert "" in pieces and tail == ""
+    assert [p for p in pieces if p] == [p for p in pieces if p and "\ufffd" not in p]
+
+
+def test_emoji_from_byte_fallback_tokens(byte_fallback):
+    ids = byte_fallback.encode("a😀", add_special_tokens=False).ids
+    assert [byte_fallback.id_to_token(t) for t in ids[-4:]] == ["<0xF0>", "<0x9F>", "<0x98>", "<0x80>"]
+    pieces, _ = _stream(byte_fallback, byte_fallback.encode("hi").ids, ids)
+    assert pieces[-4:] == ["", "", "", "😀"]
+
+
+def test_byte_fallback_random_token_streams_match_full_decode(byte_fallback):
+    vocab = byte_fallback.get_vocab_size()
+    context = IncrementalDetokenizer(byte_fallback.decode).context
+    rng = random.Random(17)
+    checked = 0
+    for _ in range(300):
+        prompt = [rng.randrange(vocab) for _ in range(rng.randint(1, 10))]
+        output = [rng.randrange(vocab) for _ in range(rng.randint(1, 30))]
+        pieces, tail = _stream(byte_fallback, prompt, output)
+        # Without prefix stability no stream can match the full decode (see the class docstring).
+        if _prefix_stable(byte_fallback, prompt[-context:], output):
+            assert "".join(pieces) + tail == _reference(byte_fallback, prompt, output), (prompt, output)
+            checked += 1
+    assert checked >= 100
+
+
+def test_genuine_replacement_characters_are_released_without_waiting_for_the_end(byte_fallback):
+    lone = byte_fallback.token_to_id("<0x80>")  # a continuation byte alone: invalid UTF-8 forever
+    prompt = byte_fallback.encode("Hello").ids
+    output = [lone] * 30 + byte_fallback.encode("ab", add_special_tokens=False).ids
+    d = IncrementalDetokenizer(byte_fallback.decode, prompt)
+    pieces, max_window = [], 0
+    for t in output:
+        pieces.append(d.push([t]))
+        max_window = max(max_window, d.window)
+    tail = d.flush()
+    assert "".join(pieces) + tail == "\ufffd" * 30 + " ab" == _reference(byte_fallback, prompt, output)
+    assert next(i for i, p in enumerate(pieces) if p) < 12, "a run of U+FFFD must not hold all text back"
+    assert max_window <= 16
+
+
+def _brute_force(text: str, stops: list[str], include: bool = False) -> tuple[str, str | None]:
     """The stop string that completes first (earliest end; ties: longest), by exhaustive search."""
     hits = [(i + len(s), i, s) for s in stops for i in range(len(text)) if text.startswith(s, i)]
     if not hits:
         return text, None
-    _, pos, stop = min(hits)
-    return text[:pos], stop
+    end, pos, stop = min(hits)
+    return text[: end if include else pos], stop
+
+
+def _push_all(matcher: StopStringMatcher, chunks: list[str], expected: str) -> str:
+    released = ""
+    for c in chunks:
+        released += matcher.push(c)
+        assert expected.startswith(released), f"released {released!r}, not a prefix of {expected!r}"
+    return released + matcher.flush()
 
 
 @settings(max_examples=200, deadline=None)
@@ -59,10 +168,31 @@ def _brute_force(text: str, stops: list[str]) -> tuple[str, str | None]:
     text=st.text(alphabet="abcXY\n", max_size=40),
     stops=st.lists(st.text(alphabet="abcXY\n", min_size=1, max_size=4), max_size=3),
     cuts=st.lists(st.integers(0, 40), max_size=6),
+    include=st.booleans(),
 )
-def test_stop_matcher_equals_brute_force(text, stops, cuts):
+def test_stop_matcher_equals_brute_force(text, stops, cuts, include):
     points = sorted({c % (len(text) + 1) for c in cuts})
     chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-    m = StopStringMatcher(stops)
-    out = "".join(m.push(c) for c in chunks) + m.flush()
-    assert (out, m.matched) == _brute_force(text, stops)
+    expected, matched = _brute_force(text, stops, include)
+    m = StopStringMatcher(stops, include_stop_str_in_output=include)
+    assert (_push_all(m, chunks, expected), m.matched) == (expected, matched)
+
+
+@pytest.mark.parametrize("include", [False, True])
+@pytest.mark.parametrize("text,stops", [
+    ("Hello world, the END is near", ["END"]),
+    ("aaab then abab and abc", ["abc", "ab!"]),
+    ("no stop string in here", ["STOP", "zz"]),
+    ("overlap: xxy xxxy", ["xxxy", "xy"]),
+    ("ends with a prefix of the stop: ST", ["STOP"]),
+    ("abcd", ["abcd", "bc"]),
+])
+def test_stop_strings_at_every_split_position(text, stops, include):
+    expected, matched = _brute_force(text, stops, include)
+    splits = [[text[:i], text[i:]] for i in range(len(text) + 1)]
+    splits += [list(text)] + [[text[i:j] for i, j in zip(cuts, cuts[1:])]
+                              for cuts in ([0, 3, 4, 11, len(text)], [0, 1, 2, 5, 6, len(text)])]
+    for chunks in splits:
+        m = StopStringMatcher(stops, include_stop_str_in_output=include)
+        assert _push_all(m, chunks, expected) == expected, chunks
+        assert m.matched == matched
