@@ -19,8 +19,9 @@ struct DecodeShape {
 // Float32 paged decode attention (one query per request), see
 // deepinfer_kernels.ops.paged_attention_decode for the semantics. q and out are contiguous
 // [B, Hq, D]; block_tables [B, M]; seq_lens [B]; sinks is null or [Hq]; window <= 0 means
-// full attention. One online-softmax pass per (request, head) in increasing key order, so a
-// row's result does not depend on the batch.
+// full attention. One task per (request, KV head) computes an exact two-pass softmax in a
+// fixed order (OpenMP splits tasks, never a reduction), so a row's result does not depend on
+// the batch or the thread count.
 void paged_attention_decode_f32(const float* q, const float* k_cache, const float* v_cache,
                                 const int32_t* block_tables, const int32_t* seq_lens,
                                 const float* sinks, float* out, const DecodeShape& shape,
