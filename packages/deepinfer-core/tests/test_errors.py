@@ -146,3 +146,170 @@ def test_a_request_failing_in_detokenization_fails_alone(llm: LLM, monkeypatch) 
         assert o.error is None and [len(c.token_ids) for c in o.outputs] == [5, 5]
     assert not llm.engine.has_unfinished()
     assert llm.engine.scheduler.kv.num_free_blocks == llm.engine.scheduler.kv.pool.num_blocks
+
+
+# --- Regression tests from the error-contract attack (each failed before its fix). ---
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("stop", 5, "stop must be a str, a list of str or None, got int"),
+    ("stop", {"a": 1}, "stop must be a str, a list of str or None, got dict"),
+    ("stop_token_ids", 5, "stop_token_ids must be a list of ints or None, got int"),
+    ("temperature", float("inf"), "temperature must be finite in float32"),
+    ("temperature", 1e300, "temperature must be finite in float32"),
+    ("top_p", 1e-300, "top_p must be >= 1.2e-38"),
+    ("repetition_penalty", float("inf"), "repetition_penalty must be in [1.2e-38, 3.4e38]"),
+    ("repetition_penalty", 1e-300, "repetition_penalty must be in [1.2e-38, 3.4e38]"),
+])
+def test_sampling_containers_and_float32_limits(field: str, value, message: str) -> None:
+    # These used to raise TypeError, or pass and make the float32 sampler emit token 0 from NaN/zero rows.
+    with pytest.raises(ValueError) as info:
+        SamplingParams(**{field: value})
+    assert str(info.value).startswith(message)
+
+
+def test_reassigned_fields_are_normalized_before_use(llm: LLM) -> None:
+    text = llm.generate("Hello there", greedy(8))[0].outputs[0].text
+    stop = text[2:4]
+    expected = llm.generate("Hello there", SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, stop=[stop]))
+    params = greedy(8)
+    params.stop, params.stop_token_ids, params.top_k = stop, None, -1  # a plain str was split into characters
+    [out] = llm.generate("Hello there", params)
+    assert params.stop == [stop] and params.stop_token_ids == [] and params.top_k == 0
+    assert out.outputs[0].text == expected[0].outputs[0].text == text[:text.find(stop)]
+
+
+def test_progress_callback_error_leaves_no_requests_behind(llm: LLM) -> None:
+    prompts = ["Hello there", "A second, longer prompt for the batch"]
+    fresh = [o.outputs[0].token_ids for o in llm.generate(prompts, greedy(8))]
+
+    def boom(done: int, total: int, new_tokens: int) -> None:
+        raise RuntimeError("callback exploded")
+
+    with pytest.raises(RuntimeError, match="callback exploded"):  # raised by the very first call
+        llm.generate(prompts, greedy(8), on_progress=boom)
+    assert not llm.engine.has_unfinished() and not llm._processor.has_unfinished()
+    kv = llm.engine.scheduler.kv
+    assert kv.num_free_blocks == kv.pool.num_blocks
+    seen: list[tuple[int, int, int]] = []
+    outs = llm.generate(prompts, greedy(8), on_progress=lambda *a: seen.append(a))
+    assert [o.outputs[0].token_ids for o in outs] == fresh and seen[-1][:2] == (2, 2)
+
+
+def test_untokenizable_prompt_is_a_value_error(llm: LLM) -> None:
+    with pytest.raises(ValueError, match="prompt: cannot tokenize"):
+        llm.generate("lone surrogate \ud800", greedy())
+    outs = llm.generate(["lone surrogate \ud800", "Hello there"], greedy())
+    assert "prompt: cannot tokenize" in outs[0].error and outs[1].error is None
+    assert outs[1].outputs[0].token_ids == llm.generate("Hello there", greedy())[0].outputs[0].token_ids
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda llm: llm.chat("hello", greedy()), "messages must be a list"),
+    (lambda llm: llm.chat({"role": "user", "content": "hi"}, greedy()), "messages must be a list"),
+    (lambda llm: llm.chat(None, greedy()), "messages must be a list"),
+    (lambda llm: llm.chat([{"role": "user", "content": "hi"}], greedy(), chat_template=5), "chat_template must be"),
+    (lambda llm: llm.chat([{"role": "user", "content": "hi"}], greedy(), chat_template_kwargs="x"),
+     "chat_template_kwargs must be a dict"),
+    (lambda llm: llm.generate(["a", "b"], [greedy(), None]), r"sampling_params\[1\] must be a SamplingParams"),
+    (lambda llm: llm.generate("a", {"temperature": 0}), "sampling_params must be a SamplingParams"),
+    (lambda llm: llm.generate({"prompt": None}, greedy()), r"prompt must be a str.*got a dict with keys \['prompt'\]"),
+])
+def test_frontend_argument_types_name_the_field(llm: LLM, call, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(llm)
+    assert not llm.engine.has_unfinished()
+
+
+@pytest.mark.parametrize("patch,field", [
+    ({"hidden_size": "abc"}, "hidden_size"),
+    ({"hidden_size": 64.5}, "hidden_size"),
+    ({"num_attention_heads": 0}, "num_attention_heads"),
+    ({"vocab_size": -5}, "vocab_size"),
+    ({"num_hidden_layers": 0}, "num_hidden_layers"),
+    ({"max_position_embeddings": 0}, "max_position_embeddings"),
+    ({"eos_token_id": "x"}, "eos_token_id"),
+])
+def test_malformed_config_fields_name_the_field(tiny_checkpoint, tmp_path, patch: dict, field: str) -> None:
+    import json
+    import shutil
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(tiny_checkpoint("llama"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **patch}))
+    with pytest.raises(ValueError, match=f"model: .*'{field}'"):  # was ZeroDivisionError, TypeError, ...
+        LLM(str(folder), max_model_len=MAX_LEN, kv_cache_memory=8 << 20)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_unreadable_safetensors_is_a_value_error(tiny_checkpoint, tmp_path, damage: str) -> None:
+    import shutil
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(tiny_checkpoint("llama"), folder)
+    weights = folder / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[:len(data) // 2] if damage == "truncate" else b"\xff" * 64)
+    with pytest.raises(ValueError, match="model: .*model.safetensors is not a readable safetensors file"):
+        LLM(str(folder), max_model_len=MAX_LEN, kv_cache_memory=8 << 20)
+
+
+def test_gguf_missing_metadata_names_the_key(tmp_path) -> None:
+    import numpy as np
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(tmp_path / "x.gguf"), "llama")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.ones((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ValueError, match="model: .*'llama.attention.head_count'"):  # was TypeError: int(None)
+        LLM(str(tmp_path / "x.gguf"))
+
+
+@pytest.mark.parametrize("field,value", [
+    ("max_model_len", True), ("seed", True), ("enable_chunked_prefill", "no"),
+])
+def test_engine_knob_types_name_the_field(field: str, value) -> None:
+    from deepinfer_core.config import EngineConfig
+
+    with pytest.raises(ValueError, match=f"^{field}: must be"):  # bools passed as ints; "no" was truthy
+        EngineConfig(**{field: value})
+
+
+def test_unavailable_device_is_a_value_error() -> None:
+    import torch
+
+    from deepinfer_core.config import EngineConfig
+
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without CUDA")
+    with pytest.raises(ValueError, match="device: 'cuda' is not available"):  # was AssertionError
+        EngineConfig(device="cuda")
+
+
+def test_kv_cache_allocation_failure_names_kv_cache_memory() -> None:
+    from deepinfer_core.config import EngineConfig
+    from deepinfer_core.engine.engine_core import EngineCore
+
+    class RefusingRunner:
+        def kv_bytes_per_block(self) -> int:
+            return 1024
+
+        def allocate_kv_cache(self, num_blocks: int | None = None) -> int:
+            raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
+
+    with pytest.raises(ValueError, match="kv_cache_memory: cannot allocate 1024 KV blocks"):
+        EngineCore(RefusingRunner(), EngineConfig(kv_cache_memory=1 << 20), 64, 100, None)
+
+
+def test_logprobs_above_a_small_vocabulary_are_rejected() -> None:
+    # top-N logprobs over a vocabulary smaller than N made torch.topk fail inside the step, aborting the batch.
+    with pytest.raises(ValueError, match="logprobs must be <= 10, got 15"):
+        SamplingParams(logprobs=15).validate(vocab_size=10)
+    with pytest.raises(ValueError, match="prompt_logprobs must be <= 10, got 11"):
+        SamplingParams(prompt_logprobs=11).validate(vocab_size=10)
+    SamplingParams(logprobs=10, prompt_logprobs=10).validate(vocab_size=10)

@@ -3,20 +3,33 @@
 """Micro-benchmark of every op and backend on one CUDA device, against measured ceilings.
 
     python packages/deepinfer-kernels/benchmarks/bench_ops.py [--dtype bfloat16] [--quick]
+        [--ops rms_norm,paged_attention_decode] [--json results.json]
 
 In one run it measures the device-to-device copy bandwidth (bytes read + written per second)
-and a large bf16 matmul (TFLOP/s), then times each op (CUDA events, median of repeats after
-warm-up) for every backend available on the device and prints a markdown table: the
-achieved GB/s (memory-bound ops) or TFLOP/s (prefill attention, MoE) and that figure as a
-fraction of the matching ceiling. Shapes follow a Llama-3-8B-like layer (H=4096, 32 query /
-8 KV heads of 128, block size 16).
+and a large bf16 matmul (TFLOP/s), then times each op for every backend available on the
+device, two ways:
+
+- eager: one Python call per timed region (CUDA events around the call, median of repeats
+  after warm-up). The GPU idles while the host validates, dispatches and launches, so this
+  is what an eager engine pays per call, host overhead included.
+- graph: N calls captured in one `torch.cuda.CUDAGraph`, median replay time / N. This is
+  the kernels alone (plus the graph's launch gaps), what a graph-captured engine pays.
+
+Every workload rotates among enough independent input sets (each call reads a different
+set) that the data of consecutive calls exceeds the L2 cache several times, so the small
+(decode-batch) sizes are not timed out of the cache. The `tiny` rows run each op on a
+minimal input: their eager - graph difference is the per-call host overhead.
+Shapes follow a Llama-3-8B-like layer (H=4096, I=14336, 32 query / 8 KV heads of 128,
+block size 16). Reference rows are timed eagerly only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
@@ -24,48 +37,91 @@ import torch
 from deepinfer_kernels import ops
 from deepinfer_kernels.testing import impls
 
+ROTATE_BYTES = 256e6          # input data per rotation: > 4x the H200's 60 MB L2
+MAX_SETS = 128
+
 
 @dataclass
 class Workload:
-    """One op call to time: `run(backend)`, and the bytes or FLOPs one call moves or does."""
+    """One op call to time: `make()` allocates fresh inputs and returns `run(backend)`."""
 
     op: str
     shape: str
-    run: Callable[[str], object]
+    make: Callable[[], Callable[[str], object]]
     bytes: float = 0.0
     flops: float = 0.0
 
 
-def time_ms(fn: Callable[[], object], warmup: int = 3, repeats: int = 20) -> float:
-    """Median milliseconds of `fn` over `repeats` timed calls (CUDA events)."""
-    for _ in range(warmup):
-        fn()
+@dataclass
+class Row:
+    op: str
+    shape: str
+    backend: str
+    eager_us: float
+    graph_us: float | None
+    unit: str
+    eager_rate: float
+    graph_rate: float | None
+    eager_pct: float
+    graph_pct: float | None
+
+
+def time_eager(fns: list[Callable[[], object]], warmup: int = 3, repeats: int = 20) -> float:
+    """Median microseconds of one call (CUDA events around each call; inputs rotate)."""
+    for i in range(max(warmup, len(fns))):
+        fns[i % len(fns)]()
+    torch.cuda.synchronize()
+    times = []
+    for i in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fns[i % len(fns)]()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return 1e3 * statistics.median(times)
+
+
+def time_graph(fns: list[Callable[[], object]], calls: int, repeats: int = 10) -> float:
+    """Median microseconds per call of a CUDA graph holding `calls` calls (inputs rotate)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):                    # compile and warm up outside the capture
+        for fn in fns:
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fns[i % len(fns)]()
+    graph.replay()
     torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        graph.replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return 1e3 * statistics.median(times) / calls
 
 
 def copy_bandwidth(device: torch.device) -> float:
     """Device-to-device copy, GB/s counting bytes read plus bytes written."""
-    src = torch.empty(1 << 30, dtype=torch.uint8, device=device)
+    src = torch.randint(0, 255, (1 << 30,), dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    ms = time_ms(lambda: dst.copy_(src))
-    return 2 * src.numel() / ms / 1e6
+    us = time_eager([lambda: dst.copy_(src)])
+    return 2 * src.numel() / us / 1e3
 
 
 def matmul_tflops(device: torch.device, n: int = 8192) -> float:
-    """A bf16 n x n x n matmul, TFLOP/s."""
+    """A bf16 n x n x n matmul on random data, TFLOP/s."""
     a = torch.randn(n, n, dtype=torch.bfloat16, device=device)
     b = torch.randn(n, n, dtype=torch.bfloat16, device=device)
-    ms = time_ms(lambda: a @ b, repeats=10)
-    return 2 * n ** 3 / ms / 1e9
+    us = time_eager([lambda: a @ b], repeats=10)
+    return 2 * n ** 3 / us / 1e6
 
 
 def paged_cache(seq_lens: list[int], kv_heads: int, head: int, block: int, dtype, device):
@@ -83,94 +139,191 @@ def paged_cache(seq_lens: list[int], kv_heads: int, head: int, block: int, dtype
     return k_cache, torch.randn_like(k_cache), table
 
 
+class Builder:
+    """Builds the workloads of one dtype on one device (Llama-3-8B-like layer)."""
+
+    HIDDEN, INTER, Q_HEADS, KV_HEADS, HEAD, BLOCK = 4096, 14336, 32, 8, 128, 16
+
+    def __init__(self, dtype: torch.dtype, device: torch.device):
+        self.dtype, self.device = dtype, device
+        self.size = torch.finfo(dtype).bits // 8
+
+    def rnd(self, *shape, dtype=None) -> torch.Tensor:
+        return torch.randn(*shape, dtype=dtype or self.dtype, device=self.device)
+
+    def rms_norm(self, tokens: int, hidden: int = HIDDEN, tag: str = "") -> Workload:
+        def make():
+            x, res, w = self.rnd(tokens, hidden), self.rnd(tokens, hidden), self.rnd(hidden)
+            return lambda b: ops.rms_norm(x, w, 1e-6, res, backend=b)
+        return Workload("rms_norm", f"T{tokens} H{hidden} +res{tag}", make,
+                        bytes=4 * tokens * hidden * self.size)
+
+    def silu_and_mul(self, tokens: int, inter: int = INTER, tag: str = "") -> Workload:
+        def make():
+            gate_up = self.rnd(tokens, 2 * inter)
+            return lambda b: ops.silu_and_mul(gate_up, backend=b)
+        return Workload("silu_and_mul", f"T{tokens} I{inter}{tag}", make,
+                        bytes=3 * tokens * inter * self.size)
+
+    def rotary(self, tokens: int, tag: str = "") -> Workload:
+        hq, hk, d = self.Q_HEADS, self.KV_HEADS, self.HEAD
+        cos_sin = ops.build_rope_cache(d, 8192, 500000.0, None, torch.float32, self.device)
+
+        def make():
+            pos = torch.randint(0, 8192, (tokens,), device=self.device)
+            q, k = self.rnd(tokens, hq, d), self.rnd(tokens, hk, d)
+            return lambda b: ops.rotary_embedding(pos, q, k, cos_sin, True, backend=b)
+        return Workload("rotary_embedding", f"T{tokens} Hq{hq} Hk{hk} D{d}{tag}", make,
+                        bytes=2 * tokens * (hq + hk) * d * self.size)
+
+    def store_kv_cache(self, tokens: int, tag: str = "") -> Workload:
+        hk, d, blk = self.KV_HEADS, self.HEAD, self.BLOCK
+
+        def make():
+            k, v = self.rnd(tokens, hk, d), self.rnd(tokens, hk, d)
+            k_cache, v_cache, _ = paged_cache([tokens], hk, d, blk, self.dtype, self.device)
+            slots = torch.randperm(k_cache.shape[0] * blk, device=self.device)[:tokens]
+            return lambda b: ops.store_kv_cache(k, v, k_cache, v_cache, slots, backend=b)
+        return Workload("store_kv_cache", f"T{tokens} Hk{hk} D{d}{tag}", make,
+                        bytes=4 * tokens * hk * d * self.size)
+
+    def decode(self, batch: int, context: int, tag: str = "") -> Workload:
+        hq, hk, d, blk = self.Q_HEADS, self.KV_HEADS, self.HEAD, self.BLOCK
+
+        def make():
+            k_cache, v_cache, table = paged_cache([context] * batch, hk, d, blk, self.dtype,
+                                                  self.device)
+            q = self.rnd(batch, hq, d)
+            seq = torch.full((batch,), context, dtype=torch.int32, device=self.device)
+            return lambda b: ops.paged_attention_decode(q, k_cache, v_cache, table, seq,
+                                                        d ** -0.5, backend=b)
+        return Workload("paged_attention_decode", f"B{batch} ctx{context}{tag}", make,
+                        bytes=2 * batch * context * hk * d * self.size)
+
+    def prefill(self, reqs: int, length: int) -> Workload:
+        hq, hk, d, blk = self.Q_HEADS, self.KV_HEADS, self.HEAD, self.BLOCK
+
+        def make():
+            k_cache, v_cache, table = paged_cache([length] * reqs, hk, d, blk, self.dtype,
+                                                  self.device)
+            q = self.rnd(reqs * length, hq, d)
+            cu = torch.arange(0, reqs * length + 1, length, dtype=torch.int32, device=self.device)
+            lens = torch.full((reqs,), length, dtype=torch.int32, device=self.device)
+            return lambda b: ops.paged_attention_prefill(q, k_cache, v_cache, table, cu, lens,
+                                                         d ** -0.5, backend=b)
+        return Workload("paged_attention_prefill", f"{reqs}x{length} causal", make,
+                        flops=4 * reqs * (length * (length + 1) / 2) * hq * d)
+
+    def fused_moe(self, tokens: int, experts: int = 64, top_k: int = 6, inter: int = 1408,
+                  hidden: int = 2048) -> Workload:
+        def make():
+            x, logits = self.rnd(tokens, hidden), self.rnd(tokens, experts, dtype=torch.float32)
+            w13 = self.rnd(experts, 2 * inter, hidden) * 0.02
+            w2 = self.rnd(experts, hidden, inter) * 0.02
+            return lambda b: ops.fused_moe(x, logits, w13, w2, top_k, backend=b)
+        return Workload("fused_moe", f"T{tokens} E{experts} k{top_k} I{inter}", make,
+                        flops=tokens * top_k * 6 * hidden * inter)
+
+    def sample(self, rows: int, vocab: int = 128256) -> Workload:
+        dev = self.device
+
+        def make():
+            logits = self.rnd(rows, vocab, dtype=torch.float32)
+            params = (torch.full((rows,), 0.8, device=dev), torch.full((rows,), 50, device=dev),
+                      torch.full((rows,), 0.9, device=dev), torch.zeros(rows, device=dev),
+                      torch.arange(rows, device=dev),
+                      torch.zeros(rows, dtype=torch.int64, device=dev))
+            return lambda b: ops.sample(logits, *params, backend=b)
+        return Workload("sample", f"B{rows} V{vocab}", make, bytes=rows * vocab * 4)
+
+    def bitmask(self, rows: int, vocab: int = 128256, tag: str = "") -> Workload:
+        words = -(-vocab // 32)
+
+        def make():
+            logits = self.rnd(rows, vocab)
+            mask = torch.randint(-2**31, 2**31, (rows, words), dtype=torch.int32,
+                                 device=self.device)
+            return lambda b: ops.apply_token_bitmask(logits, mask, backend=b)
+        return Workload("apply_token_bitmask", f"B{rows} V{vocab}{tag}", make,
+                        bytes=rows * vocab * self.size + rows * words * 4)
+
+
 def workloads(dtype: torch.dtype, device: torch.device, quick: bool) -> list[Workload]:
-    size = torch.finfo(dtype).bits // 8
-    tokens, hidden, inter = (1024, 4096, 14336) if not quick else (256, 4096, 14336)
-    q_heads, kv_heads, head, block = 32, 8, 128, 16
-    rnd = lambda *s, dt=dtype: torch.randn(*s, dtype=dt, device=device)  # noqa: E731
-    x, res, w = rnd(tokens, hidden), rnd(tokens, hidden), rnd(hidden)
-    gate_up = rnd(tokens, 2 * inter)
-    pos = torch.randint(0, 8192, (tokens,), device=device)
-    q, k = rnd(tokens, q_heads, head), rnd(tokens, kv_heads, head)
-    cos_sin = ops.build_rope_cache(head, 8192, 500000.0, None, torch.float32, device)
-    k_cache, v_cache, _ = paged_cache([tokens], kv_heads, head, block, dtype, device)
-    slots = torch.randperm(k_cache.shape[0] * block, device=device)[:tokens]
-    out = [
-        Workload("rms_norm", f"T{tokens} H{hidden} +res", lambda b: ops.rms_norm(
-            x, w, 1e-6, res, backend=b), bytes=4 * tokens * hidden * size),
-        Workload("silu_and_mul", f"T{tokens} I{inter}", lambda b: ops.silu_and_mul(
-            gate_up, backend=b), bytes=3 * tokens * inter * size),
-        Workload("rotary_embedding", f"T{tokens} Hq{q_heads} Hk{kv_heads} D{head}",
-                 lambda b: ops.rotary_embedding(pos, q, k, cos_sin, True, backend=b),
-                 bytes=2 * tokens * (q_heads + kv_heads) * head * size),
-        Workload("store_kv_cache", f"T{tokens} Hk{kv_heads} D{head}", lambda b: ops.store_kv_cache(
-            k, k, k_cache, v_cache, slots, backend=b), bytes=4 * tokens * kv_heads * head * size),
-    ]
-    batch, context = (64, 2048) if not quick else (16, 1024)
-    lens = [context] * batch
-    dk, dv, table = paged_cache(lens, kv_heads, head, block, dtype, device)
-    dq = rnd(batch, q_heads, head)
-    seq = torch.tensor(lens, dtype=torch.int32, device=device)
-    out.append(Workload("paged_attention_decode", f"B{batch} ctx{context}",
-                        lambda b: ops.paged_attention_decode(dq, dk, dv, table, seq, head ** -0.5,
-                                                             backend=b),
-                        bytes=2 * batch * context * kv_heads * head * size))
-    reqs, length = (8, 1024) if not quick else (2, 512)
-    pk, pv, ptable = paged_cache([length] * reqs, kv_heads, head, block, dtype, device)
-    pq = rnd(reqs * length, q_heads, head)
-    cu = torch.arange(0, reqs * length + 1, length, dtype=torch.int32, device=device)
-    plens = torch.full((reqs,), length, dtype=torch.int32, device=device)
-    out.append(Workload("paged_attention_prefill", f"{reqs}x{length} causal",
-                        lambda b: ops.paged_attention_prefill(pq, pk, pv, ptable, cu, plens,
-                                                              head ** -0.5, backend=b),
-                        flops=4 * reqs * (length * (length + 1) / 2) * q_heads * head))
-    experts, top_k, moe_inter, moe_tokens = 64, 6, 1408, 256 if not quick else 64
-    hx = rnd(moe_tokens, 2048)
-    logits = rnd(moe_tokens, experts, dt=torch.float32)
-    w13, w2 = rnd(experts, 2 * moe_inter, 2048) * 0.02, rnd(experts, 2048, moe_inter) * 0.02
-    out.append(Workload("fused_moe", f"T{moe_tokens} E{experts} k{top_k} I{moe_inter}",
-                        lambda b: ops.fused_moe(hx, logits, w13, w2, top_k, backend=b),
-                        flops=moe_tokens * top_k * 6 * 2048 * moe_inter))
-    vocab, rows = 128256, 64
-    slog = rnd(rows, vocab, dt=torch.float32)
-    temp = torch.full((rows,), 0.8, device=device)
-    params = (temp, torch.full((rows,), 50, device=device), torch.full((rows,), 0.9, device=device),
-              torch.zeros(rows, device=device), torch.arange(rows, device=device),
-              torch.zeros(rows, dtype=torch.int64, device=device))
-    out.append(Workload("sample", f"B{rows} V{vocab}", lambda b: ops.sample(slog, *params, backend=b),
-                        bytes=rows * vocab * 4))
-    blog = rnd(rows, vocab)
-    mask = torch.randint(-2**31, 2**31, (rows, -(-vocab // 32)), dtype=torch.int32, device=device)
-    out.append(Workload("apply_token_bitmask", f"B{rows} V{vocab}",
-                        lambda b: ops.apply_token_bitmask(blog, mask, backend=b),
-                        bytes=rows * vocab * size + mask.numel() * 4))
+    """Tiny inputs (host overhead), decode-batch sizes, and prefill-batch sizes."""
+    b = Builder(dtype, device)
+    tiny = " (tiny)"
+    big_t = 1024 if quick else 8192
+    out = [b.rms_norm(1, 128, tiny), b.silu_and_mul(1, 128, tiny), b.rotary(1, tiny),
+           b.store_kv_cache(1, tiny), b.decode(1, 16, tiny), b.bitmask(1, 1024, tiny)]
+    for tokens in (64, 256, big_t):
+        out += [b.rms_norm(tokens), b.silu_and_mul(tokens), b.rotary(tokens),
+                b.store_kv_cache(tokens)]
+    out += [b.decode(16, 1024)] if quick else [b.decode(64, 2048), b.decode(8, 8192)]
+    out += [b.prefill(2, 512)] if quick else [b.prefill(8, 1024)]
+    out += [b.fused_moe(64 if quick else 256), b.sample(64), b.bitmask(64)]
     return out
+
+
+def measure(work: Workload, backend: str, bandwidth: float, tflops: float) -> Row:
+    """Eager and (non-reference backends) graph timings of one workload."""
+    per_set = work.bytes or 1.0
+    sets = 1 if work.flops else max(1, min(MAX_SETS, math.ceil(ROTATE_BYTES / per_set)))
+    runs = [work.make() for _ in range(sets)]
+    fns = [lambda r=r: r(backend) for r in runs]
+    reference = backend == "reference"
+    eager = time_eager(fns, repeats=5 if reference else 20)
+    graph = None if reference else time_graph(fns, calls=max(20, sets))
+    if work.flops:
+        unit, amount, ceiling = "TFLOP/s", work.flops / 1e6, tflops
+    else:
+        unit, amount, ceiling = "GB/s", work.bytes / 1e3, bandwidth
+    rate = lambda us: None if us is None else amount / us            # noqa: E731
+    pct = lambda r: None if r is None else 100 * r / ceiling          # noqa: E731
+    return Row(work.op, work.shape, backend, eager, graph, unit, rate(eager), rate(graph),
+               pct(rate(eager)), pct(rate(graph)))
+
+
+def format_row(row: Row) -> str:
+    graph = ("- | - | -" if row.graph_us is None else
+             f"{row.graph_us:.1f} | {row.graph_rate:.1f} | {row.graph_pct:.1f}%")
+    return (f"| {row.op} | {row.shape} | {row.backend} | {row.eager_us:.1f} | "
+            f"{row.eager_rate:.1f} | {row.eager_pct:.1f}% | {graph} | {row.unit} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--quick", action="store_true", help="smaller shapes")
+    parser.add_argument("--ops", default="", help="comma-separated op names (default: all)")
+    parser.add_argument("--no-reference", action="store_true", help="skip reference rows")
+    parser.add_argument("--json", default="", help="also write the rows to this file")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_ops.py needs a CUDA device")
     device = torch.device("cuda")
     dtype = getattr(torch, args.dtype)
+    wanted = {o for o in args.ops.split(",") if o}
     bandwidth, tflops = copy_bandwidth(device), matmul_tflops(device)
-    print(f"Device: {torch.cuda.get_device_name(device)}; dtype {args.dtype}")
+    print(f"Device: {torch.cuda.get_device_name(device)}; dtype {args.dtype}; "
+          f"torch {torch.__version__}")
     print(f"Ceilings: device-to-device copy {bandwidth:.0f} GB/s (read + write), "
           f"bf16 matmul 8192^3 {tflops:.0f} TFLOP/s\n")
-    print("| op | shape | backend | time (us) | achieved | of ceiling |")
-    print("|---|---|---|---:|---:|---:|")
+    print("| op | shape | backend | eager (us) | eager rate | eager % | graph (us) | "
+          "graph rate | graph % | unit |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+    rows = []
     for work in workloads(dtype, device, args.quick):
-        for backend in ["reference"] + impls(work.op, "cuda"):
-            ms = time_ms(lambda: work.run(backend), repeats=5 if backend == "reference" else 20)
-            if work.flops:
-                achieved, ceiling, unit = work.flops / ms / 1e9, tflops, "TFLOP/s"
-            else:
-                achieved, ceiling, unit = work.bytes / ms / 1e6, bandwidth, "GB/s"
-            print(f"| {work.op} | {work.shape} | {backend} | {ms * 1e3:.1f} | "
-                  f"{achieved:.1f} {unit} | {100 * achieved / ceiling:.1f}% |")
+        if wanted and work.op not in wanted:
+            continue
+        backends = [] if args.no_reference else ["reference"]
+        for backend in backends + impls(work.op, "cuda"):
+            rows.append(measure(work, backend, bandwidth, tflops))
+            print(format_row(rows[-1]), flush=True)
+        torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"copy_gbps": bandwidth, "matmul_tflops": tflops,
+                       "rows": [asdict(r) for r in rows]}, f, indent=1)
 
 
 if __name__ == "__main__":

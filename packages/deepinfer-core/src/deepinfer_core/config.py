@@ -73,18 +73,35 @@ class EngineConfig:
             self.tokenizer = str(self.tokenizer)
         if self.dtype != "auto":
             parse_dtype(self.dtype, "dtype")
-        try:
-            torch.device(self.device)
-        except (RuntimeError, TypeError) as exc:
-            raise ValueError(f"device: invalid device {self.device!r}") from exc
+        _check_device(self.device)
         for name in ("block_size", "kv_cache_memory", "max_num_seqs", "max_num_batched_tokens"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            if not _is_int(value) or value <= 0:
                 raise ValueError(f"{name}: must be a positive int, got {value!r}")
-        if self.max_model_len is not None and (not isinstance(self.max_model_len, int) or self.max_model_len <= 0):
+        if self.max_model_len is not None and (not _is_int(self.max_model_len) or self.max_model_len <= 0):
             raise ValueError(f"max_model_len: must be a positive int or None, got {self.max_model_len!r}")
-        if not isinstance(self.seed, int):
+        if not _is_int(self.seed):
             raise ValueError(f"seed: must be an int, got {self.seed!r}")
+        if not isinstance(self.enable_chunked_prefill, bool):
+            raise ValueError(f"enable_chunked_prefill: must be a bool, got {self.enable_chunked_prefill!r}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_device(device: str) -> None:
+    """Raises ValueError (names `device`) for a malformed device string or one this torch build cannot use."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device: invalid device {device!r}") from exc
+    if dev.type == "cpu":
+        return
+    try:
+        torch.empty(0, device=dev)
+    except (RuntimeError, AssertionError) as exc:  # e.g. "Torch not compiled with CUDA enabled"
+        raise ValueError(f"device: {device!r} is not available: {exc}") from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,15 +158,20 @@ class ModelConfig:
         if not archs or not isinstance(archs, list):
             raise ValueError(f"model: {path} config has no 'architectures' list")
 
-        def need(key: str) -> Any:
-            if config.get(key) is None:
-                raise ValueError(f"model: {path} config lacks required field '{key}'")
-            return config[key]
+        def positive(key: str, default: int | None = None) -> int:
+            value = config.get(key)
+            if value is None:
+                if default is None:
+                    raise ValueError(f"model: {path} config lacks required field '{key}'")
+                return default
+            if not _is_int(value) or value <= 0:
+                raise ValueError(f"model: {path} config field '{key}' must be a positive int, got {value!r}")
+            return value
 
-        hidden = int(need("hidden_size"))
-        heads = int(need("num_attention_heads"))
-        kv_heads = int(config.get("num_key_value_heads") or heads)
-        head_dim = int(config.get("head_dim") or hidden // heads)
+        hidden = positive("hidden_size")
+        heads = positive("num_attention_heads")
+        kv_heads = positive("num_key_value_heads", heads)
+        head_dim = positive("head_dim", hidden // heads)
         if heads % kv_heads != 0:
             raise ValueError(f"model: num_attention_heads ({heads}) must be a multiple of "
                              f"num_key_value_heads ({kv_heads})")
@@ -161,30 +183,34 @@ class ModelConfig:
         dtype_name = config.get("dtype") or config.get("torch_dtype") or "float32"
         checkpoint_dtype = _DTYPES.get(str(dtype_name).replace("torch.", ""), torch.float32)
         eos = config.get("eos_token_id")
-        eos_ids = tuple(int(e) for e in (eos if isinstance(eos, list) else [eos]) if e is not None)
+        eos_ids = tuple(e for e in (eos if isinstance(eos, list) else [eos]) if e is not None)
         bos = config.get("bos_token_id")
+        for key, ids in (("eos_token_id", eos_ids), ("bos_token_id", () if bos is None else (bos,))):
+            if not all(_is_int(t) and t >= 0 for t in ids):
+                raise ValueError(f"model: {path} config field '{key}' must be an int >= 0, a list of them or null, "
+                                 f"got {config.get(key)!r}")
         return cls(
             path=Path(path),
             format=format,
             architecture=str(archs[0]),
             model_type=model_type,
-            vocab_size=int(need("vocab_size")),
+            vocab_size=positive("vocab_size"),
             hidden_size=hidden,
-            intermediate_size=int(need("intermediate_size")),
-            num_hidden_layers=int(need("num_hidden_layers")),
+            intermediate_size=positive("intermediate_size"),
+            num_hidden_layers=positive("num_hidden_layers"),
             num_attention_heads=heads,
             num_key_value_heads=kv_heads,
             head_dim=head_dim,
             rms_norm_eps=float(config.get("rms_norm_eps", 1e-6)),
             rope_theta=rope_theta,
             rope_scaling=rope_scaling,
-            max_position_embeddings=int(config.get("max_position_embeddings", 4096)),
+            max_position_embeddings=positive("max_position_embeddings", 4096),
             tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
             qkv_bias=attention_bias or model_type == "qwen2",
             o_bias=attention_bias and model_type != "qwen2",
             mlp_bias=bool(config.get("mlp_bias", False)),
             checkpoint_dtype=checkpoint_dtype,
-            bos_token_id=None if bos is None else int(bos),
+            bos_token_id=bos,
             eos_token_ids=eos_ids,
         )
 

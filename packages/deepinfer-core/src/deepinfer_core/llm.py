@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from deepinfer_recipe import PromptTokenizer, conversation_from_openai, render_chat_template
@@ -111,12 +111,13 @@ class LLM:
                 With a list, an invalid request does not raise: its RequestOutput has `error` set
                 and finish_reason "error", and the others complete normally; the same holds for a
                 request that fails later (e.g. in detokenization). A sampling_params list of the
-                wrong length always raises.
+                wrong length, or an item that is not a SamplingParams, always raises (names
+                `sampling_params`).
         """
         single = _is_single_prompt(prompts)
         items = [prompts] if single else list(prompts)
         params = _params_per_item(sampling_params, len(items))
-        states = [self._submit(lambda item=item: self._tokenize(item), p, single) for item, p in zip(items, params)]
+        states = self._submit_all([lambda item=item: self._tokenize(item) for item in items], params, single)
         return self._run(states, on_progress)
 
     def chat(self, messages: list[Message] | Sequence[list[Message]],
@@ -144,9 +145,20 @@ class LLM:
 
         Returns:
             One RequestOutput per conversation (`prompt` is the rendered text).
+
+        Raises:
+            ValueError: `messages` is not a non-empty list, `chat_template` is not a str or
+                `chat_template_kwargs` not a dict (names the argument); see also `generate`.
         """
+        if not isinstance(messages, (list, tuple)):
+            raise ValueError(f"messages must be a list of message dicts or a list of conversations, "
+                             f"got {type(messages).__name__}")
         if not messages:
             raise ValueError("messages must not be empty")
+        if chat_template is not None and not isinstance(chat_template, str):
+            raise ValueError(f"chat_template must be a str or None, got {type(chat_template).__name__}")
+        if chat_template_kwargs is not None and not isinstance(chat_template_kwargs, dict):
+            raise ValueError(f"chat_template_kwargs must be a dict or None, got {type(chat_template_kwargs).__name__}")
         single = isinstance(messages[0], dict)
         convs = [messages] if single else list(messages)
         params = _params_per_item(sampling_params, len(convs))
@@ -154,25 +166,42 @@ class LLM:
             self._chat_encoder = ChatEncoder(self.tokenizer)
         encoder = self._chat_encoder
         kwargs = dict(chat_template_kwargs or {})
-        states = [
-            self._submit(lambda conv=conv: encoder.encode(conv, tools, add_generation_prompt, chat_template, kwargs),
-                         p, single)
-            for conv, p in zip(convs, params)
-        ]
+        states = self._submit_all(
+            [lambda conv=conv: encoder.encode(conv, tools, add_generation_prompt, chat_template, kwargs)
+             for conv in convs], params, single)
         return self._run(states, on_progress)
 
     def _tokenize(self, item: Prompt) -> tuple[str | None, list[int]]:
         if isinstance(item, str):
-            return item, self.tokenizer.encode(item)
+            return item, self._encode(item)
         if isinstance(item, dict):
             if "prompt_token_ids" in item:
                 return item.get("prompt"), _token_ids(item["prompt_token_ids"])
             if isinstance(item.get("prompt"), str):
-                return item["prompt"], self.tokenizer.encode(item["prompt"])
+                return item["prompt"], self._encode(item["prompt"])
+            raise ValueError("prompt must be a str, a list of token ids, or a dict with 'prompt_token_ids' (a list "
+                             f"of ints) or 'prompt' (a str), got a dict with keys {sorted(map(str, item))}")
         if isinstance(item, (list, tuple)):
             return None, _token_ids(item)
         raise ValueError("prompt must be a str, a list of token ids, or a dict with 'prompt_token_ids' or "
                          f"'prompt', got {type(item).__name__}")
+
+    def _encode(self, text: str) -> list[int]:
+        try:
+            return self.tokenizer.encode(text)
+        except Exception as exc:  # e.g. lone surrogates: the tokenizers library raises TypeError
+            raise ValueError(f"prompt: cannot tokenize the text: {type(exc).__name__}: {exc}") from exc
+
+    def _submit_all(self, encoders: list[Callable[[], tuple[str | None, list[int]]]], params: list[SamplingParams],
+                    raise_errors: bool) -> list[RequestState]:
+        states: list[RequestState] = []
+        try:
+            for encode, p in zip(encoders, params):
+                states.append(self._submit(encode, p, raise_errors))
+        except BaseException:  # an error or interrupt mid-submission must not leave requests behind
+            self._abandon(states)
+            raise
+        return states
 
     def _submit(self, encode: Callable[[], tuple[str | None, list[int]]], params: SamplingParams,
                 raise_errors: bool) -> RequestState:
@@ -199,9 +228,9 @@ class LLM:
     def _run(self, states: list[RequestState], on_progress: ProgressCallback | None) -> list[RequestOutput]:
         total = len(states)
         done = sum(s.finished for s in states)
-        if on_progress is not None:
-            on_progress(done, total, 0)
         try:
+            if on_progress is not None:
+                on_progress(done, total, 0)
             while self.engine.has_unfinished():
                 step = self._processor.process(self.engine.step())
                 for child in step.to_abort:
@@ -211,13 +240,17 @@ class LLM:
                     on_progress(done, total, step.num_new_tokens)
         finally:
             # An exception (or interrupt) must not leave requests behind for the next call.
-            for state in states:
-                if not state.finished:
-                    for child in state.child_ids:
-                        self.engine.abort(child)
-                    state.fail("aborted", "abort")
-            self._processor.drop([c for s in states for c in s.child_ids])
+            self._abandon(states)
         return [s.to_output() for s in states]
+
+    def _abandon(self, states: list[RequestState]) -> None:
+        """Aborts the unfinished requests of `states` (finish reason "abort") and forgets all of them."""
+        for state in states:
+            if not state.finished:
+                for child in state.child_ids:
+                    self.engine.abort(child)
+                state.fail("aborted", "abort")
+        self._processor.drop([c for s in states for c in s.child_ids])
 
 
 class ChatEncoder:
@@ -281,9 +314,14 @@ def _params_per_item(params: SamplingParams | Sequence[SamplingParams] | None, c
         return [SamplingParams()] * count
     if isinstance(params, SamplingParams):
         return [params] * count
+    if isinstance(params, (str, bytes, dict)) or not isinstance(params, Iterable):
+        raise ValueError(f"sampling_params must be a SamplingParams or a list of {count}, got {type(params).__name__}")
     params = list(params)
-    if len(params) != count or not all(isinstance(p, SamplingParams) for p in params):
+    if len(params) != count:
         raise ValueError(f"sampling_params must be one SamplingParams or a list of {count}, got {len(params)} items")
+    for i, p in enumerate(params):
+        if not isinstance(p, SamplingParams):
+            raise ValueError(f"sampling_params[{i}] must be a SamplingParams, got {type(p).__name__}")
     return params
 
 

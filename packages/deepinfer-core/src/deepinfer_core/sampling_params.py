@@ -10,6 +10,9 @@ import dataclasses
 GREEDY_EPS = 1e-5
 # Most top-N logprobs a request may ask for (vLLM's default `max_logprobs`).
 MAX_LOGPROBS = 20
+# The sampler runs in float32: larger values become inf (NaN logits), smaller positive ones 0.
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_MIN_NORMAL = 1.1754943508222875e-38
 
 
 def _is_int(value: object) -> bool:
@@ -32,17 +35,19 @@ class SamplingParams:
 
     Attributes:
         n: completions per prompt; child i > 0 draws with a seed derived from (seed, i).
-        temperature: softmax temperature; 0 (or below 1e-5) means greedy.
-        top_p: nucleus mass in (0, 1]; 1 disables.
+        temperature: softmax temperature; 0 (or below 1e-5) means greedy; at most 3.4e38 (the
+            sampler runs in float32, where larger values become inf).
+        top_p: nucleus mass in (0, 1]; 1 disables; at least 1.2e-38 (smaller rounds to 0 in float32).
         top_k: keep the k most likely tokens; 0 (or -1) disables.
         min_p: drop tokens with probability < min_p * max probability; 0 disables.
         presence_penalty: in [-2, 2], OpenAI definition over output tokens.
         frequency_penalty: in [-2, 2], OpenAI definition over output tokens.
-        repetition_penalty: > 0; 1 disables (CTRL definition over prompt + output tokens).
+        repetition_penalty: > 0 and finite in float32 ([1.2e-38, 3.4e38]); 1 disables (CTRL
+            definition over prompt + output tokens).
         seed: per-request seed; None draws one from the engine's seeded generator at admission.
         max_tokens: most generated tokens; None means up to `max_model_len`.
         min_tokens: EOS and `stop_token_ids` are banned until this many tokens exist.
-        stop: stop strings; the output text ends before the first match.
+        stop: a stop string or a list of them; the output text ends before the first match.
         stop_token_ids: token ids that finish the request (the token stays in `token_ids`).
         include_stop_str_in_output: keep the matched stop string in the text.
         ignore_eos: do not stop at the EOS token.
@@ -76,16 +81,26 @@ class SamplingParams:
     skip_special_tokens: bool = True
 
     def __post_init__(self) -> None:
+        self._check()
+
+    def _normalize(self) -> None:
+        """Canonical forms (also after a field was reassigned): `stop` and `stop_token_ids` lists, top_k -1 -> 0."""
         if isinstance(self.stop, str):
             self.stop = [self.stop]
         elif self.stop is None:
             self.stop = []
-        else:
+        elif isinstance(self.stop, (list, tuple)):
             self.stop = list(self.stop)
-        self.stop_token_ids = [] if self.stop_token_ids is None else list(self.stop_token_ids)
+        else:
+            raise ValueError(f"stop must be a str, a list of str or None, got {type(self.stop).__name__}")
+        if self.stop_token_ids is None:
+            self.stop_token_ids = []
+        elif isinstance(self.stop_token_ids, (list, tuple, set, frozenset)):
+            self.stop_token_ids = list(self.stop_token_ids)
+        else:
+            raise ValueError(f"stop_token_ids must be a list of ints or None, got {type(self.stop_token_ids).__name__}")
         if _is_int(self.top_k) and self.top_k == -1:
             self.top_k = 0
-        self._check()
 
     @property
     def greedy(self) -> bool:
@@ -101,6 +116,8 @@ class SamplingParams:
     def validate(self, vocab_size: int) -> None:
         """Re-checks every field and the vocabulary-dependent limits (called when a request is added).
 
+        Fields reassigned after construction are normalized again (e.g. a plain-string `stop`).
+
         Args:
             vocab_size: V, the model's vocabulary size.
 
@@ -110,19 +127,25 @@ class SamplingParams:
         self._check()
         if self.top_k > vocab_size:
             raise ValueError(f"top_k must be <= the vocabulary size ({vocab_size}), got {self.top_k}")
+        limit = min(MAX_LOGPROBS, vocab_size)  # top-N cannot exceed the vocabulary
         for name in ("logprobs", "prompt_logprobs"):
             value = getattr(self, name)
-            if value is not None and value > MAX_LOGPROBS:
-                raise ValueError(f"{name} must be <= {MAX_LOGPROBS}, got {value}")
+            if value is not None and value > limit:
+                raise ValueError(f"{name} must be <= {limit}, got {value}")
         for token_id in self.stop_token_ids:
             if token_id >= vocab_size:
                 raise ValueError(f"stop_token_ids must be < the vocabulary size ({vocab_size}), got {token_id}")
 
     def _check(self) -> None:
+        self._normalize()
         _require(_is_int(self.n) and self.n >= 1, "n must be an int >= 1", self.n)
         _require(_is_number(self.temperature) and self.temperature >= 0,
                  "temperature must be >= 0", self.temperature)
+        _require(self.temperature <= FLOAT32_MAX, "temperature must be finite in float32 (<= 3.4e38)",
+                 self.temperature)
         _require(_is_number(self.top_p) and 0 < self.top_p <= 1, "top_p must be in (0, 1]", self.top_p)
+        _require(self.top_p >= FLOAT32_MIN_NORMAL, "top_p must be >= 1.2e-38 (it would round to 0 in float32)",
+                 self.top_p)
         _require(_is_int(self.top_k) and self.top_k >= 0,
                  "top_k must be an int >= 0 (0 or -1 disables)", self.top_k)
         _require(_is_number(self.min_p) and 0 <= self.min_p <= 1, "min_p must be in [0, 1]", self.min_p)
@@ -131,6 +154,9 @@ class SamplingParams:
             _require(_is_number(value) and -2 <= value <= 2, f"{name} must be in [-2, 2]", value)
         _require(_is_number(self.repetition_penalty) and self.repetition_penalty > 0,
                  "repetition_penalty must be > 0", self.repetition_penalty)
+        _require(FLOAT32_MIN_NORMAL <= self.repetition_penalty <= FLOAT32_MAX,
+                 "repetition_penalty must be in [1.2e-38, 3.4e38] (finite and nonzero in float32)",
+                 self.repetition_penalty)
         _require(self.seed is None or _is_int(self.seed), "seed must be an int or None", self.seed)
         _require(self.max_tokens is None or (_is_int(self.max_tokens) and self.max_tokens >= 1),
                  "max_tokens must be an int >= 1 or None", self.max_tokens)

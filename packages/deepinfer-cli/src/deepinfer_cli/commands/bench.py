@@ -65,18 +65,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(run=run_throughput)
 
 
-def make_workload(num: int, input_len: tuple[int, int], output_len: tuple[int, int], vocab: int,
-                  seed: int) -> Workload:
-    """Seeded random workload; token ids avoid the first and last 100 ids (often special tokens).
-
-    Raises:
-        ValueError: a length range is empty or non-positive.
-    """
+def check_workload_args(num: int, input_len: tuple[int, int], output_len: tuple[int, int]) -> None:
+    """Raises ValueError (naming the flag) when a length range is empty or non-positive, or `num` < 1."""
     for name, (lo, hi) in (("--input-len", input_len), ("--output-len", output_len)):
         if not 1 <= lo <= hi:
             raise ValueError(f"{name}: need 1 <= MIN <= MAX, got {lo} {hi}")
     if num < 1:
         raise ValueError(f"--num-prompts: must be >= 1, got {num}")
+
+
+def make_workload(num: int, input_len: tuple[int, int], output_len: tuple[int, int], vocab: int,
+                  seed: int) -> Workload:
+    """Seeded random workload; token ids avoid the first and last 100 ids (often special tokens).
+
+    Raises:
+        ValueError: see `check_workload_args`.
+    """
+    check_workload_args(num, input_len, output_len)
     rng = random.Random(seed)
     lo_id, hi_id = (100, vocab - 100) if vocab > 1000 else (0, vocab - 1)
     prompts = [[rng.randint(lo_id, hi_id) for _ in range(rng.randint(*input_len))] for _ in range(num)]
@@ -93,6 +98,10 @@ def run_deepinfer(llm, workload: Workload, temperature: float) -> Result:
     start = time.perf_counter()
     outs = llm.generate(prompts, params)
     elapsed = time.perf_counter() - start
+    failed = [(i, o.error) for i, o in enumerate(outs) if o.error is not None]
+    if failed:  # a throughput figure over failed requests would be meaningless
+        raise ValueError(f"{len(failed)} of {len(outs)} benchmark requests failed; request {failed[0][0]}: "
+                         f"{failed[0][1]}")
     emitted = sum(len(c.token_ids) for o in outs for c in o.outputs)
     return Result("DeepInfer", elapsed, len(outs), workload.prompt_tokens, emitted)
 
@@ -100,9 +109,14 @@ def run_deepinfer(llm, workload: Workload, temperature: float) -> Result:
 def run_throughput(args: argparse.Namespace) -> int:
     from deepinfer_core import LLM
 
+    if args.hf_batch_size < 1:
+        raise ValueError(f"--hf-batch-size: must be >= 1, got {args.hf_batch_size}")
+    check_workload_args(args.num_prompts, tuple(args.input_len), tuple(args.output_len))  # before the load
     console = Console()
     with console.status("loading model"):
         llm = LLM(**engine_kwargs(args))
+    if args.input_len[1] > llm.max_model_len:
+        raise ValueError(f"--input-len: MAX ({args.input_len[1]}) exceeds max_model_len ({llm.max_model_len})")
     vocab = len(llm.get_tokenizer())
     workload = make_workload(args.num_prompts, tuple(args.input_len), tuple(args.output_len), vocab, args.seed)
     if not args.no_warmup:

@@ -43,8 +43,12 @@ def load_requests(args: argparse.Namespace) -> list[dict]:
             messages = ([{"role": "system", "content": args.system}] if args.system else [])
             return [{"messages": messages + [{"role": "user", "content": args.prompt}]}]
         return [{"prompt": args.prompt}]
+    try:
+        text = args.prompts_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--prompts-file: cannot read {args.prompts_file}: {exc}") from None
     requests = []
-    for lineno, line in enumerate(args.prompts_file.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -54,24 +58,66 @@ def load_requests(args: argparse.Namespace) -> list[dict]:
         kinds = [k for k in ("prompt", "messages", "prompt_token_ids") if k in item] if isinstance(item, dict) else []
         if len(kinds) != 1:
             raise ValueError(f"--prompts-file line {lineno}: needs exactly one of prompt, messages, prompt_token_ids")
+        _check_types(item, kinds[0], f"--prompts-file line {lineno}")
         if args.chat and "prompt" in item:
-            item = {**item, "messages": [{"role": "user", "content": item.pop("prompt")}]}
+            item = {**{k: v for k, v in item.items() if k != "prompt"},
+                    "messages": [{"role": "user", "content": item["prompt"]}]}
         requests.append(item)
     if not requests:
         raise ValueError("--prompts-file: no requests in the file")
     return requests
 
 
+_TYPES = {"prompt": (str, "a string"), "messages": (list, "a list of message objects"),
+          "prompt_token_ids": (list, "a list of token ids"), "sampling_params": (dict, "an object")}
+
+
+def _check_types(item: dict, kind: str, where: str) -> None:
+    """Checks the JSON types of one request's fields (their values are checked by the engine)."""
+    for key in (kind, "sampling_params"):
+        if key in item and not isinstance(item[key], _TYPES[key][0]):
+            raise ValueError(f"{where}: {key} must be {_TYPES[key][1]}, got {type(item[key]).__name__}")
+
+
+def sampling_defaults(args: argparse.Namespace) -> dict:
+    """CLI defaults (greedy, up to 256 tokens) overridden by the sampling flags."""
+    return {"temperature": 0.0, "max_tokens": 256, **sampling_kwargs(args)}
+
+
+def build_params(args: argparse.Namespace, requests: list[dict]) -> list:
+    """One SamplingParams per request: CLI defaults (greedy, up to 256 tokens), flags, per-request overrides.
+
+    Raises:
+        ValueError: an invalid flag value, or a request's `sampling_params` has an unknown or invalid
+            field (names the request and the field).
+    """
+    from deepinfer_core import SamplingParams
+
+    base = sampling_defaults(args)
+    SamplingParams(**base)  # a bad flag is named as such, not as a request's error
+    params = []
+    for i, r in enumerate(requests):
+        try:
+            params.append(SamplingParams(**{**base, **r.get("sampling_params", {})}))
+        except (TypeError, ValueError) as exc:  # TypeError: an unknown field
+            raise ValueError(f"request {i} sampling_params: {exc}") from None
+    return params
+
+
 def run(args: argparse.Namespace) -> int:
     requests = load_requests(args)  # bad input fails before the heavy import
+    if args.output is not None and not args.output.parent.is_dir():
+        raise ValueError(f"--output: folder {args.output.parent} does not exist")
+    if args.output is not None and args.output.is_dir():
+        raise ValueError(f"--output: {args.output} is a folder, not a file")
     from deepinfer_core import LLM, SamplingParams
 
+    params = build_params(args, requests)  # before the model load, too
     console = Console()
     with console.status("loading model"):
         llm = LLM(**engine_kwargs(args))
-    # CLI defaults (greedy, up to 256 tokens) unless set on the command line or per request.
-    base = {"temperature": 0.0, "max_tokens": 256, **sampling_kwargs(args)}
-    params = [SamplingParams(**{**base, **r.get("sampling_params", {})}) for r in requests]
+    # Flag values bounded by the vocabulary (top_k, logprobs) fail the run, not each request.
+    SamplingParams(**sampling_defaults(args)).validate(llm.model_config.vocab_size)
 
     start = time.perf_counter()
     results = [None] * len(requests)
@@ -100,9 +146,12 @@ def report(console: Console, results: list, elapsed: float, output: Path | None)
     prompt_tokens = sum(len(r.prompt_token_ids or []) for r in results)
     output_tokens = sum(len(c.token_ids) for r in results for c in r.outputs)
     if output is not None:
-        with output.open("w", encoding="utf-8") as f:
-            for i, r in enumerate(results):
-                f.write(json.dumps(result_dict(i, r), ensure_ascii=False) + "\n")
+        try:
+            with output.open("w", encoding="utf-8") as f:
+                for i, r in enumerate(results):
+                    f.write(json.dumps(result_dict(i, r), ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise ValueError(f"--output: cannot write {output}: {exc}") from None
     else:
         for i, r in enumerate(results):
             if len(results) > 1:

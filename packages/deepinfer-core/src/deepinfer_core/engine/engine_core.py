@@ -70,7 +70,8 @@ class EngineCore:
         eos_token_id: the model's EOS id, or None.
 
     Raises:
-        ValueError: the KV budget holds fewer tokens than `max_model_len` (names `kv_cache_memory`).
+        ValueError: the KV budget holds fewer tokens than `max_model_len`, or the device cannot
+            allocate it (names `kv_cache_memory`).
     """
 
     def __init__(self, runner: Runner, config: EngineConfig, max_model_len: int, vocab_size: int,
@@ -84,7 +85,11 @@ class EngineCore:
             raise ValueError(
                 f"kv_cache_memory: {config.kv_cache_memory} bytes hold {num_blocks} blocks of {config.block_size} "
                 f"tokens, fewer than max_model_len ({max_model_len}); raise kv_cache_memory or lower max_model_len")
-        runner.allocate_kv_cache(num_blocks)
+        try:
+            runner.allocate_kv_cache(num_blocks)
+        except RuntimeError as exc:  # the allocator refused (torch.OutOfMemoryError is a RuntimeError)
+            raise ValueError(f"kv_cache_memory: cannot allocate {num_blocks} KV blocks "
+                             f"({config.kv_cache_memory} bytes) on {config.device}: {exc}") from exc
         sched_config = SchedulerConfig(config.max_num_seqs, config.max_num_batched_tokens, max_model_len,
                                        config.enable_chunked_prefill)
         self.scheduler = Scheduler(sched_config, KVCacheManager(BlockPool(num_blocks), config.block_size))

@@ -74,19 +74,30 @@ class GGUFCheckpoint:
         f = self.reader.get_field(key)
         return default if f is None else f.contents()
 
+    def required_int(self, key: str) -> int:
+        """An integer metadata value that must be present.
+
+        Raises:
+            ValueError: the key is missing or not an integer (names `model` and the key).
+        """
+        value = self.field(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"model: {self.path} GGUF metadata lacks integer field '{key}', got {value!r}")
+        return value
+
     def hf_config(self) -> dict[str, Any]:
         """The metadata as an HF `config.json`-style dict."""
         a = self.arch
-        heads = int(self.field(f"{a}.attention.head_count"))
-        hidden = int(self.field(f"{a}.embedding_length"))
+        heads = self.required_int(f"{a}.attention.head_count")
+        hidden = self.required_int(f"{a}.embedding_length")
         vocab = self.field(f"{a}.vocab_size") or len(self.field("tokenizer.ggml.tokens", []))
         config: dict[str, Any] = {
             "architectures": [GGUF_ARCHITECTURES[a]],
             "model_type": a,
             "vocab_size": int(vocab),
             "hidden_size": hidden,
-            "intermediate_size": int(self.field(f"{a}.feed_forward_length")),
-            "num_hidden_layers": int(self.field(f"{a}.block_count")),
+            "intermediate_size": self.required_int(f"{a}.feed_forward_length"),
+            "num_hidden_layers": self.required_int(f"{a}.block_count"),
             "num_attention_heads": heads,
             "num_key_value_heads": int(self.field(f"{a}.attention.head_count_kv", heads)),
             "head_dim": int(self.field(f"{a}.attention.key_length", hidden // heads)),

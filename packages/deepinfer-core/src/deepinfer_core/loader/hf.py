@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 
 from deepinfer_core.config import ModelConfig
 
@@ -56,12 +56,16 @@ def iter_hf_weights(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
     """Yields `(HF name, tensor)` for every tensor of the folder's `*.safetensors` files (CPU).
 
     Raises:
-        ValueError: the folder holds no safetensors file (the message names `model`).
+        ValueError: the folder holds no safetensors file, or a file is truncated or malformed (the
+            message names `model`).
     """
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise ValueError(f"model: {folder} has no *.safetensors files (only safetensors checkpoints are supported)")
     for file in files:
-        with safe_open(str(file), framework="pt", device="cpu") as f:
-            for name in f.keys():
-                yield name, f.get_tensor(name)
+        try:
+            with safe_open(str(file), framework="pt", device="cpu") as f:
+                for name in f.keys():
+                    yield name, f.get_tensor(name)  # one tensor at a time: a shard may be many GiB
+        except (SafetensorError, OSError) as exc:  # SafetensorError is not a ValueError
+            raise ValueError(f"model: {file} is not a readable safetensors file: {exc}") from exc

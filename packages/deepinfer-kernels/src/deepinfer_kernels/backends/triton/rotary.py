@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Triton rotary embedding: one program per (token, head) of q and of k."""
+"""Triton rotary embedding: program (token, 0) rotates all query heads of a token as one
+[heads, pairs] tile, program (token, 1) all its key heads; cos/sin are read once per token."""
 
 from __future__ import annotations
 
@@ -10,59 +11,64 @@ import triton.language as tl
 
 
 @triton.jit
-def _rotate_head(x_ptr, out_ptr, cos, sin, pairs, rotary_dim, head_size,
-                 IS_NEOX: tl.constexpr, BLOCK_PAIRS: tl.constexpr, BLOCK_D: tl.constexpr):
-    i = tl.arange(0, BLOCK_PAIRS)
-    mask = i < pairs
+def _rotate_heads(src_ptr, dst_ptr, heads, src_stride_h, cos, sin, pairs, rotary_dim,
+                  head_size, IS_NEOX: tl.constexpr, BLOCK_H: tl.constexpr,
+                  BLOCK_PAIRS: tl.constexpr, BLOCK_D: tl.constexpr):
+    h = tl.arange(0, BLOCK_H)[:, None]
+    i = tl.arange(0, BLOCK_PAIRS)[None, :]
+    h_mask = h < heads
+    mask = h_mask & (i < pairs)
     if IS_NEOX:
         first, second = i, i + pairs
     else:
         first, second = 2 * i, 2 * i + 1
-    x1 = tl.load(x_ptr + first, mask=mask, other=0.0)
-    x2 = tl.load(x_ptr + second, mask=mask, other=0.0)
+    src = src_ptr + h * src_stride_h
+    dst = dst_ptr + h * head_size
+    x1 = tl.load(src + first, mask=mask, other=0.0)
+    x2 = tl.load(src + second, mask=mask, other=0.0)
     x1f, x2f = x1.to(tl.float32), x2.to(tl.float32)
-    tl.store(out_ptr + first, (x1f * cos - x2f * sin).to(x1.dtype), mask=mask)
-    tl.store(out_ptr + second, (x2f * cos + x1f * sin).to(x1.dtype), mask=mask)
-    d = rotary_dim + tl.arange(0, BLOCK_D)                 # pass-through tail (partial rotary)
-    tail = d < head_size
-    tl.store(out_ptr + d, tl.load(x_ptr + d, mask=tail), mask=tail)
+    tl.store(dst + first, (x1f * cos - x2f * sin).to(x1.dtype), mask=mask)
+    tl.store(dst + second, (x2f * cos + x1f * sin).to(x1.dtype), mask=mask)
+    d = rotary_dim + tl.arange(0, BLOCK_D)[None, :]      # pass-through tail (partial rotary)
+    tail = h_mask & (d < head_size)
+    tl.store(dst + d, tl.load(src + d, mask=tail), mask=tail)
 
 
 @triton.jit
 def _rotary_kernel(pos_ptr, q_ptr, k_ptr, cos_sin_ptr, q_out_ptr, k_out_ptr,
-                   q_heads, head_size, rotary_dim, q_stride_t, q_stride_h, k_stride_t,
-                   k_stride_h, IS_NEOX: tl.constexpr, BLOCK_PAIRS: tl.constexpr,
-                   BLOCK_D: tl.constexpr):
+                   q_heads, k_heads, head_size, rotary_dim, q_stride_t, q_stride_h, k_stride_t,
+                   k_stride_h, IS_NEOX: tl.constexpr, BLOCK_HQ: tl.constexpr,
+                   BLOCK_HK: tl.constexpr, BLOCK_PAIRS: tl.constexpr, BLOCK_D: tl.constexpr):
     token = tl.program_id(0).to(tl.int64)
-    head = tl.program_id(1)
     pairs = rotary_dim // 2
     pos = tl.load(pos_ptr + token)
-    i = tl.arange(0, BLOCK_PAIRS)
+    i = tl.arange(0, BLOCK_PAIRS)[None, :]
     cos = tl.load(cos_sin_ptr + pos * rotary_dim + i, mask=i < pairs, other=0.0).to(tl.float32)
     sin = tl.load(cos_sin_ptr + pos * rotary_dim + pairs + i, mask=i < pairs,
                   other=0.0).to(tl.float32)
-    if head < q_heads:
-        src = q_ptr + token * q_stride_t + head * q_stride_h
-        dst = q_out_ptr + (token * q_heads + head) * head_size
+    if tl.program_id(1) == 0:
+        _rotate_heads(q_ptr + token * q_stride_t, q_out_ptr + token * q_heads * head_size,
+                      q_heads, q_stride_h, cos, sin, pairs, rotary_dim, head_size, IS_NEOX,
+                      BLOCK_HQ, BLOCK_PAIRS, BLOCK_D)
     else:
-        k_heads_index = head - q_heads
-        k_heads = tl.num_programs(1) - q_heads
-        src = k_ptr + token * k_stride_t + k_heads_index * k_stride_h
-        dst = k_out_ptr + (token * k_heads + k_heads_index) * head_size
-    _rotate_head(src, dst, cos, sin, pairs, rotary_dim, head_size, IS_NEOX, BLOCK_PAIRS, BLOCK_D)
+        _rotate_heads(k_ptr + token * k_stride_t, k_out_ptr + token * k_heads * head_size,
+                      k_heads, k_stride_h, cos, sin, pairs, rotary_dim, head_size, IS_NEOX,
+                      BLOCK_HK, BLOCK_PAIRS, BLOCK_D)
 
 
 def rotary_embedding(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
                      cos_sin: torch.Tensor, is_neox: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """See `deepinfer_kernels.ops.rotary_embedding`."""
     tokens, q_heads, head_size = q.shape
+    k_heads = k.shape[1]
     q_out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     k_out = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     if tokens:
         rotary_dim = cos_sin.shape[1]
-        grid = (tokens, q_heads + k.shape[1])
-        _rotary_kernel[grid](
-            positions, q, k, cos_sin, q_out, k_out, q_heads, head_size, rotary_dim,
+        _rotary_kernel[(tokens, 2)](
+            positions, q, k, cos_sin, q_out, k_out, q_heads, k_heads, head_size, rotary_dim,
             q.stride(0), q.stride(1), k.stride(0), k.stride(1), IS_NEOX=is_neox,
+            BLOCK_HQ=triton.next_power_of_2(q_heads), BLOCK_HK=triton.next_power_of_2(k_heads),
             BLOCK_PAIRS=triton.next_power_of_2(rotary_dim // 2),
             BLOCK_D=triton.next_power_of_2(max(head_size - rotary_dim, 1)))
     return q_out, k_out

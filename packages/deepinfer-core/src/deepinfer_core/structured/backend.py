@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""GuidanceBackend: StructuredOutputs -> compiled grammars and vocabulary bitmasks, via llguidance.
+
+llguidance (MIT, no dependencies) was chosen over xgrammar on measured coverage, compile time
+and mask cost (packages/deepinfer-core/BENCHMARKS.md, "Structured output"); it also rejects
+JSON-schema keywords it cannot enforce instead of ignoring them. Only this file imports it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import torch
+
+from deepinfer_core.structured.params import StructuredOutputs
+
+# Compact JSON: flexible whitespace lets small models pad outputs with newlines forever.
+_JSON_OPTIONS = {"whitespace_flexible": False}
+_UNIMPLEMENTED = re.compile(r"Unimplemented keys: (\[[^\]]*\])")
+
+
+class CompiledGrammar:
+    """A validated grammar: a matcher in its start state that per-request matchers copy.
+
+    Attributes:
+        key: the (kind, spec text) it was compiled from.
+    """
+
+    def __init__(self, key: tuple[str, str], template: object) -> None:
+        self.key = key
+        self._template = template
+
+    def new_matcher(self) -> object:
+        """A fresh matcher (an `llguidance.LLMatcher`) in the start state."""
+        return self._template.deep_copy()
+
+
+class GuidanceBackend:
+    """llguidance over one tokenizer and vocabulary.
+
+    The llguidance tokenizer (about 0.5 s to build for a 49k vocabulary) is built on the first
+    `compile`, from any thread.
+
+    Args:
+        tokenizer_json: the `tokenizers.Tokenizer` serialised with `to_str()`.
+        vocab_size: V, the logits width (may exceed the tokenizer's size: padding rows).
+        eos_token_id: the token allowed once the grammar accepts; None takes the tokenizer's.
+        num_threads: threads for batch mask filling; None lets llguidance choose.
+    """
+
+    def __init__(self, tokenizer_json: str, vocab_size: int, eos_token_id: int | None,
+                 num_threads: int | None = None) -> None:
+        import llguidance
+
+        self._ll = llguidance
+        self._tokenizer_json = tokenizer_json
+        self.vocab_size = vocab_size
+        self.eos_token_id = eos_token_id
+        self._num_threads = num_threads
+        self._tokenizer = None
+        self._executor = None
+        self._lock = threading.Lock()
+
+    @property
+    def bitmask_width(self) -> int:
+        """Int32 words per bitmask row: ceil(V / 32)."""
+        return (self.vocab_size + 31) // 32
+
+    def _ll_tokenizer(self) -> object:
+        with self._lock:
+            if self._tokenizer is None:
+                eos = None if self.eos_token_id is None else [self.eos_token_id]
+                self._tokenizer = self._ll.LLTokenizer(self._tokenizer_json, n_vocab=self.vocab_size, eos_token=eos)
+            return self._tokenizer
+
+    def compile(self, spec: StructuredOutputs) -> CompiledGrammar:
+        """Translates and validates `spec` (thread safe; llguidance releases the GIL while building).
+
+        Returns:
+            The CompiledGrammar.
+
+        Raises:
+            ValueError: the backend cannot handle the spec; the message starts with the field
+                name (`json_schema`, `regex`, ...) and names unsupported schema keywords.
+        """
+        kind, text = spec.key()
+        ll = self._ll
+        try:
+            if kind == "json_schema":
+                grammar = ll.LLMatcher.grammar_from_json_schema(text, defaults=_JSON_OPTIONS)
+            elif kind == "json_object":
+                grammar = ll.LLMatcher.grammar_from_json_schema('{"type":"object"}', defaults=_JSON_OPTIONS)
+            elif kind == "regex":
+                grammar = ll.LLMatcher.grammar_from_regex(text)
+            elif kind == "grammar":
+                grammar = ll.grammar_from("grammar", text)  # Lark as is; GBNF/EBNF converted to Lark
+            else:
+                grammar = ll.grammar_from("choice", list(spec.choice))
+        except ValueError as exc:
+            raise ValueError(f"{kind}: {exc}") from None
+        matcher = ll.LLMatcher(self._ll_tokenizer(), grammar, log_level=0)
+        if matcher.is_error():
+            raise ValueError(_error_message(kind, matcher.get_error()))
+        return CompiledGrammar((kind, text), matcher)
+
+    def fill_bitmask(self, rows: list[tuple[object, int]], bitmask: torch.Tensor) -> None:
+        """Writes the next-token masks of several matchers, in parallel threads.
+
+        Args:
+            rows: (matcher, row) pairs; the matcher's mask goes to `bitmask[row]`.
+            bitmask: [B, ceil(V / 32)] int32, contiguous, on the CPU; bit `t % 32` of word
+                `t // 32` set = token t allowed (the layout `ops.apply_token_bitmask` reads).
+
+        Raises:
+            ValueError: `bitmask` has the wrong dtype, shape, layout or device.
+        """
+        if (bitmask.dtype != torch.int32 or bitmask.dim() != 2 or bitmask.shape[1] != self.bitmask_width
+                or not bitmask.is_contiguous() or bitmask.device.type != "cpu"):
+            raise ValueError(f"bitmask: need a contiguous CPU int32 [B, {self.bitmask_width}] tensor, got "
+                             f"{bitmask.dtype} {tuple(bitmask.shape)} on {bitmask.device}")
+        if not rows:
+            return
+        if self._executor is None:
+            self._executor = self._ll.LLExecutor(self._num_threads)
+        self._executor.unsafe_compute_mask_ptr(rows, bitmask.data_ptr(), self.bitmask_width * 4, bitmask.shape[0])
+
+
+def _error_message(kind: str, error: str) -> str:
+    match = _UNIMPLEMENTED.search(error)
+    if kind == "json_schema" and match:
+        return f"json_schema: unsupported keyword(s) {match.group(1)}: the backend cannot enforce them ({error})"
+    return f"{kind}: cannot compile: {error}"
