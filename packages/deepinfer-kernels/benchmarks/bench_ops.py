@@ -12,6 +12,8 @@ device, two ways:
 - eager: one Python call per timed region (CUDA events around the call, median of repeats
   after warm-up). The GPU idles while the host validates, dispatches and launches, so this
   is what an eager engine pays per call, host overhead included.
+- direct: as eager, but calling the backend's implementation directly, without the public
+  op's argument checks and the registry's selection; eager - direct is their cost.
 - graph: N calls captured in one `torch.cuda.CUDAGraph`, median replay time / N. This is
   the kernels alone (plus the graph's launch gaps), what a graph-captured engine pays.
 
@@ -26,6 +28,7 @@ block size 16). Reference rows are timed eagerly only.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import statistics
@@ -35,6 +38,7 @@ from typing import Callable
 import torch
 
 from deepinfer_kernels import ops
+from deepinfer_kernels._registry import default_registry
 from deepinfer_kernels.testing import impls
 
 ROTATE_BYTES = 256e6          # input data per rotation: > 4x the H200's 60 MB L2
@@ -43,11 +47,11 @@ MAX_SETS = 128
 
 @dataclass
 class Workload:
-    """One op call to time: `make()` allocates fresh inputs and returns `run(backend)`."""
+    """One op call to time: `make()` allocates fresh inputs and returns the op's arguments."""
 
     op: str
     shape: str
-    make: Callable[[], Callable[[str], object]]
+    make: Callable[[], tuple]
     bytes: float = 0.0
     flops: float = 0.0
 
@@ -58,6 +62,7 @@ class Row:
     shape: str
     backend: str
     eager_us: float
+    direct_us: float | None
     graph_us: float | None
     unit: str
     eager_rate: float
@@ -154,14 +159,14 @@ class Builder:
     def rms_norm(self, tokens: int, hidden: int = HIDDEN, tag: str = "") -> Workload:
         def make():
             x, res, w = self.rnd(tokens, hidden), self.rnd(tokens, hidden), self.rnd(hidden)
-            return lambda b: ops.rms_norm(x, w, 1e-6, res, backend=b)
+            return (x, w, 1e-6, res)
         return Workload("rms_norm", f"T{tokens} H{hidden} +res{tag}", make,
                         bytes=4 * tokens * hidden * self.size)
 
     def silu_and_mul(self, tokens: int, inter: int = INTER, tag: str = "") -> Workload:
         def make():
             gate_up = self.rnd(tokens, 2 * inter)
-            return lambda b: ops.silu_and_mul(gate_up, backend=b)
+            return (gate_up,)
         return Workload("silu_and_mul", f"T{tokens} I{inter}{tag}", make,
                         bytes=3 * tokens * inter * self.size)
 
@@ -172,7 +177,7 @@ class Builder:
         def make():
             pos = torch.randint(0, 8192, (tokens,), device=self.device)
             q, k = self.rnd(tokens, hq, d), self.rnd(tokens, hk, d)
-            return lambda b: ops.rotary_embedding(pos, q, k, cos_sin, True, backend=b)
+            return (pos, q, k, cos_sin, True)
         return Workload("rotary_embedding", f"T{tokens} Hq{hq} Hk{hk} D{d}{tag}", make,
                         bytes=2 * tokens * (hq + hk) * d * self.size)
 
@@ -183,7 +188,7 @@ class Builder:
             k, v = self.rnd(tokens, hk, d), self.rnd(tokens, hk, d)
             k_cache, v_cache, _ = paged_cache([tokens], hk, d, blk, self.dtype, self.device)
             slots = torch.randperm(k_cache.shape[0] * blk, device=self.device)[:tokens]
-            return lambda b: ops.store_kv_cache(k, v, k_cache, v_cache, slots, backend=b)
+            return (k, v, k_cache, v_cache, slots)
         return Workload("store_kv_cache", f"T{tokens} Hk{hk} D{d}{tag}", make,
                         bytes=4 * tokens * hk * d * self.size)
 
@@ -195,8 +200,7 @@ class Builder:
                                                   self.device)
             q = self.rnd(batch, hq, d)
             seq = torch.full((batch,), context, dtype=torch.int32, device=self.device)
-            return lambda b: ops.paged_attention_decode(q, k_cache, v_cache, table, seq,
-                                                        d ** -0.5, backend=b)
+            return (q, k_cache, v_cache, table, seq, d ** -0.5)
         return Workload("paged_attention_decode", f"B{batch} ctx{context}{tag}", make,
                         bytes=2 * batch * context * hk * d * self.size)
 
@@ -209,8 +213,7 @@ class Builder:
             q = self.rnd(reqs * length, hq, d)
             cu = torch.arange(0, reqs * length + 1, length, dtype=torch.int32, device=self.device)
             lens = torch.full((reqs,), length, dtype=torch.int32, device=self.device)
-            return lambda b: ops.paged_attention_prefill(q, k_cache, v_cache, table, cu, lens,
-                                                         d ** -0.5, backend=b)
+            return (q, k_cache, v_cache, table, cu, lens, d ** -0.5)
         return Workload("paged_attention_prefill", f"{reqs}x{length} causal", make,
                         flops=4 * reqs * (length * (length + 1) / 2) * hq * d)
 
@@ -220,7 +223,7 @@ class Builder:
             x, logits = self.rnd(tokens, hidden), self.rnd(tokens, experts, dtype=torch.float32)
             w13 = self.rnd(experts, 2 * inter, hidden) * 0.02
             w2 = self.rnd(experts, hidden, inter) * 0.02
-            return lambda b: ops.fused_moe(x, logits, w13, w2, top_k, backend=b)
+            return (x, logits, w13, w2, top_k)
         return Workload("fused_moe", f"T{tokens} E{experts} k{top_k} I{inter}", make,
                         flops=tokens * top_k * 6 * hidden * inter)
 
@@ -233,7 +236,7 @@ class Builder:
                       torch.full((rows,), 0.9, device=dev), torch.zeros(rows, device=dev),
                       torch.arange(rows, device=dev),
                       torch.zeros(rows, dtype=torch.int64, device=dev))
-            return lambda b: ops.sample(logits, *params, backend=b)
+            return (logits, *params)
         return Workload("sample", f"B{rows} V{vocab}", make, bytes=rows * vocab * 4)
 
     def bitmask(self, rows: int, vocab: int = 128256, tag: str = "") -> Workload:
@@ -243,7 +246,7 @@ class Builder:
             logits = self.rnd(rows, vocab)
             mask = torch.randint(-2**31, 2**31, (rows, words), dtype=torch.int32,
                                  device=self.device)
-            return lambda b: ops.apply_token_bitmask(logits, mask, backend=b)
+            return (logits, mask)
         return Workload("apply_token_bitmask", f"B{rows} V{vocab}{tag}", make,
                         bytes=rows * vocab * self.size + rows * words * 4)
 
@@ -264,30 +267,46 @@ def workloads(dtype: torch.dtype, device: torch.device, quick: bool) -> list[Wor
     return out
 
 
+def direct_call(op: str, backend: str, args: tuple) -> Callable[[], object]:
+    """The backend's implementation called as `dispatch` calls it, without the public op's
+    validation and the registry's selection (what remains is the wrapper and the launch)."""
+    registry = default_registry()
+    fn = registry.load(registry.get(op, backend))
+    bound = inspect.signature(getattr(ops, op)).bind(*args)
+    bound.apply_defaults()
+    full = tuple(v for k, v in bound.arguments.items() if k != "backend")
+    return lambda: fn(*full)
+
+
 def measure(work: Workload, backend: str, bandwidth: float, tflops: float) -> Row:
-    """Eager and (non-reference backends) graph timings of one workload."""
+    """Eager, direct and (non-reference backends) graph timings of one workload."""
     per_set = work.bytes or 1.0
     sets = 1 if work.flops else max(1, min(MAX_SETS, math.ceil(ROTATE_BYTES / per_set)))
-    runs = [work.make() for _ in range(sets)]
-    fns = [lambda r=r: r(backend) for r in runs]
+    inputs = [work.make() for _ in range(sets)]
+    op = getattr(ops, work.op)
+    fns = [lambda a=a: op(*a, backend=backend) for a in inputs]
     reference = backend == "reference"
     eager = time_eager(fns, repeats=5 if reference else 20)
-    graph = None if reference else time_graph(fns, calls=max(20, sets))
+    direct = graph = None
+    if not reference:
+        direct = time_eager([direct_call(work.op, backend, a) for a in inputs])
+        graph = time_graph(fns, calls=max(20, sets))
     if work.flops:
         unit, amount, ceiling = "TFLOP/s", work.flops / 1e6, tflops
     else:
         unit, amount, ceiling = "GB/s", work.bytes / 1e3, bandwidth
     rate = lambda us: None if us is None else amount / us            # noqa: E731
     pct = lambda r: None if r is None else 100 * r / ceiling          # noqa: E731
-    return Row(work.op, work.shape, backend, eager, graph, unit, rate(eager), rate(graph),
-               pct(rate(eager)), pct(rate(graph)))
+    return Row(work.op, work.shape, backend, eager, direct, graph, unit, rate(eager),
+               rate(graph), pct(rate(eager)), pct(rate(graph)))
 
 
 def format_row(row: Row) -> str:
+    direct = "-" if row.direct_us is None else f"{row.direct_us:.1f}"
     graph = ("- | - | -" if row.graph_us is None else
              f"{row.graph_us:.1f} | {row.graph_rate:.1f} | {row.graph_pct:.1f}%")
     return (f"| {row.op} | {row.shape} | {row.backend} | {row.eager_us:.1f} | "
-            f"{row.eager_rate:.1f} | {row.eager_pct:.1f}% | {graph} | {row.unit} |")
+            f"{row.eager_pct:.1f}% | {direct} | {graph} | {row.unit} |")
 
 
 def main() -> None:
@@ -308,7 +327,7 @@ def main() -> None:
           f"torch {torch.__version__}")
     print(f"Ceilings: device-to-device copy {bandwidth:.0f} GB/s (read + write), "
           f"bf16 matmul 8192^3 {tflops:.0f} TFLOP/s\n")
-    print("| op | shape | backend | eager (us) | eager rate | eager % | graph (us) | "
+    print("| op | shape | backend | eager (us) | eager % | direct (us) | graph (us) | "
           "graph rate | graph % | unit |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
     rows = []

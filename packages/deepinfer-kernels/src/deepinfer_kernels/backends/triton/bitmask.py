@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Triton token-bitmask apply: each program masks BLOCK tokens of one row, in place."""
+"""Triton token-bitmask apply: each program masks BLOCK tokens of one row, in place.
+
+Each program reads its BLOCK logits and writes them all back (disallowed ones as -inf):
+full-width, vectorised stores cost less than a scattered, per-element-masked store of the
+disallowed ones alone (about half of them, in no pattern).
+"""
 
 from __future__ import annotations
 
@@ -22,8 +27,9 @@ def _bitmask_kernel(logits_ptr, bitmask_ptr, indices_ptr, vocab, logits_stride, 
     in_vocab = offs < vocab
     word = tl.load(bitmask_ptr + row * words + offs // 32, mask=in_vocab, other=-1)
     allowed = ((word >> (offs % 32)) & 1) != 0
-    tl.store(logits_ptr + row * logits_stride + offs, float("-inf"),
-             mask=in_vocab & (~allowed))
+    ptrs = logits_ptr + row * logits_stride + offs
+    x = tl.load(ptrs, mask=in_vocab)
+    tl.store(ptrs, tl.where(allowed, x, float("-inf")).to(x.dtype), mask=in_vocab)
 
 
 def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor,
