@@ -9,7 +9,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="$ROOT/.venv/bin/python"
-export DEEPINFER_CACHE="${DEEPINFER_CACHE:-$ROOT/.cache/deepinfer}"  # same default as setup.sh
+export DEEPINFER_CACHE="${DEEPINFER_CACHE:-$HOME/.cache/deepinfer}"  # same default as setup.sh and deepinfer_core.assets
 
 HOOKS=(deepinfer_core.assets deepinfer_recipe.assets)
 
@@ -26,5 +26,6 @@ for module in "${HOOKS[@]}"; do
     exit "$status"
   fi
   echo "fetch_assets: $module -> $DEEPINFER_CACHE" >&2
-  "$PY" -m "$module"
+  # -W: the package imports its own assets module, which `-m` would otherwise warn about.
+  "$PY" -W "ignore:.*found in sys.modules:RuntimeWarning" -m "$module"
 done

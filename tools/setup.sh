@@ -13,7 +13,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3.11}"
 VENV="$ROOT/.venv"
 LOCK="$ROOT/third_party/python/requirements_lock.txt"
-CACHE="${DEEPINFER_CACHE:-$ROOT/.cache/deepinfer}"
+CACHE="${DEEPINFER_CACHE:-$HOME/.cache/deepinfer}"  # shared with the CLI (deepinfer_core.assets)
 
 # Install order follows the dependency direction (docs/structures.md). To add a package, or a
 # compiled one (scikit-build-core), append it here; per-package pip flags go in EDITABLE_FLAGS.

@@ -11,6 +11,7 @@ from deepinfer_core.config import EngineConfig
 from deepinfer_core.llm import LLM
 from deepinfer_core.outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
 from deepinfer_core.sampling_params import SamplingParams
+from deepinfer_core.structured.params import StructuredOutputs
 
 __all__ = [
     "LLM",
@@ -20,4 +21,5 @@ __all__ = [
     "RequestMetrics",
     "RequestOutput",
     "SamplingParams",
+    "StructuredOutputs",
 ]

@@ -20,6 +20,7 @@ from deepinfer_core.loader import load_model_config, load_tokenizer
 from deepinfer_core.outputs import RequestOutput
 from deepinfer_core.sampling.seeds import derive_seed
 from deepinfer_core.sampling_params import SamplingParams
+from deepinfer_core.structured.manager import StructuredOutputManager
 
 Prompt = str | list[int] | dict[str, Any]
 Message = dict[str, Any]
@@ -81,7 +82,9 @@ class LLM:
             kv_tokens = self.config.kv_cache_memory // runner.kv_bytes_per_block() * self.config.block_size
             max_model_len = min(limit, kv_tokens) or limit  # no block at all: EngineCore names the field
         self.max_model_len = max_model_len
-        self.engine = EngineCore(runner, self.config, self.max_model_len, model_config.vocab_size, eos)
+        self.engine = EngineCore(runner, self.config, self.max_model_len, model_config.vocab_size, eos,
+                                 structured=StructuredOutputManager(_guidance_factory(
+                                     self.tokenizer.backend_tokenizer, model_config.vocab_size, eos)))
         self._processor = OutputProcessor(self.tokenizer.backend_tokenizer)
         self._chat_encoder: ChatEncoder | None = None  # built on the first `chat`
         self._ids = itertools.count()
@@ -107,7 +110,9 @@ class LLM:
 
         Raises:
             ValueError: with a single prompt (not a list), when it is invalid: too long for
-                `max_model_len` (names `prompt`), or a sampling field out of range (names it).
+                `max_model_len` (names `prompt`), a sampling field out of range (names it), or a
+                `structured_outputs` spec the backend cannot compile within its timeout (names
+                `json_schema`, `regex`, ... and any unsupported schema keyword).
                 With a list, an invalid request does not raise: its RequestOutput has `error` set
                 and finish_reason "error", and the others complete normally; the same holds for a
                 request that fails later (e.g. in detokenization). A sampling_params list of the
@@ -211,6 +216,8 @@ class LLM:
         try:
             prompt, token_ids = encode()
             self.engine.check_request(token_ids, params)
+            if raise_errors:  # a single prompt: a grammar that does not compile raises here
+                self.engine.compile_structured(params)
         except Exception as exc:  # noqa: BLE001 - in a batch, a bad request fails alone
             if raise_errors:
                 raise
@@ -299,6 +306,17 @@ class ChatEncoder:
         except Exception as exc:  # jinja errors, raise_exception() in the template
             raise ValueError(f"messages: cannot apply the chat template: {exc}") from exc
         return prompt.text, self.prompt_tokenizer.encode(prompt)
+
+
+def _guidance_factory(tokenizer: Any, vocab_size: int, eos_token_id: int | None) -> Callable[[], Any]:
+    """Builds the structured-output backend on the first structured request (imports llguidance then)."""
+
+    def build() -> Any:
+        from deepinfer_core.structured.backend import GuidanceBackend
+
+        return GuidanceBackend(tokenizer.to_str(), vocab_size, eos_token_id)
+
+    return build
 
 
 def _is_single_prompt(prompts: object) -> bool:

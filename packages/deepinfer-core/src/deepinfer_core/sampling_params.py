@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
+
+from deepinfer_core.structured.params import StructuredOutputs
 
 # Temperatures below this are treated as greedy: logits / T would overflow float32.
 GREEDY_EPS = 1e-5
@@ -55,6 +58,10 @@ class SamplingParams:
             distribution; None returns none.
         prompt_logprobs: top-N logprobs per prompt token (plus the prompt token itself).
         skip_special_tokens: drop special tokens from the detokenized text.
+        structured_outputs: constrain the output to a JSON schema, JSON object, regex, grammar
+            or choice (a StructuredOutputs, or a dict of its fields such as
+            `{"json_schema": {...}}`). EOS is allowed only once the output is a complete match;
+            the grammar, not `min_tokens`, decides when EOS is the only legal token.
 
     Raises:
         ValueError: on construction (or `validate`) when a field is out of range; the message
@@ -79,6 +86,7 @@ class SamplingParams:
     logprobs: int | None = None
     prompt_logprobs: int | None = None
     skip_special_tokens: bool = True
+    structured_outputs: StructuredOutputs | dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self._check()
@@ -101,6 +109,8 @@ class SamplingParams:
             raise ValueError(f"stop_token_ids must be a list of ints or None, got {type(self.stop_token_ids).__name__}")
         if _is_int(self.top_k) and self.top_k == -1:
             self.top_k = 0
+        if self.structured_outputs is not None:
+            self.structured_outputs = StructuredOutputs.from_value(self.structured_outputs)
 
     @property
     def greedy(self) -> bool:

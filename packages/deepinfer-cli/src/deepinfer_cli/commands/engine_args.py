@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
+from pathlib import Path
 
 _UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
 
@@ -76,3 +78,39 @@ SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "min_
 def sampling_kwargs(args: argparse.Namespace) -> dict:
     """The `SamplingParams(...)` fields set on the command line."""
     return {f: getattr(args, f) for f in SAMPLING_FIELDS if getattr(args, f, None) is not None}
+
+
+def load_json_schema(path: str) -> dict:
+    """Read a JSON Schema file (the `--json-schema` flag).
+
+    Raises:
+        argparse.ArgumentTypeError: the file cannot be read, is not JSON, or is not a JSON object.
+    """
+    try:
+        schema = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f"--json-schema: cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"--json-schema: {path} is not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(schema, dict):
+        raise argparse.ArgumentTypeError(f"--json-schema: {path} must hold a JSON object, got {type(schema).__name__}")
+    return schema
+
+
+def add_structured_args(parser: argparse.ArgumentParser) -> None:
+    """Structured-output flags (at most one): the output must match a JSON schema, a regex or a choice."""
+    g = parser.add_argument_group("structured output (at most one)").add_mutually_exclusive_group()
+    g.add_argument("--json-schema", type=load_json_schema, default=None, metavar="FILE",
+                   help="the output is JSON valid under this JSON Schema file")
+    g.add_argument("--regex", default=None, metavar="PATTERN", help="the output fully matches this regex")
+    g.add_argument("--choice", action="append", default=None, metavar="TEXT",
+                   help="the output is exactly one of these strings (repeatable)")
+
+
+def structured_kwargs(args: argparse.Namespace) -> dict:
+    """`{"structured_outputs": {...}}` for the structured-output flag given, else `{}`."""
+    for flag in ("json_schema", "regex", "choice"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            return {"structured_outputs": {flag: value}}
+    return {}

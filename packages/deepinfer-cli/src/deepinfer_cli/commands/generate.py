@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from deepinfer_cli.commands.engine_args import (
-    add_engine_args, add_sampling_args, engine_kwargs, sampling_kwargs)
+    add_engine_args, add_sampling_args, add_structured_args, engine_kwargs, sampling_kwargs, structured_kwargs)
 from deepinfer_cli.progress import GenerationProgress
 
 
@@ -27,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", type=Path, default=None, help="write one JSON result per line here")
     add_engine_args(p)
     add_sampling_args(p)
+    add_structured_args(p)
     p.set_defaults(run=run)
 
 
@@ -80,8 +81,8 @@ def _check_types(item: dict, kind: str, where: str) -> None:
 
 
 def sampling_defaults(args: argparse.Namespace) -> dict:
-    """CLI defaults (greedy, up to 256 tokens) overridden by the sampling flags."""
-    return {"temperature": 0.0, "max_tokens": 256, **sampling_kwargs(args)}
+    """CLI defaults (greedy, up to 256 tokens) overridden by the sampling and structured-output flags."""
+    return {"temperature": 0.0, "max_tokens": 256, **sampling_kwargs(args), **structured_kwargs(args)}
 
 
 def build_params(args: argparse.Namespace, requests: list[dict]) -> list:

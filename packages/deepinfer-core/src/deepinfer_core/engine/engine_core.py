@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 
 from deepinfer_core.engine.kv_cache import BlockPool, KVCacheManager
-from deepinfer_core.engine.request import Request
+from deepinfer_core.engine.request import Request, RequestStatus
 from deepinfer_core.engine.scheduler import Scheduler, SchedulerConfig
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
@@ -21,6 +21,7 @@ from deepinfer_core.sampling.seeds import to_int64
 if TYPE_CHECKING:
     from deepinfer_core.config import EngineConfig
     from deepinfer_core.sampling_params import SamplingParams
+    from deepinfer_core.structured.manager import StructuredOutputManager
 
 
 class Runner(Protocol):
@@ -45,6 +46,8 @@ class EngineCoreOutput:
             has none); None unless asked.
         finish_reason: "stop" | "length" | "abort" | "error" once finished, else None.
         stop_reason: the stop token id that ended it (None for EOS and other reasons).
+        error: why the request failed (finish_reason "error"), e.g. a grammar that does not
+            compile; the message names the field.
     """
 
     request_id: str
@@ -53,6 +56,7 @@ class EngineCoreOutput:
     prompt_logprobs: list[TokenLogprobs] | None = None
     finish_reason: str | None = None
     stop_reason: int | str | None = None
+    error: str | None = None
 
 
 class EngineCore:
@@ -68,6 +72,8 @@ class EngineCore:
         max_model_len: resolved longest sequence.
         vocab_size: V, rows of the logits.
         eos_token_id: the model's EOS id, or None.
+        structured: compiles grammars and fills token masks for requests with
+            `structured_outputs`; None rejects such requests.
 
     Raises:
         ValueError: the KV budget holds fewer tokens than `max_model_len`, or the device cannot
@@ -75,8 +81,9 @@ class EngineCore:
     """
 
     def __init__(self, runner: Runner, config: EngineConfig, max_model_len: int, vocab_size: int,
-                 eos_token_id: int | None) -> None:
+                 eos_token_id: int | None, structured: StructuredOutputManager | None = None) -> None:
         self.runner = runner
+        self.structured = structured
         self.max_model_len = max_model_len
         self.vocab_size = vocab_size
         self.eos_token_id = eos_token_id
@@ -92,7 +99,8 @@ class EngineCore:
                              f"({config.kv_cache_memory} bytes) on {config.device}: {exc}") from exc
         sched_config = SchedulerConfig(config.max_num_seqs, config.max_num_batched_tokens, max_model_len,
                                        config.enable_chunked_prefill)
-        self.scheduler = Scheduler(sched_config, KVCacheManager(BlockPool(num_blocks), config.block_size))
+        self.scheduler = Scheduler(sched_config, KVCacheManager(BlockPool(num_blocks), config.block_size),
+                                   is_ready=None if structured is None else structured.is_ready)
         self.sampler = Sampler()
         self._rng = random.Random(config.seed)
         self._arrivals = 0
@@ -116,6 +124,20 @@ class EngineCore:
         if min(prompt_token_ids) < 0 or max(prompt_token_ids) >= self.vocab_size:
             raise ValueError(f"prompt token ids must be in [0, {self.vocab_size})")
         params.validate(self.vocab_size)
+        if params.structured_outputs is not None and self.structured is None:
+            raise ValueError("structured_outputs: this engine has no structured-output backend (no tokenizer)")
+
+    def compile_structured(self, params: SamplingParams) -> None:
+        """Compiles the request's grammar now (cached for `add_request`), waiting up to the timeout.
+
+        Raises:
+            ValueError: the grammar cannot be compiled in time; the message names the field
+                (`json_schema`, `regex`, ...) and any unsupported schema keyword.
+        """
+        if params.structured_outputs is not None:
+            if self.structured is None:
+                raise ValueError("structured_outputs: this engine has no structured-output backend (no tokenizer)")
+            self.structured.compile_now(params.structured_outputs)
 
     def add_request(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams,
                     seed: int | None = None) -> None:
@@ -133,11 +155,13 @@ class EngineCore:
         request = Request(request_id, prompt_token_ids, params, arrival=self._arrivals,
                           eos_token_id=self.eos_token_id, seed=to_int64(seed))
         self.scheduler.add_request(request)
+        if self.structured is not None:
+            self.structured.add_request(request)  # compiles in the background; admitted once ready
         self._arrivals += 1
 
     def abort(self, request_id: str) -> bool:
         """Aborts a queued or running request; returns False if it is unknown or finished."""
-        self.sampler.release(request_id)
+        self._release(request_id)
         return self.scheduler.abort(request_id) is not None
 
     def has_unfinished(self) -> bool:
@@ -154,17 +178,21 @@ class EngineCore:
         Returns:
             One output per request that sampled a token, finished, or got prompt logprobs.
         """
+        outputs = self._fail_grammars()
         sched = self.scheduler.schedule()
         if not sched.scheduled:
-            if self.scheduler.has_unfinished():  # the KV/budget checks above rule this out
+            if self.structured is not None and self.structured.has_pending():
+                self.structured.wait()  # only requests whose grammar is still compiling are left
+            elif self.scheduler.has_unfinished():  # the KV/budget checks above rule this out
                 raise RuntimeError("scheduler made no progress with unfinished requests")
-            return []
+            return list(outputs.values())
         chunks = [self._chunk(req, n) for req, n in sched.scheduled]
-        model_out = self.runner.execute_model(chunks)
-
         sampling = [req for (req, _), c in zip(sched.scheduled, chunks) if c.sample]
-        sampled = self.sampler(model_out.logits, sampling) if sampling else None
-        outputs: dict[str, EngineCoreOutput] = {}
+        # Grammar masks depend only on the tokens accepted so far: fill them while the model runs.
+        filling = self.structured.start_fill(sampling) if self.structured is not None and sampling else None
+        model_out = self.runner.execute_model(chunks)
+        masks = filling.result() if filling is not None else None
+        sampled = self.sampler(model_out.logits, sampling, masks) if sampling else None
         for i, logits in model_out.prompt_logits.items():
             req = sched.scheduled[i][0]
             outputs[req.request_id] = EngineCoreOutput(req.request_id, [], prompt_logprobs=self._prompt_logprobs(
@@ -176,12 +204,38 @@ class EngineCore:
             if sampled.logprobs[b] is not None:
                 out.new_logprobs = [sampled.logprobs[b]]
             tokens[req.request_id] = out.new_token_ids
+        if self.structured is not None and masks is not None:
+            errors = self.structured.accept_step([(r, tokens[r.request_id]) for r in sampling])
+            for request_id, error in errors.items():
+                outputs[request_id].error = error
 
         for req in self.scheduler.update_from_output(sched, tokens):
-            self.sampler.release(req.request_id)
+            self._release(req.request_id)
             out = outputs[req.request_id]
             out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
+        for out in outputs.values():
+            if out.error is not None and out.finish_reason is None:  # the grammar rejected a token
+                self._finish_with_error(out)
         return list(outputs.values())
+
+    def _fail_grammars(self) -> dict[str, EngineCoreOutput]:
+        """Ends the requests whose grammar failed to compile (or timed out): they fail alone."""
+        outputs: dict[str, EngineCoreOutput] = {}
+        if self.structured is not None:
+            for request_id, message in self.structured.poll():
+                out = outputs[request_id] = EngineCoreOutput(request_id, [], error=message)
+                self._finish_with_error(out)
+        return outputs
+
+    def _finish_with_error(self, out: EngineCoreOutput) -> None:
+        self._release(out.request_id)
+        self.scheduler.finish(out.request_id, RequestStatus.FINISHED_ERROR)
+        out.finish_reason = RequestStatus.FINISHED_ERROR.value
+
+    def _release(self, request_id: str) -> None:
+        self.sampler.release(request_id)
+        if self.structured is not None:
+            self.structured.release(request_id)
 
     def _chunk(self, req: Request, num_new: int) -> ScheduledChunk:
         start = req.num_computed_tokens

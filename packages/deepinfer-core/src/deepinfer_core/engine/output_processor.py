@@ -166,7 +166,10 @@ class OutputProcessor:
                 continue
             num_new += len(out.new_token_ids)
             try:
-                self._apply(state, index, out, now)
+                if out.error is not None:  # failed in the engine (e.g. its grammar did not compile)
+                    state.fail(out.error)
+                else:
+                    self._apply(state, index, out, now)
             except Exception as exc:  # noqa: BLE001 - one request fails alone
                 state.fail(f"{type(exc).__name__}: {exc}")
             if completion.finish_reason is not None and out.finish_reason is None:

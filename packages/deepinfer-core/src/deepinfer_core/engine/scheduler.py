@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections import deque
+from collections.abc import Callable
 
 from deepinfer_core.engine.kv_cache import KVCacheManager
 from deepinfer_core.engine.request import Request, RequestStatus
@@ -75,16 +76,21 @@ class Scheduler:
     are freed, `num_computed_tokens` resets to 0 and it returns to the waiting queue at its
     arrival position (its emitted tokens stay; the recompute prefills prompt + output so far).
     (2) If nothing was preempted, waiting requests are admitted in arrival order while budget,
-    `max_num_seqs` and blocks allow; the first one that does not fit stops admission.
+    `max_num_seqs` and blocks allow; the first one that does not fit stops admission. A request
+    that is not ready (its structured-output grammar still compiling) is passed over and keeps
+    its place.
 
     Args:
         config: the step limits.
         kv_manager: block-table manager over the shared pool.
+        is_ready: whether a waiting request may be admitted; None admits all.
     """
 
-    def __init__(self, config: SchedulerConfig, kv_manager: KVCacheManager) -> None:
+    def __init__(self, config: SchedulerConfig, kv_manager: KVCacheManager,
+                 is_ready: Callable[[Request], bool] | None = None) -> None:
         self.config = config
         self.kv = kv_manager
+        self.is_ready = is_ready
         self.waiting: deque[Request] = deque()  # sorted by arrival
         self.running: list[Request] = []  # sorted by arrival
         self.requests: dict[str, Request] = {}
@@ -136,8 +142,12 @@ class Scheduler:
 
         # Admitting while preempting would only hand the freed blocks to a later arrival.
         if not preempted:
+            not_ready: list[Request] = []
             while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
                 request = self.waiting[0]
+                if self.is_ready is not None and not self.is_ready(request):
+                    not_ready.append(self.waiting.popleft())
+                    continue
                 num_new = request.num_tokens - request.num_computed_tokens
                 if num_new > budget:
                     if not chunked:
@@ -150,6 +160,7 @@ class Scheduler:
                 bisect.insort(self.running, request, key=_arrival)
                 scheduled.append((request, num_new))
                 budget -= num_new
+            self.waiting.extendleft(reversed(not_ready))  # back in front, in arrival order
 
         return SchedulerOutput(scheduled, preempted, self.config.max_num_batched_tokens - budget)
 

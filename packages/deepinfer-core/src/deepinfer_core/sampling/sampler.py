@@ -15,6 +15,7 @@ from deepinfer_core.sampling.penalties import PenaltyState, apply_penalties
 
 if TYPE_CHECKING:
     from deepinfer_core.engine.request import Request
+    from deepinfer_core.structured.manager import TokenBitmask
 
 
 @dataclasses.dataclass
@@ -34,8 +35,10 @@ class Sampler:
     """Samples the next token of each request from its last-position logits.
 
     Per step: (1) raw logprobs are taken for rows that asked (vLLM V1 default: the model's
-    distribution before any processing); (2) penalties (see `penalties.py`); (3) EOS and
-    `stop_token_ids` get -inf while fewer than `min_tokens` tokens exist; (4) `ops.sample` with
+    distribution before any processing); (2) penalties (see `penalties.py`); (3) structured-output
+    masks (`ops.apply_token_bitmask`): tokens the request's grammar forbids get -inf; (4) EOS and
+    `stop_token_ids` get -inf while fewer than `min_tokens` tokens exist, unless that would leave
+    a row with no allowed token (a grammar that only allows EOS wins); (5) `ops.sample` with
     temperature / top-k / top-p / min-p and the draw keyed by (request seed, output length), so
     a request's tokens depend only on its own logits, seed and step (batch invariant).
 
@@ -50,12 +53,15 @@ class Sampler:
         """Drops the request's sampling state (after it finished or was aborted)."""
         self._penalties.pop(request_id, None)
 
-    def __call__(self, logits: torch.Tensor, requests: list[Request]) -> SamplerOutput:
+    def __call__(self, logits: torch.Tensor, requests: list[Request],
+                 masks: TokenBitmask | None = None) -> SamplerOutput:
         """Samples one token per row.
 
         Args:
             logits: [B, V] float32, row b belongs to `requests[b]`; modified in place.
             requests: B requests (each with a resolved `seed`).
+            masks: structured-output bitmasks ([B, ceil(V/32)] int32 and the [B'] rows they
+                apply to, on the CPU; moved to the logits' device here), or None.
 
         Returns:
             B token ids and the optional logprobs.
@@ -70,6 +76,9 @@ class Sampler:
         pen_rows = [b for b, p in enumerate(params) if p.has_penalties]
         if pen_rows:
             self._apply_penalties(logits, [requests[b] for b in pen_rows], pen_rows)
+        if masks is not None:
+            ops.apply_token_bitmask(logits, masks.bitmask.to(device, non_blocking=True),
+                                    masks.rows.to(device, non_blocking=True))
         self._ban_stop_tokens(logits, requests)
 
         if all(p.greedy for p in params):
@@ -127,4 +136,11 @@ class Sampler:
             rows.extend([b] * len(banned))
             cols.extend(banned)
         if rows:
-            logits[torch.tensor(rows, device=logits.device), torch.tensor(cols, device=logits.device)] = float("-inf")
+            device = logits.device
+            rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
+            unique_rows, row_of = torch.unique(rows_t, return_inverse=True)
+            banned = logits[unique_rows]  # a copy
+            banned[row_of, cols_t] = float("-inf")
+            # A row the ban would leave with no finite logit keeps EOS (its grammar allows nothing else).
+            keep = torch.isfinite(banned).any(dim=-1)
+            logits[unique_rows[keep]] = banned[keep]

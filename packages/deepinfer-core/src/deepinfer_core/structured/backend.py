@@ -120,11 +120,18 @@ class GuidanceBackend:
                 or not bitmask.is_contiguous() or bitmask.device.type != "cpu"):
             raise ValueError(f"bitmask: need a contiguous CPU int32 [B, {self.bitmask_width}] tensor, got "
                              f"{bitmask.dtype} {tuple(bitmask.shape)} on {bitmask.device}")
-        if not rows:
-            return
+        if rows:
+            self._parallel().unsafe_compute_mask_ptr(rows, bitmask.data_ptr(), self.bitmask_width * 4,
+                                                     bitmask.shape[0])
+
+    def consume(self, pairs: list[tuple[object, int]]) -> list[bool]:
+        """Consumes one token per matcher, in parallel threads; False where the grammar rejected it."""
+        return self._parallel().consume_token_par(pairs) if pairs else []
+
+    def _parallel(self) -> object:
         if self._executor is None:
             self._executor = self._ll.LLExecutor(self._num_threads)
-        self._executor.unsafe_compute_mask_ptr(rows, bitmask.data_ptr(), self.bitmask_width * 4, bitmask.shape[0])
+        return self._executor
 
 
 def _error_message(kind: str, error: str) -> str:

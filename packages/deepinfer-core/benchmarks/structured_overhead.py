@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Per-token cost of structured output against unconstrained decoding, in the same process.
+
+For each batch size B, B chat prompts generate exactly `--tokens` tokens each, greedy, twice
+per mode (unconstrained with `ignore_eos`, then under a JSON schema whose shortest document is
+longer than `--tokens`, so both modes stop on length with the same token count); the fastest
+of `--repeats` runs of each mode is kept. Reported: milliseconds per output token (wall time of
+`LLM.chat` / (B * tokens), prefill included and equal in both modes), the slowdown, and per
+masked step: mask filling (llguidance, in the mask thread, overlapping the forward pass), the
+engine thread's wait for the masks, and token acceptance.
+
+    python benchmarks/structured_overhead.py --batch 1 64 --tokens 32
+    python benchmarks/structured_overhead.py --device cuda --random-weights TOKENIZER_DIR
+
+`--random-weights DIR` builds a SmolLM2-135M-shaped Llama with random weights and the tokenizer
+in DIR (for machines without the GGUF); masks still follow the real 49,152-token vocabulary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+SCHEMA = {  # at least 40 items of >= 7 tokens: longer than any --tokens used here
+    "type": "object",
+    "properties": {"items": {"type": "array", "minItems": 40, "items": {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 16}, "qty": {"type": "integer", "minimum": 1,
+                                                                             "maximum": 99}},
+        "required": ["name", "qty"], "additionalProperties": False}}},
+    "required": ["items"], "additionalProperties": False,
+}
+TOPICS = ["groceries", "a camping trip", "a birthday party", "a workshop", "a kitchen", "a garden", "an office",
+          "a school"]
+SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                    num_key_value_heads=3, vocab_size=49152, max_position_embeddings=8192, rms_norm_eps=1e-5,
+                    rope_theta=100000.0, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+
+
+def random_checkpoint(tokenizer_dir: Path) -> Path:
+    """A SmolLM2-135M-shaped Llama with random weights (bfloat16) and the given tokenizer files."""
+    import torch
+    import transformers
+
+    folder = Path(tempfile.mkdtemp(prefix="smollm2-random-"))
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**SMOLLM2_135M)).to(torch.bfloat16)
+    model.save_pretrained(str(folder))
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (tokenizer_dir / name).is_file():
+            shutil.copy(tokenizer_dir / name, folder / name)
+    return folder
+
+
+def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
+    """Seconds of one chat call, and milliseconds per masked step spent filling masks (in the mask
+    thread), waiting for them (engine thread) and accepting tokens (engine thread)."""
+    manager = llm.engine.structured
+    originals = {name: getattr(manager, name) for name in ("fill_bitmask", "start_fill", "accept_step")}
+    spent = {"fill": 0.0, "wait": 0.0, "accept": 0.0, "steps": 0}
+
+    def timing(name, fn):
+        def wrapper(*a):
+            start = time.perf_counter()
+            result = fn(*a)
+            spent[name] += time.perf_counter() - start
+            return result
+        return wrapper
+
+    class TimedFuture:
+        def __init__(self, future):
+            self.future = future
+
+        def result(self):
+            spent["steps"] += 1
+            return timing("wait", self.future.result)()
+
+    def start_fill(requests):
+        future = originals["start_fill"](requests)
+        return None if future is None else TimedFuture(future)
+
+    manager.fill_bitmask = timing("fill", originals["fill_bitmask"])
+    manager.start_fill = start_fill
+    manager.accept_step = timing("accept", originals["accept_step"])
+    try:
+        start = time.perf_counter()
+        outs = llm.chat(convs, params)
+        seconds = time.perf_counter() - start
+    finally:
+        for name in originals:
+            delattr(manager, name)  # back to the class methods
+    tokens = params.max_tokens
+    for out in outs:
+        if out.error is not None or out.outputs[0].finish_reason != "length" or len(out.outputs[0].token_ids) != tokens:
+            raise SystemExit(f"run did not produce {tokens} tokens: {out.error or out.outputs[0].finish_reason}")
+    steps = max(spent.pop("steps"), 1)
+    return seconds, {k: 1e3 * v / steps for k, v in spent.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help="checkpoint (default: SmolLM2-135M-Instruct GGUF)")
+    parser.add_argument("--random-weights", type=Path, default=None, metavar="TOKENIZER_DIR")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 64])
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    import torch
+
+    from deepinfer_core import LLM, SamplingParams
+
+    model = str(random_checkpoint(args.random_weights)) if args.random_weights else args.model
+    llm = LLM(model, device=args.device, dtype=args.dtype, max_model_len=512, max_num_seqs=max(args.batch),
+              max_num_batched_tokens=max(2048, 80 * max(args.batch)), kv_cache_memory=512 << 20)
+    free = SamplingParams(temperature=0, max_tokens=args.tokens, ignore_eos=True)
+    constrained = SamplingParams(temperature=0, max_tokens=args.tokens, structured_outputs={"json_schema": SCHEMA})
+    llm.chat([[{"role": "user", "content": "Hi"}]], [free])  # warm-up: kernels, allocator
+    llm.chat([[{"role": "user", "content": "Hi"}]], [constrained])  # warm-up: tokenizer, grammar cache
+    rows = []
+    for batch in args.batch:
+        convs = [[{"role": "user", "content": f"List the things needed for {TOPICS[i % len(TOPICS)]} as JSON "
+                                              f"(list {i})."}] for i in range(batch)]
+        best = {"free": None, "json": None}
+        for _ in range(args.repeats):
+            for mode, params in (("free", free), ("json", constrained)):
+                result = timed_chat(llm, convs, params)
+                if best[mode] is None or result[0] < best[mode][0]:
+                    best[mode] = result
+        tokens = batch * args.tokens
+        (free_s, _), (json_s, per_step) = best["free"], best["json"]
+        row = {"batch": batch, "tokens_per_request": args.tokens, "free_ms_per_token": 1e3 * free_s / tokens,
+               "json_ms_per_token": 1e3 * json_s / tokens, "slowdown_pct": 100 * (json_s / free_s - 1),
+               **{f"{k}_ms_per_step": v for k, v in per_step.items()}}
+        rows.append(row)
+        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+    device = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
+    print(f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+
+
+if __name__ == "__main__":
+    main()

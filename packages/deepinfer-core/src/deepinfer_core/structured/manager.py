@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""StructuredOutputManager: the engine's side of structured output.
+
+Per step (see `EngineCore.step`): `poll` turns finished compiles into GrammarStates (or errors);
+the scheduler admits a structured request only once `is_ready`; `start_fill` writes the whole
+batch's masks in a background thread while the forward pass runs (a mask depends only on the
+tokens accepted so far; llguidance fills without holding the GIL), and the sampler applies them
+with `ops.apply_token_bitmask`; `accept` consumes each sampled token.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+
+from deepinfer_core.structured.grammar_cache import GrammarCache, result_of
+from deepinfer_core.structured.state import GrammarState
+
+if TYPE_CHECKING:
+    from deepinfer_core.engine.request import Request
+    from deepinfer_core.structured.backend import CompiledGrammar, GuidanceBackend
+    from deepinfer_core.structured.params import StructuredOutputs
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclasses.dataclass
+class _Pending:
+    future: concurrent.futures.Future[CompiledGrammar]
+    kind: str
+    deadline: float  # time.monotonic() seconds
+
+
+@dataclasses.dataclass
+class TokenBitmask:
+    """Masks of one step's sampling rows.
+
+    Attributes:
+        bitmask: [B, ceil(V/32)] int32 on the CPU (pinned when CUDA is available); rows not in
+            `rows` hold stale words and must not be applied.
+        rows: [B'] int64, the rows (sampling order) that carry a grammar.
+    """
+
+    bitmask: torch.Tensor
+    rows: torch.Tensor
+
+
+class StructuredOutputManager:
+    """Compiles grammars off the engine thread and keeps one GrammarState per structured request.
+
+    Args:
+        backend_factory: builds the backend on the first structured request (it needs the
+            tokenizer; building it costs a fraction of a second).
+        timeout_s: longest a request waits for its grammar before it fails alone.
+        max_workers: compile threads.
+        max_cached_grammars: compiled grammars kept by key.
+    """
+
+    def __init__(self, backend_factory: Callable[[], GuidanceBackend], timeout_s: float = DEFAULT_TIMEOUT_S,
+                 max_workers: int = 2, max_cached_grammars: int = 256) -> None:
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self.timeout_s = timeout_s
+        self._backend_factory = backend_factory
+        self._backend: GuidanceBackend | None = None
+        self._backend_lock = threading.Lock()  # compile threads may ask for it at once
+        self.cache: GrammarCache[CompiledGrammar] = GrammarCache(self._compile, max_workers, max_cached_grammars)
+        self._pending: dict[str, _Pending] = {}
+        self._states: dict[str, GrammarState] = {}
+        self._buffer: torch.Tensor | None = None
+        self._fill_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deepinfer-mask")
+
+    @property
+    def backend(self) -> GuidanceBackend:
+        """The backend, built on first use."""
+        with self._backend_lock:
+            if self._backend is None:
+                self._backend = self._backend_factory()
+            return self._backend
+
+    def _compile(self, spec: StructuredOutputs) -> CompiledGrammar:
+        return self.backend.compile(spec)
+
+    def compile_now(self, spec: StructuredOutputs) -> None:
+        """Compiles `spec` (or finds it cached), waiting up to `timeout_s`.
+
+        Raises:
+            ValueError: the spec cannot be compiled in time; the message names the field.
+        """
+        self.cache.get(spec, self.timeout_s)
+
+    def add_request(self, request: Request) -> None:
+        """Starts compiling the request's grammar (a no-op for unconstrained requests)."""
+        spec = request.sampling_params.structured_outputs
+        if spec is not None:
+            self._pending[request.request_id] = _Pending(self.cache.submit(spec), spec.kind,
+                                                         time.monotonic() + self.timeout_s)
+
+    def poll(self) -> list[tuple[str, str]]:
+        """Moves finished compiles into GrammarStates.
+
+        Returns:
+            (request id, error message) of requests whose grammar failed or timed out; they are
+            forgotten here and the caller ends them.
+        """
+        failed = []
+        now = time.monotonic()
+        for request_id, pending in list(self._pending.items()):
+            if not pending.future.done() and now < pending.deadline:
+                continue
+            del self._pending[request_id]
+            try:
+                grammar = result_of(pending.future, pending.kind, 0.0)
+            except ValueError as exc:
+                message = str(exc)
+                if not pending.future.done():
+                    message = f"{pending.kind}: grammar compilation did not finish within {self.timeout_s:g} s"
+                failed.append((request_id, message))
+                continue
+            self._states[request_id] = GrammarState(grammar)
+        return failed
+
+    def has_pending(self) -> bool:
+        """Some request still waits for its grammar."""
+        return bool(self._pending)
+
+    def wait(self) -> None:
+        """Blocks until a pending compile finishes or the earliest deadline passes."""
+        if self._pending:
+            timeout = max(0.0, min(p.deadline for p in self._pending.values()) - time.monotonic())
+            concurrent.futures.wait([p.future for p in self._pending.values()], timeout,
+                                    concurrent.futures.FIRST_COMPLETED)
+
+    def is_ready(self, request: Request) -> bool:
+        """False while the request's grammar is still compiling (the scheduler skips it)."""
+        return request.request_id not in self._pending
+
+    def state(self, request_id: str) -> GrammarState | None:
+        """The request's GrammarState (None if unconstrained or not compiled yet)."""
+        return self._states.get(request_id)
+
+    def start_fill(self, requests: list[Request]) -> concurrent.futures.Future[TokenBitmask | None] | None:
+        """Starts `fill_bitmask(requests)` in the mask thread; None when no row carries a grammar.
+
+        The caller must not accept tokens or poll until the future is done.
+        """
+        if not any(r.request_id in self._states for r in requests):
+            return None
+        return self._fill_thread.submit(self.fill_bitmask, list(requests))
+
+    def fill_bitmask(self, requests: list[Request]) -> TokenBitmask | None:
+        """Writes the next-token masks of the structured requests among one step's sampling rows.
+
+        Args:
+            requests: the step's sampling requests, in row order.
+
+        Returns:
+            The masks, or None when no row carries a grammar.
+        """
+        rows = []
+        for b, request in enumerate(requests):
+            state = self._states.get(request.request_id)
+            if state is not None:
+                self._catch_up(state, request)
+                rows.append((state.matcher, b))
+        if not rows:
+            return None
+        width = self.backend.bitmask_width
+        if self._buffer is None or self._buffer.shape[0] < len(requests):
+            self._buffer = torch.empty((max(len(requests), 8), width), dtype=torch.int32,
+                                       pin_memory=torch.cuda.is_available())
+        bitmask = self._buffer[:len(requests)]
+        self.backend.fill_bitmask(rows, bitmask)
+        return TokenBitmask(bitmask, torch.tensor([b for _, b in rows], dtype=torch.int64))
+
+    def accept(self, request: Request, token_ids: list[int]) -> str | None:
+        """Consumes a request's newly sampled tokens.
+
+        Returns:
+            None, or an error message (naming the field) if the grammar rejected a token.
+        """
+        state = self._states.get(request.request_id)
+        if state is None or state.accept(token_ids):
+            return None
+        return self._rejected(request, token_ids, state)
+
+    def accept_step(self, sampled: list[tuple[Request, list[int]]]) -> dict[str, str]:
+        """`accept` for one step's requests; single tokens are consumed in parallel threads.
+
+        Returns:
+            request id -> error message, for requests whose grammar rejected a token.
+        """
+        errors = {}
+        singles = []
+        for request, token_ids in sampled:
+            state = self._states.get(request.request_id)
+            if state is not None and len(token_ids) == 1:
+                singles.append((request, token_ids, state))
+            elif state is not None and not state.accept(token_ids):
+                errors[request.request_id] = self._rejected(request, token_ids, state)
+        oks = self.backend.consume([(state.matcher, ids[0]) for _, ids, state in singles]) if singles else []
+        for (request, token_ids, state), ok in zip(singles, oks):
+            if ok:
+                state.num_tokens += 1
+            else:
+                errors[request.request_id] = self._rejected(request, token_ids, state)
+        return errors
+
+    @staticmethod
+    def _rejected(request: Request, token_ids: list[int], state: GrammarState) -> str:
+        kind = request.sampling_params.structured_outputs.kind
+        return f"{kind}: the grammar rejected token(s) {token_ids}: {state.error}"
+
+    def release(self, request_id: str) -> None:
+        """Forgets a finished or aborted request."""
+        self._pending.pop(request_id, None)
+        self._states.pop(request_id, None)
+
+    def close(self) -> None:
+        """Stops the compile and mask threads (running compiles finish in the background)."""
+        self.cache.close()
+        self._fill_thread.shutdown(wait=False)
+
+    @staticmethod
+    def _catch_up(state: GrammarState, request: Request) -> None:
+        # The matcher follows `output_token_ids`; feed tokens appended without `accept`.
+        missing = request.output_token_ids[state.num_tokens:]
+        if missing:
+            state.accept(missing)

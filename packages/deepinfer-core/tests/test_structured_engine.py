@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Structured output through the engine on a tiny random Llama (byte-level vocabulary).
+
+Outputs are checked by tools we did not write: Python's `re.fullmatch` for regexes and
+`jsonschema` for schemas. Covers continuous batching, n=4, seeded sampling, preemption by
+recompute (same outputs as without), stop strings, min_tokens, and bad specs and compile
+timeouts that fail alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+pytest.importorskip("llguidance")
+jsonschema = pytest.importorskip("jsonschema")
+
+from deepinfer_core import LLM, SamplingParams  # noqa: E402
+
+MAX_LEN = 96
+PROMPTS = ["Hello", "The quick brown fox", "1 2 3", "{", "Once upon a time", "abc"]
+# Every language below is finite or length-bounded, so a random model reaches EOS in time.
+REGEXES = [r"[a-z]{3,8}@[a-z]{2,5}\.(com|org)", r"(yes|no|maybe)!?", r"-?[1-9][0-9]{0,3}(\.[0-9]{1,2})?"]
+CHOICES = ["red", "green", "blue sky"]
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 999},
+        "ok": {"type": "boolean"},
+        "tag": {"enum": ["a", "bb", None]},
+        "name": {"type": "string", "pattern": "^[a-z]{1,5}$"},
+        "xs": {"type": "array", "items": {"type": "integer", "minimum": -9, "maximum": 9},
+               "minItems": 1, "maxItems": 3},
+    },
+    "required": ["id", "ok", "tag", "name", "xs"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tiny_checkpoint):
+    return tiny_checkpoint("llama")
+
+
+@pytest.fixture(scope="module")
+def llm(folder) -> LLM:
+    return LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20, seed=3)
+
+
+def specs() -> list[dict]:
+    return ([{"regex": r} for r in REGEXES] + [{"choice": CHOICES}, {"json_schema": SCHEMA},
+                                               {"json_schema": json.dumps(SCHEMA)}])
+
+
+def check(spec: dict, text: str) -> None:
+    if "regex" in spec:
+        assert re.fullmatch(spec["regex"], text), (spec, text)
+    elif "choice" in spec:
+        assert text in spec["choice"]
+    else:
+        jsonschema.validate(json.loads(text), SCHEMA)
+
+
+def run(llm: LLM, temperature: float, seed: int | None = None, **kw) -> list:
+    items = [(p, s) for p in PROMPTS for s in specs()]
+    params = [SamplingParams(temperature=temperature, seed=None if seed is None else seed + i, max_tokens=64,
+                             structured_outputs=s, **kw) for i, (_, s) in enumerate(items)]
+    outs = llm.generate([p for p, _ in items], params)
+    for (_, spec), out in zip(items, outs):
+        assert out.error is None
+        for c in out.outputs:
+            assert c.finish_reason == "stop" and c.stop_reason is None  # EOS, after a complete match
+            check(spec, c.text)
+    return outs
+
+
+def test_greedy_and_sampled_outputs_match_their_specs(llm: LLM) -> None:
+    greedy = run(llm, 0.0)
+    sampled = run(llm, 1.0, seed=11)
+    assert len({o.outputs[0].text for o in sampled}) > len(specs())  # sampling explores the languages
+    again = run(llm, 1.0, seed=11)
+    assert [o.outputs[0].token_ids for o in again] == [o.outputs[0].token_ids for o in sampled]
+    assert [o.outputs[0].text for o in greedy] != [o.outputs[0].text for o in sampled]
+    assert not llm.engine.structured._states and not llm.engine.structured._pending
+
+
+def test_n4_children_have_independent_matchers(llm: LLM) -> None:
+    spec = {"json_schema": SCHEMA}
+    [four] = llm.generate(["Hello"], SamplingParams(n=4, temperature=1.0, seed=5, max_tokens=64,
+                                                    structured_outputs=spec))
+    [one] = llm.generate(["Hello"], SamplingParams(temperature=1.0, seed=5, max_tokens=64, structured_outputs=spec))
+    assert len(four.outputs) == 4
+    for c in four.outputs:
+        check(spec, c.text)
+    assert len({c.text for c in four.outputs}) > 1
+    assert four.outputs[0].token_ids == one.outputs[0].token_ids  # a shared matcher would diverge
+
+
+def test_preemption_gives_the_same_outputs(folder, llm: LLM) -> None:
+    expected = run(llm, 1.0, seed=21)
+    per_block = llm.engine.runner.kv_bytes_per_block()
+    # 30 blocks of 4 tokens hold one 96-token sequence but not 36 growing ones.
+    crowded = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=30 * per_block,
+                  max_num_batched_tokens=16, seed=3)
+    got = run(crowded, 1.0, seed=21)
+    assert crowded.engine.num_preemptions > 0
+    assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in expected]
+
+
+def test_bad_specs_fail_alone_and_single_prompts_raise(llm: LLM) -> None:
+    bad = [({"json_schema": {"type": "array", "uniqueItems": True}}, r"json_schema.*uniqueItems"),
+           ({"regex": "(ab"}, r"^regex: "),
+           ({"grammar": "start: missing_rule"}, r"^grammar: "),
+           ({"grammar": "root ::= [unclosed"}, r"^grammar: ")]
+    good = {"regex": REGEXES[0]}
+    items = [good] + [s for s, _ in bad] + [good]
+    outs = llm.generate(["Hello"] * len(items),
+                        [SamplingParams(temperature=0, max_tokens=64, structured_outputs=s) for s in items])
+    check(good, outs[0].outputs[0].text)
+    check(good, outs[-1].outputs[0].text)
+    for out, (_, pattern) in zip(outs[1:-1], bad):
+        assert out.outputs[0].finish_reason == "error" and re.search(pattern, out.error), out.error
+    for spec, pattern in bad:
+        with pytest.raises(ValueError, match=pattern):
+            llm.generate("Hello", SamplingParams(max_tokens=4, structured_outputs=spec))
+    with pytest.raises(ValueError, match="structured_outputs.regex"):
+        SamplingParams(structured_outputs={"regex": 5})
+
+
+def test_compile_timeout_fails_alone(llm: LLM, monkeypatch) -> None:
+    manager = llm.engine.structured
+    real_compile = manager.backend.compile
+
+    def slow_compile(spec):
+        if spec.kind == "regex" and spec.regex == "slow[0-9]":
+            time.sleep(1.5)
+        return real_compile(spec)
+
+    monkeypatch.setattr(manager.backend, "compile", slow_compile)
+    monkeypatch.setattr(manager, "timeout_s", 0.2)
+    good = {"choice": CHOICES}
+    outs = llm.generate(["Hi", "Hi", "Hi"], [SamplingParams(temperature=0, max_tokens=16, structured_outputs=s)
+                                            for s in (good, {"regex": "slow[0-9]"}, good)])
+    assert outs[0].error is None and outs[2].error is None
+    check(good, outs[0].outputs[0].text)
+    assert re.match(r"regex: grammar compilation did not finish within 0.2 s", outs[1].error), outs[1].error
+
+
+def test_stop_strings_and_min_tokens(llm: LLM) -> None:
+    [stopped, short] = llm.generate(["Hello", "Hello"], [
+        SamplingParams(temperature=1.0, seed=1, max_tokens=32, stop="b", structured_outputs={"regex": "[ab]{12}"}),
+        SamplingParams(temperature=0, max_tokens=8, min_tokens=5, structured_outputs={"choice": ["a"]}),
+    ])
+    text = stopped.outputs[0].text
+    assert stopped.outputs[0].stop_reason == "b" and re.fullmatch("a*", text) and len(text) < 12
+    assert short.outputs[0].text == "a" and short.outputs[0].finish_reason == "stop"  # the grammar wins
+    assert not llm.engine.structured._states
