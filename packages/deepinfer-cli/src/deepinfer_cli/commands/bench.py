@@ -138,7 +138,8 @@ def run_throughput(args: argparse.Namespace) -> int:
 def print_table(console: Console, results: list[Result], args: argparse.Namespace) -> None:
     table = Table(title=f"throughput: {args.num_prompts} requests, input {args.input_len[0]}-{args.input_len[1]}, "
                         f"output {args.output_len[0]}-{args.output_len[1]}, seed {args.seed}, ignore_eos")
-    for col in ("engine", "elapsed s", "requests/s", "output tok/s", "total tok/s", "output tokens"):
+    table.add_column("engine", no_wrap=True)
+    for col in ("elapsed s", "requests/s", "output tok/s", "total tok/s", "output tokens"):
         table.add_column(col, justify="right")
     for r in results:
         table.add_row(r.name, f"{r.elapsed:.2f}", f"{r.num_requests / r.elapsed:.2f}", f"{r.output_tps:.1f}",

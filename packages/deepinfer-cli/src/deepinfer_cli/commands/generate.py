@@ -120,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
     # Flag values bounded by the vocabulary (top_k, logprobs) fail the run, not each request.
     SamplingParams(**sampling_defaults(args)).validate(llm.model_config.vocab_size)
 
+    # Warm-up (excluded from the throughput line): one token of a short prompt, so the line
+    # measures steady-state generation, not first-call allocation and kernel loading.
+    llm.generate([{"prompt_token_ids": [0]}], SamplingParams(max_tokens=1, temperature=0.0))
+
     start = time.perf_counter()
     results = [None] * len(requests)
     with GenerationProgress(console, total=len(requests)) as progress:
@@ -160,11 +164,12 @@ def report(console: Console, results: list, elapsed: float, output: Path | None)
             if getattr(r, "error", None):
                 console.print(f"[red]error:[/red] {r.error}")
             for c in r.outputs:
-                console.print(c.text, markup=False, highlight=False)
+                print(c.text, flush=True)  # the exact text: no wrapping or markup from rich
     rate = output_tokens / elapsed if elapsed > 0 else 0.0
     console.print(f"[bold]throughput:[/bold] {len(results)} requests, {prompt_tokens} prompt tokens, "
                   f"{output_tokens} output tokens in {elapsed:.2f} s: {rate:.1f} output tok/s, "
-                  f"{(prompt_tokens + output_tokens) / max(elapsed, 1e-9):.1f} total tok/s")
+                  f"{(prompt_tokens + output_tokens) / max(elapsed, 1e-9):.1f} total tok/s "
+                  f"(warm-up excluded)", soft_wrap=True)
 
 
 def result_dict(index: int, r) -> dict:

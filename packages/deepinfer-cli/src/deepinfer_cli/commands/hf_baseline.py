@@ -12,7 +12,9 @@ def load_hf_model(model_path: str | Path, dtype=None):
     """Load a transformers causal LM from an HF folder or a single GGUF file (dequantized)."""
     import torch
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # keep the benchmark's own output readable
     path = Path(model_path)
     dtype = dtype or torch.float32
     if path.suffix == ".gguf":
