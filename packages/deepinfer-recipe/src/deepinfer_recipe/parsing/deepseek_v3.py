@@ -20,10 +20,10 @@ invalid JSON ends the call with ``ok=False``.
 
 from __future__ import annotations
 
-import json
 import re
 
 from deepinfer_recipe.events import Event, ParseIssue, ToolCallDelta, ToolCallEnd, ToolCallStart
+from deepinfer_recipe.parsing.dialect_steps import Step, between_calls, is_json_object, skip_past, truncated
 from deepinfer_recipe.parsing.markers import CallCounter, partial_suffix_len
 
 CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
@@ -34,8 +34,6 @@ SEP = "<｜tool▁sep｜>"
 _FENCE_OPEN = "```json\n"
 _FENCE_TAIL = re.compile(r"\s*`{0,3}\s*$")
 _MAX_HEAD = 256
-
-Step = tuple[int, list[Event], bool]
 
 
 class DeepSeekV3ToolParser:
@@ -75,33 +73,18 @@ class DeepSeekV3ToolParser:
 
     def finish(self) -> list[Event]:
         """Close whatever is open at the end of the output (truncation)."""
-        events: list[Event] = []
-        if self._state in ("fence", "args"):
-            events.append(ToolCallEnd(self._index, ok=False))
-        events.append(ParseIssue("truncated", ""))
-        return events
+        return truncated(self._index if self._state in ("fence", "args") else None)
 
     def _block(self, buf: str) -> Step:
-        rest = buf.lstrip()
-        ws = len(buf) - len(rest)
-        if rest.startswith(CALL_BEGIN):
+        outcome, step = between_calls(buf, CALL_BEGIN, CALLS_END)
+        if outcome == "call":
             self._state = "head"
-            return ws + len(CALL_BEGIN), [], False
-        if rest.startswith(CALLS_END):
-            return ws + len(CALLS_END), [], True
-        if not rest or CALL_BEGIN.startswith(rest) or CALLS_END.startswith(rest):
-            return ws, [], False
-        self._state = "skip"
-        return ws, [ParseIssue("malformed_tool_call", "")], False
+        elif outcome == "malformed":
+            self._state = "skip"
+        return step
 
     def _skip(self, buf: str) -> Step:
-        pos = buf.find(CALLS_END)
-        if pos >= 0:
-            return pos + len(CALLS_END), [ParseIssue("malformed_tool_call", buf[:pos])], True
-        ready = len(buf) - partial_suffix_len(buf, [CALLS_END])
-        if ready == 0:
-            return 0, [], False
-        return ready, [ParseIssue("malformed_tool_call", buf[:ready])], False
+        return skip_past(buf, CALLS_END, closes_block=True)[1]
 
     def _head(self, buf: str) -> Step:
         pos = buf.find(SEP)
@@ -156,7 +139,7 @@ class DeepSeekV3ToolParser:
             self._args += text
             self._state = "block"
             events: list[Event] = [ToolCallDelta(self._index, text)] if text else []
-            events.append(ToolCallEnd(self._index, ok=_is_object(self._args)))
+            events.append(ToolCallEnd(self._index, ok=is_json_object(self._args)))
             return pos + len(CALL_END), events, False
         ready = len(buf) - partial_suffix_len(buf, [CALL_END])
         if self.fenced:
@@ -165,10 +148,3 @@ class DeepSeekV3ToolParser:
             return 0, [], False
         self._args += buf[:ready]
         return ready, [ToolCallDelta(self._index, buf[:ready])], False
-
-
-def _is_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False

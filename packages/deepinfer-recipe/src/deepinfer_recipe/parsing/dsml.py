@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass
 
 from deepinfer_recipe.events import Event, ParseIssue, ToolCallDelta, ToolCallEnd, ToolCallStart
+from deepinfer_recipe.parsing.dialect_steps import Step, between_calls, skip_past, truncated
 from deepinfer_recipe.parsing.markers import CallCounter, json_escape, partial_suffix_len
 
 DSML = "｜DSML｜"
@@ -78,8 +79,6 @@ _STRING_TRUE = ' string="true">'
 _STRING_FALSE = ' string="false">'
 _MAX_NAME = 256
 
-Step = tuple[int, list[Event], bool]
-
 
 class DsmlToolParser:
     """Tool-call dialect for DSML blocks (used by :class:`OutputParser`).
@@ -125,32 +124,23 @@ class DsmlToolParser:
 
     def finish(self) -> list[Event]:
         """Close whatever is open at the end of the output (truncation)."""
-        events: list[Event] = []
-        if self._state in ("args", "pname", "ptype", "pstr", "praw"):
-            events.append(ToolCallEnd(self._index, ok=False))
-        events.append(ParseIssue("truncated", ""))
-        return events
+        call_open = self._state in ("args", "pname", "ptype", "pstr", "praw")
+        return truncated(self._index if call_open else None)
 
     # -- block level -------------------------------------------------------------------
     def _block(self, buf: str) -> Step:
-        rest = buf.lstrip()
-        ws = len(buf) - len(rest)
-        if rest.startswith(self.s.open_invoke):
+        outcome, step = between_calls(buf, self.s.open_invoke, self.s.close_block)
+        if outcome == "call":
             self._state = "name"
-            return ws + len(self.s.open_invoke), [], False
-        if rest.startswith(self.s.close_block):
-            return ws + len(self.s.close_block), [], True
-        if not rest or self.s.open_invoke.startswith(rest) or self.s.close_block.startswith(rest):
-            return ws, [], False
-        self._state = "skip_block"
-        return ws, [ParseIssue("malformed_tool_call", "")], False
+        elif outcome == "malformed":
+            self._state = "skip_block"
+        return step
 
     def _skip_block(self, buf: str) -> Step:
-        pos = buf.find(self.s.close_block)
-        if pos >= 0:
+        found, step = skip_past(buf, self.s.close_block, closes_block=True)
+        if found:
             self._state = "block"
-            return pos + len(self.s.close_block), [ParseIssue("malformed_tool_call", buf[:pos])], True
-        return _skip_ready(buf, self.s.close_block)
+        return step
 
     # -- one invoke --------------------------------------------------------------------
     def _name(self, buf: str) -> Step:
@@ -191,11 +181,10 @@ class DsmlToolParser:
         return [ToolCallEnd(self._index, ok=False), ParseIssue("malformed_tool_call", "")]
 
     def _skip_invoke(self, buf: str) -> Step:
-        pos = buf.find(self.s.close_invoke)
-        if pos >= 0:
+        found, step = skip_past(buf, self.s.close_invoke, closes_block=False)
+        if found:
             self._state = "block"
-            return pos + len(self.s.close_invoke), [ParseIssue("malformed_tool_call", buf[:pos])], False
-        return _skip_ready(buf, self.s.close_invoke)
+        return step
 
     # -- one parameter -----------------------------------------------------------------
     def _pname(self, buf: str) -> Step:
@@ -249,11 +238,3 @@ class DsmlToolParser:
             return pos + len(self.s.close_param), self._fail(), False
         self._state = "args"
         return pos + len(self.s.close_param), [ToolCallDelta(self._index, value)], False
-
-
-def _skip_ready(buf: str, closer: str) -> Step:
-    """Discard text that cannot be the start of ``closer``, reporting it as malformed."""
-    ready = len(buf) - partial_suffix_len(buf, [closer])
-    if ready == 0:
-        return 0, [], False
-    return ready, [ParseIssue("malformed_tool_call", buf[:ready])], False

@@ -19,14 +19,13 @@ import json
 import re
 
 from deepinfer_recipe.events import Event, ParseIssue, ToolCallDelta, ToolCallEnd, ToolCallStart
+from deepinfer_recipe.parsing.dialect_steps import Step, is_json_object, truncated
 from deepinfer_recipe.parsing.markers import CallCounter, partial_suffix_len
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 _HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*(?=\S)')
 _TAIL = re.compile(r"\s*\}?\s*$")
-
-Step = tuple[int, list[Event], bool]
 
 
 class HermesToolParser:
@@ -57,11 +56,7 @@ class HermesToolParser:
 
     def finish(self) -> list[Event]:
         """Close whatever is open at the end of the output (truncation)."""
-        events: list[Event] = []
-        if self._state == "args":
-            events.append(ToolCallEnd(self._index, ok=False))
-        events.append(ParseIssue("truncated", ""))
-        return events
+        return truncated(self._index if self._state == "args" else None)
 
     def _head(self, buf: str) -> Step:
         match = _HEAD.match(buf)
@@ -91,7 +86,7 @@ class HermesToolParser:
             return [ParseIssue("malformed_tool_call", body)]
         text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         index, call_id = self.calls.new_call()
-        ok = _is_object(text)
+        ok = is_json_object(text)
         return [ToolCallStart(index, call_id, name), ToolCallDelta(index, text), ToolCallEnd(index, ok)]
 
     def _body(self, buf: str) -> Step:
@@ -101,7 +96,7 @@ class HermesToolParser:
             cut = _TAIL.search(body).start()
             events: list[Event] = [ToolCallDelta(self._index, body[:cut])] if cut else []
             self._args += body[:cut]
-            ok = "}" in body[cut:] and _is_object(self._args)
+            ok = "}" in body[cut:] and is_json_object(self._args)
             events.append(ToolCallEnd(self._index, ok=ok))
             if not ok:
                 events.append(ParseIssue("malformed_tool_call", ""))
@@ -113,10 +108,3 @@ class HermesToolParser:
             return 0, [], False
         self._args += buf[:ready]
         return ready, [ToolCallDelta(self._index, buf[:ready])], False
-
-
-def _is_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False

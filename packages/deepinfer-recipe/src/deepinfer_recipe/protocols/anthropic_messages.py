@@ -11,6 +11,7 @@ from deepinfer_recipe.conversation import Conversation, Message, ToolCall, ToolS
 from deepinfer_recipe.errors import RequestError, field_error
 from deepinfer_recipe.events import ContentDelta, Event, ReasoningDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from deepinfer_recipe.protocols import fields as F
+from deepinfer_recipe.protocols import request_parts as P
 from deepinfer_recipe.protocols.sse import sse_frame
 from deepinfer_recipe.request import ChatRequest, GenerationOptions, ToolChoice
 
@@ -51,9 +52,7 @@ def _user_turn(blocks: list[dict], path: str) -> list[Message]:
         if kind == "text":
             texts.append(F.get(block, "text", str, bpath))
         elif kind == "tool_result":
-            use_id = F.get(block, "tool_use_id", str, bpath)
-            if not use_id:
-                raise field_error(f"{bpath}.tool_use_id", "must be a non-empty string")
+            use_id = F.non_empty_str(block, "tool_use_id", bpath)
             text = _result_text(block.get("content"), f"{bpath}.content")
             is_error = F.get(block, "is_error", bool, bpath, False)
             out.append(Message("tool", text, tool_call_id=use_id, is_error=is_error))
@@ -76,9 +75,7 @@ def _assistant_turn(blocks: list[dict], path: str) -> Message:
         elif kind == "redacted_thinking":
             continue
         elif kind == "tool_use":
-            use_id = F.get(block, "id", str, bpath)
-            if not use_id:
-                raise field_error(f"{bpath}.id", "must be a non-empty string")
+            use_id = F.non_empty_str(block, "id", bpath)
             args = F.get(block, "input", dict, bpath)
             calls.append(ToolCall(use_id, F.get(block, "name", str, bpath), json.dumps(args, ensure_ascii=False)))
         else:
@@ -86,40 +83,24 @@ def _assistant_turn(blocks: list[dict], path: str) -> Message:
     return Message("assistant", "".join(texts), "".join(thoughts) if thoughts else None, tuple(calls))
 
 
-def _tools(raw) -> tuple[ToolSpec, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise field_error("tools", "expected an array")
-    tools = []
-    for i, tool in enumerate(raw):
-        path = f"tools[{i}]"
-        if not isinstance(tool, dict):
-            raise field_error(path, "expected an object")
-        if tool.get("type") not in (None, "custom"):
-            raise field_error(f"{path}.type", f"server tool {tool.get('type')!r} is not supported")
-        tools.append(
-            ToolSpec(
-                F.get(tool, "name", str, path),
-                F.get(tool, "description", str, path, ""),
-                F.get(tool, "input_schema", dict, path),
-            )
-        )
-    return tuple(tools)
+def _tool(tool, path: str) -> ToolSpec:
+    """``{"type"?: "custom", "name", "description", "input_schema"}`` (no server tools)."""
+    if not isinstance(tool, dict):
+        raise field_error(path, "expected an object")
+    if tool.get("type") not in (None, "custom"):
+        raise field_error(f"{path}.type", f"server tool {tool.get('type')!r} is not supported")
+    return P.tool_spec(tool, path, "input_schema", schema_required=True)
 
 
 def _tool_choice(raw, tools) -> tuple[ToolChoice, bool]:
     if raw is None:
-        return ToolChoice("auto" if tools else "none"), True
+        return P.tool_choice_mode(None, tools), True
     if not isinstance(raw, dict):
         raise field_error("tool_choice", "expected an object")
     kind = F.get(raw, "type", str, "tool_choice")
     parallel = not F.get(raw, "disable_parallel_tool_use", bool, "tool_choice", False)
     if kind == "tool":
-        name = F.get(raw, "name", str, "tool_choice")
-        if name not in {t.name for t in tools}:
-            raise field_error("tool_choice.name", f"no tool named {name!r}")
-        return ToolChoice("named", name), parallel
+        return P.named_tool_choice(F.get(raw, "name", str, "tool_choice"), tools, "tool_choice.name"), parallel
     modes = {"auto": "auto", "any": "required", "none": "none"}
     if kind not in modes:
         raise field_error("tool_choice.type", f"unknown value {kind!r}")
@@ -174,7 +155,7 @@ def parse_messages_request(body: bytes | str | dict) -> ChatRequest:
             messages.append(_assistant_turn(blocks, f"{path}.content"))
         else:
             raise field_error(f"{path}.role", f"unknown role {role!r} (expected user or assistant)")
-    tools = _tools(body.get("tools"))
+    tools = P.tool_list(body.get("tools"), _tool)
     tool_choice, parallel = _tool_choice(body.get("tool_choice"), tools)
     thinking = F.get(body, "thinking", dict, "", {"type": "disabled"})
     kind = F.get(thinking, "type", str, "thinking")
@@ -187,10 +168,7 @@ def parse_messages_request(body: bytes | str | dict) -> ChatRequest:
         top_k=F.positive_int(body, "top_k", ""),
         stop=F.stop_list(body.get("stop_sequences"), "stop_sequences", MAX_STOP),
     )
-    try:
-        conv = Conversation(tuple(messages), tools, thinking=kind != "disabled")
-    except ValueError as err:
-        raise RequestError(f"messages: {err}", "messages") from None
+    conv = P.conversation("messages", messages, tools, thinking=kind != "disabled")
     return ChatRequest(
         protocol="messages",
         model=model,

@@ -64,6 +64,18 @@ def get(obj: dict, key: str, types: type | tuple[type, ...], path: str, default=
     return value
 
 
+def non_empty_str(obj: dict, key: str, path: str) -> str:
+    """A required string field that must not be empty (ids such as ``tool_call_id``).
+
+    Raises:
+        RequestError: missing, not a string, or empty.
+    """
+    value = get(obj, key, str, path)
+    if not value:
+        raise field_error(f"{path}.{key}" if path else key, "must be a non-empty string")
+    return value
+
+
 def number(obj: dict, key: str, path: str, lo: float, hi: float, default=None):
     """A number field within ``[lo, hi]`` (or ``default`` when absent)."""
     value = get(obj, key, (int, float), path, default)

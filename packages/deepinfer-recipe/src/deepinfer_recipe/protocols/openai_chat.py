@@ -11,6 +11,7 @@ from deepinfer_recipe.conversation import Conversation, Message, ToolCall, ToolS
 from deepinfer_recipe.errors import RequestError, field_error
 from deepinfer_recipe.events import ContentDelta, Event, ReasoningDelta, ToolCallDelta, ToolCallStart
 from deepinfer_recipe.protocols import fields as F
+from deepinfer_recipe.protocols import request_parts as P
 from deepinfer_recipe.protocols.sse import sse_frame
 from deepinfer_recipe.request import ChatRequest, GenerationOptions, ToolChoice
 
@@ -47,9 +48,7 @@ def _tool_calls(raw, name: str) -> tuple[ToolCall, ...]:
         path = f"{name}[{j}]"
         if not isinstance(call, dict):
             raise field_error(path, "expected an object")
-        call_id = F.get(call, "id", str, path)
-        if not call_id:
-            raise field_error(f"{path}.id", "must be a non-empty string")
+        call_id = F.non_empty_str(call, "id", path)
         fn = F.get(call, "function", dict, path)
         fn_name = F.get(fn, "name", str, f"{path}.function")
         args = F.json_object_text(fn.get("arguments", "{}"), f"{path}.function.arguments")
@@ -73,48 +72,26 @@ def _message(raw, i: int) -> Message:
     if raw.get("tool_calls") is not None:
         raise field_error(f"{path}.tool_calls", f"only assistant messages carry tool calls, not {role}")
     if role == "tool":
-        call_id = F.get(raw, "tool_call_id", str, path)
-        if not call_id:
-            raise field_error(f"{path}.tool_call_id", "must be a non-empty string")
+        call_id = F.non_empty_str(raw, "tool_call_id", path)
         return Message("tool", content, tool_call_id=call_id, name=name)
     return Message(role, content, name=name)
 
 
-def _tools(raw) -> tuple[ToolSpec, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise field_error("tools", "expected an array")
-    tools = []
-    for i, tool in enumerate(raw):
-        path = f"tools[{i}]"
-        if not isinstance(tool, dict) or tool.get("type", "function") != "function":
-            raise field_error(f"{path}.type", "only function tools are supported")
-        fn = F.get(tool, "function", dict, path)
-        tools.append(
-            ToolSpec(
-                F.get(fn, "name", str, f"{path}.function"),
-                F.get(fn, "description", str, f"{path}.function", ""),
-                F.get(fn, "parameters", dict, f"{path}.function", {"type": "object", "properties": {}}),
-            )
-        )
-    return tuple(tools)
+def _tool(tool, path: str) -> ToolSpec:
+    """``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+    if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+        raise field_error(f"{path}.type", "only function tools are supported")
+    return P.tool_spec(F.get(tool, "function", dict, path), f"{path}.function")
 
 
 def _tool_choice(raw, tools: tuple[ToolSpec, ...]) -> ToolChoice:
-    if raw is None:
-        return ToolChoice("auto" if tools else "none")
-    if isinstance(raw, str):
-        if raw not in ("auto", "none", "required"):
-            raise field_error("tool_choice", f"unknown value {raw!r}")
-        return ToolChoice(raw)
+    if raw is None or isinstance(raw, str):
+        return P.tool_choice_mode(raw, tools)
     if not isinstance(raw, dict):
         raise field_error("tool_choice", "expected a string or an object")
     fn = F.get(raw, "function", dict, "tool_choice")
     name = F.get(fn, "name", str, "tool_choice.function")
-    if name not in {t.name for t in tools}:
-        raise field_error("tool_choice.function.name", f"no tool named {name!r}")
-    return ToolChoice("named", name)
+    return P.named_tool_choice(name, tools, "tool_choice.function.name")
 
 
 def _response_format(raw) -> dict | None:
@@ -169,7 +146,8 @@ def conversation_from_openai(
         raise field_error("messages", "must be a non-empty list of message objects")
     parsed = [_message(m, i) for i, m in enumerate(messages)]
     try:
-        return Conversation(tuple(parsed), _tools(tools), thinking=thinking, reasoning_effort=reasoning_effort)
+        specs = P.tool_list(tools, _tool)
+        return Conversation(tuple(parsed), specs, thinking=thinking, reasoning_effort=reasoning_effort)
     except ValueError as err:
         raise RequestError(f"messages: {err}", "messages") from None
 
@@ -192,7 +170,7 @@ def parse_chat_completions_request(body: bytes | str | dict) -> ChatRequest:
     if not raw_messages:
         raise field_error("messages", "must contain at least one message")
     messages = [_message(m, i) for i, m in enumerate(raw_messages)]
-    tools = _tools(body.get("tools"))
+    tools = P.tool_list(body.get("tools"), _tool)
     stream_options = F.get(body, "stream_options", dict, "", {})
     top_logprobs = F.get(body, "top_logprobs", int, "", None)
     if top_logprobs is not None and not 0 <= top_logprobs <= 20:
@@ -209,18 +187,14 @@ def parse_chat_completions_request(body: bytes | str | dict) -> ChatRequest:
         logprobs=F.get(body, "logprobs", bool, "", False),
         top_logprobs=top_logprobs,
     )
-    try:
-        conv = Conversation(
-            tuple(messages),
-            tools,
-            thinking=_thinking(body),
-            reasoning_effort=F.get(body, "reasoning_effort", (str, int), "", None),
-            response_format=_response_format(body.get("response_format")),
-        )
-    except ValueError as err:
-        if isinstance(err, RequestError):
-            raise
-        raise RequestError(f"messages: {err}", "messages") from None
+    conv = P.conversation(
+        "messages",
+        messages,
+        tools,
+        thinking=_thinking(body),
+        reasoning_effort=F.get(body, "reasoning_effort", (str, int), "", None),
+        response_format=_response_format(body.get("response_format")),
+    )
     return ChatRequest(
         protocol="chat_completions",
         model=model,

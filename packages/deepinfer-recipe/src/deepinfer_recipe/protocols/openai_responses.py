@@ -11,6 +11,7 @@ from deepinfer_recipe.conversation import Conversation, Message, ToolCall, ToolS
 from deepinfer_recipe.errors import RequestError, field_error
 from deepinfer_recipe.events import ContentDelta, Event, ReasoningDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from deepinfer_recipe.protocols import fields as F
+from deepinfer_recipe.protocols import request_parts as P
 from deepinfer_recipe.protocols.sse import sse_frame
 from deepinfer_recipe.request import ChatRequest, GenerationOptions, ToolChoice
 
@@ -57,9 +58,7 @@ def _input(raw) -> list[Message]:
             parts = item.get("content") or []
             pending_reasoning = "".join(F.get(p, "text", str, f"{path}.content") for p in parts)
         elif kind == "function_call":
-            call_id = F.get(item, "call_id", str, path)
-            if not call_id:
-                raise field_error(f"{path}.call_id", "must be a non-empty string")
+            call_id = F.non_empty_str(item, "call_id", path)
             args = F.json_object_text(item.get("arguments", "{}"), f"{path}.arguments")
             call = ToolCall(call_id, F.get(item, "name", str, path), args)
             last = out[-1] if out else None
@@ -78,39 +77,19 @@ def _input(raw) -> list[Message]:
     return out
 
 
-def _tools(raw) -> tuple[ToolSpec, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise field_error("tools", "expected an array")
-    tools = []
-    for i, tool in enumerate(raw):
-        path = f"tools[{i}]"
-        if not isinstance(tool, dict) or tool.get("type") != "function":
-            raise field_error(f"{path}.type", "only function tools are supported")
-        tools.append(
-            ToolSpec(
-                F.get(tool, "name", str, path),
-                F.get(tool, "description", str, path, ""),
-                F.get(tool, "parameters", dict, path, {"type": "object", "properties": {}}),
-            )
-        )
-    return tuple(tools)
+def _tool(tool, path: str) -> ToolSpec:
+    """``{"type": "function", "name", "description", "parameters"}``."""
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        raise field_error(f"{path}.type", "only function tools are supported")
+    return P.tool_spec(tool, path)
 
 
 def _tool_choice(raw, tools) -> ToolChoice:
-    if raw is None:
-        return ToolChoice("auto" if tools else "none")
-    if isinstance(raw, str):
-        if raw not in ("auto", "none", "required"):
-            raise field_error("tool_choice", f"unknown value {raw!r}")
-        return ToolChoice(raw)
+    if raw is None or isinstance(raw, str):
+        return P.tool_choice_mode(raw, tools)
     if not isinstance(raw, dict) or raw.get("type") != "function":
         raise field_error("tool_choice", "expected a string or {type: function, name}")
-    name = F.get(raw, "name", str, "tool_choice")
-    if name not in {t.name for t in tools}:
-        raise field_error("tool_choice.name", f"no tool named {name!r}")
-    return ToolChoice("named", name)
+    return P.named_tool_choice(F.get(raw, "name", str, "tool_choice"), tools, "tool_choice.name")
 
 
 def parse_responses_request(body: bytes | str | dict) -> ChatRequest:
@@ -127,7 +106,7 @@ def parse_responses_request(body: bytes | str | dict) -> ChatRequest:
     instructions = F.get(body, "instructions", str, "", None)
     if instructions:
         messages.insert(0, Message("system", instructions))
-    tools = _tools(body.get("tools"))
+    tools = P.tool_list(body.get("tools"), _tool)
     reasoning = F.get(body, "reasoning", dict, "", {})
     effort = F.get(reasoning, "effort", str, "reasoning", None)
     text_cfg = F.get(body, "text", dict, "", {})
@@ -141,16 +120,14 @@ def parse_responses_request(body: bytes | str | dict) -> ChatRequest:
         temperature=F.number(body, "temperature", "", 0.0, 2.0),
         top_p=F.number(body, "top_p", "", 0.0, 1.0),
     )
-    try:
-        conv = Conversation(
-            tuple(messages),
-            tools,
-            thinking=effort not in (None, "none", "minimal"),
-            reasoning_effort=effort if effort not in (None, "none", "minimal", "medium") else None,
-            response_format=response_format,
-        )
-    except ValueError as err:
-        raise RequestError(f"input: {err}", "input") from None
+    conv = P.conversation(
+        "input",
+        messages,
+        tools,
+        thinking=effort not in (None, "none", "minimal"),
+        reasoning_effort=effort if effort not in (None, "none", "minimal", "medium") else None,
+        response_format=response_format,
+    )
     return ChatRequest(
         protocol="responses",
         model=model,
