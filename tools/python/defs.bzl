@@ -50,7 +50,7 @@ def py_pytest_files(srcs, deps = [], data = [], size = "medium", sizes = {}, tag
     """
     helpers = native.glob(
         ["tests/**"],
-        exclude = ["tests/**/test_*.py", "**/__pycache__/**", "**/*.pyc"],
+        exclude = ["tests/**/test_*.py", "**/__pycache__/**", "**/*.pyc", "**/.ruff_cache/**"],
     )
     for src in srcs:
         name = _target_name(src)

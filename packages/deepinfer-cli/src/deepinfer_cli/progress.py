@@ -26,7 +26,7 @@ class GenerationProgress:
         self.progress = Progress(
             TextColumn("[bold]generating"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]} tok/s"), TimeElapsedColumn(),
-            console=console, transient=True)
+            console=console, transient=True, disable=not console.is_terminal)  # no bar in pipes
         self.task = self.progress.add_task("generate", total=total, rate="0.0")
 
     def __enter__(self) -> "GenerationProgress":
