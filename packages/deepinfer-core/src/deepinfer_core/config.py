@@ -51,7 +51,10 @@ class EngineConfig:
         max_num_batched_tokens: token budget of one step (prefill chunks + decode tokens).
         max_model_len: longest sequence (prompt + output); None takes the model's limit.
         enable_chunked_prefill: split long prompts across steps under the token budget.
-        seed: default seed for requests that do not give one.
+        seed: default seed for requests that do not give one (also seeds dummy weights).
+        load_format: "auto" (the checkpoint's weights) or "dummy" (seeded random weights; the
+            checkpoint may hold only config.json).
+        enforce_eager: never capture CUDA graphs (decode steps run eagerly on every device).
     """
 
     model: str | None = None
@@ -65,6 +68,8 @@ class EngineConfig:
     max_model_len: int | None = None
     enable_chunked_prefill: bool = True
     seed: int = 0
+    load_format: str = "auto"
+    enforce_eager: bool = False
 
     def __post_init__(self) -> None:
         if self.model is not None and not isinstance(self.model, str):
@@ -84,6 +89,10 @@ class EngineConfig:
             raise ValueError(f"seed: must be an int, got {self.seed!r}")
         if not isinstance(self.enable_chunked_prefill, bool):
             raise ValueError(f"enable_chunked_prefill: must be a bool, got {self.enable_chunked_prefill!r}")
+        if self.load_format not in ("auto", "dummy"):
+            raise ValueError(f"load_format: expected 'auto' or 'dummy', got {self.load_format!r}")
+        if not isinstance(self.enforce_eager, bool):
+            raise ValueError(f"enforce_eager: must be a bool, got {self.enforce_eager!r}")
 
 
 def _is_int(value: object) -> bool:

@@ -17,6 +17,7 @@ from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
 from deepinfer_core.executor.model_runner import ModelRunner
 from deepinfer_core.interfaces import ProgressCallback
 from deepinfer_core.loader import load_model_config, load_tokenizer
+from deepinfer_core.loader.dummy import has_tokenizer_files, placeholder_tokenizer
 from deepinfer_core.outputs import RequestOutput
 from deepinfer_core.sampling.seeds import derive_seed
 from deepinfer_core.sampling_params import SamplingParams
@@ -43,6 +44,11 @@ class LLM:
         enable_chunked_prefill: split long prompts across steps.
         block_size: tokens per KV block.
         seed: engine seed; requests without a `seed` draw theirs from it, in submission order.
+        load_format: "auto" (the checkpoint's weights) or "dummy" (seeded random weights, for
+            benchmarks: `model` may be a folder with only config.json; without tokenizer files a
+            placeholder tokenizer decodes token i as `<i>`, so pass token-id prompts).
+        enforce_eager: never capture CUDA graphs (on CUDA, pure-decode steps otherwise replay
+            graphs captured at start-up for batch sizes up to `max_num_seqs`).
 
     Unset (None) knobs keep `EngineConfig`'s defaults.
 
@@ -60,23 +66,28 @@ class LLM:
     def __init__(self, model: str | None = None, *, tokenizer: str | None = None, dtype: str = "auto",
                  device: str | None = None, max_model_len: int | None = None, max_num_seqs: int | None = None,
                  max_num_batched_tokens: int | None = None, kv_cache_memory: int | None = None,
-                 enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0) -> None:
+                 enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0,
+                 load_format: str = "auto", enforce_eager: bool = False) -> None:
         given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,
                      max_num_batched_tokens=max_num_batched_tokens, kv_cache_memory=kv_cache_memory,
                      block_size=block_size)
         self.config = EngineConfig(model=None if model is None else str(model), dtype=dtype,
                                    max_model_len=max_model_len, enable_chunked_prefill=enable_chunked_prefill,
-                                   seed=seed, **{k: v for k, v in given.items() if v is not None})
+                                   seed=seed, load_format=load_format, enforce_eager=enforce_eager, **{k: v for k, v in given.items() if v is not None})
         model_config = load_model_config(self.config.model)
         self.model_config = model_config
         self.model_path = model_config.path  # the resolved checkpoint (the default model's GGUF for None)
         limit = model_config.max_position_embeddings
         if max_model_len is not None and max_model_len > limit:
             raise ValueError(f"max_model_len ({max_model_len}) exceeds the model's limit ({limit})")
-        self.tokenizer = load_tokenizer(self.config.tokenizer or model_config.path)
-        eos = self.tokenizer.eos_token_id
-        if eos is None and model_config.eos_token_ids:
-            eos = model_config.eos_token_ids[0]
+        eos = model_config.eos_token_ids[0] if model_config.eos_token_ids else None
+        if (self.config.load_format == "dummy" and self.config.tokenizer is None
+                and not has_tokenizer_files(model_config.path)):
+            self.tokenizer = placeholder_tokenizer(model_config.vocab_size, eos)
+        else:
+            self.tokenizer = load_tokenizer(self.config.tokenizer or model_config.path)
+        if self.tokenizer.eos_token_id is not None:
+            eos = self.tokenizer.eos_token_id
         runner = ModelRunner(model_config, self.config)
         if max_model_len is None:  # the model's limit, capped by what the KV budget holds
             kv_tokens = self.config.kv_cache_memory // runner.kv_bytes_per_block() * self.config.block_size
@@ -85,6 +96,7 @@ class LLM:
         self.engine = EngineCore(runner, self.config, self.max_model_len, model_config.vocab_size, eos,
                                  structured=StructuredOutputManager(_guidance_factory(
                                      self.tokenizer.backend_tokenizer, model_config.vocab_size, eos)))
+        runner.capture_cuda_graphs(self.max_model_len)  # no-op off CUDA or with enforce_eager
         self._processor = OutputProcessor(self.tokenizer.backend_tokenizer)
         self._chat_encoder: ChatEncoder | None = None  # built on the first `chat`
         self._ids = itertools.count()

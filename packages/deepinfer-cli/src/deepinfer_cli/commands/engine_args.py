@@ -36,6 +36,9 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--kv-cache-memory", type=parse_bytes, default=None, help="KV pool size, e.g. 1GiB")
     g.add_argument("--block-size", type=int, default=None, help="tokens per KV block")
     g.add_argument("--no-chunked-prefill", action="store_true", help="prefill each prompt in one step")
+    g.add_argument("--load-format", default=None, choices=["auto", "dummy"],
+                   help="dummy: seeded random weights (the model folder may hold only config.json)")
+    g.add_argument("--enforce-eager", action="store_true", help="never capture CUDA graphs for decode steps")
 
 
 def engine_kwargs(args: argparse.Namespace) -> dict:
@@ -44,10 +47,13 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         "model": args.model, "dtype": args.dtype, "max_model_len": args.max_model_len,
         "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
         "kv_cache_memory": args.kv_cache_memory, "block_size": args.block_size,
+        "load_format": args.load_format,
     }
     kwargs = {k: v for k, v in pairs.items() if v is not None}
     if args.no_chunked_prefill:
         kwargs["enable_chunked_prefill"] = False
+    if args.enforce_eager:
+        kwargs["enforce_eager"] = True
     return kwargs
 
 

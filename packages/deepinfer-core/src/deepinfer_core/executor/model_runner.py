@@ -4,6 +4,7 @@
 
 It owns the model weights and the paged KV cache, turns a step's `ScheduledChunk`s into flat
 tensors, runs one forward pass and returns float32 logits for the rows that need them.
+On CUDA, pure-decode steps replay captured CUDA graphs once `capture_cuda_graphs` has run.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from __future__ import annotations
 import torch
 
 from deepinfer_core.config import EngineConfig, ModelConfig
-from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, prepare_inputs
+from deepinfer_core.executor.attention_metadata import AttentionMetadata
+from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
+from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes
 from deepinfer_core.loader import iter_weights
+from deepinfer_core.loader.dummy import fill_dummy_weights
 from deepinfer_core.models.registry import build_model
 
 
@@ -25,7 +29,9 @@ class ModelRunner:
         device: overrides `engine_config.device`.
         dtype: overrides the dtype resolved from `engine_config.dtype`.
 
-    The KV cache is not allocated until `allocate_kv_cache` is called.
+    The KV cache is not allocated until `allocate_kv_cache` is called. With
+    `engine_config.load_format == "dummy"` the weights are seeded random values
+    (`loader.dummy.fill_dummy_weights`, seed `engine_config.seed`) and no weight file is read.
     """
 
     def __init__(self, model_config: ModelConfig, engine_config: EngineConfig,
@@ -36,8 +42,12 @@ class ModelRunner:
         self.dtype = dtype if dtype is not None else model_config.resolve_dtype(engine_config.dtype, self.device)
         self.block_size = engine_config.block_size
         self.model = build_model(model_config, self.dtype, self.device)
-        self.model.load_weights(iter_weights(model_config))
+        if engine_config.load_format == "dummy":
+            fill_dummy_weights(self.model, engine_config.seed)
+        else:
+            self.model.load_weights(iter_weights(model_config))
         self.kv_caches: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.graphs: DecodeGraphs | None = None
 
     def kv_bytes_per_block(self) -> int:
         """Bytes one KV block takes over all layers (K and V)."""
@@ -75,6 +85,39 @@ class ModelRunner:
         return num_blocks
 
     @torch.inference_mode()
+    def capture_cuda_graphs(self, max_model_len: int) -> list[int]:
+        """Captures pure-decode CUDA graphs for `capture_sizes(max_num_seqs)` (after the KV cache).
+
+        Does nothing on a non-CUDA device or with `enforce_eager`.
+
+        Args:
+            max_model_len: longest sequence; fixes the block-table width of the graphs.
+
+        Returns:
+            The captured batch sizes (empty when nothing was captured).
+
+        Raises:
+            ValueError: the KV cache is not allocated.
+        """
+        if not self.kv_caches:
+            raise ValueError("kv_caches: call allocate_kv_cache() before capture_cuda_graphs()")
+        if self.device.type != "cuda" or self.engine_config.enforce_eager:
+            return []
+        width = -(-max_model_len // self.block_size)
+        self.graphs = DecodeGraphs(self._logits_step, capture_sizes(self.engine_config.max_num_seqs),
+                                   width, self.device)
+        return self.graphs.sizes
+
+    def _logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                     meta: AttentionMetadata) -> torch.Tensor:
+        return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta))
+
+    def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
+        return (self.graphs is not None and step.meta.is_decode_only
+                and self.graphs.fits(len(chunks), step.meta.block_tables.shape[1])
+                and all(c.sample and not c.prompt_logprobs for c in chunks))
+
+    @torch.inference_mode()
     def execute_model(self, chunks: list[ScheduledChunk]) -> ModelOutput:
         """Runs one step over `chunks` (prefill chunks and decode tokens mixed).
 
@@ -88,6 +131,8 @@ class ModelRunner:
         if not self.kv_caches:
             raise ValueError("kv_caches: call allocate_kv_cache() before execute_model()")
         step = prepare_inputs(chunks, self.block_size, self.device, self.kv_caches[0][0].shape[0])
+        if self._use_graph(chunks, step):
+            return ModelOutput(logits=self.graphs.run(step))
         hidden = self.model(step.input_ids, step.positions, self.kv_caches, step.meta)
         logits = self.model.compute_logits(hidden[step.sample_indices])
         prompt_logits = {

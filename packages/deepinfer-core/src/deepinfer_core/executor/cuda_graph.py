@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""CUDA graphs for pure-decode steps: a ladder of batch sizes over static input buffers.
+
+A decode step of B requests is padded to the smallest captured size >= B. Padded rows get
+slot -1 (`ops.store_kv_cache` skips them, so they never write a real KV block), sequence
+length 0 (decode attention returns zeros for them) and an all-zero block table row. Block
+tables have a fixed width (`max_model_len` / block size, rounded up), so kernel workspaces are
+sized from static shapes. The graphs replay the model and the LM head in one launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from deepinfer_core.executor.attention_metadata import AttentionMetadata
+from deepinfer_core.executor.batch import StepInputs
+
+
+def capture_sizes(max_num_seqs: int) -> list[int]:
+    """The batch sizes to capture: 1, 2, 4, 8, 16, 24, 32, then steps of 16, capped at `max_num_seqs`.
+
+    `max_num_seqs` itself is always included, so every decode batch the scheduler forms fits.
+
+    Raises:
+        ValueError: `max_num_seqs` < 1 (names it).
+    """
+    if max_num_seqs < 1:
+        raise ValueError(f"max_num_seqs: must be positive, got {max_num_seqs}")
+    ladder = [1, 2, 4, 8, 16, 24, 32]
+    ladder += list(range(48, max_num_seqs + 1, 16))
+    sizes = [s for s in ladder if s <= max_num_seqs]
+    if sizes[-1] != max_num_seqs:
+        sizes.append(max_num_seqs)
+    return sizes
+
+
+def pick_size(sizes: list[int], batch: int) -> int | None:
+    """The smallest of `sizes` (ascending) that holds `batch` rows; None when none does."""
+    for size in sizes:
+        if size >= batch:
+            return size
+    return None
+
+
+class DecodeBuffers:
+    """Static decode inputs `[max_batch]` / `[max_batch, width]` that the graphs read.
+
+    Args:
+        max_batch: rows (the largest captured size).
+        width: block-table columns (blocks of the longest sequence).
+        device: where the buffers live.
+
+    Attributes:
+        input_ids, positions, slot_mapping: `[max_batch]` int64.
+        block_tables: `[max_batch, width]` int32.
+        seq_lens: `[max_batch]` int32.
+        cu_seqlens_q: `[max_batch + 1]` int32, `0, 1, ..., max_batch` (one token per row).
+    """
+
+    def __init__(self, max_batch: int, width: int, device: torch.device | str) -> None:
+        self.max_batch, self.width = max_batch, width
+        self.input_ids = torch.zeros(max_batch, dtype=torch.int64, device=device)
+        self.positions = torch.zeros(max_batch, dtype=torch.int64, device=device)
+        self.slot_mapping = torch.full((max_batch,), -1, dtype=torch.int64, device=device)
+        self.block_tables = torch.zeros((max_batch, width), dtype=torch.int32, device=device)
+        self.seq_lens = torch.zeros(max_batch, dtype=torch.int32, device=device)
+        self.cu_seqlens_q = torch.arange(max_batch + 1, dtype=torch.int32, device=device)
+
+    def meta(self, size: int) -> AttentionMetadata:
+        """Decode metadata over the first `size` rows (views of the static buffers)."""
+        return AttentionMetadata(slot_mapping=self.slot_mapping[:size], block_tables=self.block_tables[:size],
+                                 cu_seqlens_q=self.cu_seqlens_q[: size + 1], seq_lens=self.seq_lens[:size],
+                                 max_query_len=1, is_decode_only=True)
+
+    def load(self, step: StepInputs, size: int) -> None:
+        """Copies a decode step of B <= `size` rows into rows `[:B]` and pads rows `[B:size]`.
+
+        Padded rows: token 0, position 0, slot -1, sequence length 0, block table zeros.
+
+        Raises:
+            ValueError: the step is not decode-only, or does not fit `size` / `width`.
+        """
+        batch, cols = step.meta.block_tables.shape
+        if not step.meta.is_decode_only or step.input_ids.shape[0] != batch:
+            raise ValueError("step: CUDA-graph decode needs one query token per request")
+        if batch > size or size > self.max_batch or cols > self.width:
+            raise ValueError(f"step: batch {batch} x {cols} blocks does not fit size {size} x {self.width}")
+        self.input_ids[:batch].copy_(step.input_ids)
+        self.positions[:batch].copy_(step.positions)
+        self.slot_mapping[:batch].copy_(step.meta.slot_mapping)
+        self.seq_lens[:batch].copy_(step.meta.seq_lens)
+        self.block_tables[:batch, :cols].copy_(step.meta.block_tables)
+        self.block_tables[:batch, cols:].zero_()
+        if batch < size:
+            self.input_ids[batch:size].zero_()
+            self.positions[batch:size].zero_()
+            self.slot_mapping[batch:size].fill_(-1)
+            self.seq_lens[batch:size].zero_()
+            self.block_tables[batch:size].zero_()
+
+
+StepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata], torch.Tensor]
+"""(input_ids `[N]`, positions `[N]`, meta) -> logits `[N, V]` float32."""
+
+
+class DecodeGraphs:
+    """Captured decode graphs, one per size of the ladder, sharing one memory pool.
+
+    Args:
+        step_fn: the forward pass to capture (model + LM head).
+        sizes: ascending batch sizes to capture.
+        width: block-table columns.
+        device: a CUDA device.
+
+    Capture runs each size once eagerly (warm-up: kernel compilation, cuBLAS handles) and
+    then records it; with all slots -1 and sequence lengths 0 nothing is written to the KV cache.
+    """
+
+    def __init__(self, step_fn: StepFn, sizes: list[int], width: int, device: torch.device) -> None:
+        self.sizes = sorted(sizes)
+        self.buffers = DecodeBuffers(self.sizes[-1], width, device)
+        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self.outputs: dict[int, torch.Tensor] = {}
+        pool = None
+        b = self.buffers
+        for size in reversed(self.sizes):  # largest first: smaller graphs reuse its pool
+            step_fn(b.input_ids[:size], b.positions[:size], b.meta(size))
+            torch.cuda.synchronize(device)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                self.outputs[size] = step_fn(b.input_ids[:size], b.positions[:size], b.meta(size))
+            pool = graph.pool()
+            self.graphs[size] = graph
+        torch.cuda.synchronize(device)
+
+    def fits(self, batch: int, width: int) -> bool:
+        """True when a decode step of `batch` rows and `width` block-table columns can replay."""
+        return batch <= self.sizes[-1] and width <= self.buffers.width
+
+    def run(self, step: StepInputs) -> torch.Tensor:
+        """Replays the graph for a decode step; returns logits `[B, V]` float32 (a fresh tensor)."""
+        batch = step.input_ids.shape[0]
+        size = pick_size(self.sizes, batch)
+        if size is None:
+            raise ValueError(f"step: batch {batch} exceeds the largest captured size {self.sizes[-1]}")
+        self.buffers.load(step, size)
+        self.graphs[size].replay()
+        return self.outputs[size][:batch].clone()

@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""CPU checks of the CUDA-graph decode ladder and padding (the capture itself needs CUDA)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deepinfer_core.config import EngineConfig
+from deepinfer_core.executor.batch import ScheduledChunk, prepare_inputs
+from deepinfer_core.executor.cuda_graph import DecodeBuffers, capture_sizes, pick_size
+from deepinfer_core.executor.model_runner import ModelRunner
+from deepinfer_core.loader import load_model_config
+
+BLOCK = 4
+
+
+def test_capture_sizes_ladder():
+    assert capture_sizes(64) == [1, 2, 4, 8, 16, 24, 32, 48, 64]
+    assert capture_sizes(128) == [1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128]
+    assert capture_sizes(20) == [1, 2, 4, 8, 16, 20]
+    assert capture_sizes(1) == [1]
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        capture_sizes(0)
+
+
+@pytest.mark.parametrize("batch,size", [(1, 1), (3, 4), (9, 16), (17, 24), (33, 48), (64, 64), (65, None)])
+def test_pick_size(batch, size):
+    assert pick_size(capture_sizes(64), batch) == size
+
+
+def decode_chunks(rng: torch.Generator, batch: int, num_blocks: int) -> list[ScheduledChunk]:
+    chunks = []
+    perm = torch.randperm(num_blocks, generator=rng).tolist()
+    for i in range(batch):
+        start = int(torch.randint(0, 3 * BLOCK, (1,), generator=rng))
+        need = start // BLOCK + 1
+        blocks, perm = perm[:need], perm[need:]
+        chunks.append(ScheduledChunk([int(torch.randint(3, 250, (1,), generator=rng))], start, blocks, True))
+    return chunks
+
+
+def test_buffers_pad_rows_with_negative_slots_and_fixed_width():
+    rng = torch.Generator().manual_seed(0)
+    chunks = decode_chunks(rng, 3, 64)
+    step = prepare_inputs(chunks, BLOCK, "cpu", 64)
+    buf = DecodeBuffers(max_batch=8, width=6, device="cpu")
+    buf.block_tables.fill_(99)  # poison: stale rows must be overwritten
+    buf.seq_lens.fill_(99)
+    buf.load(step, 4)
+    meta = buf.meta(4)
+    assert meta.block_tables.shape == (4, 6)
+    assert meta.slot_mapping.tolist()[:3] == step.meta.slot_mapping.tolist()
+    assert meta.slot_mapping[3].item() == -1
+    assert meta.seq_lens.tolist() == step.meta.seq_lens.tolist() + [0]
+    assert buf.input_ids[:3].tolist() == [c.token_ids[0] for c in chunks]
+    assert buf.positions[:3].tolist() == [c.start_pos for c in chunks]
+    for i, c in enumerate(chunks):
+        assert meta.block_tables[i].tolist() == c.block_ids + [0] * (6 - len(c.block_ids))
+    assert meta.block_tables[3].tolist() == [0] * 6
+    assert meta.cu_seqlens_q.tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="step"):
+        buf.load(step, 2)
+    with pytest.raises(ValueError, match="step"):
+        DecodeBuffers(8, 2, "cpu").load(step, 4)
+
+
+def test_padded_decode_matches_unpadded_and_never_writes_real_blocks(tiny_checkpoint):
+    folder = tiny_checkpoint("qwen3")
+    runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK))
+    assert runner.allocate_kv_cache(64) == 64
+    assert runner.capture_cuda_graphs(64) == [] and runner.graphs is None  # CPU: always eager
+    rng = torch.Generator().manual_seed(1)
+    for k_cache, v_cache in runner.kv_caches:  # fresh non-zero cache contents
+        k_cache.normal_(generator=rng)
+        v_cache.normal_(generator=rng)
+    chunks = decode_chunks(rng, 5, 64)
+    step = prepare_inputs(chunks, BLOCK, "cpu", 64)
+    before = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
+    expected = runner.execute_model(chunks).logits
+    after_eager = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
+    for (k, v), (k0, v0) in zip(runner.kv_caches, before):
+        k.copy_(k0)
+        v.copy_(v0)
+
+    buf = DecodeBuffers(max_batch=8, width=16, device="cpu")
+    buf.load(step, 8)
+    with torch.inference_mode():
+        padded = runner._logits_step(buf.input_ids[:8], buf.positions[:8], buf.meta(8))
+    torch.testing.assert_close(padded[:5], expected, rtol=1e-5, atol=1e-5)
+    for (k, v), (ke, ve) in zip(runner.kv_caches, after_eager):  # padded rows wrote nothing more
+        assert torch.equal(k, ke) and torch.equal(v, ve)
