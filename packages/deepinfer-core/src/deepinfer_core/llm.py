@@ -101,6 +101,19 @@ class LLM:
         self._chat_encoder: ChatEncoder | None = None  # built on the first `chat`
         self._ids = itertools.count()
 
+    @property
+    def model_bytes(self) -> int:
+        """Bytes of the model's parameters (sum of numel * element_size; shared tensors counted once).
+
+        Read-only; a lower bound on the bytes one decode step reads (benchmark rooflines use it).
+        """
+        return sum(p.numel() * p.element_size() for p in self.engine.runner.model.parameters())
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """Bytes of K and V one token occupies in the KV cache, over all layers (read-only)."""
+        return self.engine.runner.kv_bytes_per_block() // self.config.block_size
+
     def get_tokenizer(self) -> Any:
         """The transformers tokenizer (with its chat template)."""
         return self.tokenizer

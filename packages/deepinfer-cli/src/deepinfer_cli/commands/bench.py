@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from deepinfer_cli.commands import bench_latency
 from deepinfer_cli.commands.engine_args import add_engine_args, engine_kwargs
 from deepinfer_cli.commands.hf_baseline import run_hf
 
@@ -63,6 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--no-warmup", action="store_true")
     add_engine_args(t)
     t.set_defaults(run=run_throughput)
+    bench_latency.add_parser(bsub)
 
 
 def check_workload_args(num: int, input_len: tuple[int, int], output_len: tuple[int, int]) -> None:
