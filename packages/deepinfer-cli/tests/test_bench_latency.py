@@ -59,6 +59,10 @@ def test_model_and_kv_bytes_match_transformers(tmp_path):
     assert llm.model_bytes == sum(p.numel() * p.element_size() for p in hf.parameters())
     head_dim = cfg.hidden_size // cfg.num_attention_heads
     assert llm.kv_bytes_per_token == 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 4
+    # Decode reads every weight except an untied input-embedding table (only looked-up rows).
+    embed = hf.get_input_embeddings().weight
+    untied_embed = 0 if cfg.tie_word_embeddings else embed.numel() * embed.element_size()
+    assert llm.decode_weight_bytes == llm.model_bytes - untied_embed
 
 
 def test_percentile_matches_numpy():

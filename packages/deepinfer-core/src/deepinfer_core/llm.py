@@ -103,11 +103,19 @@ class LLM:
 
     @property
     def model_bytes(self) -> int:
-        """Bytes of the model's parameters (sum of numel * element_size; shared tensors counted once).
-
-        Read-only; a lower bound on the bytes one decode step reads (benchmark rooflines use it).
-        """
+        """Bytes of the model's parameters (sum of numel * element_size; shared tensors counted once)."""
         return sum(p.numel() * p.element_size() for p in self.engine.runner.model.parameters())
+
+    @property
+    def decode_weight_bytes(self) -> int:
+        """Weight bytes one decode step must read: every parameter, except that an input embedding
+        table not tied to the LM head is only gathered (a few rows), so it is left out.
+
+        Read-only; what benchmark rooflines use as the weight term.
+        """
+        model = self.engine.runner.model
+        embedding = sum(p.numel() * p.element_size() for p in model.model.embed_tokens.parameters())
+        return self.model_bytes - (0 if self.model_config.tie_word_embeddings else embedding)
 
     @property
     def kv_bytes_per_token(self) -> int:

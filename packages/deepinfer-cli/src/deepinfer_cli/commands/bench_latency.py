@@ -189,9 +189,9 @@ def run_latency(args: argparse.Namespace) -> int:
                 tpots += p
                 elapsed += e
         results.append(LatencyResult(batch, ttfts, tpots, elapsed, batch * args.output_len * args.num_iters,
-                                     decode_bytes(llm.model_bytes, llm.kv_bytes_per_token, batch,
+                                     decode_bytes(llm.decode_weight_bytes, llm.kv_bytes_per_token, batch,
                                                   args.input_len, args.output_len)))
-    print_report(console, results, bandwidth, llm.model_bytes, llm.engine.num_preemptions - preempted, args)
+    print_report(console, results, bandwidth, llm.decode_weight_bytes, llm.engine.num_preemptions - preempted, args)
     return 0
 
 
