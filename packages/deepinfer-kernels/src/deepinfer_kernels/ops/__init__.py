@@ -20,18 +20,20 @@ from deepinfer_kernels.ops.moe import fused_moe
 from deepinfer_kernels.ops.norm import rms_norm
 from deepinfer_kernels.ops.rope_cache import build_rope_cache
 from deepinfer_kernels.ops.rotary import rotary_embedding
-from deepinfer_kernels.ops.sampling import sample
+from deepinfer_kernels.ops.sampling import keyed_uniforms, sample, sampling_probs
 
 __all__ = [
     "DEFAULT_DECODE_SPLIT_SIZE",
     "apply_token_bitmask",
     "build_rope_cache",
     "fused_moe",
+    "keyed_uniforms",
     "paged_attention_decode",
     "paged_attention_prefill",
     "rms_norm",
     "rotary_embedding",
     "sample",
+    "sampling_probs",
     "silu_and_mul",
     "store_kv_cache",
 ]

@@ -58,3 +58,63 @@ def sample(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
                        ("top_p", top_p), ("min_p", min_p), ("seeds", seeds), ("steps", steps)])
     return dispatch("sample", logits, backend, logits, temperature, top_k, top_p, min_p,
                     seeds, steps)
+
+
+def sampling_probs(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
+                   top_p: torch.Tensor, min_p: torch.Tensor) -> torch.Tensor:
+    """The distribution `sample` draws from: steps 1-4 of its docstring, renormalised.
+
+    Speculative decoding needs it to score draft tokens against the target with the filters
+    applied identically to both (Leviathan et al. 2023, "Fast Inference from Transformers via
+    Speculative Decoding", section 2.3). Rows with `temperature == 0` are computed as if T = 1.
+
+    Args:
+        logits: [B, V] float32.
+        temperature, top_k, top_p, min_p: [B], as for `sample`.
+
+    Returns:
+        [B, V] float32 probabilities; each row sums to 1.
+
+    Raises:
+        ValueError: a shape, dtype or device does not match (the message names the field).
+    """
+    check_tensor("logits", logits, 2, (torch.float32,))
+    batch = logits.shape[0]
+    for name, t, dtype in (("temperature", temperature, torch.float32),
+                           ("top_k", top_k, torch.int64), ("top_p", top_p, torch.float32),
+                           ("min_p", min_p, torch.float32)):
+        check_tensor(name, t, 1, (dtype,))
+        check_size(name, t, 0, batch, "rows of logits")
+    check_same_device([("logits", logits), ("temperature", temperature), ("top_k", top_k),
+                       ("top_p", top_p), ("min_p", min_p)])
+    from deepinfer_kernels.backends.reference.sampling import filtered_probs
+    return filtered_probs(logits, temperature, top_k, top_p, min_p)
+
+
+def keyed_uniforms(seeds: torch.Tensor, steps: torch.Tensor, n: int) -> torch.Tensor:
+    """Uniform draws that are a pure function of `(seeds[b], steps[b], index)`.
+
+    The counter-based hash `sample` uses (documented in
+    `deepinfer_kernels.backends.reference.sampling`): the same bits on every device and in
+    every batch. Callers that need several independent streams per row (e.g. speculative
+    verification's accept test and residual draw) key them by distinct `steps` values.
+
+    Args:
+        seeds: [B] int64.
+        steps: [B] int64.
+        n: number of draws per row, >= 0.
+
+    Returns:
+        [B, n] float32, every value strictly inside (0, 1).
+
+    Raises:
+        ValueError: a shape or dtype does not match, or `n` < 0 (the message names the field).
+    """
+    check_tensor("seeds", seeds, 1, (torch.int64,))
+    check_tensor("steps", steps, 1, (torch.int64,))
+    check_size("steps", steps, 0, seeds.shape[0], "rows of seeds")
+    check_same_device([("seeds", seeds), ("steps", steps)])
+    if n < 0:
+        raise ValueError(f"n: must be >= 0, got {n}")
+    from deepinfer_kernels.backends.reference.sampling import uniforms
+    return uniforms(seeds, steps, n)
