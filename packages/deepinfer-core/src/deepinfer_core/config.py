@@ -55,6 +55,12 @@ class EngineConfig:
         load_format: "auto" (the checkpoint's weights) or "dummy" (seeded random weights; the
             checkpoint may hold only config.json).
         enforce_eager: never capture CUDA graphs (decode steps run eagerly on every device).
+        deterministic: batch-invariant kernels on the whole path (matmul, RMSNorm, attention,
+            LM head): a request's tokens and logprobs depend only on its own prompt, parameters
+            and seed, not on what runs beside it or how its prompt is chunked. Slower.
+        speculative_config: speculative decoding, e.g. `{"method": "ngram",
+            "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group
+            `deepinfer.proposers`), other keys go to it. None decodes without drafts.
     """
 
     model: str | None = None
@@ -70,6 +76,8 @@ class EngineConfig:
     seed: int = 0
     load_format: str = "auto"
     enforce_eager: bool = False
+    deterministic: bool = False
+    speculative_config: dict | None = None
 
     def __post_init__(self) -> None:
         if self.model is not None and not isinstance(self.model, str):
@@ -91,8 +99,23 @@ class EngineConfig:
             raise ValueError(f"enable_chunked_prefill: must be a bool, got {self.enable_chunked_prefill!r}")
         if self.load_format not in ("auto", "dummy"):
             raise ValueError(f"load_format: expected 'auto' or 'dummy', got {self.load_format!r}")
-        if not isinstance(self.enforce_eager, bool):
-            raise ValueError(f"enforce_eager: must be a bool, got {self.enforce_eager!r}")
+        _check_speculative(self.speculative_config)
+        for name in ("enforce_eager", "deterministic"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
+
+
+def _check_speculative(spec: object) -> None:
+    """Raises ValueError naming `speculative_config.<key>` for a malformed speculative config."""
+    if spec is None:
+        return
+    if not isinstance(spec, dict):
+        raise ValueError(f"speculative_config: must be a dict or None, got {type(spec).__name__}")
+    if spec.get("proposer") is None and not isinstance(spec.get("method"), str):
+        raise ValueError("speculative_config.method: a proposer name (e.g. 'ngram', 'dspark') is required")
+    k = spec.get("num_speculative_tokens")
+    if not _is_int(k) or not 1 <= k <= 64:
+        raise ValueError(f"speculative_config.num_speculative_tokens: must be an int in [1, 64], got {k!r}")
 
 
 def _is_int(value: object) -> bool:

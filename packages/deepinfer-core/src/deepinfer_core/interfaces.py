@@ -8,8 +8,9 @@ implement. Everything else in deepinfer_core is private.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from deepinfer_core.outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
 from deepinfer_core.sampling_params import SamplingParams
@@ -18,21 +19,82 @@ from deepinfer_core.sampling_params import SamplingParams
 ProgressCallback = Callable[[int, int, int], None]
 
 
-@runtime_checkable
-class Proposer(Protocol):
-    """A speculative-decoding draft source (entry-point group `deepinfer.proposers`).
+@dataclass(frozen=True)
+class DraftRequest:
+    """One request the engine asks a proposer to draft for.
 
-    Draft interface: the verification loop that consumes it lands with the speculative
-    decoding issue and may extend it.
+    Attributes:
+        request_id: the request.
+        token_ids: prompt + output so far; the last token (the anchor) has no KV yet: it is
+            computed in the verification step together with the drafts.
+        max_tokens: draft at most this many tokens (remaining length and budget already applied).
+        temperature, top_k, top_p, min_p: the request's sampling filters (see `SamplingParams`);
+            a proposer that samples must draw from the SAME filters applied to its own logits
+            (`deepinfer_kernels.ops.sampling_probs`), and report that distribution.
+        seed: the request's sampling seed (int64).
+        step: output index of the first draft token (keys seeded draws).
     """
 
-    def propose(self, request_id: str, token_ids: list[int], num_tokens: int) -> list[int]:
-        """Up to `num_tokens` draft tokens continuing `token_ids` (prompt + output so far)."""
+    request_id: str
+    token_ids: Sequence[int]
+    max_tokens: int
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    seed: int
+    step: int
+
+
+@dataclass
+class Draft:
+    """A proposer's answer for one request.
+
+    Attributes:
+        token_ids: draft tokens, at most `DraftRequest.max_tokens` (may be empty).
+        probs: `[len(token_ids), V]` float32: the exact distribution each draft token was drawn
+            from, or None when the proposal is deterministic (n-gram lookup, greedy drafting):
+            verification then treats each draft as drawn from a one-hot distribution.
+    """
+
+    token_ids: list[int]
+    probs: Any = None
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    """A speculative-decoding draft source, found by name in entry-point group `deepinfer.proposers`.
+
+    The entry point names a factory `factory(spec_config: dict, model_info: dict) -> Proposer`;
+    `model_info` holds `vocab_size`, `hidden_size`, `num_hidden_layers`, `eos_token_id`,
+    `model_path` of the target. The engine calls `propose` once per step for the requests about to
+    decode, verifies the drafts against the target (lossless rejection sampling, exact match at
+    temperature 0), then reports each request's committed length with `commit` so the proposer
+    can roll its own state back past rejected drafts. `remove` is called when a request ends.
+
+    Optional, for drafters that read the target's hidden states (DSpark, EAGLE-style): an attribute
+    `target_layer_ids: tuple[int, ...]` (decoder-layer indices, -1 = embedding output) and a method
+    `observe(request_id, positions: list[int], features: Tensor [n, len(target_layer_ids) * H])`,
+    called after every step with the features of the tokens that step committed, in position order.
+    """
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        """One Draft per request, in order."""
+        ...
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        """The request's first `num_tokens` tokens (prompt + output) are final; later ones are gone."""
+        ...
+
+    def remove(self, request_id: str) -> None:
+        """Forget the request."""
         ...
 
 
 __all__ = [
     "CompletionOutput",
+    "Draft",
+    "DraftRequest",
     "Logprob",
     "ProgressCallback",
     "Proposer",

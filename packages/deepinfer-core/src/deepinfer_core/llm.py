@@ -14,6 +14,7 @@ from deepinfer_recipe import PromptTokenizer, conversation_from_openai, render_c
 from deepinfer_core.config import EngineConfig
 from deepinfer_core.engine.engine_core import EngineCore
 from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
+from deepinfer_core.engine.speculative import SpeculativeDecoder, load_proposer
 from deepinfer_core.executor.model_runner import ModelRunner
 from deepinfer_core.interfaces import ProgressCallback
 from deepinfer_core.loader import load_model_config, load_tokenizer
@@ -49,6 +50,11 @@ class LLM:
             placeholder tokenizer decodes token i as `<i>`, so pass token-id prompts).
         enforce_eager: never capture CUDA graphs (on CUDA, pure-decode steps otherwise replay
             graphs captured at start-up for batch sizes up to `max_num_seqs`).
+        deterministic: batch-invariant kernels everywhere (see docs/determinism.md): a request's
+            output bits do not depend on the other requests in flight or on prefill chunking.
+        speculative_config: speculative decoding, e.g. `{"method": "ngram", "num_speculative_tokens": 4}`
+            (a proposer plug-in such as deepinfer-dspark provides the method); output is lossless:
+            the same distribution as without it (token-identical when greedy and deterministic).
 
     Unset (None) knobs keep `EngineConfig`'s defaults.
 
@@ -67,13 +73,15 @@ class LLM:
                  device: str | None = None, max_model_len: int | None = None, max_num_seqs: int | None = None,
                  max_num_batched_tokens: int | None = None, kv_cache_memory: int | None = None,
                  enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0,
-                 load_format: str = "auto", enforce_eager: bool = False) -> None:
+                 load_format: str = "auto", enforce_eager: bool = False, deterministic: bool = False,
+                 speculative_config: dict | None = None) -> None:
         given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,
                      max_num_batched_tokens=max_num_batched_tokens, kv_cache_memory=kv_cache_memory,
                      block_size=block_size)
         self.config = EngineConfig(model=None if model is None else str(model), dtype=dtype,
                                    max_model_len=max_model_len, enable_chunked_prefill=enable_chunked_prefill,
-                                   seed=seed, load_format=load_format, enforce_eager=enforce_eager, **{k: v for k, v in given.items() if v is not None})
+                                   seed=seed, load_format=load_format, enforce_eager=enforce_eager,
+                                   deterministic=deterministic, speculative_config=speculative_config, **{k: v for k, v in given.items() if v is not None})
         model_config = load_model_config(self.config.model)
         self.model_config = model_config
         self.model_path = model_config.path  # the resolved checkpoint (the default model's GGUF for None)
@@ -95,7 +103,8 @@ class LLM:
         self.max_model_len = max_model_len
         self.engine = EngineCore(runner, self.config, self.max_model_len, model_config.vocab_size, eos,
                                  structured=StructuredOutputManager(_guidance_factory(
-                                     self.tokenizer.backend_tokenizer, model_config.vocab_size, eos)))
+                                     self.tokenizer.backend_tokenizer, model_config.vocab_size, eos)),
+                                 speculative=self._speculative(runner, eos))
         runner.capture_cuda_graphs(self.max_model_len)  # no-op off CUDA or with enforce_eager
         self._processor = OutputProcessor(self.tokenizer.backend_tokenizer)
         self._chat_encoder: ChatEncoder | None = None  # built on the first `chat`
@@ -125,6 +134,19 @@ class LLM:
     def get_tokenizer(self) -> Any:
         """The transformers tokenizer (with its chat template)."""
         return self.tokenizer
+
+    def _speculative(self, runner: ModelRunner, eos: int | None) -> SpeculativeDecoder | None:
+        spec = self.config.speculative_config
+        if spec is None:
+            return None
+        cfg = self.model_config
+        # The target's embedding and LM head go to drafters that share them (DSpark, EAGLE, MTP).
+        info = dict(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
+                    eos_token_id=eos, model_path=str(cfg.path), device=str(runner.device), dtype=runner.dtype,
+                    embed_tokens=runner.model.model.embed_tokens.weight, lm_head=runner.model.lm_head.weight)
+        decoder = SpeculativeDecoder(load_proposer(spec, info), spec["num_speculative_tokens"], self.max_model_len)
+        runner.aux_layers = decoder.target_layer_ids
+        return decoder
 
     def generate(self, prompts: Prompt | Sequence[Prompt],
                  sampling_params: SamplingParams | Sequence[SamplingParams] | None = None, *,

@@ -39,6 +39,8 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--load-format", default=None, choices=["auto", "dummy"],
                    help="dummy: seeded random weights (the model folder may hold only config.json)")
     g.add_argument("--enforce-eager", action="store_true", help="never capture CUDA graphs for decode steps")
+    g.add_argument("--deterministic", action="store_true",
+                   help="batch-invariant kernels: a request's output does not depend on its neighbours")
 
 
 def engine_kwargs(args: argparse.Namespace) -> dict:
@@ -54,6 +56,8 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         kwargs["enable_chunked_prefill"] = False
     if args.enforce_eager:
         kwargs["enforce_eager"] = True
+    if args.deterministic:
+        kwargs["deterministic"] = True
     return kwargs
 
 

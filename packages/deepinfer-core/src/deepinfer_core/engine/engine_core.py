@@ -20,6 +20,7 @@ from deepinfer_core.sampling.seeds import to_int64
 
 if TYPE_CHECKING:
     from deepinfer_core.config import EngineConfig
+    from deepinfer_core.engine.speculative import SpeculativeDecoder
     from deepinfer_core.sampling_params import SamplingParams
     from deepinfer_core.structured.manager import StructuredOutputManager
 
@@ -40,7 +41,7 @@ class EngineCoreOutput:
 
     Attributes:
         request_id: the request.
-        new_token_ids: tokens sampled this step (0 or 1 today).
+        new_token_ids: tokens emitted this step (0 or 1; up to k + 1 with speculative decoding).
         new_logprobs: one TokenLogprobs per new token (None unless the request asked).
         prompt_logprobs: logprobs of prompt positions finished this step, in order (position 0
             has none); None unless asked.
@@ -74,6 +75,8 @@ class EngineCore:
         eos_token_id: the model's EOS id, or None.
         structured: compiles grammars and fills token masks for requests with
             `structured_outputs`; None rejects such requests.
+        speculative: drafts and verifies tokens (speculative decoding); None decodes one token
+            per request per step.
 
     Raises:
         ValueError: the KV budget holds fewer tokens than `max_model_len`, or the device cannot
@@ -81,9 +84,11 @@ class EngineCore:
     """
 
     def __init__(self, runner: Runner, config: EngineConfig, max_model_len: int, vocab_size: int,
-                 eos_token_id: int | None, structured: StructuredOutputManager | None = None) -> None:
+                 eos_token_id: int | None, structured: StructuredOutputManager | None = None,
+                 speculative: SpeculativeDecoder | None = None) -> None:
         self.runner = runner
         self.structured = structured
+        self.speculative = speculative
         self.max_model_len = max_model_len
         self.vocab_size = vocab_size
         self.eos_token_id = eos_token_id
@@ -186,33 +191,57 @@ class EngineCore:
             elif self.scheduler.has_unfinished():  # the KV/budget checks above rule this out
                 raise RuntimeError("scheduler made no progress with unfinished requests")
             return list(outputs.values())
-        chunks = [self._chunk(req, n) for req, n in sched.scheduled]
+        drafts = sched.spec_token_ids
+        chunks = [self._chunk(req, n, drafts.get(req.request_id, [])) for req, n in sched.scheduled]
         sampling = [req for (req, _), c in zip(sched.scheduled, chunks) if c.sample]
+        plain = [req for req in sampling if req.request_id not in drafts]
         # Grammar masks depend only on the tokens accepted so far: fill them while the model runs.
-        filling = self.structured.start_fill(sampling) if self.structured is not None and sampling else None
+        filling = self.structured.start_fill(plain) if self.structured is not None and plain else None
         model_out = self.runner.execute_model(chunks)
+        plain_rows, spec_rows = self._split_rows(sampling, drafts, model_out.logits.device)
         masks = filling.result() if filling is not None else None
-        sampled = self.sampler(model_out.logits, sampling, masks) if sampling else None
+        sampled = self.sampler(model_out.logits[plain_rows], plain, masks) if plain else None
         for i, logits in model_out.prompt_logits.items():
             req = sched.scheduled[i][0]
             outputs[req.request_id] = EngineCoreOutput(req.request_id, [], prompt_logprobs=self._prompt_logprobs(
                 req, chunks[i].start_pos, len(chunks[i].token_ids), logits))
         tokens: dict[str, list[int]] = {}
-        for b, req in enumerate(sampling):
+        for b, req in enumerate(plain):
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids = [sampled.token_ids[b]]
             if sampled.logprobs[b] is not None:
                 out.new_logprobs = [sampled.logprobs[b]]
             tokens[req.request_id] = out.new_token_ids
         if self.structured is not None and masks is not None:
-            errors = self.structured.accept_step([(r, tokens[r.request_id]) for r in sampling])
+            errors = self.structured.accept_step([(r, tokens[r.request_id]) for r in plain])
             for request_id, error in errors.items():
                 outputs[request_id].error = error
+        spec_reqs = [req for req in sampling if req.request_id in drafts]
+        if spec_reqs:
+            emitted, logprobs = self.speculative.verify(model_out.logits[spec_rows], spec_reqs,
+                                                        [drafts[r.request_id] for r in spec_reqs])
+            for req, ids, lps in zip(spec_reqs, emitted, logprobs):
+                out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
+                out.new_token_ids, out.new_logprobs = ids, lps
+                tokens[req.request_id] = ids
+        before = {r.request_id: r.num_output_tokens for r in spec_reqs}
 
         for req in self.scheduler.update_from_output(sched, tokens):
             self._release(req.request_id)
             out = outputs[req.request_id]
             out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
+            if req.request_id in before:  # a stop inside the accepted drafts: drop what follows it
+                kept = req.num_output_tokens - before[req.request_id]
+                out.new_token_ids = out.new_token_ids[:kept]
+                if out.new_logprobs is not None:
+                    out.new_logprobs = out.new_logprobs[:kept]
+        if self.speculative is not None:
+            if model_out.aux_hidden is not None:
+                self.speculative.observe(sched.scheduled, drafts, tokens, model_out.aux_hidden, model_out.cu_seqlens)
+            for req in spec_reqs:
+                if not req.is_finished:
+                    self.speculative.commit(req)
+            self.speculative.propose(self.scheduler.running)
         for out in outputs.values():
             if out.error is not None and out.finish_reason is None:  # the grammar rejected a token
                 self._finish_with_error(out)
@@ -234,17 +263,34 @@ class EngineCore:
 
     def _release(self, request_id: str) -> None:
         self.sampler.release(request_id)
+        if self.speculative is not None:
+            self.speculative.remove(request_id)
         if self.structured is not None:
             self.structured.release(request_id)
 
-    def _chunk(self, req: Request, num_new: int) -> ScheduledChunk:
+    @staticmethod
+    def _split_rows(sampling: list[Request], drafts: dict[str, list[int]], device: torch.device
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits rows of plain requests (one each) and of drafted ones (1 + drafts each), in order."""
+        plain: list[int] = []
+        spec: list[int] = []
+        row = 0
+        for req in sampling:
+            n = 1 + len(drafts.get(req.request_id, ()))
+            (spec if n > 1 or req.request_id in drafts else plain).extend(range(row, row + n))
+            row += n
+        return (torch.tensor(plain, dtype=torch.int64, device=device),
+                torch.tensor(spec, dtype=torch.int64, device=device))
+
+    def _chunk(self, req: Request, num_new: int, drafts: list[int]) -> ScheduledChunk:
         start = req.num_computed_tokens
-        end = start + num_new
+        end = start + num_new - len(drafts)
         # Rows of this chunk predict positions start+1 .. end; ask only if one of them is owed.
         wants_prompt_logprobs = (req.sampling_params.prompt_logprobs is not None
                                  and req.next_prompt_logprob_pos <= min(end, req.num_prompt_tokens - 1))
-        return ScheduledChunk(token_ids=req.all_token_ids[start:end], start_pos=start, block_ids=req.block_ids,
-                              sample=end == req.num_tokens, prompt_logprobs=wants_prompt_logprobs)
+        return ScheduledChunk(token_ids=req.all_token_ids[start:end] + drafts, start_pos=start,
+                              block_ids=req.block_ids, sample=end == req.num_tokens,
+                              prompt_logprobs=wants_prompt_logprobs, num_logits=1 + len(drafts))
 
     @staticmethod
     def _prompt_logprobs(req: Request, start: int, length: int, logits: torch.Tensor) -> list[TokenLogprobs]:

@@ -126,6 +126,19 @@ class KVCacheManager:
         request.block_ids.extend(self.pool.allocate(needed))
         return True
 
+    def trim(self, request: Request, num_tokens: int) -> None:
+        """Frees the blocks past those holding `num_tokens` tokens (KV rollback after rejected drafts).
+
+        Raises:
+            ValueError: `num_tokens` is negative.
+        """
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens: must be >= 0, got {num_tokens}")
+        keep = self.num_blocks_for(num_tokens)
+        if keep < len(request.block_ids):
+            self.pool.free(request.block_ids[keep:][::-1])
+            del request.block_ids[keep:]
+
     def free(self, request: Request) -> None:
         """Releases all of the request's blocks (last block first) and empties its table."""
         # Tail blocks first: with prefix caching the shared head of a prompt stays cached longest.

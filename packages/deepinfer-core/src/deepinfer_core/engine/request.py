@@ -68,6 +68,10 @@ class Request:
         self.num_preemptions = 0
         # Next prompt position whose logprob is still owed (position 0 has none).
         self.next_prompt_logprob_pos = 1
+        # Speculative decoding: draft tokens to verify in the next step (after all_token_ids),
+        # and the distributions they were drawn from (None: deterministic proposal).
+        self.spec_token_ids: list[int] = []
+        self.spec_probs = None
 
     @property
     def num_prompt_tokens(self) -> int:

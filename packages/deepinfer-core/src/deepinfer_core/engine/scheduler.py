@@ -61,11 +61,14 @@ class SchedulerOutput:
             admitted ones (FCFS). Tokens `all_token_ids[num_computed_tokens : + num_new_tokens]`.
         preempted: requests whose blocks were freed this step (they wait to be recomputed).
         num_batched_tokens: sum of num_new_tokens.
+        spec_token_ids: request id -> draft tokens scheduled after its known tokens (they are the
+            last `len(drafts)` of its num_new_tokens).
     """
 
     scheduled: list[tuple[Request, int]]
     preempted: list[Request]
     num_batched_tokens: int
+    spec_token_ids: dict[str, list[int]] = dataclasses.field(default_factory=dict)
 
 
 class Scheduler:
@@ -120,6 +123,7 @@ class Scheduler:
         chunked = self.config.enable_chunked_prefill
         scheduled: list[tuple[Request, int]] = []
         preempted: list[Request] = []
+        spec: dict[str, list[int]] = {}
 
         i = 0
         while i < len(self.running) and budget > 0:
@@ -129,15 +133,18 @@ class Scheduler:
                 i += 1
                 continue
             num_new = min(num_new, budget)
-            while not self.kv.allocate_slots(request, num_new):
+            drafts = self._fit_drafts(request, num_new, budget)
+            while not self.kv.allocate_slots(request, num_new + len(drafts)):
                 victim = self.running.pop()
                 self._preempt(victim)
                 preempted.append(victim)
                 if victim is request:
                     break
             else:
-                scheduled.append((request, num_new))
-                budget -= num_new
+                if drafts:
+                    spec[request.request_id] = drafts
+                scheduled.append((request, num_new + len(drafts)))
+                budget -= num_new + len(drafts)
                 i += 1
 
         # Admitting while preempting would only hand the freed blocks to a later arrival.
@@ -162,7 +169,23 @@ class Scheduler:
                 budget -= num_new
             self.waiting.extendleft(reversed(not_ready))  # back in front, in arrival order
 
-        return SchedulerOutput(scheduled, preempted, self.config.max_num_batched_tokens - budget)
+        return SchedulerOutput(scheduled, preempted, self.config.max_num_batched_tokens - budget, spec)
+
+    @staticmethod
+    def _fit_drafts(request: Request, num_new: int, budget: int) -> list[int]:
+        """The request's drafts that ride along this step: only behind its last known token,
+        trimmed to the budget; drafts that do not fit are dropped (never split across steps)."""
+        drafts = request.spec_token_ids
+        if not drafts:
+            return drafts
+        request.spec_token_ids = []
+        if request.num_computed_tokens + num_new != request.num_tokens:
+            request.spec_probs = None
+            return []
+        kept = drafts[:max(0, budget - num_new)]
+        if len(kept) < len(drafts) and request.spec_probs is not None:
+            request.spec_probs = request.spec_probs[:len(kept)]
+        return kept
 
     def update_from_output(self, sched_out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[Request]:
         """Advances `num_computed_tokens`, appends sampled tokens and finishes stopped requests.
@@ -181,7 +204,14 @@ class Scheduler:
             if request.is_finished:  # aborted while the step ran
                 continue
             request.num_computed_tokens += num_new
-            for token_id in sampled.get(request.request_id, ()):
+            tokens = sampled.get(request.request_id, ())
+            num_drafts = len(sched_out.spec_token_ids.get(request.request_id, ()))
+            if num_drafts:
+                # Accepted drafts + one bonus/correction token came back; the KV of rejected
+                # drafts is stale: roll num_computed_tokens and the block table back.
+                request.num_computed_tokens -= num_drafts - (len(tokens) - 1)
+                self.kv.trim(request, request.num_computed_tokens + 1)
+            for token_id in tokens:
                 request.append_output_token(token_id)
                 if check_token_stop(request, max_model_len):
                     finished.append(request)
@@ -216,6 +246,7 @@ class Scheduler:
 
     def _preempt(self, request: Request) -> None:
         self.kv.free(request)
+        request.spec_token_ids, request.spec_probs = [], None
         request.num_computed_tokens = 0
         request.status = RequestStatus.PREEMPTED
         request.num_preemptions += 1

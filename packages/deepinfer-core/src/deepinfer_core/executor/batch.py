@@ -26,6 +26,8 @@ class ScheduledChunk:
         block_ids: the request's block table; covers `start_pos + len(token_ids)` tokens.
         sample: compute logits for the chunk's last token (the chunk reaches the end).
         prompt_logprobs: also compute logits for every position of the chunk.
+        num_logits: with `sample`, how many trailing positions get logits (1 + the number of
+            draft tokens at the end of the chunk when speculative decoding verifies them).
     """
 
     token_ids: list[int]
@@ -33,6 +35,7 @@ class ScheduledChunk:
     block_ids: list[int]
     sample: bool
     prompt_logprobs: bool = False
+    num_logits: int = 1
 
 
 @dataclasses.dataclass
@@ -40,14 +43,19 @@ class ModelOutput:
     """Logits of one step.
 
     Attributes:
-        logits: `[num_sampling_chunks, V]` float32, rows in chunk order, only chunks with
-            `sample=True`.
+        logits: `[sum(num_logits of chunks with sample=True), V]` float32, rows in chunk order
+            (a chunk's `num_logits` trailing positions in position order).
         prompt_logits: chunk index -> `[len(chunk.token_ids), V]` float32, for chunks with
             `prompt_logprobs=True`.
+        aux_hidden: `[T, len(aux_layers) * H]` target-layer features of every token of the step
+            (only when the runner was asked for them), rows in chunk order.
+        cu_seqlens: `B + 1` prefix sums of the chunk lengths (rows of `aux_hidden` per chunk).
     """
 
     logits: torch.Tensor
     prompt_logits: dict[int, torch.Tensor] = dataclasses.field(default_factory=dict)
+    aux_hidden: torch.Tensor | None = None
+    cu_seqlens: list[int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +66,8 @@ class StepInputs:
         input_ids: `[T]` int64.
         positions: `[T]` int64.
         meta: attention metadata of the step.
-        sample_indices: `[num_sampling_chunks]` int64, rows of the hidden states to sample from.
+        sample_indices: `[sum(num_logits of sampling chunks)]` int64, rows of the hidden states
+            whose logits are wanted.
         cu_seqlens: host copy of `cu_seqlens_q` (`B+1` ints), to slice per-chunk rows.
     """
 
@@ -92,6 +101,8 @@ def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.
     for i, c in enumerate(chunks):
         if q_lens[i] == 0:
             raise ValueError(f"token_ids: chunk {i} is empty")
+        if not 1 <= c.num_logits <= q_lens[i]:
+            raise ValueError(f"num_logits: chunk {i} asks for {c.num_logits} rows of a {q_lens[i]}-token chunk")
         if starts[i] < 0:
             raise ValueError(f"start_pos: chunk {i} has negative start_pos {c.start_pos}")
         if len(c.block_ids) * block_size < seq_lens[i]:
@@ -114,7 +125,11 @@ def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.
     slot_mapping = block_tables[request_of_token, positions // block_size] * block_size + positions % block_size
 
     input_ids = np.fromiter((t for c in chunks for t in c.token_ids), dtype=np.int64, count=num_tokens)
-    sample_indices = cu[1:][[c.sample for c in chunks]] - 1
+    ends = cu[1:][[c.sample for c in chunks]]
+    counts = np.array([c.num_logits for c in chunks if c.sample], dtype=np.int64)
+    # Each sampling chunk contributes rows end - num_logits .. end - 1, in order.
+    sample_indices = (np.repeat(ends - counts, counts)
+                      + np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
 
     def to_dev(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
         return torch.from_numpy(a).to(device=device, dtype=dtype)

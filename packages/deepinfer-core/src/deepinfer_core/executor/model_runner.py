@@ -15,6 +15,7 @@ from deepinfer_core.config import EngineConfig, ModelConfig
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
 from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes
+from deepinfer_core.layers.batch_invariant import set_batch_invariant
 from deepinfer_core.loader import iter_weights
 from deepinfer_core.loader.dummy import fill_dummy_weights
 from deepinfer_core.models.registry import build_model
@@ -32,6 +33,8 @@ class ModelRunner:
     The KV cache is not allocated until `allocate_kv_cache` is called. With
     `engine_config.load_format == "dummy"` the weights are seeded random values
     (`loader.dummy.fill_dummy_weights`, seed `engine_config.seed`) and no weight file is read.
+    With `engine_config.deterministic` every layer runs its batch-invariant kernel
+    (`layers.batch_invariant.set_batch_invariant`).
     """
 
     def __init__(self, model_config: ModelConfig, engine_config: EngineConfig,
@@ -46,8 +49,11 @@ class ModelRunner:
             fill_dummy_weights(self.model, engine_config.seed)
         else:
             self.model.load_weights(iter_weights(model_config))
+        set_batch_invariant(self.model, engine_config.deterministic)
         self.kv_caches: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.graphs: DecodeGraphs | None = None
+        # Decoder layers whose outputs every step also returns (features for a speculative drafter).
+        self.aux_layers: tuple[int, ...] = ()
 
     def kv_bytes_per_block(self) -> int:
         """Bytes one KV block takes over all layers (K and V)."""
@@ -113,9 +119,9 @@ class ModelRunner:
         return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta))
 
     def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
-        return (self.graphs is not None and step.meta.is_decode_only
+        return (self.graphs is not None and step.meta.is_decode_only and not self.aux_layers
                 and self.graphs.fits(len(chunks), step.meta.block_tables.shape[1])
-                and all(c.sample and not c.prompt_logprobs for c in chunks))
+                and all(c.sample and not c.prompt_logprobs and c.num_logits == 1 for c in chunks))
 
     @torch.inference_mode()
     def execute_model(self, chunks: list[ScheduledChunk]) -> ModelOutput:
@@ -133,10 +139,14 @@ class ModelRunner:
         step = prepare_inputs(chunks, self.block_size, self.device, self.kv_caches[0][0].shape[0])
         if self._use_graph(chunks, step):
             return ModelOutput(logits=self.graphs.run(step))
-        hidden = self.model(step.input_ids, step.positions, self.kv_caches, step.meta)
+        aux = None
+        if self.aux_layers:
+            hidden, aux = self.model(step.input_ids, step.positions, self.kv_caches, step.meta, self.aux_layers)
+        else:
+            hidden = self.model(step.input_ids, step.positions, self.kv_caches, step.meta)
         logits = self.model.compute_logits(hidden[step.sample_indices])
         prompt_logits = {
             i: self.model.compute_logits(hidden[step.cu_seqlens[i]: step.cu_seqlens[i + 1]])
             for i, chunk in enumerate(chunks) if chunk.prompt_logprobs
         }
-        return ModelOutput(logits=logits, prompt_logits=prompt_logits)
+        return ModelOutput(logits=logits, prompt_logits=prompt_logits, aux_hidden=aux, cu_seqlens=step.cu_seqlens)

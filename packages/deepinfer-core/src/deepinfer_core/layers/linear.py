@@ -11,7 +11,7 @@ Tensor parallelism would slice inside `load_weight`; it is not built yet.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
+from deepinfer_kernels import ops
 from torch import nn
 
 
@@ -26,6 +26,9 @@ class Linear(nn.Module):
         device: parameter device.
 
     Shapes: x `[T, I]` -> `[T, O]`; weight `[O, I]` (HF layout).
+
+    Attribute `batch_invariant` (default False; set by `set_batch_invariant`): run the
+    batch-invariant matmul of `ops.linear`, whose per-row bits do not depend on the other rows.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = False,
@@ -33,13 +36,14 @@ class Linear(nn.Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
+        self.batch_invariant = False
         self.weight = nn.Parameter(torch.empty(out_features, in_features, dtype=dtype, device=device),
                                    requires_grad=False)
         self.bias = (nn.Parameter(torch.empty(out_features, dtype=dtype, device=device), requires_grad=False)
                      if bias else None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight, self.bias)
+        return ops.linear(x, self.weight, self.bias, batch_invariant=self.batch_invariant)
 
     def load_weight(self, param_name: str, tensor: torch.Tensor, shard: int | None = None) -> None:
         """Copies a checkpoint tensor into `weight` or `bias`.

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
+from deepinfer_kernels import ops
 from torch import nn
 
 from deepinfer_core.layers.embedding import VocabEmbedding
@@ -28,6 +28,7 @@ class LMHead(nn.Module):
                  dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> None:
         super().__init__()
         self.tied = tied is not None
+        self.batch_invariant = False
         if tied is not None:
             self.weight = tied.weight  # the same Parameter object: one table in memory
         else:
@@ -35,4 +36,4 @@ class LMHead(nn.Module):
                                        requires_grad=False)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return F.linear(hidden, self.weight).float()
+        return ops.linear(hidden, self.weight, batch_invariant=self.batch_invariant).float()

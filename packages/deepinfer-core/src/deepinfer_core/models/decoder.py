@@ -119,12 +119,16 @@ class DecoderModel(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype, device)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, kv_caches: list[KVCache],
-                meta: AttentionMetadata) -> torch.Tensor:
+                meta: AttentionMetadata, aux_layers: tuple[int, ...] = ()
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         hidden, residual = self.embed_tokens(input_ids), None
-        for layer, kv_cache in zip(self.layers, kv_caches, strict=True):
+        aux = [hidden] if -1 in aux_layers else []
+        for i, (layer, kv_cache) in enumerate(zip(self.layers, kv_caches, strict=True)):
             hidden, residual = layer(positions, hidden, residual, kv_cache, meta)
+            if i in aux_layers:
+                aux.append(hidden + residual)  # the residual stream after layer i (HF hidden_states[i + 1])
         hidden, _ = self.norm(hidden, residual)
-        return hidden
+        return (hidden, torch.cat(aux, dim=-1)) if aux_layers else hidden
 
 
 class DecoderForCausalLM(nn.Module):
@@ -151,9 +155,16 @@ class DecoderForCausalLM(nn.Module):
         self.lm_head = LMHead(cfg.vocab_size, cfg.hidden_size, tied, dtype, device)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, kv_caches: list[KVCache],
-                meta: AttentionMetadata) -> torch.Tensor:
-        """Runs the decoder. Shapes: input_ids/positions `[T]` int64 -> hidden `[T, H]`."""
-        return self.model(input_ids, positions, kv_caches, meta)
+                meta: AttentionMetadata, aux_layers: tuple[int, ...] = ()
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Runs the decoder. Shapes: input_ids/positions `[T]` int64 -> hidden `[T, H]`.
+
+        With `aux_layers` (ascending decoder-layer indices; -1 = the embedding output), also
+        returns the residual stream after each of those layers, concatenated: `[T, len * H]`
+        (what HF returns as `hidden_states[i + 1]`; speculative drafters such as DSpark and
+        EAGLE-3 read these features).
+        """
+        return self.model(input_ids, positions, kv_caches, meta, aux_layers)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Shapes: hidden `[N, H]` -> logits `[N, V]` float32."""

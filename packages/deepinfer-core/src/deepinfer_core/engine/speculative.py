@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Speculative decoding inside the engine: ask a proposer for drafts, verify them losslessly.
+
+Per step: requests about to decode get drafts from the `Proposer` (stored on the request; the
+scheduler appends them behind the request's last token and trims them to the budget); the model
+computes logits for the last token and every draft in one pass; `verify` accepts a prefix of the
+drafts and adds one correction/bonus token, so each verification emits 1..k+1 tokens drawn
+exactly from the target distribution (Leviathan et al. 2023; Chen et al. 2023). The scheduler
+then rolls the KV of rejected drafts back.
+
+Requests with penalties, `min_tokens`, or structured output decode without drafts (their
+logits processors depend on every previous token; verifying through them is future work).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import torch
+
+from deepinfer_core.interfaces import Draft, DraftRequest, Proposer
+from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
+
+if TYPE_CHECKING:
+    from deepinfer_core.engine.request import Request
+
+
+@dataclasses.dataclass
+class SpecStats:
+    """Speculation counters of one request (or of the engine, summed).
+
+    Attributes:
+        proposed: draft tokens the proposer returned.
+        verified: draft tokens the target scored (proposed minus those the budget dropped).
+        accepted: draft tokens accepted.
+        rounds: verification steps (each emits accepted + 1 tokens unless a stop cuts it).
+        accepted_by_position: accepted[k] counts acceptances of the (k+1)-th draft position.
+        verified_by_position: verified[k] counts (k+1)-th draft positions scored.
+    """
+
+    proposed: int = 0
+    verified: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    accepted_by_position: list[int] = dataclasses.field(default_factory=list)
+    verified_by_position: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def mean_accepted_length(self) -> float:
+        """Tokens emitted per verification round, bonus included (DSpark paper convention)."""
+        return (self.accepted + self.rounds) / self.rounds if self.rounds else 0.0
+
+    def add(self, num_verified: int, num_accepted: int) -> None:
+        self.verified += num_verified
+        self.accepted += num_accepted
+        self.rounds += 1
+        for counts, n in ((self.verified_by_position, num_verified), (self.accepted_by_position, num_accepted)):
+            counts.extend([0] * (n - len(counts)))
+            for k in range(n):
+                counts[k] += 1
+
+
+def spec_eligible(request: Request) -> bool:
+    """Whether the request may be drafted for (its sampling is a pure function of one row's logits)."""
+    p = request.sampling_params
+    return (not p.has_penalties and p.structured_outputs is None
+            and request.num_output_tokens >= p.min_tokens)
+
+
+class SpeculativeDecoder:
+    """Drafts for decoding requests and verifies the drafts.
+
+    Args:
+        proposer: the draft source.
+        num_speculative_tokens: most drafts per request per step (k >= 1).
+        max_model_len: longest sequence; drafts never run past it or past `max_tokens`.
+
+    Attributes:
+        stats: engine-wide counters; `request_stats` holds per-request counters until `remove`.
+    """
+
+    def __init__(self, proposer: Proposer, num_speculative_tokens: int, max_model_len: int) -> None:
+        if num_speculative_tokens < 1:
+            raise ValueError(f"num_speculative_tokens: must be >= 1, got {num_speculative_tokens}")
+        self.proposer = proposer
+        self.k = num_speculative_tokens
+        self.max_model_len = max_model_len
+        self.stats = SpecStats()
+        self.request_stats: dict[str, SpecStats] = {}
+
+    def propose(self, requests: list[Request]) -> None:
+        """Stores drafts on the requests that will decode next step (`spec_token_ids`, `spec_probs`)."""
+        asks: list[DraftRequest] = []
+        targets: list[Request] = []
+        for r in requests:
+            if r.is_finished or r.num_computed_tokens != r.num_tokens - 1 or not spec_eligible(r):
+                continue
+            # Emitting accepted + 1 tokens must stay within max_tokens and max_model_len.
+            room = min(self.k, self.max_model_len - r.num_tokens - 1)
+            if r.max_tokens is not None:
+                room = min(room, r.max_tokens - r.num_output_tokens - 1)
+            if room <= 0:
+                continue
+            p = r.sampling_params
+            asks.append(DraftRequest(r.request_id, r.all_token_ids, room, 0.0 if p.greedy else float(p.temperature),
+                                     int(p.top_k), float(p.top_p), float(p.min_p), int(r.seed), r.num_output_tokens))
+            targets.append(r)
+        if not asks:
+            return
+        drafts: list[Draft] = self.proposer.propose(asks)
+        if len(drafts) != len(asks):
+            raise RuntimeError(f"proposer returned {len(drafts)} drafts for {len(asks)} requests")
+        for r, ask, d in zip(targets, asks, drafts):
+            tokens = list(d.token_ids)[:ask.max_tokens]
+            r.spec_token_ids = tokens
+            r.spec_probs = None if d.probs is None or not tokens else d.probs[:len(tokens)]
+            self._stats(r.request_id).proposed += len(tokens)
+            self.stats.proposed += len(tokens)
+
+    def verify(self, logits: torch.Tensor, requests: list[Request], drafts: list[list[int]]
+               ) -> tuple[list[list[int]], list[list[TokenLogprobs] | None]]:
+        """Accepts a prefix of each request's drafts and appends a correction/bonus token.
+
+        Args:
+            logits: `[sum(len(d) + 1), V]` float32: per request, the rows of its last known token
+                and of each draft, in order.
+            requests: R requests (each with its `spec_probs` for these drafts, or None).
+            drafts: the R draft lists the step verified.
+
+        Returns:
+            Per request the emitted tokens (accepted drafts + 1), and their logprobs (None unless
+            the request asked for logprobs).
+        """
+        from deepinfer_core.spec.rejection import verify
+
+        device = logits.device
+        params = [r.sampling_params for r in requests]
+        emitted = verify(
+            logits, drafts, [r.spec_probs for r in requests],
+            torch.tensor([0.0 if p.greedy else float(p.temperature) for p in params], dtype=torch.float32,
+                         device=device),
+            torch.tensor([p.top_k for p in params], dtype=torch.int64, device=device),
+            torch.tensor([float(p.top_p) for p in params], dtype=torch.float32, device=device),
+            torch.tensor([float(p.min_p) for p in params], dtype=torch.float32, device=device),
+            torch.tensor([r.seed for r in requests], dtype=torch.int64, device=device),
+            torch.tensor([r.num_output_tokens for r in requests], dtype=torch.int64, device=device))
+        logprobs: list[list[TokenLogprobs] | None] = []
+        offset = 0
+        for r, d, out in zip(requests, drafts, emitted):
+            num_accepted = len(out) - 1
+            self._stats(r.request_id).add(len(d), num_accepted)
+            self.stats.add(len(d), num_accepted)
+            if r.sampling_params.logprobs is not None:
+                rows = logits[offset:offset + len(out)]
+                targets = torch.tensor(out, dtype=torch.int64, device=device)
+                logprobs.append(token_logprobs(rows, targets, [r.sampling_params.logprobs] * len(out)))
+            else:
+                logprobs.append(None)
+            offset += len(d) + 1
+            r.spec_probs = None
+        return emitted, logprobs
+
+    @property
+    def target_layer_ids(self) -> tuple[int, ...]:
+        """Target layers whose features the proposer reads (empty for n-gram and other model-free ones)."""
+        return tuple(getattr(self.proposer, "target_layer_ids", ()) or ())
+
+    def observe(self, scheduled: list[tuple[Request, int]], drafts: dict[str, list[int]],
+                emitted: dict[str, list[int]], aux_hidden: torch.Tensor, cu_seqlens: list[int]) -> None:
+        """Hands the proposer the target features of the tokens this step committed.
+
+        A prefill chunk commits all its tokens; a verification commits its first token and the
+        accepted drafts (the features of rejected drafts are dropped).
+        """
+        for i, (req, num_new) in enumerate(scheduled):
+            if req.is_finished:
+                continue
+            # Called after the scheduler's update: num_computed_tokens already counts these tokens.
+            count = len(emitted[req.request_id]) if req.request_id in drafts else num_new
+            first = req.num_computed_tokens - count
+            rows = aux_hidden[cu_seqlens[i]:cu_seqlens[i] + count]
+            self.proposer.observe(req.request_id, list(range(first, first + count)), rows)
+
+    def commit(self, request: Request) -> None:
+        """Tells the proposer how many tokens of the request are final after this step."""
+        self.proposer.commit(request.request_id, request.num_tokens)
+
+    def remove(self, request_id: str) -> SpecStats | None:
+        """Forgets a finished request; returns its counters."""
+        self.proposer.remove(request_id)
+        return self.request_stats.pop(request_id, None)
+
+    def _stats(self, request_id: str) -> SpecStats:
+        return self.request_stats.setdefault(request_id, SpecStats())
+
+
+ENTRY_POINT_GROUP = "deepinfer.proposers"
+
+
+def load_proposer(spec_config: dict, model_info: dict) -> Proposer:
+    """Builds the proposer named by `spec_config["method"]` from entry-point group `deepinfer.proposers`.
+
+    A `Proposer` instance given as `spec_config["proposer"]` is used as is (tests, custom drafters).
+
+    Raises:
+        ValueError: no installed plug-in provides the method (names `speculative_config.method`
+            and lists the installed ones), or the object built is not a Proposer.
+    """
+    if spec_config.get("proposer") is not None:
+        proposer = spec_config["proposer"]
+    else:
+        from importlib.metadata import entry_points
+
+        method = spec_config["method"]
+        found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        if method not in found:
+            raise ValueError(f"speculative_config.method: no proposer {method!r} installed "
+                             f"(entry points in {ENTRY_POINT_GROUP!r}: {sorted(found)}; "
+                             f"`pip install deepinfer-dspark` provides 'ngram' and 'dspark')")
+        proposer = found[method].load()(spec_config, model_info)
+    if not isinstance(proposer, Proposer):
+        raise ValueError("speculative_config: the proposer lacks propose/commit/remove")
+    return proposer
