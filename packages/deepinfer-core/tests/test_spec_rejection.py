@@ -272,12 +272,14 @@ def test_greedy_equals_plain_greedy():
     lens = torch.randint(0, 5, (num_req,), generator=g).tolist()
     # Rounded logits create ties: greedy must pick the lowest index, like ops.sample.
     logits = (torch.randn(sum(lens) + num_req, vocab, generator=g) * 2).round() / 2
+    assert int((logits == logits.max(dim=1, keepdim=True).values).sum(dim=1).gt(1).sum()) > 0
     drafts, draft_probs, row = [], [], 0
     for r, n in enumerate(lens):
         d = []
         for j in range(n):
             best = greedy_reference(logits[row + j: row + j + 1], [])[0]
-            d.append(best if torch.rand(1, generator=g).item() < 0.75 else int(torch.randint(0, vocab, (1,), generator=g)))
+            other = int(torch.randint(0, vocab, (1,), generator=g))
+            d.append(best if torch.rand(1, generator=g).item() < 0.75 else other)
         drafts.append(d)
         draft_probs.append(torch.softmax(torch.randn(n, vocab, generator=g), -1) if r % 2 else None)
         row += n + 1

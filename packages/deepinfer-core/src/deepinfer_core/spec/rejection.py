@@ -3,8 +3,8 @@
 """Lossless verification of draft tokens against the target model.
 
 The rule is speculative sampling (Leviathan et al. 2023, "Fast Inference from Transformers
-via Speculative Decoding", section 2.3 and Appendix A.1; Chen et al. 2023, "Accelerating
-Large Language Model Decoding with Speculative Sampling", Algorithm 2). For the drafts
+via Speculative Decoding", section 2.3; Chen et al. 2023, "Accelerating Large Language
+Model Decoding with Speculative Sampling", Algorithm 2). For the drafts
 x_1..x_l of one request, with p_{k-1} the target distribution of the row that scores x_k
 and q_k the distribution x_k was drawn from:
 

@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""DSparkDraftRunner: per-request draft context caches and the batched `draft()` round.
+
+One speculative round for request r with anchor x0 at position s (DeepSpec's evaluation
+dataflow, Cheng et al. 2026, "DSpark", section 3):
+  1. `observe` has projected the target features of positions 0 .. s-1 into the request's
+     `ContextCache` (every draft layer's context K/V);
+  2. one batched block forward over `[x0, MASK, ...]` at positions s .. s+G-1 gives h_k and the
+     base logits U_k;
+  3. a left-to-right pass samples x_1..x_γ from `q_k = filter(softmax((U_k + B_k) / T))` (the
+     Markov-corrected, temperature/top-k/top-p/min-p filtered law) and computes confidences.
+After verification the engine `observe`s the newly committed positions, or `rollback`s.
+
+Randomness: draft k (0-based) of a request is drawn by `ops.sample` keyed by
+`(seed ^ DRAFT_STREAM, step + k)`. The XOR gives the drafter its own stream, independent of
+the target's sampling and verification streams for the same (seed, step) (speculative
+sampling needs the draft draw independent of the accept/residual draws). A row's draws depend
+only on its own inputs, so draws are seeded and batch invariant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from deepinfer_kernels import ops
+
+from deepinfer_dspark.confidence import calibrated_confidence
+from deepinfer_dspark.context_cache import ContextCache
+from deepinfer_dspark.drafter import DSparkDrafter
+
+# Mixed into each request's seed for draft draws: an arbitrary constant below 2**62, so
+# `seed ^ DRAFT_STREAM` of an int64 seed is again an int64.
+DRAFT_STREAM = 0x3C6EF372FE94F82B
+
+
+@dataclass(frozen=True)
+class DraftSampling:
+    """How one request samples (the target's settings: draft and target filter alike).
+
+    Attributes:
+        temperature: >= 0; 0 is greedy (argmax, q one-hot).
+        top_k: <= 0 disables.
+        top_p: in (0, 1]; 1 disables.
+        min_p: in [0, 1]; 0 disables.
+        seed: the request's seed (int64).
+        step: output index of the first draft token x_1; draft k uses `step + k`.
+    """
+
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+    seed: int = 0
+    step: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature: must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p: must be in (0, 1], got {self.top_p}")
+        if not 0 <= self.min_p <= 1:
+            raise ValueError(f"min_p: must be in [0, 1], got {self.min_p}")
+        if not -2**63 <= self.seed < 2**63:
+            raise ValueError(f"seed: must fit in int64, got {self.seed}")
+
+
+@dataclass(frozen=True)
+class DraftRequest:
+    """One request's part of a draft round.
+
+    Attributes:
+        request_id: a request previously `observe`d.
+        anchor_token: x0, the last sampled (bonus/correction) token.
+        anchor_position: s, x0's position; the context cache must hold positions 0 .. s-1.
+        sampling: the request's sampling settings.
+    """
+
+    request_id: str
+    anchor_token: int
+    anchor_position: int
+    sampling: DraftSampling = DraftSampling()
+
+
+@dataclass(frozen=True)
+class DraftOutput:
+    """One request's draft.
+
+    Attributes:
+        tokens: `[γ]` int64 draft tokens x_1..x_γ.
+        probs: `[γ, V]` float32; row k is exactly the distribution x_{k+1} was drawn from
+            (Markov-corrected and filtered; one-hot on the argmax when temperature is 0).
+        confidences: `[γ]` float32 calibrated c_k = sigmoid(logit_k / T_k), or None without a
+            confidence head.
+        confidence_logits: `[γ]` float32 raw logits, or None without a confidence head.
+    """
+
+    tokens: torch.Tensor
+    probs: torch.Tensor
+    confidences: torch.Tensor | None
+    confidence_logits: torch.Tensor | None
+
+
+class DSparkDraftRunner:
+    """Owns the drafter's per-request context caches and runs batched draft rounds.
+
+    Args:
+        drafter: a loaded `DSparkDrafter`.
+        confidence_temperatures: STS temperatures T_1..T_G (`[block_size]`, > 0), or None for 1.
+
+    Raises:
+        ValueError: bad `confidence_temperatures` (named).
+    """
+
+    def __init__(self, drafter: DSparkDrafter, confidence_temperatures: torch.Tensor | None = None) -> None:
+        self.drafter = drafter
+        self.caches: dict[str, ContextCache] = {}
+        self.confidence_temperatures: torch.Tensor | None = None
+        self.set_confidence_temperatures(confidence_temperatures)
+
+    def set_confidence_temperatures(self, temperatures: torch.Tensor | None) -> None:
+        """Installs per-position STS temperatures `[block_size]` (None: all 1).
+
+        Raises:
+            ValueError: wrong shape or a value <= 0 (names `confidence_temperatures`).
+        """
+        if temperatures is not None:
+            temperatures = torch.as_tensor(temperatures, dtype=torch.float32).cpu()
+            size = self.drafter.config.block_size
+            if temperatures.shape != (size,) or not bool((temperatures > 0).all()):
+                raise ValueError(f"confidence_temperatures: need {size} values > 0, got "
+                                 f"{temperatures.tolist()}")
+        self.confidence_temperatures = temperatures
+
+    def num_positions(self, request_id: str) -> int:
+        """Positions in the request's context cache (0 for an unknown request)."""
+        cache = self.caches.get(request_id)
+        return 0 if cache is None else len(cache)
+
+    @torch.no_grad()
+    def observe(self, request_id: str, positions: Sequence[int], target_features: torch.Tensor) -> None:
+        """Appends committed positions' target features to the request's context cache.
+
+        Args:
+            request_id: creates the cache on first use.
+            positions: the absolute positions of the rows, consecutive and starting at
+                `num_positions(request_id)`.
+            target_features: `[n, m*d]` concatenated features of the target layers
+                `target_layer_ids` at those positions.
+
+        Raises:
+            ValueError: positions not consecutive from the cache length, beyond the RoPE
+                table, or features of the wrong shape (names the field).
+        """
+        cfg, drafter = self.drafter.config, self.drafter
+        n = len(positions)
+        start = self.num_positions(request_id)
+        if list(positions) != list(range(start, start + n)):
+            raise ValueError(f"positions: must be {start}..{start + n - 1} for request "
+                             f"{request_id!r}, got {list(positions)[:8]}")
+        if start + n > cfg.max_position_embeddings:
+            raise ValueError(f"positions: {start + n - 1} >= max_position_embeddings "
+                             f"({cfg.max_position_embeddings})")
+        if target_features.shape != (n, cfg.feature_size):
+            raise ValueError(f"target_features: shape {tuple(target_features.shape)}, expected "
+                             f"{(n, cfg.feature_size)}")
+        device = drafter.cos_sin.device
+        cache = self.caches.get(request_id)
+        if cache is None:
+            cache = ContextCache(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
+                                 drafter.dtype, device)
+            self.caches[request_id] = cache
+        pos = torch.arange(start, start + n, dtype=torch.int64, device=device)
+        k, v = drafter.context_kv(target_features.to(device), pos)
+        cache.append(k, v)
+
+    def rollback(self, request_id: str, num_positions: int) -> None:
+        """Forgets the last `num_positions` positions of the request's context cache.
+
+        Raises:
+            ValueError: unknown `request_id`, or `num_positions` outside [0, cache length].
+        """
+        cache = self._cache(request_id)
+        if not 0 <= num_positions <= len(cache):
+            raise ValueError(f"num_positions: must be in [0, {len(cache)}], got {num_positions}")
+        cache.crop(len(cache) - num_positions)
+
+    def remove(self, request_id: str) -> None:
+        """Drops the request's cache (a no-op for an unknown request)."""
+        self.caches.pop(request_id, None)
+
+    @torch.no_grad()
+    def draft(self, requests: Sequence[DraftRequest], num_tokens: int) -> list[DraftOutput]:
+        """Drafts `num_tokens` tokens for every request in one batched block forward.
+
+        The block is always `block_size` positions long, as in training; the first
+        `num_tokens` outputs are sampled.
+
+        Args:
+            requests: one `DraftRequest` per request (distinct ids).
+            num_tokens: γ in [1, block_size].
+
+        Returns:
+            One `DraftOutput` per request, in order.
+
+        Raises:
+            ValueError: bad `num_tokens`, unknown or repeated `request_id`, an anchor token
+                outside the vocabulary, or an anchor position the cache does not reach or the
+                RoPE table does not cover (names the field).
+        """
+        cfg = self.drafter.config
+        if not 1 <= num_tokens <= cfg.block_size:
+            raise ValueError(f"num_tokens: must be in [1, {cfg.block_size}], got {num_tokens}")
+        if not requests:
+            return []
+        self._check_requests(requests)
+        hidden = self._block_hidden(requests)                          # [R, G, d]
+        return self._sample(requests, hidden[:, :num_tokens])
+
+    def _check_requests(self, requests: Sequence[DraftRequest]) -> None:
+        cfg = self.drafter.config
+        ids = [r.request_id for r in requests]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"request_id: repeated in one draft call: {ids}")
+        for r in requests:
+            cache = self._cache(r.request_id)
+            if not 0 <= r.anchor_token < cfg.vocab_size:
+                raise ValueError(f"anchor_token: {r.anchor_token} outside [0, {cfg.vocab_size})")
+            if not 0 <= r.anchor_position <= len(cache):
+                raise ValueError(f"anchor_position: {r.anchor_position} of {r.request_id!r} needs "
+                                 f"the context cache to hold positions 0..{r.anchor_position - 1}, "
+                                 f"it holds {len(cache)}")
+            if r.anchor_position + cfg.block_size > cfg.max_position_embeddings:
+                raise ValueError(f"anchor_position: {r.anchor_position} + block_size exceeds "
+                                 f"max_position_embeddings ({cfg.max_position_embeddings})")
+
+    def _block_hidden(self, requests: Sequence[DraftRequest]) -> torch.Tensor:
+        """Pads the requests' contexts to one batch and runs the parallel backbone."""
+        cfg, drafter = self.drafter.config, self.drafter
+        device, rows, width = drafter.cos_sin.device, len(requests), cfg.block_size
+        lengths = [r.anchor_position for r in requests]
+        longest = max(lengths)
+        kv_shape = (cfg.num_hidden_layers, rows, longest, cfg.num_key_value_heads, cfg.head_dim)
+        context_k = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
+        context_v = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
+        for row, (r, n) in enumerate(zip(requests, lengths)):
+            cache = self.caches[r.request_id]
+            context_k[:, row, :n] = cache.keys[:, :n]
+            context_v[:, row, :n] = cache.values[:, :n]
+        index = torch.arange(longest, device=device)
+        context_valid = index[None, :] < torch.tensor(lengths, device=device)[:, None]
+        tokens = torch.full((rows, width), cfg.mask_token_id, dtype=torch.int64, device=device)
+        tokens[:, 0] = torch.tensor([r.anchor_token for r in requests], device=device)
+        anchors = torch.tensor(lengths, dtype=torch.int64, device=device)
+        positions = anchors[:, None] + torch.arange(width, device=device)[None, :]
+        return drafter(tokens, positions, context_k, context_v, context_valid)
+
+    def _sample(self, requests: Sequence[DraftRequest], hidden: torch.Tensor) -> list[DraftOutput]:
+        """The sequential pass: Markov bias, filtered law, seeded draw, confidence, per position."""
+        drafter, device = self.drafter, hidden.device
+        rows, gamma = hidden.shape[:2]
+        params = _sampling_tensors([r.sampling for r in requests], device)
+        base = drafter.compute_logits(hidden)                          # [R, γ, V] float32
+        head = drafter.markov_head
+        prev = torch.tensor([r.anchor_token for r in requests], dtype=torch.int64, device=device)
+        state = None if head is None else head.initial_state(rows, hidden)
+        tokens, probs, conf_logits = [], [], []
+        for k in range(gamma):
+            logits = base[:, k]
+            if head is not None:
+                bias, state = head.step(prev, hidden[:, k], state)
+                logits = logits + bias
+            q = ops.sampling_probs(logits, params["temperature"], params["top_k"],
+                                   params["top_p"], params["min_p"])
+            token = ops.sample(logits, params["temperature"], params["top_k"], params["top_p"],
+                               params["min_p"], params["seeds"], params["steps"] + k)
+            greedy = (params["temperature"] == 0)[:, None]
+            q = torch.where(greedy, torch.nn.functional.one_hot(token, q.shape[1]).float(), q)
+            conf = drafter.confidence_logits(hidden[:, k], prev)
+            tokens.append(token)
+            probs.append(q)
+            conf_logits.append(conf)
+            prev = token
+        token_t, probs_t = torch.stack(tokens, dim=1), torch.stack(probs, dim=1)
+        logits_t = confidences = None
+        if drafter.confidence_head is not None:
+            logits_t = torch.stack(conf_logits, dim=1)                 # [R, γ]
+            temps = self.confidence_temperatures
+            confidences = calibrated_confidence(logits_t, None if temps is None else temps.to(device))
+        return [DraftOutput(token_t[i], probs_t[i],
+                            None if confidences is None else confidences[i],
+                            None if logits_t is None else logits_t[i]) for i in range(rows)]
+
+    def _cache(self, request_id: str) -> ContextCache:
+        cache = self.caches.get(request_id)
+        if cache is None:
+            raise ValueError(f"request_id: {request_id!r} has no draft context (observe it first)")
+        return cache
+
+
+def _sampling_tensors(sampling: Sequence[DraftSampling], device: torch.device) -> dict[str, torch.Tensor]:
+    """Per-row sampling parameters as the tensors `ops.sample` takes (draft stream seeds)."""
+    def column(name: str, dtype: torch.dtype) -> torch.Tensor:
+        return torch.tensor([getattr(s, name) for s in sampling], dtype=dtype, device=device)
+
+    return {
+        "temperature": column("temperature", torch.float32),
+        "top_k": column("top_k", torch.int64),
+        "top_p": column("top_p", torch.float32),
+        "min_p": column("min_p", torch.float32),
+        "seeds": torch.tensor([s.seed ^ DRAFT_STREAM for s in sampling], dtype=torch.int64,
+                              device=device),
+        "steps": column("step", torch.int64),
+    }

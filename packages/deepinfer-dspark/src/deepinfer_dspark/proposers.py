@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""The engine-facing proposers (`deepinfer_core.interfaces.Proposer`), found by the engine
+through entry-point group `deepinfer.proposers`:
+
+- `ngram`: prompt lookup (`NgramProposer`), deterministic drafts.
+- `dspark`: the DSpark drafter (`DSparkDraftRunner`) with fixed-length or confidence-scheduled
+  verification (paper Algorithm 1 with its early stop, over a measured `SPSProfile`).
+
+`speculative_config` keys (besides "method" and "num_speculative_tokens" = k):
+  ngram:  prompt_lookup_min (1), prompt_lookup_max (4).
+  dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
+          sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
+          calibration (JSON path of `SequentialTemperatureScaling`, optional).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from deepinfer_core.interfaces import Draft, DraftRequest
+
+from deepinfer_dspark.calibration import SequentialTemperatureScaling
+from deepinfer_dspark.checkpoint import load_checkpoint
+from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
+from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
+from deepinfer_dspark.ngram import NgramProposer
+from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
+from deepinfer_dspark.sps import SPSProfile
+
+
+class NgramSpecProposer:
+    """Prompt-lookup drafts for the engine (no state, no target features)."""
+
+    def __init__(self, min_n: int = 1, max_n: int = 4) -> None:
+        self.lookup = NgramProposer(min_n, max_n)
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        return [Draft(self.lookup.propose(r.request_id, list(r.token_ids), r.max_tokens)) for r in requests]
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        pass
+
+    def remove(self, request_id: str) -> None:
+        pass
+
+
+class DSparkProposer:
+    """DSpark drafts with fixed-length or confidence-scheduled verification lengths.
+
+    Args:
+        runner: the drafter with its per-request context caches.
+        num_tokens: k, drafts per round (at most the drafter's block size).
+        sps: steps-per-second profile of the target on this hardware; with it, each round keeps
+            the prefix lengths of `schedule_prefixes` (lossless: the early stop is on); without
+            it every request verifies all k drafts (fixed length).
+
+    Attributes:
+        target_layer_ids: the target layers whose outputs the drafter reads.
+        lengths: the verification length chosen for each request in the last round (metrics).
+    """
+
+    def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None) -> None:
+        block = runner.drafter.config.block_size
+        if not 1 <= num_tokens <= block:
+            raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
+                             f"got {num_tokens}")
+        self.runner = runner
+        self.num_tokens = num_tokens
+        self.sps = sps
+        self.target_layer_ids = tuple(runner.drafter.config.target_layer_ids)
+        self.lengths: list[int] = []
+
+    def observe(self, request_id: str, positions: Sequence[int], features: torch.Tensor) -> None:
+        """Stores the context features of committed positions (ones already held are skipped,
+        e.g. when a preempted request is recomputed)."""
+        held = self.runner.num_positions(request_id)
+        keep = [i for i, p in enumerate(positions) if p >= held]
+        if keep:
+            rows = features[keep[0]:].to(self.runner.drafter.dtype)
+            self.runner.observe(request_id, list(positions[keep[0]:]), rows)
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
+        drafts = [Draft([]) for _ in requests]
+        if not ready:
+            return drafts
+        asks = [requests[i] for i in ready]
+        outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
+                                                DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
+                                  for r in asks], self.num_tokens)
+        lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
+        if self.sps is not None and all(o.confidences is not None for o in outs):
+            conf = torch.stack([o.confidences.double().cpu() for o in outs])
+            for row, cap in enumerate(lengths):
+                conf[row, cap:] = 0.0  # positions past a request's room cannot be verified
+            lengths = schedule_prefixes(prefix_survival(conf), self.sps).tolist()
+        self.lengths = lengths
+        for i, out, n in zip(ready, outs, lengths):
+            drafts[i] = Draft(out.tokens[:n].tolist(), out.probs[:n].float())
+        return drafts
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        pass  # the context cache only ever holds committed positions (see observe)
+
+    def remove(self, request_id: str) -> None:
+        self.runner.remove(request_id)
+
+
+def ngram_factory(spec_config: dict, model_info: dict) -> NgramSpecProposer:
+    """Entry point `ngram`."""
+    return NgramSpecProposer(int(spec_config.get("prompt_lookup_min", 1)), int(spec_config.get("prompt_lookup_max", 4)))
+
+
+def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
+    """Entry point `dspark`: loads the drafter next to the target (sharing its embedding and LM head).
+
+    Raises:
+        ValueError: `speculative_config.model` missing, or a bad scheduling / profile setting
+            (the message names the key).
+    """
+    path = spec_config.get("model")
+    if path is None or not Path(path).is_dir():
+        raise ValueError(f"speculative_config.model: a DeepSpec DSpark checkpoint folder is required, got {path!r}")
+    drafter = load_checkpoint(path, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
+                              target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head"))
+    calibration = spec_config.get("calibration")
+    temperatures = None
+    if calibration is not None:
+        temperatures = torch.as_tensor(SequentialTemperatureScaling.load(calibration).temperatures)
+    scheduling = spec_config.get("scheduling", "fixed")
+    if scheduling not in ("fixed", "confidence"):
+        raise ValueError(f"speculative_config.scheduling: expected 'fixed' or 'confidence', got {scheduling!r}")
+    sps = None
+    if scheduling == "confidence":
+        profile = spec_config.get("sps_profile")
+        if profile is None:
+            raise ValueError("speculative_config.sps_profile: confidence scheduling needs a measured profile")
+        sps = profile if isinstance(profile, SPSProfile) else SPSProfile.load(profile)
+    runner = DSparkDraftRunner(drafter, temperatures)
+    return DSparkProposer(runner, int(spec_config["num_speculative_tokens"]), sps)

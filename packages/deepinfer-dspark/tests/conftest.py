@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Shared helpers: a tiny DeepSpec-format DSpark config and random state dict.
+
+The key names and shapes below are transcribed from the DeepSpec checkpoint table (the
+`Qwen3DSparkModel` save format, docs/dspark.md section 5), independently of
+`deepinfer_dspark.checkpoint`, so the loader is checked against the published format.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+TINY = {
+    "architectures": ["Qwen3DSparkModel"],
+    "model_type": "qwen3",
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 512,
+    "vocab_size": 128,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "tie_word_embeddings": False,
+    "num_target_layers": 6,
+    "block_size": 4,
+    "mask_token_id": 127,
+    "target_layer_ids": [0, 2, 4],
+    "num_anchors": 512,
+    "enable_confidence_head": True,
+    "confidence_head_with_markov": True,
+    "markov_rank": 16,
+    "markov_head_type": "vanilla",
+    "layer_types": ["full_attention", "full_attention"],
+}
+
+
+def tiny_config(**overrides) -> dict:
+    """The tiny DeepSpec `config.json` dict (d = 64, 2 layers, V = 128, r = 16, block 4)."""
+    return {**TINY, **overrides}
+
+
+def deepspec_shapes(config: dict) -> dict[str, tuple[int, ...]]:
+    """Checkpoint key -> shape, per the DeepSpec table."""
+    d, r, v = config["hidden_size"], config["markov_rank"], config["vocab_size"]
+    heads, kv, hd = config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]
+    inter, m = config["intermediate_size"], len(config["target_layer_ids"])
+    shapes = {"embed_tokens.weight": (v, d), "lm_head.weight": (v, d), "norm.weight": (d,),
+              "hidden_norm.weight": (d,), "fc.weight": (d, m * d)}
+    for i in range(config["num_hidden_layers"]):
+        p = f"layers.{i}."
+        shapes.update({
+            p + "input_layernorm.weight": (d,), p + "post_attention_layernorm.weight": (d,),
+            p + "self_attn.q_proj.weight": (heads * hd, d), p + "self_attn.k_proj.weight": (kv * hd, d),
+            p + "self_attn.v_proj.weight": (kv * hd, d), p + "self_attn.o_proj.weight": (d, heads * hd),
+            p + "self_attn.q_norm.weight": (hd,), p + "self_attn.k_norm.weight": (hd,),
+            p + "mlp.gate_proj.weight": (inter, d), p + "mlp.up_proj.weight": (inter, d),
+            p + "mlp.down_proj.weight": (d, inter),
+        })
+    if r > 0:
+        shapes["markov_head.markov_w1.weight"] = (v, r)
+        shapes["markov_head.markov_w2.weight"] = (v, r)
+        if config["markov_head_type"] == "gated":
+            shapes["markov_head.gate_proj.weight"] = (r, d + r)
+            shapes["markov_head.gate_proj.bias"] = (r,)
+        if config["markov_head_type"] == "rnn":
+            shapes["markov_head.joint_proj.weight"] = (3 * r, 2 * r + d)
+            shapes["markov_head.joint_proj.bias"] = (3 * r,)
+    if config["enable_confidence_head"]:
+        width = d + r if config["confidence_head_with_markov"] else d
+        shapes["confidence_head.proj.weight"] = (1, width)
+        shapes["confidence_head.proj.bias"] = (1,)
+    return shapes
+
+
+def random_state_dict(config: dict, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random non-zero float32 tensors for every DeepSpec key (norm weights near 1)."""
+    gen = torch.Generator().manual_seed(seed)
+    state = {}
+    for key, shape in deepspec_shapes(config).items():
+        noise = torch.randn(shape, generator=gen, dtype=torch.float64)
+        if key.endswith("norm.weight"):
+            value = 1.0 + 0.2 * noise
+        elif key.endswith(".bias"):
+            value = 0.3 * noise
+        elif key in ("embed_tokens.weight", "markov_head.markov_w1.weight"):
+            value = noise
+        else:
+            value = noise / math.sqrt(shape[-1])
+        state[key] = value.float()
+    return state
+
+
+@pytest.fixture
+def tiny() -> tuple:
+    """`(tiny_config, deepspec_shapes, random_state_dict)` helpers for the test modules."""
+    return tiny_config, deepspec_shapes, random_state_dict

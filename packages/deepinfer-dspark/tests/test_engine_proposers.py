@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""The engine with DSpark and n-gram proposers (loaded by entry point, as users load them).
+
+Greedy output with speculation is token-identical to greedy output without it (fp32,
+deterministic kernels), batched and under preemption, for DSpark with fixed-length and
+confidence-scheduled verification and for n-gram lookup. At temperature 1 the distribution of
+the drafted tokens matches plain sampling (chi-squared); a proposer that misreports its draft
+distribution is caught by the same test (negative control).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from deepinfer_core import LLM, SamplingParams
+from deepinfer_core.interfaces import Draft
+
+from deepinfer_dspark.sps import SPSProfile
+
+VOCAB = 128
+TARGET = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": VOCAB, "hidden_size": 64,
+          "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "head_dim": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 512,
+          "tie_word_embeddings": False, "eos_token_id": VOCAB - 1, "bos_token_id": VOCAB - 2,
+          "torch_dtype": "float32"}
+
+
+@pytest.fixture
+def folders(tmp_path, tiny):
+    tiny_config, _, random_state_dict = tiny  # the dspark tests' shared helpers (conftest.py)
+    target = tmp_path / "target"
+    drafter = tmp_path / "drafter"
+    target.mkdir()
+    drafter.mkdir()
+    (target / "config.json").write_text(json.dumps(TARGET))
+    config = tiny_config(vocab_size=VOCAB, num_target_layers=4, target_layer_ids=[0, 2], mask_token_id=VOCAB - 3)
+    state = random_state_dict(config, seed=3)
+    del state["embed_tokens.weight"], state["lm_head.weight"]  # shared with the target, as DeepSpec allows
+    (drafter / "config.json").write_text(json.dumps(config))
+    save_file(state, str(drafter / "model.safetensors"))
+    return target, drafter
+
+
+def build(target, spec=None, **kw) -> LLM:
+    args = dict(load_format="dummy", dtype="float32", max_model_len=160, block_size=4, kv_cache_memory=32 << 20,
+                deterministic=True, seed=11)
+    args.update(kw)
+    return LLM(str(target), speculative_config=spec, **args)
+
+
+def prompts(count: int, seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    # Repeated motifs give n-gram lookup something to find.
+    out = []
+    for _ in range(count):
+        motif = [rng.randrange(VOCAB - 3) for _ in range(rng.randint(2, 5))]
+        out.append((motif * 8)[: rng.randint(6, 40)])
+    return out
+
+
+def greedy(llm: LLM, batch: list[list[int]]) -> list[list[int]]:
+    outs = llm.generate([{"prompt_token_ids": p} for p in batch],
+                        SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
+    assert all(o.error is None for o in outs)
+    return [o.outputs[0].token_ids for o in outs]
+
+
+def spec_configs(drafter) -> dict[str, dict]:
+    flat = SPSProfile([1, 64, 256], [1000.0, 990.0, 700.0])  # cheap extra tokens: verify most drafts
+    return {
+        "dspark-fixed": {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4},
+        "dspark-confidence": {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
+                              "scheduling": "confidence", "sps_profile": flat},
+        "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3},
+    }
+
+
+def test_greedy_speculation_equals_plain_greedy(folders) -> None:
+    target, drafter = folders
+    batch = prompts(6, seed=1)
+    expected = greedy(build(target), batch)
+    for name, spec in spec_configs(drafter).items():
+        llm = build(target, spec)
+        assert greedy(llm, batch) == expected, f"{name}, batched"
+        assert greedy(llm, batch[:1]) == expected[:1], f"{name}, alone"
+        stats = llm.engine.speculative.stats
+        assert stats.verified > 0, f"{name} never verified a draft"
+        if name == "ngram":
+            assert stats.accepted > 0  # repeated motifs: lookups hit
+
+
+def test_greedy_speculation_under_preemption(folders) -> None:
+    target, drafter = folders
+    batch = prompts(8, seed=2)
+    expected = greedy(build(target), batch)
+    per_block = build(target).engine.runner.kv_bytes_per_block()
+    for name, spec in spec_configs(drafter).items():
+        tight = build(target, spec, kv_cache_memory=42 * per_block, max_num_batched_tokens=64)
+        assert greedy(tight, batch) == expected, name
+        assert tight.engine.num_preemptions > 0, name
+
+
+def test_confidence_scheduling_shortens_verification_under_a_steep_profile(folders) -> None:
+    target, drafter = folders
+    steep = SPSProfile([1, 2, 64], [1000.0, 500.0, 10.0])  # every extra token halves the step rate
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": steep}
+    llm = build(target, spec)
+    greedy(llm, prompts(4, seed=3))
+    flat_llm = build(target, spec_configs(drafter)["dspark-confidence"])
+    greedy(flat_llm, prompts(4, seed=3))
+    assert llm.engine.speculative.stats.verified < flat_llm.engine.speculative.stats.verified
+
+
+class MisreportingProposer:
+    """Always drafts the likeliest next token but reports a uniform draft distribution: the
+    verifier then accepts it with probability min(1, p / (1/V)) = 1, which is not lossless."""
+
+    def __init__(self, best_next: dict[int, int]) -> None:
+        self.best_next = best_next
+
+    def propose(self, requests):
+        uniform = torch.full((1, VOCAB), 1.0 / VOCAB)
+        return [Draft([self.best_next[r.token_ids[-1]]], uniform) if r.token_ids[-1] in self.best_next
+                else Draft([]) for r in requests]
+
+    def commit(self, request_id, num_tokens):
+        pass
+
+    def remove(self, request_id):
+        pass
+
+
+def second_tokens(llm: LLM, prompt: list[int], n: int) -> Counter:
+    """Counts of the first two sampled tokens; the second is the drafted position (max_tokens 3
+    leaves room for one draft after the first token, then the bonus)."""
+    params = [SamplingParams(temperature=1.0, top_k=6, max_tokens=3, ignore_eos=True, seed=s) for s in range(n)]
+    outs = llm.generate([{"prompt_token_ids": prompt}] * n, params)
+    return Counter(tuple(o.outputs[0].token_ids[:2]) for o in outs)
+
+
+def chi2_pvalue(a: Counter, b: Counter) -> float:
+    """Two-sample chi-squared test of homogeneity (bins with fewer than 10 pooled counts merged);
+    p-value from the chi-squared survival function, Q(df / 2, stat / 2) (regularised gamma)."""
+    keys = sorted(set(a) | set(b), key=lambda k: -(a[k] + b[k]))
+    rows, rest = [], [0, 0]
+    for k in keys:
+        if a[k] + b[k] >= 10:
+            rows.append([a[k], b[k]])
+        else:
+            rest[0] += a[k]
+            rest[1] += b[k]
+    if sum(rest) > 0:
+        rows.append(rest)
+    counts = torch.tensor(rows, dtype=torch.float64)
+    expected = counts.sum(1, keepdim=True) * counts.sum(0, keepdim=True) / counts.sum()
+    stat = ((counts - expected) ** 2 / expected).sum()
+    df = torch.tensor(float(len(rows) - 1), dtype=torch.float64)
+    return float(torch.special.gammaincc(df / 2, stat / 2))
+
+
+def test_sampled_distribution_matches_plain_sampling(folders) -> None:
+    target, drafter = folders
+    prompt = prompts(1, seed=4)[0]
+    n = 3000
+    plain = second_tokens(build(target, max_num_seqs=256), prompt, n)
+    spec = build(target, spec_configs(drafter)["dspark-fixed"], max_num_seqs=256)
+    drafted = second_tokens(spec, prompt, n)
+    assert spec.engine.speculative.stats.verified > 0
+    assert chi2_pvalue(plain, drafted) > 1e-3
+    best_next = {}
+    for (first, second), _ in sorted(plain.items(), key=lambda kv: kv[1]):
+        best_next[first] = second  # ascending counts: the most common second token wins
+    liar = second_tokens(build(target, {"proposer": MisreportingProposer(best_next), "num_speculative_tokens": 1},
+                               max_num_seqs=256), prompt, n)
+    assert chi2_pvalue(plain, liar) < 1e-6, "the negative control passed: the test cannot see a biased verifier"
+    assert math.isfinite(chi2_pvalue(plain, drafted))

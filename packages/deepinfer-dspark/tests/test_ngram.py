@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Prompt-lookup proposer on hand-built contexts and against a brute-force search."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from deepinfer_dspark import NgramProposer
+
+
+def brute_force(tokens: list[int], k: int, min_n: int, max_n: int) -> list[int]:
+    """Longest suffix n in [min_n, max_n] with an earlier occurrence followed by a token;
+    among those occurrences the rightmost; propose what followed it (up to k tokens)."""
+    for n in range(max_n, min_n - 1, -1):
+        if n >= len(tokens):
+            continue
+        suffix = tokens[len(tokens) - n:]
+        starts = [i for i in range(len(tokens)) if i + n < len(tokens) and tokens[i:i + n] == suffix]
+        if starts:
+            start = max(starts) + n
+            return tokens[start:start + k]
+    return []
+
+
+@pytest.mark.parametrize(("tokens", "k", "expected"), [
+    ([1, 2, 3, 4, 1, 2], 2, [3, 4]),            # bigram "1 2" seen before: continue with "3 4"
+    ([1, 2, 3, 4, 1, 2], 5, [3, 4, 1, 2]),      # continuation runs to the end of the context
+    ([5, 1, 2, 9, 7, 1, 2, 8, 3, 1, 2], 1, [8]),  # rightmost earlier occurrence wins
+    ([1, 2, 3, 9, 2, 3, 7, 1, 2, 3], 3, [9, 2, 3]),  # longest suffix "1 2 3" beats "2 3"
+    ([7, 7, 7, 7], 3, [7]),                     # overlapping match: only one token follows it
+    ([1, 2, 3, 4], 3, []),                      # nothing repeats
+    ([1], 3, []),
+    ([1, 2, 1, 2], 0, []),
+])
+def test_hand_built(tokens, k, expected):
+    assert NgramProposer(min_n=1, max_n=3).propose("r", tokens, k) == expected
+
+
+def test_min_n_excludes_short_matches():
+    assert NgramProposer(min_n=2, max_n=3).propose("r", [1, 5, 6, 2, 1], 2) == []
+    assert NgramProposer(min_n=1, max_n=3).propose("r", [1, 5, 6, 2, 1], 2) == [5, 6]
+
+
+def test_matches_brute_force():
+    rng = random.Random(0)
+    for _ in range(2000):
+        tokens = [rng.randrange(4) for _ in range(rng.randrange(0, 30))]
+        min_n = rng.randrange(1, 4)
+        max_n = rng.randrange(min_n, 6)
+        k = rng.randrange(0, 6)
+        assert NgramProposer(min_n, max_n).propose("r", tokens, k) == brute_force(tokens, k, min_n, max_n), \
+            (tokens, k, min_n, max_n)
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: NgramProposer(min_n=0), "min_n"),
+    (lambda: NgramProposer(min_n=3, max_n=2), "max_n"),
+    (lambda: NgramProposer().propose("r", [1, 2], -1), "num_tokens"),
+])
+def test_bad_input(call, field):
+    with pytest.raises(ValueError, match=field):
+        call()
