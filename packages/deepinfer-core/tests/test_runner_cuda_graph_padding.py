@@ -53,7 +53,7 @@ def test_buffers_pad_rows_with_negative_slots_and_fixed_width():
     assert meta.block_tables.shape == (4, 6)
     assert meta.slot_mapping.tolist()[:3] == step.meta.slot_mapping.tolist()
     assert meta.slot_mapping[3].item() == -1
-    assert meta.seq_lens.tolist() == step.meta.seq_lens.tolist() + [0]
+    assert meta.seq_lens.tolist() == step.meta.seq_lens.tolist() + [1]
     assert buf.input_ids[:3].tolist() == [c.token_ids[0] for c in chunks]
     assert buf.positions[:3].tolist() == [c.start_pos for c in chunks]
     for i, c in enumerate(chunks):

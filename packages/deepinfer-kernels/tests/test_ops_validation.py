@@ -28,6 +28,15 @@ def _sample_args(batch=2, vocab=8):
 
 
 CASES = {
+    "linear weight in features": (lambda: ops.linear(torch.randn(2, 8), torch.randn(3, 7)),
+                                  "weight"),
+    "linear weight dtype": (lambda: ops.linear(torch.randn(2, 8), torch.randn(3, 8).half()),
+                            "weight"),
+    "linear bias size": (lambda: ops.linear(torch.randn(2, 8), torch.randn(3, 8),
+                                            torch.randn(4)), "bias"),
+    "linear x 1-D": (lambda: ops.linear(torch.randn(8), torch.randn(3, 8)), "x"),
+    "prefill batch_invariant": (lambda: ops.paged_attention_prefill(
+        *_attn(), 0.25, batch_invariant="yes"), "batch_invariant"),
     "rms_norm weight size": (lambda: ops.rms_norm(torch.randn(2, 8), torch.ones(7), 1e-6),
                              "weight"),
     "rms_norm eps": (lambda: ops.rms_norm(torch.randn(2, 8), torch.ones(8), 0.0), "eps"),

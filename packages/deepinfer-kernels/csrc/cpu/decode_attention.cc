@@ -97,4 +97,33 @@ void paged_attention_decode_f32(const float* q, const float* k_cache, const floa
   }
 }
 
+void paged_attention_prefill_f32(const float* q, const float* k_cache, const float* v_cache,
+                                 const int32_t* block_tables, const int32_t* cu_seqlens_q,
+                                 const int32_t* seq_lens, const float* sinks, float* out,
+                                 const DecodeShape& shape, int64_t tokens, float scale,
+                                 int64_t window) {
+  std::vector<int64_t> request(tokens), length(tokens);   // per token: b and its seq_len p + 1
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    const int64_t start = cu_seqlens_q[b], end = cu_seqlens_q[b + 1];
+    for (int64_t t = start; t < end; ++t) {
+      request[t] = b;
+      length[t] = seq_lens[b] - (end - t) + 1;
+    }
+  }
+  const int64_t group = shape.q_heads / shape.kv_heads;
+  const int64_t tasks = tokens * shape.kv_heads;
+#pragma omp parallel
+  {
+    std::vector<float> probs;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < tasks; ++i) {
+      const int64_t t = i / shape.kv_heads;
+      const int64_t kv = i % shape.kv_heads;
+      const int64_t row = (t * shape.q_heads + kv * group) * shape.head_size;
+      attend_group(q + row, k_cache, v_cache, block_tables + request[t] * shape.table_width,
+                   length[t], kv, kv * group, sinks, out + row, shape, scale, window, probs);
+    }
+  }
+}
+
 }  // namespace deepinfer::cpu

@@ -4,7 +4,9 @@
 
 A decode step of B requests is padded to the smallest captured size >= B. Padded rows get
 slot -1 (`ops.store_kv_cache` skips them, so they never write a real KV block), sequence
-length 0 (decode attention returns zeros for them) and an all-zero block table row. Block
+length 1 (a valid one-token attention over slot 0 of block 0: it only reads, and its output is
+discarded; 1 rather than 0 because the prefill kernel, which deterministic mode uses for decode
+steps too, requires seq_len >= query length) and an all-zero block table row. Block
 tables have a fixed width (`max_model_len` / block size, rounded up), so kernel workspaces are
 sized from static shapes. The graphs replay the model and the LM head in one launch.
 """
@@ -66,7 +68,7 @@ class DecodeBuffers:
         self.positions = torch.zeros(max_batch, dtype=torch.int64, device=device)
         self.slot_mapping = torch.full((max_batch,), -1, dtype=torch.int64, device=device)
         self.block_tables = torch.zeros((max_batch, width), dtype=torch.int32, device=device)
-        self.seq_lens = torch.zeros(max_batch, dtype=torch.int32, device=device)
+        self.seq_lens = torch.ones(max_batch, dtype=torch.int32, device=device)
         self.cu_seqlens_q = torch.arange(max_batch + 1, dtype=torch.int32, device=device)
 
     def meta(self, size: int) -> AttentionMetadata:
@@ -78,7 +80,7 @@ class DecodeBuffers:
     def load(self, step: StepInputs, size: int) -> None:
         """Copies a decode step of B <= `size` rows into rows `[:B]` and pads rows `[B:size]`.
 
-        Padded rows: token 0, position 0, slot -1, sequence length 0, block table zeros.
+        Padded rows: token 0, position 0, slot -1, sequence length 1, block table zeros.
 
         Raises:
             ValueError: the step is not decode-only, or does not fit `size` / `width`.
@@ -98,7 +100,7 @@ class DecodeBuffers:
             self.input_ids[batch:size].zero_()
             self.positions[batch:size].zero_()
             self.slot_mapping[batch:size].fill_(-1)
-            self.seq_lens[batch:size].zero_()
+            self.seq_lens[batch:size].fill_(1)
             self.block_tables[batch:size].zero_()
 
 
@@ -116,7 +118,7 @@ class DecodeGraphs:
         device: a CUDA device.
 
     Capture runs each size once eagerly (warm-up: kernel compilation, cuBLAS handles) and
-    then records it; with all slots -1 and sequence lengths 0 nothing is written to the KV cache.
+    then records it; with all slots -1 nothing is written to the KV cache.
     """
 
     def __init__(self, step_fn: StepFn, sizes: list[int], width: int, device: torch.device) -> None:

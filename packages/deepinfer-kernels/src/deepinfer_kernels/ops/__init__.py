@@ -16,6 +16,7 @@ from deepinfer_kernels.ops.attention import (DEFAULT_DECODE_SPLIT_SIZE, paged_at
                                              paged_attention_prefill)
 from deepinfer_kernels.ops.bitmask import apply_token_bitmask
 from deepinfer_kernels.ops.kv_cache import store_kv_cache
+from deepinfer_kernels.ops.linear import linear
 from deepinfer_kernels.ops.moe import fused_moe
 from deepinfer_kernels.ops.norm import rms_norm
 from deepinfer_kernels.ops.rope_cache import build_rope_cache
@@ -28,6 +29,7 @@ __all__ = [
     "build_rope_cache",
     "fused_moe",
     "keyed_uniforms",
+    "linear",
     "paged_attention_decode",
     "paged_attention_prefill",
     "rms_norm",

@@ -47,3 +47,9 @@ def check_positive(name: str, value: float) -> None:
     """Checks that a scalar is > 0."""
     if not value > 0:
         raise ValueError(f"{name}: must be > 0, got {value}")
+
+
+def check_flag(name: str, value: object) -> None:
+    """Checks that a keyword flag is a real bool (not a tensor or an int)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}: must be a bool, got {type(value).__name__}")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_positive, check_same_device,
-                                           check_size, check_tensor)
+from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_flag, check_positive,
+                                           check_same_device, check_size, check_tensor)
 
 DEFAULT_DECODE_SPLIT_SIZE = 256
 """KV tokens per split of decode attention. Fixed, so a row's result is batch invariant."""
@@ -18,7 +18,8 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
                             block_tables: torch.Tensor, cu_seqlens_q: torch.Tensor,
                             seq_lens: torch.Tensor, scale: float,
                             sliding_window: int | None = None, sinks: torch.Tensor | None = None,
-                            *, backend: str | None = None) -> torch.Tensor:
+                            *, batch_invariant: bool = False, backend: str | None = None
+                            ) -> torch.Tensor:
     """Causal attention of a variable-length batch of query chunks over the paged KV cache.
 
     The keys/values of the step's own tokens must be stored (`store_kv_cache`) BEFORE the
@@ -30,6 +31,11 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     Grouped-query attention: query head h reads KV head `h // (Hq // Hk)`.
     Softmax in float32. With `sinks`, each head's sink logit joins the softmax denominator
     only (gpt-oss attention sinks): `p_j = exp(s_j) / (sum_i exp(s_i) + exp(sink_h))`.
+    With `batch_invariant=True`, the output row of a query at position p is bitwise the same
+    as that of the same query computed alone as a one-token call with seq_len p + 1: it
+    depends neither on the other queries of the call, nor on how the request's tokens were
+    split into chunks (q_len), nor on the other requests. Kernels keep one fixed key order
+    per query (KV blocks from position 0 upward in fixed units, masking by position).
 
     Args:
         q: [T, Hq, D] float32/float16/bfloat16, T = cu_seqlens_q[-1].
@@ -41,6 +47,7 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
         scale: Logit scale, usually D ** -0.5 (> 0).
         sliding_window: None (full attention) or the window W > 0 in tokens.
         sinks: None or [Hq] float logits (any float dtype).
+        batch_invariant: Require per-query invariant results (see above).
         backend: Implementation to use; None selects.
 
     Returns:
@@ -52,9 +59,11 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     _check_common(q, k_cache, v_cache, block_tables, seq_lens, scale, sliding_window, sinks)
     check_tensor("cu_seqlens_q", cu_seqlens_q, 1, (torch.int32,))
     check_size("cu_seqlens_q", cu_seqlens_q, 0, seq_lens.shape[0] + 1, "requests + 1")
+    check_flag("batch_invariant", batch_invariant)
     check_same_device([("q", q), ("cu_seqlens_q", cu_seqlens_q)])
     return dispatch("paged_attention_prefill", q, backend, q, k_cache, v_cache, block_tables,
-                    cu_seqlens_q, seq_lens, scale, sliding_window, sinks)
+                    cu_seqlens_q, seq_lens, scale, sliding_window, sinks,
+                    batch_invariant=batch_invariant)
 
 
 def paged_attention_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,

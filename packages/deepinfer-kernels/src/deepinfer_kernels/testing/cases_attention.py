@@ -67,7 +67,8 @@ def _sinks(shape: AttnShape, device: torch.device, gen: torch.Generator) -> torc
     return randn(gen, (shape.q_heads,), torch.float32, device) if shape.sinks else None
 
 
-def prefill_case(shape: AttnShape, tags: frozenset[str] = frozenset()) -> OpCase:
+def prefill_case(shape: AttnShape, tags: frozenset[str] = frozenset(),
+                 batch_invariant: bool = False) -> OpCase:
     def build(dtype, device, gen):
         k_cache, v_cache, table = build_paged_kv(shape, dtype, device, gen)
         q_lens = [q for q, _ in shape.requests]
@@ -76,8 +77,9 @@ def prefill_case(shape: AttnShape, tags: frozenset[str] = frozenset()) -> OpCase
         q = randn(gen, (sum(q_lens), shape.q_heads, shape.head_size), dtype, device)
         args = (q, k_cache, v_cache, table, cu, seq_lens, shape.head_size ** -0.5,
                 shape.window, _sinks(shape, device, gen))
-        return args, {}
-    return OpCase("paged_attention_prefill", shape.name(), build, tags=tags)
+        return args, ({"batch_invariant": True} if batch_invariant else {})
+    name = shape.name() + ("_bi" if batch_invariant else "")
+    return OpCase("paged_attention_prefill", name, build, tags=tags)
 
 
 def decode_case(shape: AttnShape, tags: frozenset[str] = frozenset()) -> OpCase:
@@ -103,6 +105,11 @@ def paged_attention_prefill_cases() -> list[OpCase]:
         prefill_case(AttnShape(mixed, 8, 2, 64, 16, window=8)),
         prefill_case(AttnShape(mixed, 4, 4, 128, 16, sinks=True)),
         prefill_case(AttnShape(((13, 29), (7, 7)), 6, 2, 80, 8, window=11, sinks=True)),
+        prefill_case(AttnShape(((5, 5),), 2, 1, 16, 4), INTERP, batch_invariant=True),
+        prefill_case(AttnShape(((3, 7), (0, 4), (20, 23)), 4, 2, 16, 4, window=5, sinks=True),
+                     INTERP, batch_invariant=True),
+        prefill_case(AttnShape(mixed, 8, 2, 64, 16, window=8), batch_invariant=True),
+        prefill_case(AttnShape(((13, 29), (7, 7)), 6, 2, 80, 8, sinks=True), batch_invariant=True),
     ]
 
 

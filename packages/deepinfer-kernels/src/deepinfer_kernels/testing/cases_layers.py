@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Cases for the per-token ops: rms_norm, rotary_embedding, silu_and_mul, store_kv_cache."""
+"""Cases for the per-token ops: linear, rms_norm, rotary_embedding, silu_and_mul,
+store_kv_cache. Cases named `_bi` pass `batch_invariant=True`."""
 
 from __future__ import annotations
 
@@ -12,19 +13,44 @@ from deepinfer_kernels.testing.case import OpCase, randn, randperm
 INTERP = frozenset({"interp"})
 
 
+def _bi(invariant: bool) -> dict:
+    return {"batch_invariant": True} if invariant else {}
+
+
+def linear_cases() -> list[OpCase]:
+    def make(tokens: int, k: int, n: int, bias: bool, invariant: bool):
+        def build(dtype, device, gen):
+            x = randn(gen, (tokens, k), dtype, device)
+            weight = randn(gen, (n, k), dtype, device, k ** -0.5)
+            b = randn(gen, (n,), dtype, device, 0.1) if bias else None
+            return (x, weight, b), _bi(invariant)
+        return build
+
+    # (T, K, N, bias, batch_invariant): K % 8 tails, N not a multiple of any tile, T = 0 and 1.
+    shapes = [(0, 16, 8, True, True), (1, 16, 8, False, True), (3, 20, 7, True, True),
+              (5, 33, 13, True, False), (9, 576, 192, False, True), (33, 1000, 65, True, True),
+              (64, 130, 70, True, True)]
+    return [OpCase("linear", f"T{t}_K{k}_N{n}{'_bias' if b else ''}{'_bi' if bi else ''}",
+                   make(t, k, n, b, bi), tags=INTERP if t <= 5 and k <= 33 else frozenset())
+            for t, k, n, b, bi in shapes]
+
+
 def rms_norm_cases() -> list[OpCase]:
-    def make(tokens: int, hidden: int, residual: bool):
+    def make(tokens: int, hidden: int, residual: bool, invariant: bool):
         def build(dtype, device, gen):
             x = randn(gen, (tokens, hidden), dtype, device)
             weight = randn(gen, (hidden,), dtype, device, 0.5) + 1
             res = randn(gen, (tokens, hidden), dtype, device) if residual else None
-            return (x, weight, 1e-6, res), {}
+            return (x, weight, 1e-6, res), _bi(invariant)
         return build
 
-    shapes = [(0, 16, True), (3, 32, False), (3, 32, True), (1, 64, False), (7, 96, True),
-              (33, 1000, False), (33, 1000, True), (5, 4096, True)]
-    return [OpCase("rms_norm", f"T{t}_H{h}{'_res' if r else ''}", make(t, h, r),
-                   tags=INTERP if t <= 3 and h <= 32 else frozenset()) for t, h, r in shapes]
+    shapes = [(0, 16, True, False), (3, 32, False, False), (3, 32, True, False),
+              (1, 64, False, False), (7, 96, True, False), (33, 1000, False, False),
+              (33, 1000, True, False), (5, 4096, True, False), (3, 32, True, True),
+              (1, 100, False, True), (33, 1000, True, True)]
+    return [OpCase("rms_norm", f"T{t}_H{h}{'_res' if r else ''}{'_bi' if bi else ''}",
+                   make(t, h, r, bi), tags=INTERP if t <= 3 and h <= 32 else frozenset())
+            for t, h, r, bi in shapes]
 
 
 def rotary_embedding_cases() -> list[OpCase]:
@@ -76,5 +102,6 @@ def store_kv_cache_cases() -> list[OpCase]:
 
 def layer_cases() -> dict[str, list[OpCase]]:
     """Cases of the per-token ops, by op name."""
-    return {"rms_norm": rms_norm_cases(), "rotary_embedding": rotary_embedding_cases(),
+    return {"linear": linear_cases(), "rms_norm": rms_norm_cases(),
+            "rotary_embedding": rotary_embedding_cases(),
             "silu_and_mul": silu_and_mul_cases(), "store_kv_cache": store_kv_cache_cases()}

@@ -15,7 +15,7 @@ from deepinfer_kernels.testing.cases_attention import (paged_attention_decode_ca
 from deepinfer_kernels.testing.cases_layers import layer_cases
 from deepinfer_kernels.testing.cases_other import other_cases
 
-OPS = ("rms_norm", "rotary_embedding", "silu_and_mul", "store_kv_cache",
+OPS = ("linear", "rms_norm", "rotary_embedding", "silu_and_mul", "store_kv_cache",
        "paged_attention_prefill", "paged_attention_decode", "fused_moe", "sample",
        "apply_token_bitmask")
 """Every dispatched op of `deepinfer_kernels.ops`."""

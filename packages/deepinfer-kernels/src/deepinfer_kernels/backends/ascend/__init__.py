@@ -28,9 +28,10 @@ def available(device_type: str) -> bool:
     return bool(torch_npu.npu.is_available())
 
 
-def _supports_rms_norm(x, weight, eps, residual) -> bool:
-    # npu_rms_norm reads dense rows.
-    return x.is_contiguous() and weight.is_contiguous()
+def _supports_rms_norm(x, weight, eps, residual, batch_invariant=False) -> bool:
+    # npu_rms_norm reads dense rows; its reduction split is not documented, so batch-invariant
+    # calls go to the reference.
+    return not batch_invariant and x.is_contiguous() and weight.is_contiguous()
 
 
 def _supports_silu_and_mul(x) -> bool:

@@ -8,8 +8,9 @@ import torch
 import torch_npu
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
-             residual: torch.Tensor | None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None,
+             batch_invariant: bool = False
+             ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     if residual is not None:
         x = (x.float() + residual.float()).to(x.dtype)     # the rounded residual stream
     out = torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0]

@@ -43,8 +43,9 @@ def store_kv_cache(k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
     _check(status, "store_kv_cache")
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
-             residual: torch.Tensor | None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None,
+             batch_invariant: bool = False
+             ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     rows, hidden = x.shape
     out = torch.empty_like(x)
     res_out = torch.empty_like(x) if residual is not None else None

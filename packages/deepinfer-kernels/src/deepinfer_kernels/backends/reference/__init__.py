@@ -11,6 +11,7 @@ from __future__ import annotations
 from deepinfer_kernels._registry import REFERENCE, Impl, Registry
 
 _OPS = {
+    "linear": "linear:linear",
     "rms_norm": "norm:rms_norm",
     "rotary_embedding": "rotary:rotary_embedding",
     "silu_and_mul": "activation:silu_and_mul",

@@ -6,6 +6,11 @@ One request at a time: gather its keys/values from the block table into dense te
 apply the causal (and sliding-window) mask, softmax in float32. The decode reference is
 the same computation with one query per request; `split_size` only changes the summation
 order of kernels, not the mathematical result, so the reference ignores it.
+
+With `batch_invariant=True` the prefill reference attends one query at a time: the query at
+position p runs exactly the computation of a one-token call with seq_len p + 1 (the keys
+[0, p] as a dense prefix, a fresh copy of the query row), so its bits depend on p and the
+cache contents only, never on the other queries, the chunking or the other requests.
 """
 
 from __future__ import annotations
@@ -16,15 +21,26 @@ import torch
 def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                             block_tables: torch.Tensor, cu_seqlens_q: torch.Tensor,
                             seq_lens: torch.Tensor, scale: float, sliding_window: int | None,
-                            sinks: torch.Tensor | None) -> torch.Tensor:
+                            sinks: torch.Tensor | None, batch_invariant: bool = False
+                            ) -> torch.Tensor:
     out = torch.zeros_like(q)
     starts = cu_seqlens_q.tolist()
     lens = seq_lens.tolist()
     for b, seq_len in enumerate(lens):
         start, end = starts[b], starts[b + 1]
-        if end > start:
+        if end <= start:
+            continue
+        if not batch_invariant:
             out[start:end] = attend_one(q[start:end], k_cache, v_cache, block_tables[b],
                                         seq_len, scale, sliding_window, sinks)
+            continue
+        if seq_len < end - start:
+            raise ValueError(f"seq_lens: {seq_len} is shorter than the request's "
+                             f"{end - start} queries")
+        for i in range(start, end):
+            pos = seq_len - (end - i)
+            out[i:i + 1] = attend_one(q[i:i + 1].clone(), k_cache, v_cache, block_tables[b],
+                                      pos + 1, scale, sliding_window, sinks)
     return out
 
 

@@ -29,8 +29,10 @@ def _rms_norm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, hidden, eps,
     tl.store(out_ptr + row * out_stride + offs, out, mask=mask)
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float,
-             residual: torch.Tensor | None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None,
+             batch_invariant: bool = False
+             ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    # NOTE: one program per row and BLOCK from the hidden size alone: batch invariant always.
     tokens, hidden = x.shape
     out = torch.empty_like(x)
     res_out = torch.empty_like(x) if residual is not None else out

@@ -7,6 +7,14 @@ Program (tile, q head) owns BLOCK_M query rows of one request. The request is fo
 without a host sync: request b's tiles start at `cu_seqlens_q[b] // BLOCK_M + b`, a
 non-decreasing sequence searched by bisection (the layout vLLM's Triton attention uses);
 the grid `T // BLOCK_M + B + 1` covers every tile, and surplus programs do nothing.
+
+Batch invariant for every call: the tile sizes depend on the device only, and each query
+sees its keys in BLOCK_N-aligned blocks of absolute positions (0, BLOCK_N, 2 BLOCK_N, ...;
+with a window, from the aligned block below the tile's first visible key), masked by
+position. Blocks before a query's first visible key leave its running sums at exactly zero
+and blocks after its own position add exactly zero with an exact rescale of 1, so a query's
+bits do not depend on its place in the tile, on q_len (chunking) or on the other requests:
+they equal those of the same query alone with seq_len = position + 1.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ def _prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, out_ptr, table_ptr, cu_ptr,
     kv_lo = 0
     if HAS_WINDOW:
         kv_lo = tl.maximum(seq_len - q_len + first_row - window + 1, 0)
+        kv_lo = (kv_lo // BLOCK_N) * BLOCK_N     # block boundaries at absolute positions
     kv_hi = tl.where(first_row < q_len, kv_hi, kv_lo)     # surplus programs: no keys
     m = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l = tl.zeros([BLOCK_M], tl.float32)
@@ -107,7 +116,8 @@ def _prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, out_ptr, table_ptr, cu_ptr,
 def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                             block_tables: torch.Tensor, cu_seqlens_q: torch.Tensor,
                             seq_lens: torch.Tensor, scale: float, sliding_window: int | None,
-                            sinks: torch.Tensor | None) -> torch.Tensor:
+                            sinks: torch.Tensor | None, batch_invariant: bool = False
+                            ) -> torch.Tensor:
     tokens, q_heads, head_size = q.shape
     out = torch.empty_like(q)
     num_requests = seq_lens.shape[0]
