@@ -22,7 +22,11 @@ set) that the data of consecutive calls exceeds the L2 cache several times, so t
 (decode-batch) sizes are not timed out of the cache. The `tiny` rows run each op on a
 minimal input: their eager - graph difference is the per-call host overhead.
 Shapes follow a Llama-3-8B-like layer (H=4096, I=14336, 32 query / 8 KV heads of 128,
-block size 16). Reference rows are timed eagerly only.
+block size 16). Reference rows are timed eagerly only. The fused_moe rows (E=64 top-8 and
+E=8 top-2 at H=2048, T = 256, 1024, 4096) count 6 * T * top_k * H * I FLOPs and also time
+dense cuBLAS GEMMs of the same FLOPs ([T * top_k, H] x [H, 2I], then [T * top_k, I] x [I, H]);
+the note column gives that rate and the ratio of the two graph times (1.0 = as fast as
+dense). The sample rows use a Llama-3 vocabulary, with and without top-k/top-p.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class Workload:
     make: Callable[[], tuple]
     bytes: float = 0.0
     flops: float = 0.0
+    dense: Callable[[], Callable[[], object]] | None = None   # same-FLOPs dense GEMMs to compare
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Row:
     graph_rate: float | None
     eager_pct: float
     graph_pct: float | None
+    note: str = ""
 
 
 def time_eager(fns: list[Callable[[], object]], warmup: int = 3, repeats: int = 20) -> float:
@@ -217,27 +223,39 @@ class Builder:
         return Workload("paged_attention_prefill", f"{reqs}x{length} causal", make,
                         flops=4 * reqs * (length * (length + 1) / 2) * hq * d)
 
-    def fused_moe(self, tokens: int, experts: int = 64, top_k: int = 6, inter: int = 1408,
+    def fused_moe(self, tokens: int, experts: int = 64, top_k: int = 8, inter: int = 1024,
                   hidden: int = 2048) -> Workload:
+        """MoE layer (E=64, top-8, H=2048, I=1024: OLMoE-like), compared with dense GEMMs of the
+        same FLOPs: [T * top_k, H] x [H, 2I] then [T * top_k, I] x [I, H] (cuBLAS)."""
         def make():
             x, logits = self.rnd(tokens, hidden), self.rnd(tokens, experts, dtype=torch.float32)
             w13 = self.rnd(experts, 2 * inter, hidden) * 0.02
             w2 = self.rnd(experts, hidden, inter) * 0.02
             return (x, logits, w13, w2, top_k)
-        return Workload("fused_moe", f"T{tokens} E{experts} k{top_k} I{inter}", make,
-                        flops=tokens * top_k * 6 * hidden * inter)
 
-    def sample(self, rows: int, vocab: int = 128256) -> Workload:
+        def dense():
+            rows = tokens * top_k
+            a, b13 = self.rnd(rows, hidden), self.rnd(hidden, 2 * inter) * 0.02
+            act, b2 = self.rnd(rows, inter), self.rnd(inter, hidden) * 0.02
+            return lambda: (a @ b13, act @ b2)
+        return Workload("fused_moe", f"T{tokens} E{experts} k{top_k} H{hidden} I{inter}", make,
+                        flops=tokens * top_k * 6 * hidden * inter, dense=dense)
+
+    def sample(self, rows: int, vocab: int = 128256, filters: bool = True) -> Workload:
+        """Top-k 50 + top-p 0.9 (the slowest path), or plain temperature sampling."""
         dev = self.device
 
         def make():
             logits = self.rnd(rows, vocab, dtype=torch.float32)
-            params = (torch.full((rows,), 0.8, device=dev), torch.full((rows,), 50, device=dev),
-                      torch.full((rows,), 0.9, device=dev), torch.zeros(rows, device=dev),
+            top_k, top_p = (50, 0.9) if filters else (0, 1.0)
+            params = (torch.full((rows,), 0.8, device=dev),
+                      torch.full((rows,), top_k, device=dev),
+                      torch.full((rows,), top_p, device=dev), torch.zeros(rows, device=dev),
                       torch.arange(rows, device=dev),
                       torch.zeros(rows, dtype=torch.int64, device=dev))
             return (logits, *params)
-        return Workload("sample", f"B{rows} V{vocab}", make, bytes=rows * vocab * 4)
+        tag = "top-k 50 top-p 0.9" if filters else "plain"
+        return Workload("sample", f"B{rows} V{vocab} {tag}", make, bytes=rows * vocab * 4)
 
     def bitmask(self, rows: int, vocab: int = 128256, tag: str = "") -> Workload:
         words = -(-vocab // 32)
@@ -263,7 +281,10 @@ def workloads(dtype: torch.dtype, device: torch.device, quick: bool) -> list[Wor
                 b.store_kv_cache(tokens)]
     out += [b.decode(16, 1024)] if quick else [b.decode(64, 2048), b.decode(8, 8192)]
     out += [b.prefill(2, 512)] if quick else [b.prefill(8, 1024)]
-    out += [b.fused_moe(64 if quick else 256), b.sample(64), b.bitmask(64)]
+    moe_tokens = (256,) if quick else (256, 1024, 4096)
+    out += [b.fused_moe(t) for t in moe_tokens]
+    out += [b.fused_moe(t, experts=8, top_k=2, inter=768) for t in moe_tokens]
+    out += [b.sample(1), b.sample(64), b.sample(64, filters=False), b.bitmask(64)]
     return out
 
 
@@ -297,8 +318,13 @@ def measure(work: Workload, backend: str, bandwidth: float, tflops: float) -> Ro
         unit, amount, ceiling = "GB/s", work.bytes / 1e3, bandwidth
     rate = lambda us: None if us is None else amount / us            # noqa: E731
     pct = lambda r: None if r is None else 100 * r / ceiling          # noqa: E731
+    note = ""
+    if work.dense is not None and graph is not None:
+        dense_us = time_graph([work.dense()], calls=20)
+        note = (f"dense same FLOPs {amount / dense_us:.0f} TFLOP/s, "
+                f"MoE time / dense time {graph / dense_us:.2f}")
     return Row(work.op, work.shape, backend, eager, direct, graph, unit, rate(eager),
-               rate(graph), pct(rate(eager)), pct(rate(graph)))
+               rate(graph), pct(rate(eager)), pct(rate(graph)), note)
 
 
 def format_row(row: Row) -> str:
@@ -306,7 +332,7 @@ def format_row(row: Row) -> str:
     graph = ("- | - | -" if row.graph_us is None else
              f"{row.graph_us:.1f} | {row.graph_rate:.1f} | {row.graph_pct:.1f}%")
     return (f"| {row.op} | {row.shape} | {row.backend} | {row.eager_us:.1f} | "
-            f"{row.eager_pct:.1f}% | {direct} | {graph} | {row.unit} |")
+            f"{row.eager_pct:.1f}% | {direct} | {graph} | {row.unit} | {row.note} |")
 
 
 def main() -> None:
@@ -328,8 +354,8 @@ def main() -> None:
     print(f"Ceilings: device-to-device copy {bandwidth:.0f} GB/s (read + write), "
           f"bf16 matmul 8192^3 {tflops:.0f} TFLOP/s\n")
     print("| op | shape | backend | eager (us) | eager % | direct (us) | graph (us) | "
-          "graph rate | graph % | unit |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+          "graph rate | graph % | unit | note |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---|---|")
     rows = []
     for work in workloads(dtype, device, args.quick):
         if wanted and work.op not in wanted:

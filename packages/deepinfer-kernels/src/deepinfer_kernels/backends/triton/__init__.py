@@ -21,6 +21,7 @@ from deepinfer_kernels._registry import Impl, Registry
 PRIORITY = 20
 
 _OPS = {
+    "linear": "linear:linear",
     "rms_norm": "norm:rms_norm",
     "silu_and_mul": "activation:silu_and_mul",
     "rotary_embedding": "rotary:rotary_embedding",
@@ -28,6 +29,8 @@ _OPS = {
     "apply_token_bitmask": "bitmask:apply_token_bitmask",
     "paged_attention_decode": "decode_attention:paged_attention_decode",
     "paged_attention_prefill": "prefill_attention:paged_attention_prefill",
+    "fused_moe": "moe:fused_moe",
+    "sample": "sampling:sample",
 }
 
 
@@ -65,7 +68,13 @@ def _supports_rows(x: torch.Tensor, *rest) -> bool:
     return _unit_stride(x)
 
 
-def _supports_rms_norm(x, weight, eps, residual) -> bool:
+def _supports_linear(x, weight, bias, batch_invariant=False) -> bool:
+    # Only the invariant calls: for the others the vendor GEMM (reference F.linear) is faster.
+    return batch_invariant and _unit_stride(x, weight, bias)
+
+
+def _supports_rms_norm(x, weight, eps, residual, batch_invariant=False) -> bool:
+    # One program per row whatever T: invariant either way.
     return _unit_stride(x, weight, residual) and x.shape[1] <= 65536
 
 
@@ -88,12 +97,24 @@ def _supports_bitmask(logits, bitmask, indices) -> bool:
     return _unit_stride(logits) and bitmask.is_contiguous()
 
 
-def _supports_attention(q, k_cache, v_cache, *rest) -> bool:
+def _supports_attention(q, k_cache, v_cache, *rest, batch_invariant=False) -> bool:
     return (_unit_stride(q) and k_cache.is_contiguous() and v_cache.is_contiguous()
             and q.shape[2] <= 256)
 
 
+def _supports_moe(hidden, router_logits, w13, w2, top_k, scoring, bias, *rest,
+                  batch_invariant=False) -> bool:
+    """Routing keeps a token's E scores in registers: E <= 1024, top_k <= 64."""
+    return (_unit_stride(hidden, router_logits, w13, w2, bias)
+            and router_logits.shape[1] <= 1024 and top_k <= 64)
+
+
+def _supports_sample(logits, *rest) -> bool:
+    return _unit_stride(logits) and all(t.is_contiguous() for t in rest)
+
+
 _SUPPORTS = {
+    "linear": _supports_linear,
     "rms_norm": _supports_rms_norm,
     "silu_and_mul": _supports_rows,
     "rotary_embedding": _supports_rotary,
@@ -101,12 +122,21 @@ _SUPPORTS = {
     "apply_token_bitmask": _supports_bitmask,
     "paged_attention_decode": _supports_attention,
     "paged_attention_prefill": _supports_attention,
+    "fused_moe": _supports_moe,
+    "sample": _supports_sample,
 }
+
+
+# Selected only when named (backend="triton" or DEEPINFER_KERNEL_BACKEND): the last revision of the
+# sampler kernel has not yet run on a GPU, and at batch 1 with top-k/top-p it was slower than the
+# reference on the H200 (packages/deepinfer-kernels/BENCHMARKS.md).
+_EXPLICIT_ONLY = {"sample"}
 
 
 def register(registry: Registry) -> None:
     """Declares the triton implementations (CUDA automatically, CPU explicitly)."""
     for op, target in _OPS.items():
+        auto = () if op in _EXPLICIT_ONLY else ("cuda",)
         registry.register(Impl(op=op, backend="triton", target=f"{__name__}.{target}",
-                               devices=("cuda",), explicit_devices=("cpu",), priority=PRIORITY,
+                               devices=auto, explicit_devices=("cuda", "cpu"), priority=PRIORITY,
                                available=available, supports=_SUPPORTS[op]))

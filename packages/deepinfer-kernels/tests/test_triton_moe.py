@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Triton fused_moe against `reference` (itself checked against HF in test_ref_moe.py).
+
+Runs natively on CUDA, else under the Triton interpreter (tiny shapes; bfloat16 only on CUDA:
+the interpreter rounds float32 -> bfloat16 casts toward zero).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deepinfer_kernels import ops
+from deepinfer_kernels.backends.reference.moe import select_experts as reference_select
+from deepinfer_kernels.backends.triton import available
+from deepinfer_kernels.testing import default_device_type, poison_allocator, tolerance
+
+DEVICE = default_device_type()
+pytestmark = pytest.mark.skipif(not available(DEVICE), reason="needs CUDA or TRITON_INTERPRET=1 "
+                                "set before triton's first import")
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])
+
+# tokens, hidden, inter, experts, top_k, scoring, bias, groups, renormalize, scale
+SPECS = {
+    "empty": (0, 16, 8, 4, 2, "softmax", False, None, True, 1.0),
+    "softmax_odd": (13, 40, 24, 6, 2, "softmax", False, None, True, 1.0),
+    "softmax_norenorm": (9, 32, 20, 8, 3, "softmax", False, None, False, 1.0),
+    "softmax_all_experts": (5, 16, 16, 4, 4, "softmax", False, None, True, 1.0),
+    "sigmoid_bias_groups": (11, 24, 16, 16, 4, "sigmoid", True, (4, 2), True, 2.5),
+    "sigmoid_bias_only": (7, 16, 40, 12, 3, "sigmoid", True, None, True, 1.0),
+    "softmax_groups_no_bias": (6, 16, 8, 8, 3, "softmax", False, (2, 1), False, 1.5),
+    "sigmoid_top1": (17, 48, 8, 6, 1, "sigmoid", False, None, False, 1.0),
+    "many_experts_few_tokens": (3, 16, 8, 40, 5, "softmax", False, None, True, 1.0),
+}
+
+
+def _inputs(spec, dtype, seed):
+    tokens, hidden, inter, experts, top_k, scoring, bias, groups, renorm, scale = spec
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(tokens, hidden, generator=gen).to(dtype)
+    logits = torch.randn(tokens, experts, generator=gen)
+    w13 = (torch.randn(experts, 2 * inter, hidden, generator=gen) * hidden ** -0.5).to(dtype)
+    w2 = (torch.randn(experts, hidden, inter, generator=gen) * inter ** -0.5).to(dtype)
+    b = torch.randn(experts, generator=gen) * 0.1 if bias else None
+    n_group, topk_group = groups or (None, None)
+    tensors = [t.to(DEVICE) if t is not None else None for t in (x, logits, w13, w2, b)]
+    x, logits, w13, w2, b = tensors
+    return (x, logits, w13, w2, top_k, scoring, b, n_group, topk_group, renorm, scale)
+
+
+def _assert_close(got, want, dtype):
+    rtol, atol = tolerance("fused_moe", dtype)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(SPECS))
+def test_fused_moe_matches_reference(name, dtype):
+    args = _inputs(SPECS[name], dtype, seed=len(name))
+    want = ops.fused_moe(*args, backend="reference")
+    poison_allocator(DEVICE)
+    got = ops.fused_moe(*args, backend="triton")
+    assert got.shape == want.shape and got.dtype == want.dtype
+    _assert_close(got, want, dtype)
+
+
+@pytest.mark.parametrize("name", [n for n in SPECS if n != "empty"])
+def test_routing_matches_reference(name):
+    from deepinfer_kernels.backends.triton.moe_routing import select_experts
+
+    _, logits, _, _, *routing = _inputs(SPECS[name], torch.float32, seed=7)
+    weights, ids = select_experts(logits, *routing)
+    want_weights, want_ids = reference_select(logits, *routing)
+    assert torch.equal(ids.long(), want_ids)             # same experts, same slot order
+    torch.testing.assert_close(weights, want_weights, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("experts, block_m, tokens", [(5, 16, 11), (40, 16, 11), (3, 4, 11),
+                                                      (300, 16, 60), (7, 32, 150),
+                                                      (1000, 16, 60)])
+def test_align_by_expert_matches_brute_force(experts, block_m, tokens):
+    from deepinfer_kernels.backends.triton.moe_routing import align_by_expert, max_blocks
+
+    gen = torch.Generator().manual_seed(experts)
+    ids = torch.randint(0, experts, (tokens, 3), generator=gen, dtype=torch.int32)
+    pairs = ids.numel()
+    sorted_pairs, tile_experts = align_by_expert(ids.to(DEVICE), experts, block_m)
+    want_rows, want_tiles = [], []
+    for e in range(experts):
+        members = [p for p in range(pairs) if ids.flatten()[p] == e]
+        if members:
+            padded = -(-len(members) // block_m) * block_m
+            want_rows += members + [pairs] * (padded - len(members))
+            want_tiles += [e] * (padded // block_m)
+    blocks = max_blocks(pairs, experts, block_m)
+    want_tiles += [experts] * (blocks - len(want_tiles))
+    assert tile_experts.tolist() == want_tiles
+    assert sorted_pairs[:len(want_rows)].tolist() == want_rows   # later rows: never read
+
+
+def test_every_config_matches_reference():
+    from deepinfer_kernels.backends.triton.moe import CONFIGS, FIXED_CONFIG, fused_moe
+
+    args = _inputs(SPECS["sigmoid_bias_groups"], torch.float32, seed=3)
+    want = ops.fused_moe(*args, backend="reference")
+    for cfg in [c for _, c in CONFIGS] + [FIXED_CONFIG]:
+        poison_allocator(DEVICE)
+        _assert_close(fused_moe(*args, config=cfg), want, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_fused_moe_is_batch_invariant(dtype):
+    from deepinfer_kernels.backends.triton.moe import FIXED_CONFIG, INTERPRETER_CONFIG, fused_moe
+
+    cfg = FIXED_CONFIG if DEVICE == "cuda" else INTERPRETER_CONFIG
+    spec = (19, 32, 24, 8, 2, "softmax", False, None, True, 1.0)
+    x, logits, *rest = _inputs(spec, dtype, seed=4)
+    full = fused_moe(x, logits, *rest, config=cfg)
+    for rows in (slice(0, 1), slice(5, 12), slice(18, 19)):
+        alone = fused_moe(x[rows], logits[rows], *rest, config=cfg)
+        assert torch.equal(full[rows], alone)
