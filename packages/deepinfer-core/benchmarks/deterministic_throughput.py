@@ -36,9 +36,12 @@ def run(folder: Path, args: argparse.Namespace, deterministic: bool) -> float:
     if deterministic:
         cmd.append("--deterministic")
     print("$", " ".join(cmd), flush=True)
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    print(out.stdout[-4000:], out.stderr[-2000:], flush=True)
-    for line in out.stdout.splitlines():  # the rich table row: engine | elapsed | req/s | output tok/s | ...
+    lines = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        for line in proc.stdout:  # streamed, so a run cut short by a timeout still shows its progress
+            print(line, end="", flush=True)
+            lines.append(line)
+    for line in lines:  # the rich table row: engine | elapsed | req/s | output tok/s | ...
         cells = [c.strip() for c in line.split("│")]
         if len(cells) > 4 and cells[1] == "DeepInfer":
             return float(cells[4].replace(",", ""))
