@@ -58,6 +58,9 @@ class EngineConfig:
         deterministic: batch-invariant kernels on the whole path (matmul, RMSNorm, attention,
             LM head): a request's tokens and logprobs depend only on its own prompt, parameters
             and seed, not on what runs beside it or how its prompt is chunked. Slower.
+        async_scheduling: schedule and launch step N+1 before step N's tokens reach the host
+            (`engine.async_core`); identical output, less idle device time. Steps that need the
+            ids first (penalties, structured output, logprobs, speculation) run synchronously.
         speculative_config: speculative decoding, e.g. `{"method": "ngram",
             "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group
             `deepinfer.proposers`), other keys go to it. None decodes without drafts.
@@ -78,6 +81,7 @@ class EngineConfig:
     enforce_eager: bool = False
     deterministic: bool = False
     speculative_config: dict | None = None
+    async_scheduling: bool = True
 
     def __post_init__(self) -> None:
         if self.model is not None and not isinstance(self.model, str):
@@ -100,7 +104,7 @@ class EngineConfig:
         if self.load_format not in ("auto", "dummy"):
             raise ValueError(f"load_format: expected 'auto' or 'dummy', got {self.load_format!r}")
         _check_speculative(self.speculative_config)
-        for name in ("enforce_eager", "deterministic"):
+        for name in ("enforce_eager", "deterministic", "async_scheduling"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

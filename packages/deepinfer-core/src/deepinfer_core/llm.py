@@ -12,6 +12,7 @@ from typing import Any
 from deepinfer_recipe import PromptTokenizer, conversation_from_openai, render_chat_template
 
 from deepinfer_core.config import EngineConfig
+from deepinfer_core.engine.async_core import AsyncEngineCore
 from deepinfer_core.engine.engine_core import EngineCore
 from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
 from deepinfer_core.engine.speculative import SpeculativeDecoder, load_proposer
@@ -55,6 +56,8 @@ class LLM:
         speculative_config: speculative decoding, e.g. `{"method": "ngram", "num_speculative_tokens": 4}`
             (a proposer plug-in such as deepinfer-dspark provides the method); output is lossless:
             the same distribution as without it (token-identical when greedy and deterministic).
+        async_scheduling: overlap scheduling and output processing of one step with the device
+            work of the next (default on; identical output).
 
     Unset (None) knobs keep `EngineConfig`'s defaults.
 
@@ -74,14 +77,15 @@ class LLM:
                  max_num_batched_tokens: int | None = None, kv_cache_memory: int | None = None,
                  enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0,
                  load_format: str = "auto", enforce_eager: bool = False, deterministic: bool = False,
-                 speculative_config: dict | None = None) -> None:
+                 speculative_config: dict | None = None, async_scheduling: bool = True) -> None:
         given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,
                      max_num_batched_tokens=max_num_batched_tokens, kv_cache_memory=kv_cache_memory,
                      block_size=block_size)
         self.config = EngineConfig(model=None if model is None else str(model), dtype=dtype,
                                    max_model_len=max_model_len, enable_chunked_prefill=enable_chunked_prefill,
                                    seed=seed, load_format=load_format, enforce_eager=enforce_eager,
-                                   deterministic=deterministic, speculative_config=speculative_config, **{k: v for k, v in given.items() if v is not None})
+                                   deterministic=deterministic, speculative_config=speculative_config,
+                                   async_scheduling=async_scheduling, **{k: v for k, v in given.items() if v is not None})
         model_config = load_model_config(self.config.model)
         self.model_config = model_config
         self.model_path = model_config.path  # the resolved checkpoint (the default model's GGUF for None)
@@ -101,7 +105,8 @@ class LLM:
             kv_tokens = self.config.kv_cache_memory // runner.kv_bytes_per_block() * self.config.block_size
             max_model_len = min(limit, kv_tokens) or limit  # no block at all: EngineCore names the field
         self.max_model_len = max_model_len
-        self.engine = EngineCore(runner, self.config, self.max_model_len, model_config.vocab_size, eos,
+        core = AsyncEngineCore if self.config.async_scheduling else EngineCore
+        self.engine = core(runner, self.config, self.max_model_len, model_config.vocab_size, eos,
                                  structured=StructuredOutputManager(_guidance_factory(
                                      self.tokenizer.backend_tokenizer, model_config.vocab_size, eos)),
                                  speculative=self._speculative(runner, eos))

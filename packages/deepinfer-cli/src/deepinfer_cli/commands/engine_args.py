@@ -39,6 +39,8 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--load-format", default=None, choices=["auto", "dummy"],
                    help="dummy: seeded random weights (the model folder may hold only config.json)")
     g.add_argument("--enforce-eager", action="store_true", help="never capture CUDA graphs for decode steps")
+    g.add_argument("--no-async-scheduling", action="store_true",
+                   help="wait for each step's tokens before scheduling the next (overlap off)")
     g.add_argument("--deterministic", action="store_true",
                    help="batch-invariant kernels: a request's output does not depend on its neighbours")
 
@@ -58,6 +60,8 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         kwargs["enforce_eager"] = True
     if args.deterministic:
         kwargs["deterministic"] = True
+    if args.no_async_scheduling:
+        kwargs["async_scheduling"] = False
     return kwargs
 
 

@@ -12,7 +12,7 @@ import torch
 
 from deepinfer_core.engine.kv_cache import BlockPool, KVCacheManager
 from deepinfer_core.engine.request import Request, RequestStatus
-from deepinfer_core.engine.scheduler import Scheduler, SchedulerConfig
+from deepinfer_core.engine.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
 from deepinfer_core.sampling.sampler import Sampler
@@ -191,6 +191,11 @@ class EngineCore:
             elif self.scheduler.has_unfinished():  # the KV/budget checks above rule this out
                 raise RuntimeError("scheduler made no progress with unfinished requests")
             return list(outputs.values())
+        self._run(sched, outputs)
+        return list(outputs.values())
+
+    def _run(self, sched: SchedulerOutput, outputs: dict[str, EngineCoreOutput]) -> None:
+        """Executes a scheduled step synchronously and records its results into `outputs`."""
         drafts = sched.spec_token_ids
         chunks = [self._chunk(req, n, drafts.get(req.request_id, [])) for req, n in sched.scheduled]
         sampling = [req for (req, _), c in zip(sched.scheduled, chunks) if c.sample]
@@ -203,15 +208,15 @@ class EngineCore:
         sampled = self.sampler(model_out.logits[plain_rows], plain, masks) if plain else None
         for i, logits in model_out.prompt_logits.items():
             req = sched.scheduled[i][0]
-            outputs[req.request_id] = EngineCoreOutput(req.request_id, [], prompt_logprobs=self._prompt_logprobs(
-                req, chunks[i].start_pos, len(chunks[i].token_ids), logits))
+            out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
+            out.prompt_logprobs = self._prompt_logprobs(req, chunks[i].start_pos, len(chunks[i].token_ids), logits)
         tokens: dict[str, list[int]] = {}
         for b, req in enumerate(plain):
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
-            out.new_token_ids = [sampled.token_ids[b]]
+            tokens[req.request_id] = [sampled.token_ids[b]]
+            out.new_token_ids = out.new_token_ids + tokens[req.request_id]  # after any resolved earlier
             if sampled.logprobs[b] is not None:
                 out.new_logprobs = [sampled.logprobs[b]]
-            tokens[req.request_id] = out.new_token_ids
         if self.structured is not None and masks is not None:
             errors = self.structured.accept_step([(r, tokens[r.request_id]) for r in plain])
             for request_id, error in errors.items():
@@ -245,7 +250,6 @@ class EngineCore:
         for out in outputs.values():
             if out.error is not None and out.finish_reason is None:  # the grammar rejected a token
                 self._finish_with_error(out)
-        return list(outputs.values())
 
     def _fail_grammars(self) -> dict[str, EngineCoreOutput]:
         """Ends the requests whose grammar failed to compile (or timed out): they fail alone."""

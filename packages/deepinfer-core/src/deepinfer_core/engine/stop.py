@@ -16,6 +16,24 @@ if TYPE_CHECKING:
     from deepinfer_core.engine.request import Request
 
 
+def stop_token_rule(request: Request, token_id: int, num_output: int) -> tuple[bool, int | None]:
+    """Whether `token_id`, as the request's `num_output`-th output token, stops it on a token.
+
+    EOS (unless `ignore_eos`) and `stop_token_ids` count only once `min_tokens` tokens exist.
+
+    Returns:
+        (stops, stop_reason): stop_reason is the stop token id for `stop_token_ids`, None for EOS.
+    """
+    params = request.sampling_params
+    if num_output < params.min_tokens:
+        return False, None
+    if token_id == request.eos_token_id and not params.ignore_eos:
+        return True, None
+    if token_id in request.stop_token_ids:
+        return True, token_id
+    return False, None
+
+
 def check_token_stop(request: Request, max_model_len: int) -> bool:
     """Finishes `request` if its last output token ends it; sets `status` and `stop_reason`.
 
@@ -26,17 +44,12 @@ def check_token_stop(request: Request, max_model_len: int) -> bool:
     Returns:
         True when the request finished.
     """
-    params = request.sampling_params
-    last = request.output_token_ids[-1]
     num_output = request.num_output_tokens
-    if num_output >= params.min_tokens:
-        if last == request.eos_token_id and not params.ignore_eos:
-            request.status = RequestStatus.FINISHED_STOPPED
-            return True
-        if last in request.stop_token_ids:
-            request.status = RequestStatus.FINISHED_STOPPED
-            request.stop_reason = last
-            return True
+    stops, reason = stop_token_rule(request, request.output_token_ids[-1], num_output)
+    if stops:
+        request.status = RequestStatus.FINISHED_STOPPED
+        request.stop_reason = reason
+        return True
     if (request.max_tokens is not None and num_output >= request.max_tokens) or request.num_tokens >= max_model_len:
         request.status = RequestStatus.FINISHED_LENGTH
         return True

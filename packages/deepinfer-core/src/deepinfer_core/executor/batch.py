@@ -28,6 +28,9 @@ class ScheduledChunk:
         prompt_logprobs: also compute logits for every position of the chunk.
         num_logits: with `sample`, how many trailing positions get logits (1 + the number of
             draft tokens at the end of the chunk when speculative decoding verifies them).
+        fill_row: >= 0 when the chunk's last token is not known on the host yet (asynchronous
+            scheduling): it is row `fill_row` of the previous step's sampled ids, still on the
+            device (`ModelRunner.execute_model(..., fill_from=...)`); `token_ids[-1]` is a placeholder.
     """
 
     token_ids: list[int]
@@ -36,6 +39,7 @@ class ScheduledChunk:
     sample: bool
     prompt_logprobs: bool = False
     num_logits: int = 1
+    fill_row: int = -1
 
 
 @dataclasses.dataclass
@@ -132,7 +136,10 @@ def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.
                       + np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
 
     def to_dev(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-        return torch.from_numpy(a).to(device=device, dtype=dtype)
+        t = torch.from_numpy(a).to(dtype)
+        if torch.device(device).type == "cuda":  # pinned + non-blocking: never waits for queued kernels
+            return t.pin_memory().to(device, non_blocking=True)
+        return t.to(device)
 
     max_query_len = int(q_lens.max())
     meta = AttentionMetadata(

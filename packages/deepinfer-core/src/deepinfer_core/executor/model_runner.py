@@ -19,6 +19,7 @@ from deepinfer_core.layers.batch_invariant import set_batch_invariant
 from deepinfer_core.loader import iter_weights
 from deepinfer_core.loader.dummy import fill_dummy_weights
 from deepinfer_core.models.registry import build_model
+from deepinfer_core.executor.transfer import to_device
 
 
 class ModelRunner:
@@ -124,8 +125,13 @@ class ModelRunner:
                 and all(c.sample and not c.prompt_logprobs and c.num_logits == 1 for c in chunks))
 
     @torch.inference_mode()
-    def execute_model(self, chunks: list[ScheduledChunk]) -> ModelOutput:
+    def execute_model(self, chunks: list[ScheduledChunk], fill_from: torch.Tensor | None = None) -> ModelOutput:
         """Runs one step over `chunks` (prefill chunks and decode tokens mixed).
+
+        Args:
+            chunks: the step's work.
+            fill_from: `[R]` int64 token ids on the device (the previous step's samples): a chunk
+                with `fill_row >= 0` takes its last token from that row, without a host round trip.
 
         Returns:
             ModelOutput with `logits [num chunks with sample=True, V]` float32 in chunk order and
@@ -137,6 +143,13 @@ class ModelRunner:
         if not self.kv_caches:
             raise ValueError("kv_caches: call allocate_kv_cache() before execute_model()")
         step = prepare_inputs(chunks, self.block_size, self.device, self.kv_caches[0][0].shape[0])
+        filled = [(step.cu_seqlens[i + 1] - 1, c.fill_row) for i, c in enumerate(chunks) if c.fill_row >= 0]
+        if filled:
+            if fill_from is None:
+                raise ValueError("fill_from: chunks have placeholder tokens (fill_row) but no source ids")
+            index, rows = zip(*filled)
+            step.input_ids[to_device(list(index), torch.int64, self.device)] = \
+                fill_from[to_device(list(rows), torch.int64, self.device)]
         if self._use_graph(chunks, step):
             return ModelOutput(logits=self.graphs.run(step))
         aux = None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 from deepinfer_kernels import ops
 
+from deepinfer_core.executor.transfer import to_device
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
 from deepinfer_core.sampling.penalties import PenaltyState, apply_penalties
 
@@ -81,25 +82,43 @@ class Sampler:
                                     masks.rows.to(device, non_blocking=True))
         self._ban_stop_tokens(logits, requests)
 
-        if all(p.greedy for p in params):
-            sampled = logits.argmax(dim=-1)  # ops.sample's greedy rule (first maximum)
-        else:
-            sampled = ops.sample(
-                logits,
-                torch.tensor([0.0 if p.greedy else float(p.temperature) for p in params], dtype=torch.float32,
-                             device=device),
-                torch.tensor([p.top_k for p in params], dtype=torch.int64, device=device),
-                torch.tensor([float(p.top_p) for p in params], dtype=torch.float32, device=device),
-                torch.tensor([float(p.min_p) for p in params], dtype=torch.float32, device=device),
-                torch.tensor([r.seed for r in requests], dtype=torch.int64, device=device),
-                torch.tensor([r.num_output_tokens for r in requests], dtype=torch.int64, device=device),
-            )
+        sampled = self._draw(logits, requests)
         logprobs: list[TokenLogprobs | None] = [None] * len(requests)
         if lp_rows:
             rows = torch.tensor(lp_rows, dtype=torch.int64, device=device)
             for b, lp in zip(lp_rows, token_logprobs(raw, sampled[rows], [params[b].logprobs for b in lp_rows])):
                 logprobs[b] = lp
         return SamplerOutput(sampled.tolist(), logprobs)
+
+    def sample_ids(self, logits: torch.Tensor, requests: list[Request]) -> torch.Tensor:
+        """Samples one token per row and leaves the ids on the logits' device (no host sync).
+
+        For requests without penalties, structured output or logprobs (the asynchronous engine
+        path); `min_tokens` bans still apply. `logits` is modified in place.
+
+        Returns:
+            `[B]` int64 token ids on `logits.device`.
+        """
+        if logits.shape[0] != len(requests):
+            raise ValueError(f"logits has {logits.shape[0]} rows for {len(requests)} requests")
+        self._ban_stop_tokens(logits, requests)
+        return self._draw(logits, requests)
+
+    @staticmethod
+    def _draw(logits: torch.Tensor, requests: list[Request]) -> torch.Tensor:
+        params = [r.sampling_params for r in requests]
+        if all(p.greedy for p in params):
+            return logits.argmax(dim=-1)  # ops.sample's greedy rule (first maximum)
+        device = logits.device
+        return ops.sample(
+            logits,
+            to_device([0.0 if p.greedy else float(p.temperature) for p in params], torch.float32, device),
+            to_device([p.top_k for p in params], torch.int64, device),
+            to_device([float(p.top_p) for p in params], torch.float32, device),
+            to_device([float(p.min_p) for p in params], torch.float32, device),
+            to_device([r.seed for r in requests], torch.int64, device),
+            to_device([r.num_output_tokens for r in requests], torch.int64, device),
+        )
 
     def _apply_penalties(self, logits: torch.Tensor, requests: list[Request], rows: list[int]) -> None:
         vocab = logits.shape[1]

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Asynchronous scheduling: step N+1 is scheduled and launched before step N's tokens reach the host.
+
+The loop of `AsyncEngineCore.step`:
+  1. schedule step N+1 while step N may still run on the device; a request sampled in step N
+     already holds a placeholder for that token (its count is known, its id is not);
+  2. launch step N+1: the placeholders' ids are gathered on the device from step N's sampled
+     tensor (`ScheduledChunk.fill_row`), sampling leaves its ids on the device and starts a
+     non-blocking copy to pinned host memory;
+  3. advance the scheduler as if step N+1 were done (placeholders for its samples; length limits
+     are known without the ids);
+  4. only now wait for step N's copy (not for step N+1) and resolve its placeholders: stop-token
+     checks, outputs. Host work for step N overlaps device work for step N+1.
+
+A request that stops on a token in step N was already launched in step N+1: that extra token is
+computed and dropped (its KV blocks are freed; the device finishes writing them before any later
+step can reuse them, since all steps run in order on one stream). Output is identical to the
+synchronous loop. Steps whose requests need the sampled ids on the host before sampling the next
+token — penalties, structured output, logprobs, speculative decoding — run synchronously
+(`EngineCore.step`), after draining the in-flight step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from deepinfer_core.engine.engine_core import EngineCore, EngineCoreOutput
+from deepinfer_core.engine.request import Request, RequestStatus
+from deepinfer_core.engine.scheduler import SchedulerOutput
+from deepinfer_core.engine.stop import stop_token_rule
+
+PLACEHOLDER = -1
+
+
+@dataclasses.dataclass
+class InflightStep:
+    """A launched step whose sampled ids have not been read on the host.
+
+    Attributes:
+        requests: the sampling requests, in row order of `sampled`.
+        out_index: per request, the index of its placeholder in `output_token_ids`.
+        sampled: `[B]` int64 ids on the device (rows for the next step's `fill_row`).
+        host: `[B]` int64 pinned host copy (valid once `ready` has completed).
+        ready: CUDA event recorded after the copy; None off CUDA (the copy is already done).
+    """
+
+    requests: list[Request]
+    out_index: list[int]
+    sampled: torch.Tensor
+    host: torch.Tensor
+    ready: torch.cuda.Event | None
+
+
+class AsyncEngineCore(EngineCore):
+    """`EngineCore` with asynchronous scheduling (see the module docstring); same constructor."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._inflight: InflightStep | None = None
+        self.num_overlapped_steps = 0  # steps launched before the previous one was read (metrics, tests)
+
+    def has_unfinished(self) -> bool:
+        return self._inflight is not None or super().has_unfinished()
+
+    @torch.inference_mode()
+    def step(self) -> list[EngineCoreOutput]:
+        """Launches the next step and returns the outputs of the previous one (see module docstring)."""
+        outputs = self._fail_grammars()
+        sched = self.scheduler.schedule()
+        if sched.scheduled and self._overlappable(sched):
+            launched = self._launch(sched)
+            previous, self._inflight = self._inflight, launched
+            if previous is not None:
+                self.num_overlapped_steps += 1
+                self._resolve(previous, outputs)
+            return list(outputs.values())
+        if self._inflight is not None:  # the step below needs every token id on the host
+            previous, self._inflight = self._inflight, None
+            self._resolve(previous, outputs)
+            sched.scheduled = [(r, n) for r, n in sched.scheduled if not r.is_finished]
+        if not sched.scheduled:
+            if not outputs and self.structured is not None and self.structured.has_pending():
+                self.structured.wait()
+            elif not outputs and self.scheduler.has_unfinished():
+                raise RuntimeError("scheduler made no progress with unfinished requests")
+            return list(outputs.values())
+        self._run(sched, outputs)
+        return list(outputs.values())
+
+    def _overlappable(self, sched: SchedulerOutput) -> bool:
+        if self.speculative is not None or sched.spec_token_ids:
+            return False
+        for req, _ in sched.scheduled:
+            p = req.sampling_params
+            if (p.has_penalties or p.structured_outputs is not None or p.logprobs is not None
+                    or p.prompt_logprobs is not None):
+                return False
+        return True
+
+    def _launch(self, sched: SchedulerOutput) -> InflightStep:
+        rows = {}
+        if self._inflight is not None:
+            rows = {id(r): b for b, r in enumerate(self._inflight.requests)}
+        chunks = []
+        for req, n in sched.scheduled:
+            chunk = self._chunk(req, n, [])
+            if chunk.token_ids[-1] == PLACEHOLDER:
+                chunk.fill_row = rows[id(req)]
+            chunks.append(chunk)
+        fill_from = self._inflight.sampled if self._inflight is not None else None
+        model_out = self.runner.execute_model(chunks, fill_from=fill_from)
+        sampling = [req for (req, _), c in zip(sched.scheduled, chunks) if c.sample]
+        sampled = (self.sampler.sample_ids(model_out.logits, sampling) if sampling
+                   else torch.empty(0, dtype=torch.int64, device=model_out.logits.device))
+        on_cuda = sampled.device.type == "cuda"
+        host = torch.empty(sampled.shape, dtype=torch.int64, pin_memory=on_cuda)
+        host.copy_(sampled, non_blocking=on_cuda)
+        ready = None
+        if on_cuda:
+            ready = torch.cuda.Event()
+            ready.record()
+        out_index = [req.num_output_tokens for req in sampling]
+        for req in self.scheduler.update_from_output(sched, {r.request_id: [PLACEHOLDER] for r in sampling}):
+            pass  # finished by a length limit: reported when its last token is resolved
+        return InflightStep(sampling, out_index, sampled, host, ready)
+
+    def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput]) -> None:
+        """Reads a step's ids, fills the placeholders, applies stop tokens, records outputs."""
+        if step.ready is not None:
+            step.ready.synchronize()
+        for req, index, token in zip(step.requests, step.out_index, step.host.tolist()):
+            if (req.status in (RequestStatus.FINISHED_ABORTED, RequestStatus.FINISHED_ERROR)
+                    or index >= req.num_output_tokens or req.output_token_ids[index] != PLACEHOLDER):
+                continue  # dropped: aborted, or stopped on an earlier token
+            req.output_token_ids[index] = token
+            req.all_token_ids[req.num_prompt_tokens + index] = token
+            out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
+            out.new_token_ids.append(token)
+            stops, reason = stop_token_rule(req, token, index + 1)
+            if stops:
+                req.stop_reason = reason
+                del req.output_token_ids[index + 1:]
+                del req.all_token_ids[req.num_prompt_tokens + index + 1:]
+                if not req.is_finished:
+                    self.scheduler.finish(req.request_id, RequestStatus.FINISHED_STOPPED)
+                else:  # already ended by a length limit on a later placeholder
+                    req.status = RequestStatus.FINISHED_STOPPED
+            if req.is_finished and index == req.num_output_tokens - 1:
+                self._release(req.request_id)
+                out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
