@@ -85,6 +85,16 @@ def test_greedy_with_drafts_equals_greedy_without(tiny_checkpoint) -> None:
         assert [greedy(llm, [p])[0] for p in batch] == expected, f"alone, corrupt={corrupt}"
         stats = llm.engine.speculative.stats
         assert stats.rounds > 0 and stats.verified > 0
+        before = (stats.verified, stats.accepted, stats.rounds)
+        outs = llm.generate([{"prompt_token_ids": p} for p in batch],
+                            SamplingParams(temperature=0, max_tokens=STEPS, ignore_eos=True))
+        m = [o.metrics for o in outs]  # per-request counters add up to the engine's counters
+        assert sum(x.spec_verified for x in m) == stats.verified - before[0]
+        assert sum(x.spec_accepted for x in m) == stats.accepted - before[1]
+        assert sum(x.spec_rounds for x in m) == stats.rounds - before[2] > 0
+        assert all(x.spec_verified <= x.spec_proposed and x.spec_accepted <= x.spec_verified for x in m)
+        if corrupt == 0.0:
+            assert all(x.mean_accepted_length is None or x.mean_accepted_length > 1.0 for x in m)
         if corrupt == 0.0:
             assert stats.accepted == stats.verified  # right drafts are all accepted
             assert stats.mean_accepted_length > 2.0

@@ -38,12 +38,25 @@ class RequestMetrics:
         first_token_time: when its first output token was sampled (TTFT = this - arrival_time).
         finished_time: when it finished.
         num_generated_tokens: output tokens over all completions.
+        spec_proposed: draft tokens proposed for it (speculative decoding; 0 without).
+        spec_verified: draft tokens the target scored (proposed minus those the budget dropped).
+        spec_accepted: draft tokens accepted.
+        spec_rounds: verification steps (each emits accepted + 1 tokens unless a stop cuts it).
     """
 
     arrival_time: float
     first_token_time: float | None = None
     finished_time: float | None = None
     num_generated_tokens: int = 0
+    spec_proposed: int = 0
+    spec_verified: int = 0
+    spec_accepted: int = 0
+    spec_rounds: int = 0
+
+    @property
+    def mean_accepted_length(self) -> float | None:
+        """Tokens emitted per verification round, bonus included (DSpark / DeepSpec convention)."""
+        return None if not self.spec_rounds else (self.spec_accepted + self.spec_rounds) / self.spec_rounds
 
     @property
     def ttft(self) -> float | None:

@@ -49,6 +49,8 @@ class EngineCoreOutput:
         stop_reason: the stop token id that ended it (None for EOS and other reasons).
         error: why the request failed (finish_reason "error"), e.g. a grammar that does not
             compile; the message names the field.
+        spec_counts: (proposed, verified, accepted) draft tokens of this step's verification
+            (speculative decoding), else None.
     """
 
     request_id: str
@@ -58,6 +60,7 @@ class EngineCoreOutput:
     finish_reason: str | None = None
     stop_reason: int | str | None = None
     error: str | None = None
+    spec_counts: tuple[int, int, int] | None = None
 
 
 class EngineCore:
@@ -228,6 +231,7 @@ class EngineCore:
             for req, ids, lps in zip(spec_reqs, emitted, logprobs):
                 out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
                 out.new_token_ids, out.new_logprobs = ids, lps
+                out.spec_counts = self.speculative.take_counts(req.request_id)
                 tokens[req.request_id] = ids
         before = {r.request_id: r.num_output_tokens for r in spec_reqs}
 

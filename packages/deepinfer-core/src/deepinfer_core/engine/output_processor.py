@@ -186,6 +186,12 @@ class OutputProcessor:
         c = state.completions[index]
         if out.prompt_logprobs:
             state.prompt_logprobs.extend(self._logprob_dicts(out.prompt_logprobs))
+        if out.spec_counts is not None:
+            proposed, verified, accepted = out.spec_counts
+            state.metrics.spec_proposed += proposed
+            state.metrics.spec_verified += verified
+            state.metrics.spec_accepted += accepted
+            state.metrics.spec_rounds += 1
         if out.new_token_ids:
             if state.metrics.first_token_time is None:
                 state.metrics.first_token_time = now

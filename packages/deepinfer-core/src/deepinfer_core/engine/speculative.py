@@ -89,6 +89,7 @@ class SpeculativeDecoder:
         self.max_model_len = max_model_len
         self.stats = SpecStats()
         self.request_stats: dict[str, SpecStats] = {}
+        self._reported: dict[str, tuple[int, int, int]] = {}
 
     def propose(self, requests: list[Request]) -> None:
         """Stores drafts on the requests that will decode next step (`spec_token_ids`, `spec_probs`)."""
@@ -190,7 +191,16 @@ class SpeculativeDecoder:
     def remove(self, request_id: str) -> SpecStats | None:
         """Forgets a finished request; returns its counters."""
         self.proposer.remove(request_id)
+        self._reported.pop(request_id, None)
         return self.request_stats.pop(request_id, None)
+
+    def take_counts(self, request_id: str) -> tuple[int, int, int]:
+        """(proposed, verified, accepted) draft tokens of the request since the last call."""
+        stats = self._stats(request_id)
+        now = (stats.proposed, stats.verified, stats.accepted)
+        before = self._reported.get(request_id, (0, 0, 0))
+        self._reported[request_id] = now
+        return now[0] - before[0], now[1] - before[1], now[2] - before[2]
 
     def _stats(self, request_id: str) -> SpecStats:
         return self.request_stats.setdefault(request_id, SpecStats())
