@@ -62,6 +62,8 @@ def test_async_scheduling_matches_synchronous(tiny_checkpoint, family: str, with
     configs = {
         "roomy": dict(kv_cache_memory=64 << 20),
         "chunked": dict(kv_cache_memory=64 << 20, max_num_batched_tokens=16),
+        # a queue: slots freed by length limits are refilled while the last tokens are in flight
+        "queued": dict(kv_cache_memory=64 << 20, max_num_seqs=3),
         "preempting": dict(kv_cache_memory=34 * per_block, max_num_batched_tokens=32),
     }
     for name, extra in configs.items():

@@ -69,7 +69,7 @@ class AsyncEngineCore(EngineCore):
     def step(self) -> list[EngineCoreOutput]:
         """Launches the next step and returns the outputs of the previous one (see module docstring)."""
         outputs = self._fail_grammars()
-        sched = self.scheduler.schedule()
+        sched = self._schedule()
         if sched.scheduled and self._overlappable(sched):
             launched = self._launch(sched)
             previous, self._inflight = self._inflight, launched
@@ -124,7 +124,9 @@ class AsyncEngineCore(EngineCore):
             ready.record()
         out_index = [req.num_output_tokens for req in sampling]
         for req in self.scheduler.update_from_output(sched, {r.request_id: [PLACEHOLDER] for r in sampling}):
-            pass  # finished by a length limit: reported when its last token is resolved
+            # Finished by a length limit: reported when its last token is resolved, but its blocks
+            # and block-table row are free now (the launched step already read them).
+            self._release_row(req.request_id)
         return InflightStep(sampling, out_index, sampled, host, ready)
 
     def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput]) -> None:

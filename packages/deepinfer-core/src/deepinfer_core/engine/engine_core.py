@@ -109,6 +109,8 @@ class EngineCore:
                                        config.enable_chunked_prefill)
         self.scheduler = Scheduler(sched_config, KVCacheManager(BlockPool(num_blocks), config.block_size),
                                    is_ready=None if structured is None else structured.is_ready)
+        if hasattr(runner, "init_block_tables"):
+            runner.init_block_tables(config.max_num_seqs, max_model_len)
         self.sampler = Sampler()
         self._rng = random.Random(config.seed)
         self._arrivals = 0
@@ -187,7 +189,7 @@ class EngineCore:
             One output per request that sampled a token, finished, or got prompt logprobs.
         """
         outputs = self._fail_grammars()
-        sched = self.scheduler.schedule()
+        sched = self._schedule()
         if not sched.scheduled:
             if self.structured is not None and self.structured.has_pending():
                 self.structured.wait()  # only requests whose grammar is still compiling are left
@@ -196,6 +198,16 @@ class EngineCore:
             return list(outputs.values())
         self._run(sched, outputs)
         return list(outputs.values())
+
+    def _schedule(self) -> SchedulerOutput:
+        sched = self.scheduler.schedule()
+        for req in sched.preempted:  # its blocks are gone: so is its block-table row
+            self._release_row(req.request_id)
+        return sched
+
+    def _release_row(self, request_id: str) -> None:
+        if hasattr(self.runner, "release"):
+            self.runner.release(request_id)
 
     def _run(self, sched: SchedulerOutput, outputs: dict[str, EngineCoreOutput]) -> None:
         """Executes a scheduled step synchronously and records its results into `outputs`."""
@@ -271,6 +283,7 @@ class EngineCore:
 
     def _release(self, request_id: str) -> None:
         self.sampler.release(request_id)
+        self._release_row(request_id)
         if self.speculative is not None:
             self.speculative.remove(request_id)
         if self.structured is not None:
@@ -298,7 +311,8 @@ class EngineCore:
                                  and req.next_prompt_logprob_pos <= min(end, req.num_prompt_tokens - 1))
         return ScheduledChunk(token_ids=req.all_token_ids[start:end] + drafts, start_pos=start,
                               block_ids=req.block_ids, sample=end == req.num_tokens,
-                              prompt_logprobs=wants_prompt_logprobs, num_logits=1 + len(drafts))
+                              prompt_logprobs=wants_prompt_logprobs, num_logits=1 + len(drafts),
+                              request_id=req.request_id)
 
     @staticmethod
     def _prompt_logprobs(req: Request, start: int, length: int, logits: torch.Tensor) -> list[TokenLogprobs]:

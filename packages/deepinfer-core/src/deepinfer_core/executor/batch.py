@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
+from deepinfer_core.executor.block_tables import PersistentBlockTables
 
 
 @dataclasses.dataclass
@@ -31,6 +32,7 @@ class ScheduledChunk:
         fill_row: >= 0 when the chunk's last token is not known on the host yet (asynchronous
             scheduling): it is row `fill_row` of the previous step's sampled ids, still on the
             device (`ModelRunner.execute_model(..., fill_from=...)`); `token_ids[-1]` is a placeholder.
+        request_id: the request (keys its persistent block-table row; None rebuilds the table).
     """
 
     token_ids: list[int]
@@ -40,6 +42,7 @@ class ScheduledChunk:
     prompt_logprobs: bool = False
     num_logits: int = 1
     fill_row: int = -1
+    request_id: str | None = None
 
 
 @dataclasses.dataclass
@@ -83,7 +86,7 @@ class StepInputs:
 
 
 def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.device | str,
-                   num_blocks: int | None = None) -> StepInputs:
+                   num_blocks: int | None = None, tables: PersistentBlockTables | None = None) -> StepInputs:
     """Flattens `chunks` into one step's tensors (vectorised with numpy, one copy to device).
 
     Args:
@@ -91,6 +94,9 @@ def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.
         block_size: S, tokens per KV-cache block.
         device: where the tensors go.
         num_blocks: size of the KV pool; when given, block ids must be in `[0, num_blocks)`.
+        tables: persistent block tables; when given and every chunk has a `request_id`, only the
+            block ids added since the request's last step are copied (host work per step then
+            grows with what changed, not with batch x blocks).
 
     Raises:
         ValueError: empty `chunks`, an empty chunk, a negative `start_pos`, a block table too
@@ -123,9 +129,12 @@ def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.
     positions = starts[request_of_token] + np.arange(num_tokens) - cu[:-1][request_of_token]
 
     width = max(len(c.block_ids) for c in chunks)
-    block_tables = np.zeros((len(chunks), width), dtype=np.int64)
-    for i, c in enumerate(chunks):
-        block_tables[i, : len(c.block_ids)] = c.block_ids
+    if tables is not None and all(c.request_id is not None for c in chunks):
+        block_tables = tables.gather([tables.sync(c.request_id, c.block_ids) for c in chunks], width)
+    else:
+        block_tables = np.zeros((len(chunks), width), dtype=np.int64)
+        for i, c in enumerate(chunks):
+            block_tables[i, : len(c.block_ids)] = c.block_ids
     slot_mapping = block_tables[request_of_token, positions // block_size] * block_size + positions % block_size
 
     input_ids = np.fromiter((t for c in chunks for t in c.token_ids), dtype=np.int64, count=num_tokens)

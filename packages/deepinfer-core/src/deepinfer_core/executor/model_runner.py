@@ -13,6 +13,7 @@ import torch
 
 from deepinfer_core.config import EngineConfig, ModelConfig
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
+from deepinfer_core.executor.block_tables import PersistentBlockTables
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
 from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes
 from deepinfer_core.layers.batch_invariant import set_batch_invariant
@@ -55,6 +56,16 @@ class ModelRunner:
         self.graphs: DecodeGraphs | None = None
         # Decoder layers whose outputs every step also returns (features for a speculative drafter).
         self.aux_layers: tuple[int, ...] = ()
+        self.block_tables: PersistentBlockTables | None = None
+
+    def init_block_tables(self, max_rows: int, max_model_len: int) -> None:
+        """Keeps block tables between steps (`executor.block_tables`); rows are freed by `release`."""
+        self.block_tables = PersistentBlockTables(max_rows, -(-max_model_len // self.block_size))
+
+    def release(self, request_id: str) -> None:
+        """The request finished or was preempted: its block-table row is free."""
+        if self.block_tables is not None:
+            self.block_tables.release(request_id)
 
     def kv_bytes_per_block(self) -> int:
         """Bytes one KV block takes over all layers (K and V)."""
@@ -142,7 +153,7 @@ class ModelRunner:
         """
         if not self.kv_caches:
             raise ValueError("kv_caches: call allocate_kv_cache() before execute_model()")
-        step = prepare_inputs(chunks, self.block_size, self.device, self.kv_caches[0][0].shape[0])
+        step = prepare_inputs(chunks, self.block_size, self.device, self.kv_caches[0][0].shape[0], self.block_tables)
         filled = [(step.cu_seqlens[i + 1] - 1, c.fill_row) for i, c in enumerate(chunks) if c.fill_row >= 0]
         if filled:
             if fill_from is None:
