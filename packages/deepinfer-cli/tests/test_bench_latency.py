@@ -21,20 +21,22 @@ def _tiny_config(path) -> transformers.LlamaConfig:
     return cfg
 
 
-def test_latency_table_has_a_numeric_row_per_batch_size(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("extra, width", [([], 8), (["--no-async-scheduling"], 8), (["--hf"], 11)])
+def test_latency_table_has_a_numeric_row_per_batch_size(tmp_path, capsys, monkeypatch, extra, width):
     monkeypatch.setenv("COLUMNS", "200")  # rich reads the width from here when not on a terminal
     _tiny_config(tmp_path)
     argv = ["bench", "latency", "--model", str(tmp_path), "--load-format", "dummy", "--dtype", "float32",
             "--batch-sizes", "1", "2", "--input-len", "5", "--output-len", "4", "--num-iters", "1",
-            "--copy-bytes", "4MiB", "--kv-cache-memory", "1MiB"]
+            "--copy-bytes", "4MiB", "--kv-cache-memory", "1MiB", *extra]
     assert main(argv) == 0
     out = capsys.readouterr().out
     rows = [line.replace("│", " ").split() for line in out.splitlines()]
     rows = [r for r in rows if r and r[0].isdigit()]
     assert [r[0] for r in rows] == ["1", "2"]
     for r in rows:
-        assert len(r) == 8  # batch + 7 figures, none missing or wrapped
-        assert all(float(v) > 0 for v in r[1:])
+        assert len(r) == width  # batch + 7 figures (+ HF TTFT, TPOT, ratio), none missing or wrapped
+        assert all(float(v) > 0 for v in r[1:9])
+        assert all(float(v) == float(v) for v in r[9:])  # HF columns parse (TPOT is a difference)
     assert "copy bandwidth:" in out
     assert "warm-up: 1 iteration(s) per batch size, excluded" in out
 

@@ -15,7 +15,7 @@ from deepinfer_core.config import EngineConfig
 from deepinfer_core.engine.async_core import AsyncEngineCore
 from deepinfer_core.engine.engine_core import EngineCore
 from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
-from deepinfer_core.engine.speculative import SpeculativeDecoder, load_proposer
+from deepinfer_core.engine.speculative import build_speculative
 from deepinfer_core.executor.model_runner import ModelRunner
 from deepinfer_core.interfaces import ProgressCallback
 from deepinfer_core.loader import load_model_config, load_tokenizer
@@ -109,7 +109,7 @@ class LLM:
         self.engine = core(runner, self.config, self.max_model_len, model_config.vocab_size, eos,
                                  structured=StructuredOutputManager(_guidance_factory(
                                      self.tokenizer.backend_tokenizer, model_config.vocab_size, eos)),
-                                 speculative=self._speculative(runner, eos))
+                                 speculative=build_speculative(self.config, model_config, runner, self.max_model_len, eos))
         runner.capture_cuda_graphs(self.max_model_len)  # no-op off CUDA or with enforce_eager
         self._processor = OutputProcessor(self.tokenizer.backend_tokenizer)
         self._chat_encoder: ChatEncoder | None = None  # built on the first `chat`
@@ -139,19 +139,6 @@ class LLM:
     def get_tokenizer(self) -> Any:
         """The transformers tokenizer (with its chat template)."""
         return self.tokenizer
-
-    def _speculative(self, runner: ModelRunner, eos: int | None) -> SpeculativeDecoder | None:
-        spec = self.config.speculative_config
-        if spec is None:
-            return None
-        cfg = self.model_config
-        # The target's embedding and LM head go to drafters that share them (DSpark, EAGLE, MTP).
-        info = dict(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
-                    eos_token_id=eos, model_path=str(cfg.path), device=str(runner.device), dtype=runner.dtype,
-                    embed_tokens=runner.model.model.embed_tokens.weight, lm_head=runner.model.lm_head.weight)
-        decoder = SpeculativeDecoder(load_proposer(spec, info), spec["num_speculative_tokens"], self.max_model_len)
-        runner.aux_layers = decoder.target_layer_ids
-        return decoder
 
     def generate(self, prompts: Prompt | Sequence[Prompt],
                  sampling_params: SamplingParams | Sequence[SamplingParams] | None = None, *,

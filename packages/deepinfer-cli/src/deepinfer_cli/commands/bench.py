@@ -11,6 +11,7 @@ Only tokens actually emitted count; the warm-up run is excluded and stated in th
 from __future__ import annotations
 
 import argparse
+import sys
 import random
 import time
 from dataclasses import dataclass
@@ -114,7 +115,7 @@ def run_throughput(args: argparse.Namespace) -> int:
     if args.hf_batch_size < 1:
         raise ValueError(f"--hf-batch-size: must be >= 1, got {args.hf_batch_size}")
     check_workload_args(args.num_prompts, tuple(args.input_len), tuple(args.output_len))  # before the load
-    console = Console()
+    console = Console() if sys.stdout.isatty() else Console(width=200)  # logs keep whole numbers
     with console.status("loading model"):
         llm = LLM(**engine_kwargs(args))
     if args.input_len[1] > llm.max_model_len:

@@ -15,6 +15,7 @@ measured at the start of the same run.
 from __future__ import annotations
 
 import argparse
+import sys
 import math
 import random
 import statistics
@@ -38,6 +39,7 @@ class LatencyResult:
         elapsed: wall time of all timed iterations, seconds.
         output_tokens: tokens emitted in the timed iterations.
         roofline_bytes: bytes one decode step must read (weights + KV at the mean context).
+        hf_ttft, hf_tpot: HF transformers medians on the same prompts (seconds), when measured.
     """
 
     batch_size: int
@@ -46,6 +48,8 @@ class LatencyResult:
     elapsed: float
     output_tokens: int
     roofline_bytes: int
+    hf_ttft: float | None = None
+    hf_tpot: float | None = None
 
 
 def add_parser(bsub: argparse._SubParsersAction) -> None:
@@ -59,6 +63,8 @@ def add_parser(bsub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random prompt token ids")
     p.add_argument("--copy-bytes", type=parse_bytes, default=256 * 2**20,
                    help="tensor size of the bandwidth copy, e.g. 256MiB")
+    p.add_argument("--hf", action="store_true",
+                   help="also time HF transformers generate on the same prompts (same device and dtype)")
     add_engine_args(p)
     p.set_defaults(run=run_latency)
 
@@ -164,7 +170,7 @@ def run_latency(args: argparse.Namespace) -> int:
     from deepinfer_core import LLM
 
     check_latency_args(args)  # before the load
-    console = Console()
+    console = Console() if sys.stdout.isatty() else Console(width=200)  # logs keep whole numbers
     with console.status("loading model"):
         llm = LLM(**engine_kwargs(args))
     need = args.input_len + args.output_len
@@ -191,8 +197,40 @@ def run_latency(args: argparse.Namespace) -> int:
         results.append(LatencyResult(batch, ttfts, tpots, elapsed, batch * args.output_len * args.num_iters,
                                      decode_bytes(llm.decode_weight_bytes, llm.kv_bytes_per_token, batch,
                                                   args.input_len, args.output_len)))
-    print_report(console, results, bandwidth, llm.decode_weight_bytes, llm.engine.num_preemptions - preempted, args)
+    preemptions = llm.engine.num_preemptions - preempted
+    weight_bytes = llm.decode_weight_bytes
+    if args.hf:
+        run_hf_latency(llm, results, vocab, args, console)
+    print_report(console, results, bandwidth, weight_bytes, preemptions, args)
     return 0
+
+
+def run_hf_latency(llm, results: list[LatencyResult], vocab: int, args: argparse.Namespace, console: Console) -> None:
+    """Times HF transformers on the same prompts (same seed) for every batch size, after freeing `llm`."""
+    import gc
+
+    import torch
+
+    from deepinfer_cli.commands.hf_baseline import hf_latency, load_hf_model
+
+    device, dtype, path = llm.config.device, llm.engine.runner.dtype, llm.model_path
+    dummy = llm.config.load_format == "dummy"
+    del llm
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    with console.status("loading HF transformers"):
+        model = load_hf_model(path, dtype=dtype, device=device, dummy=dummy)
+    for r in results:
+        rng = random.Random(args.seed)
+        ttfts, tpots = [], []
+        for it in range(args.num_iters_warmup + args.num_iters):
+            with console.status(f"HF batch {r.batch_size}: iteration {it + 1}"):
+                t, p = hf_latency(model, random_prompts(r.batch_size, args.input_len, vocab, rng), args.output_len)
+            if it >= args.num_iters_warmup:
+                ttfts.append(t)
+                tpots.append(p)
+        r.hf_ttft, r.hf_tpot = statistics.median(ttfts), statistics.median(tpots)
 
 
 def print_report(console: Console, results: list[LatencyResult], bandwidth: float, model_bytes: int,
@@ -201,21 +239,28 @@ def print_report(console: Console, results: list[LatencyResult], bandwidth: floa
     table = Table(title=f"latency: input {args.input_len}, output {args.output_len}, greedy, ignore_eos, "
                         f"seed {args.seed}, {args.num_iters} iteration(s); times in ms")
     table.add_column("batch", no_wrap=True)
-    for col in ("TTFT\np50", "TTFT\np99", "TPOT\np50", "TPOT\np99", "output\ntok/s", "roofline\nTPOT",
-                "roofline\nfrac"):
+    hf = any(r.hf_tpot is not None for r in results)
+    cols = ["TTFT\np50", "TTFT\np99", "TPOT\np50", "TPOT\np99", "output\ntok/s", "roofline\nTPOT", "roofline\nfrac"]
+    if hf:
+        cols += ["HF\nTTFT", "HF\nTPOT", "HF TPOT /\nTPOT"]
+    for col in cols:
         table.add_column(col, justify="right")
     for r in results:
         tpot = statistics.median(r.tpots)
         roofline = r.roofline_bytes / bandwidth
-        table.add_row(str(r.batch_size), f"{1e3 * statistics.median(r.ttfts):.2f}",
-                      f"{1e3 * percentile(r.ttfts, 99):.2f}", f"{1e3 * tpot:.2f}",
-                      f"{1e3 * percentile(r.tpots, 99):.2f}", f"{r.output_tokens / r.elapsed:.1f}",
-                      f"{1e3 * roofline:.3f}", f"{roofline / tpot:.3f}")
+        row = [str(r.batch_size), f"{1e3 * statistics.median(r.ttfts):.2f}",
+               f"{1e3 * percentile(r.ttfts, 99):.2f}", f"{1e3 * tpot:.2f}",
+               f"{1e3 * percentile(r.tpots, 99):.2f}", f"{r.output_tokens / r.elapsed:.1f}",
+               f"{1e3 * roofline:.3f}", f"{roofline / tpot:.3f}"]
+        if hf:
+            row += [f"{1e3 * r.hf_ttft:.2f}", f"{1e3 * r.hf_tpot:.2f}", f"{r.hf_tpot / tpot:.2f}"]
+        table.add_row(*row)
     console.print(table)
     console.print("roofline TPOT: decode-step bytes / copy bandwidth (ms); roofline frac: roofline TPOT / TPOT p50")
     console.print(f"copy bandwidth: {bandwidth / 1e9:.2f} GB/s (read + write of a {args.copy_bytes / 2**20:.0f} "
                   f"MiB copy, median of 5); weights {model_bytes / 2**20:.1f} MiB; roofline bytes = weights + "
                   f"batch x (input + output/2) x KV bytes per token")
-    console.print(f"warm-up: {args.num_iters_warmup} iteration(s) per batch size, excluded")
+    console.print(f"warm-up: {args.num_iters_warmup} iteration(s) per batch size, excluded"
+                  + ("; HF: medians of 1-token and full generate calls on the same prompts" if hf else ""))
     if preemptions:
         console.print(f"note: {preemptions} preemption(s) during the run; raise --kv-cache-memory")

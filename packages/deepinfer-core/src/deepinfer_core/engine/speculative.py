@@ -233,3 +233,22 @@ def load_proposer(spec_config: dict, model_info: dict) -> Proposer:
     if not isinstance(proposer, Proposer):
         raise ValueError("speculative_config: the proposer lacks propose/commit/remove")
     return proposer
+
+
+def build_speculative(config, model_config, runner, max_model_len: int, eos: int | None) -> SpeculativeDecoder | None:
+    """The engine's SpeculativeDecoder for `config.speculative_config` (None when unset).
+
+    The proposer factory gets the target's facts and its embedding and LM head tensors (drafters
+    such as DSpark, EAGLE and MTP share them); the runner is told which target layers' hidden
+    states to return every step.
+    """
+    spec = config.speculative_config
+    if spec is None:
+        return None
+    info = dict(vocab_size=model_config.vocab_size, hidden_size=model_config.hidden_size,
+                num_hidden_layers=model_config.num_hidden_layers, eos_token_id=eos,
+                model_path=str(model_config.path), device=str(runner.device), dtype=runner.dtype,
+                embed_tokens=runner.model.model.embed_tokens.weight, lm_head=runner.model.lm_head.weight)
+    decoder = SpeculativeDecoder(load_proposer(spec, info), spec["num_speculative_tokens"], max_model_len)
+    runner.aux_layers = decoder.target_layer_ids
+    return decoder
