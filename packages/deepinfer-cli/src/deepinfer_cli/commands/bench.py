@@ -129,11 +129,13 @@ def run_throughput(args: argparse.Namespace) -> int:
     with console.status(f"DeepInfer: {args.num_prompts} requests"):
         results = [run_deepinfer(llm, workload, args.temperature)]
     if args.hf:
-        model_path = llm.model_path
+        model_path, dtype, device = llm.model_path, llm.engine.runner.dtype, llm.config.device
+        dummy = llm.config.load_format == "dummy"
         del llm
         with console.status(f"HF transformers: {args.num_prompts} requests"):
             results.append(run_hf(model_path, workload, args.hf_batch_size, args.temperature,
-                                  warmup=not args.no_warmup, result_cls=Result))
+                                  warmup=not args.no_warmup, result_cls=Result, dtype=dtype, device=device,
+                                  dummy=dummy))
     print_table(console, results, args)
     return 0
 

@@ -62,7 +62,8 @@ def hf_latency(model, prompts: list[list[int]], output_len: int) -> tuple[float,
     return ttft, (timed(output_len) - ttft) / (output_len - 1)
 
 
-def run_hf(model_path, workload, batch_size: int, temperature: float, warmup: bool, result_cls):
+def run_hf(model_path, workload, batch_size: int, temperature: float, warmup: bool, result_cls,
+           dtype=None, device: str = "cpu", dummy: bool = False):
     """Run the workload with `model.generate` in left-padded batches of `batch_size`.
 
     Every request of a batch decodes `max(output_lens in batch)` tokens (HF decodes a batch in
@@ -71,13 +72,13 @@ def run_hf(model_path, workload, batch_size: int, temperature: float, warmup: bo
     """
     import torch
 
-    model = load_hf_model(model_path)
+    model = load_hf_model(model_path, dtype=dtype, device=device, dummy=dummy)
     pad = model.config.pad_token_id if model.config.pad_token_id is not None else 0
 
     def generate(prompts, outs):
         width = max(len(p) for p in prompts)
-        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         n = max(outs)
         sample = temperature > 0
         with torch.inference_mode():
@@ -90,6 +91,8 @@ def run_hf(model_path, workload, batch_size: int, temperature: float, warmup: bo
     start = time.perf_counter()
     for i in range(0, len(workload.prompts), batch_size):
         generate(workload.prompts[i:i + batch_size], workload.output_lens[i:i + batch_size])
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
     return result_cls("HF transformers", elapsed, len(workload.prompts), workload.prompt_tokens,
                       sum(workload.output_lens))
