@@ -44,7 +44,8 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """`[..., size]` -> same shape and dtype."""
-        return ops.rms_norm(x.reshape(-1, x.shape[-1]), self.weight, self.eps).reshape(x.shape)
+        # The weight follows the input's dtype (bf16 autocast in training keeps fp32 master weights).
+        return ops.rms_norm(x.reshape(-1, x.shape[-1]), self.weight.to(x.dtype), self.eps).reshape(x.shape)
 
 
 class DraftAttention(nn.Module):

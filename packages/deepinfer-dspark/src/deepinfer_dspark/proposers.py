@@ -11,7 +11,8 @@ through entry-point group `deepinfer.proposers`:
   ngram:  prompt_lookup_min (1), prompt_lookup_max (4).
   dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
           sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
-          calibration (JSON path of `SequentialTemperatureScaling`, optional).
+          calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
+          folder's calibration.json when present, as `deepinfer-dspark train` writes it).
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     drafter = load_checkpoint(path, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
                               target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head"))
     calibration = spec_config.get("calibration")
+    if calibration is None and (Path(path) / "calibration.json").is_file():
+        calibration = Path(path) / "calibration.json"  # STS temperatures stored with the checkpoint
     temperatures = None
     if calibration is not None:
         temperatures = torch.as_tensor(SequentialTemperatureScaling.load(calibration).temperatures)

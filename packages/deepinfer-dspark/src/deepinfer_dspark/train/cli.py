@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`deepinfer-dspark train | calibrate`: train a small DSpark drafter for a target, offline.
+
+    deepinfer-dspark train --out drafter/                    # the engine's default SmolLM2-135M
+    deepinfer-dspark train --target model.gguf --out drafter/ --steps 1000
+    deepinfer-dspark calibrate --drafter drafter/            # refit calibration.json
+
+`train` (1) turns `--num-prompts` + `--num-calibration-prompts` stdlib docstrings into chat
+prompts, (2) has the target answer them in the engine (`deepinfer_core.LLM`), (3) trains the
+drafter on the training replies (`DraftTrainer`), (4) saves a DeepSpec checkpoint folder,
+(5) fits STS on greedy rollouts over the held-out replies (`calibration.json`) and (6) writes
+`training.json` (settings, loss history, calibration report). Serve it with
+`LLM(target, speculative_config={"method": "dspark", "model": OUT, "num_speculative_tokens": k,
+"calibration": OUT + "/calibration.json"})`, k <= block size.
+
+Defaults are sized for SmolLM2-135M-Instruct on one H200 in under 15 minutes. The estimate is
+UNMEASURED (no GPU run yet); it comes from counting work:
+  generation  2176 prompts x <= 256 new tokens ~ 0.56 M tokens; the engine's only H200
+              measurement (BENCHMARKS.md: 4.3 k output tok/s at batch 64, a larger model,
+              host-bound steps) gives <= 2 min, batch 256 should be faster;
+  training    3000 steps x (target forward over 16 x ~400 tokens, ~1.7 TFLOP; drafter + LM head
+              + Markov head over 512 blocks x 7 positions, ~1 TFLOP forward + backward; about
+              10 GB of float32 loss traffic over [3584, 49152] logits) ~ 25-40 ms a step on
+              H200 peak rates with Python overheads -> 1.5-2 min;
+  calibration 128 held-out replies x 16 anchors ~ 2 k rollouts -> < 30 s;
+  start-up    GGUF dequantisation twice (engine, transformers) + CUDA graphs ~ 1 min.
+About 5-6 minutes in total, leaving a 2.5x margin for the estimate's error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from deepinfer_core import LLM
+
+from deepinfer_dspark.checkpoint import load_checkpoint
+from deepinfer_dspark.train.calibrate import CALIBRATION_FILE, calibrate_checkpoint
+from deepinfer_dspark.train.data import build_prompts, generate_sequences, stdlib_docstrings, unused_special_token
+from deepinfer_dspark.train.features import TargetModel, default_target_layer_ids, load_hf_target
+from deepinfer_dspark.train.losses import LossWeights
+from deepinfer_dspark.train.model import drafter_config, init_drafter, save_checkpoint
+from deepinfer_dspark.train.trainer import DraftTrainer, TrainConfig
+
+REPORT_FILE = "training.json"
+
+
+def _layer_ids(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--target-layer-ids: expected comma-separated ints, got {text!r}") from exc
+
+
+def _data_args(p: argparse.ArgumentParser, num_prompts: int) -> None:
+    p.add_argument("--target", default=None, help="target .gguf file or HF folder (default: the engine's "
+                   "default model, SmolLM2-135M-Instruct)")
+    p.add_argument("--num-prompts", type=int, default=num_prompts, help="prompts (stdlib docstrings) to generate on")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="reply length cap")
+    p.add_argument("--max-prompt-chars", type=int, default=1500, help="docstrings are cut to this length")
+    p.add_argument("--temperature", type=float, default=0.0, help="reply sampling temperature (0: greedy)")
+    p.add_argument("--max-num-seqs", type=int, default=256, help="engine batch size while generating")
+    p.add_argument("--device", default="auto", help="torch device (auto: cuda when available)")
+    p.add_argument("--seed", type=int, default=0, help="prompt shuffle, sampling and training seed")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `deepinfer-dspark` argument parser."""
+    parser = argparse.ArgumentParser(prog="deepinfer-dspark", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="generate data, train a drafter, calibrate it")
+    _data_args(train, 2048)
+    train.add_argument("--out", required=True, help="checkpoint folder to write")
+    train.add_argument("--num-calibration-prompts", type=int, default=128, help="held-out prompts for STS (0: skip)")
+    train.add_argument("--steps", type=int, default=3000)
+    train.add_argument("--batch-size", type=int, default=16, help="sequences per step")
+    train.add_argument("--anchors", type=int, default=32, help="draft blocks per sequence per step")
+    train.add_argument("--lr", type=float, default=6e-4)
+    train.add_argument("--block-size", type=int, default=7, help="draft block size (max speculative tokens)")
+    train.add_argument("--layers", type=int, default=2, help="draft decoder layers")
+    train.add_argument("--markov-rank", type=int, default=256)
+    train.add_argument("--target-layer-ids", type=_layer_ids, default=None,
+                       help="comma-separated target layers (default: 5 spread from 1 to L-3)")
+    train.add_argument("--mask-token-id", type=int, default=None, help="default: an unused special token")
+    train.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto")
+    train.add_argument("--calibration-anchors", type=int, default=16, help="rollouts per held-out reply")
+    train.add_argument("--log-every", type=int, default=50)
+    cal = sub.add_parser("calibrate", help="fit calibration.json for a trained drafter")
+    _data_args(cal, 128)
+    cal.add_argument("--drafter", required=True, help="checkpoint folder (calibration.json is written there)")
+    cal.add_argument("--prompt-offset", type=int, default=None,
+                     help="skip this many docstrings (default: the drafter's training prompts, from training.json)")
+    cal.add_argument("--anchors", type=int, default=16, help="rollouts per held-out reply")
+    return parser
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def _log(message: str) -> None:
+    print(f"[deepinfer-dspark] {message}", file=sys.stderr, flush=True)
+
+
+def _generate(args: argparse.Namespace, device: torch.device, prompt_sets: list[list[str]]):
+    """Target replies for each prompt set; returns (sequences per set, target path, tokenizer)."""
+    gpu = device.type != "cpu"
+    engine = dict(dtype="bfloat16" if gpu else "float32", device=str(device), max_num_seqs=args.max_num_seqs,
+                  seed=args.seed)
+    if gpu:
+        engine.update(kv_cache_memory=8 << 30, max_num_batched_tokens=8192)
+    llm = LLM(args.target, **engine)
+    sets = []
+    for prompts in prompt_sets:
+        start = time.time()
+        seqs = generate_sequences(llm, prompts, args.max_new_tokens, temperature=args.temperature, seed=args.seed)
+        tokens = sum(s.reply_len for s in seqs)
+        _log(f"generated {len(seqs)}/{len(prompts)} replies, {tokens} tokens in {time.time() - start:.1f} s")
+        sets.append(seqs)
+    path, tokenizer = Path(llm.model_path), llm.get_tokenizer()
+    del llm
+    gc.collect()
+    if gpu and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return sets, path, tokenizer
+
+
+def _load_target(path: Path, device: torch.device, layer_ids: tuple[int, ...] | None) -> TargetModel:
+    dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
+    model = load_hf_target(path, dtype, device)
+    ids = layer_ids or default_target_layer_ids(int(model.config.num_hidden_layers))
+    return TargetModel(model, ids)
+
+
+def run_train(args: argparse.Namespace) -> dict:
+    """The `train` command; returns the report written to `training.json`."""
+    start, device = time.time(), _device(args.device)
+    train_cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, anchors_per_sequence=args.anchors,
+                            lr=args.lr, precision=args.precision, seed=args.seed, loss=LossWeights(),
+                            log_every=args.log_every)   # validated before the slow steps
+    docs = stdlib_docstrings(args.num_prompts + args.num_calibration_prompts, seed=args.seed,
+                             max_chars=args.max_prompt_chars)
+    prompts = build_prompts(docs)
+    (train_seqs, held_out), path, tokenizer = _generate(
+        args, device, [prompts[:args.num_prompts], prompts[args.num_prompts:]])
+    target = _load_target(path, device, args.target_layer_ids)
+    mask = args.mask_token_id if args.mask_token_id is not None else unused_special_token(
+        tokenizer, train_seqs + held_out, target.vocab_size)
+    config = drafter_config(target.config, num_layers=args.layers, block_size=args.block_size,
+                            target_layer_ids=target.target_layer_ids, mask_token_id=mask,
+                            markov_rank=args.markov_rank, num_anchors=args.anchors)
+    drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=args.seed, device=device)
+    _log(f"training {sum(p.numel() for p in drafter.parameters() if p.requires_grad) / 1e6:.1f} M parameters on "
+         f"{len(train_seqs)} sequences; target layers {list(target.target_layer_ids)}, mask token {mask}")
+    train_start = time.time()
+    history = DraftTrainer(drafter, target, train_seqs, train_cfg).train(
+        on_log=lambda e: _log(f"step {e['step']}/{args.steps} loss {e['loss']:.4f} ce {e['ce']:.3f} "
+                              f"tv {e['tv']:.3f} conf {e['conf']:.3f} accept {e['acceptance']:.3f}"))
+    train_time = time.time() - train_start
+    out = save_checkpoint(drafter, config, args.out)
+    del drafter
+    calibration = None
+    if held_out:
+        served = load_checkpoint(out, dtype=target.dtype, device=device)
+        calibration = calibrate_checkpoint(out, served, target, held_out, args.calibration_anchors, args.seed)
+        _log(f"calibration: mean accepted {calibration['mean_accepted']:.2f} of {args.block_size} drafts, "
+             f"temperatures {[round(t, 3) for t in calibration['temperatures']]}")
+    report = {"target": str(path), "device": str(device), "args": vars(args),
+              "num_train_sequences": len(train_seqs), "num_held_out_sequences": len(held_out),
+              "history": history, "calibration": calibration,
+              "seconds": {"train": round(train_time, 1), "total": round(time.time() - start, 1)}}
+    (out / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
+    _log(f"wrote {out} in {report['seconds']['total']} s")
+    return report
+
+
+def run_calibrate(args: argparse.Namespace) -> dict:
+    """The `calibrate` command; returns the calibration report."""
+    device, folder = _device(args.device), Path(args.drafter)
+    trained = json.loads((folder / REPORT_FILE).read_text()).get("args", {}) if (folder / REPORT_FILE).is_file() else {}
+    if args.target is None and "target" in trained:
+        args.target = trained["target"]
+    offset = args.prompt_offset if args.prompt_offset is not None else int(trained.get("num_prompts", 0))
+    docs = stdlib_docstrings(offset + args.num_prompts, seed=args.seed, max_chars=args.max_prompt_chars)
+    (held_out,), path, _ = _generate(args, device, [build_prompts(docs)[offset:]])
+    config = json.loads((folder / "config.json").read_text())
+    target = _load_target(path, device, tuple(config["target_layer_ids"]))
+    drafter = load_checkpoint(folder, dtype=target.dtype, device=device)
+    report = calibrate_checkpoint(folder, drafter, target, held_out, args.anchors, args.seed)
+    _log(f"wrote {folder / CALIBRATION_FILE}: mean accepted {report['mean_accepted']:.2f}, "
+         f"temperatures {[round(t, 3) for t in report['temperatures']]}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point `deepinfer-dspark`."""
+    args = build_parser().parse_args(argv)
+    if args.command == "train":
+        run_train(args)
+    else:
+        run_calibrate(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

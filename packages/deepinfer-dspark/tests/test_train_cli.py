@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`deepinfer-dspark train | calibrate` on a tiny random target (stdlib docstring prompts)."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import entry_points
+
+import pytest
+
+from deepinfer_dspark import SequentialTemperatureScaling, load_checkpoint
+from deepinfer_dspark.train.cli import main
+from deepinfer_dspark.train.tiny import build_tiny_target
+
+SMALL = ["--num-prompts", "6", "--max-prompt-chars", "100", "--max-new-tokens", "16", "--device", "cpu"]
+
+
+def test_console_script_is_registered() -> None:
+    scripts = entry_points(group="console_scripts", name="deepinfer-dspark")
+    assert [e.value for e in scripts] == ["deepinfer_dspark.train.cli:main"]
+
+
+def test_train_then_calibrate(tmp_path) -> None:
+    target = build_tiny_target(tmp_path / "target")
+    out = tmp_path / "drafter"
+    main(["train", "--target", str(target), "--out", str(out), *SMALL, "--num-calibration-prompts", "3",
+          "--steps", "4", "--log-every", "2", "--layers", "1", "--block-size", "4", "--markov-rank", "16",
+          "--target-layer-ids", "0,2", "--batch-size", "3", "--anchors", "8", "--calibration-anchors", "4"])
+    assert sorted(p.name for p in out.iterdir()) == ["calibration.json", "config.json", "model.safetensors",
+                                                     "training.json"]
+    report = json.loads((out / "training.json").read_text())
+    assert [e["step"] for e in report["history"]] == [2, 4]
+    assert report["num_train_sequences"] == 6 and report["num_held_out_sequences"] == 3
+    assert report["calibration"]["rollouts"] > 0
+    drafter = load_checkpoint(out)
+    assert drafter.config.target_layer_ids == (0, 2) and drafter.config.block_size == 4
+    first = SequentialTemperatureScaling.load(out / "calibration.json")
+    assert len(first.temperatures) == 4
+
+    (out / "calibration.json").unlink()
+    main(["calibrate", "--drafter", str(out), "--num-prompts", "2", "--max-prompt-chars", "100",
+          "--max-new-tokens", "16", "--anchors", "4", "--device", "cpu"])   # the target: from training.json
+    assert len(SequentialTemperatureScaling.load(out / "calibration.json").temperatures) == 4
+
+
+def test_bad_arguments_fail_before_any_work(tmp_path) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "--out", str(tmp_path), "--target-layer-ids", "a,b"])
+    with pytest.raises(ValueError, match="steps"):
+        main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path), "--steps", "-1"])

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Training a drafter for a tiny random target, end to end on the CPU.
+
+Blocks are checked against a brute-force construction; training must lower the loss and raise
+the drafter's greedy acceptance in the engine (`speculative_config`, as users load it) above an
+untrained drafter's, with greedy output identical to decoding without speculation; the saved
+folder must have DeepSpec's key names and shapes (the table transcribed in conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from deepinfer_core import LLM, SamplingParams
+
+from deepinfer_dspark import load_checkpoint
+from deepinfer_dspark.train.blocks import build_blocks, pad_batch, sample_anchors
+from deepinfer_dspark.train.data import generate_sequences, unused_special_token
+from deepinfer_dspark.train.features import TargetModel, load_hf_target
+from deepinfer_dspark.train.model import drafter_config, init_drafter, save_checkpoint
+from deepinfer_dspark.train.tiny import build_tiny_target
+from deepinfer_dspark.train.trainer import DraftTrainer, TrainConfig, lr_factor
+
+PROMPTS = ["Hello there, how are you?", "Explain lists.", "What is a dict?", "Write code.",
+           "Tell me a story.", "Sort numbers."]
+LAYERS = (0, 2)
+FAST = dict(steps=50, batch_size=6, anchors_per_sequence=32, lr=1e-2, log_every=10)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    folder = build_tiny_target(tmp_path_factory.mktemp("tiny-target"), seed=0)
+    llm = LLM(str(folder), dtype="float32", max_model_len=256)
+    seqs = generate_sequences(llm, PROMPTS, 32)
+    target = TargetModel(load_hf_target(folder), LAYERS)
+    mask = unused_special_token(llm.get_tokenizer(), seqs, target.vocab_size)
+    config = drafter_config(target.config, num_layers=2, block_size=4, target_layer_ids=LAYERS,
+                            mask_token_id=mask, markov_rank=32)
+    return folder, seqs, target, config
+
+
+@pytest.fixture(scope="module")
+def trained(setup, tmp_path_factory):
+    folder, seqs, target, config = setup
+    untrained = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=0)
+    untrained_dir = save_checkpoint(untrained, config, tmp_path_factory.mktemp("untrained"))
+    drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=0)
+    history = DraftTrainer(drafter, target, seqs, TrainConfig(**FAST)).train()
+    trained_dir = save_checkpoint(drafter, config, tmp_path_factory.mktemp("trained"))
+    return drafter, history, untrained_dir, trained_dir
+
+
+def brute_force_blocks(seqs, seq_index, anchors, width, mask):
+    """Blocks by explicit indexing of each Python list."""
+    rows = []
+    for b, s in zip(seq_index.tolist(), anchors.tolist()):
+        seq = seqs[b]
+        labels = [seq[s + k] if s + k < len(seq) else None for k in range(1, width + 1)]
+        rows.append(dict(tokens=[seq[s]] + [mask] * (width - 1), positions=list(range(s, s + width)),
+                         labels=labels, prev=[seq[s]] + labels[:-1]))
+    return rows
+
+
+def test_blocks_match_brute_force() -> None:
+    gen = torch.Generator().manual_seed(0)
+    seqs = [torch.randint(0, 50, (n,), generator=gen).tolist() for n in (12, 5, 20)]
+    prompt_lens = [4, 4, 1]
+    ids, lengths = pad_batch(seqs, pad_id=99)
+    seq_index, anchors = sample_anchors(lengths.tolist(), prompt_lens, 6, gen)
+    blocks = build_blocks(ids, lengths, seq_index, anchors, 4, 77)
+    for r, ref in enumerate(brute_force_blocks(seqs, seq_index, anchors, 4, 77)):
+        assert blocks.block_tokens[r].tolist() == ref["tokens"]
+        assert blocks.positions[r].tolist() == ref["positions"]
+        assert blocks.valid[r].tolist() == [x is not None for x in ref["labels"]]
+        valid = blocks.valid[r]
+        assert blocks.labels[r][valid].tolist() == [x for x in ref["labels"] if x is not None]
+        assert [t for t, ok in zip(blocks.prev_tokens[r].tolist(), [True] + valid[:-1].tolist()) if ok] == \
+            [x for x in ref["prev"] if x is not None]
+        assert blocks.target_positions[r][valid].tolist() == [p for p, ok in zip(ref["positions"], valid) if ok]
+
+
+def test_anchors_are_distinct_and_followed_by_a_reply_token() -> None:
+    gen = torch.Generator().manual_seed(1)
+    lengths, prompt_lens = [30, 10, 6, 7], [10, 10, 2, 7]
+    seq_index, anchors = sample_anchors(lengths, prompt_lens, 8, gen)
+    for b in range(4):
+        picked = anchors[seq_index == b].tolist()
+        valid = list(range(prompt_lens[b] - 1, lengths[b] - 1))
+        assert len(set(picked)) == len(picked) == min(8, len(valid))
+        assert set(picked) <= set(valid)
+    with pytest.raises(ValueError, match="anchors_per_sequence"):
+        sample_anchors(lengths, prompt_lens, 0, gen)
+
+
+def test_lr_schedule() -> None:
+    total = 100
+    factors = [lr_factor(s, total, 0.04) for s in range(total)]
+    assert factors[:4] == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    assert factors[4] == pytest.approx(1.0)
+    assert factors[52] == pytest.approx(0.5 * (1 + math.cos(math.pi * 48 / 96)))
+    assert all(a >= b for a, b in zip(factors[4:], factors[5:]))
+
+
+def test_training_lowers_the_loss(trained) -> None:
+    _, history, _, _ = trained
+    assert len(history) == 5
+    assert history[-1]["loss"] < 0.9 * history[0]["loss"]
+    assert history[-1]["top1"] > history[0]["top1"]
+
+
+def test_checkpoint_has_deepspec_names_and_loads(setup, trained, tiny) -> None:
+    _, _, target, config = setup
+    drafter, _, _, trained_dir = trained
+    _, deepspec_shapes, _ = tiny
+    state = load_file(str(trained_dir / "model.safetensors"))
+    assert {k: tuple(v.shape) for k, v in state.items()} == deepspec_shapes(config)
+    assert json.loads((trained_dir / "config.json").read_text())["architectures"] == ["Qwen3DSparkModel"]
+    loaded = load_checkpoint(trained_dir)
+    for name, tensor in drafter.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], tensor), name
+    assert torch.equal(loaded.embed_tokens.weight, target.embed_weight)
+    assert torch.equal(loaded.lm_head.weight, target.lm_head_weight)
+
+
+def greedy_chat(llm: LLM) -> list[list[int]]:
+    outs = llm.chat([[{"role": "user", "content": p}] for p in PROMPTS], SamplingParams(temperature=0, max_tokens=32))
+    assert all(o.error is None for o in outs)
+    return [o.outputs[0].token_ids for o in outs]
+
+
+def test_trained_drafter_raises_acceptance_in_the_engine(setup, trained) -> None:
+    folder = setup[0]
+    _, _, untrained_dir, trained_dir = trained
+    kw = dict(dtype="float32", max_model_len=256, deterministic=True)
+    expected = greedy_chat(LLM(str(folder), **kw))
+    accepted = {}
+    for name, path in (("untrained", untrained_dir), ("trained", trained_dir)):
+        llm = LLM(str(folder), speculative_config={"method": "dspark", "model": str(path),
+                                                   "num_speculative_tokens": 4}, **kw)
+        assert greedy_chat(llm) == expected, name
+        stats = llm.engine.speculative.stats
+        assert stats.verified > 0, name
+        accepted[name] = stats.accepted / stats.verified
+    assert accepted["trained"] > 0
+    assert accepted["trained"] > accepted["untrained"] + 0.05, accepted
+
+
+def test_bf16_autocast_steps(setup) -> None:
+    _, seqs, target, config = setup
+    drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=1)
+    before = drafter.fc.weight.detach().clone()
+    trainer = DraftTrainer(drafter, target, seqs, TrainConfig(steps=3, batch_size=2, anchors_per_sequence=4,
+                                                              precision="bf16"))
+    assert trainer.use_autocast
+    history = trainer.train()               # the first step checks that every parameter got a gradient
+    assert math.isfinite(history[-1]["loss"])
+    assert not torch.equal(drafter.fc.weight, before)
+    assert drafter.fc.weight.dtype == torch.float32
+
+
+def test_invalid_settings_raise(setup) -> None:
+    _, seqs, target, config = setup
+    with pytest.raises(ValueError, match="steps"):
+        TrainConfig(steps=-1)
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="fp8")
+    with pytest.raises(ValueError, match="target_layer_ids"):
+        bad = {**config, "target_layer_ids": [0, 1]}
+        DraftTrainer(init_drafter(bad, target.embed_weight, target.lm_head_weight), target, seqs)
+    with pytest.raises(ValueError, match="embed"):
+        init_drafter(config, target.embed_weight[:10], target.lm_head_weight)
