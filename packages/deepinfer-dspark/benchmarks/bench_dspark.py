@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""DSpark benchmark: no speculation vs fixed length k vs confidence scheduling, by concurrency.
+
+For each concurrency C (requests in flight = batch), the same C chat prompts (stdlib docstrings in
+another shuffle than training's) are generated with greedy decoding and `max_tokens` each, by:
+  - `none`: no speculation;
+  - `fixed-k` for k in --fixed: DSpark drafts, every request verifies k drafts;
+  - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
+    calibrated confidences and the measured SPS profile (--sps, or measured here first).
+Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
+`generate` call after one excluded warm-up call per engine; per-user tok/s = mean over requests of
+tokens / (finish - arrival); mean verified / accepted lengths from the engine's counters.
+
+Usage (GPU machine, repository root, target GGUF or HF folder and a trained drafter folder):
+    python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target T --drafter D \
+        --concurrency 1 8 32 64 128 256 --fixed 1 2 3 4 5 6 7 --out $OUT/dspark.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+
+def measure_sps(target: str, sizes: list[int], engine_kw: dict) -> "SPSProfile":
+    """Steps per second of plain decode at each batch size (one token per request per step)."""
+    from deepinfer_core import LLM, SamplingParams
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    llm = LLM(target, **engine_kw)
+    rates = []
+    for b in sizes:
+        prompts = [{"prompt_token_ids": [1 + (i % 50)] * 16} for i in range(b)]
+        params = SamplingParams(temperature=0, max_tokens=33, ignore_eos=True)
+        llm.generate(prompts[:1], params)  # warm-up
+        outs = llm.generate(prompts, params)
+        steps = [(o.metrics.finished_time - o.metrics.first_token_time) / 32 for o in outs]
+        rates.append(1.0 / statistics.median(steps))
+    return SPSProfile(sizes, rates, {"target": target, "method": "decode steps, 32 per size"})
+
+
+def run_engine(target: str, spec: dict | None, prompts: list, max_tokens: int, engine_kw: dict) -> dict:
+    from deepinfer_core import LLM, SamplingParams
+
+    llm = LLM(target, speculative_config=spec, **engine_kw)
+    params = SamplingParams(temperature=0, max_tokens=max_tokens)
+    llm.chat(prompts[:1], params)  # warm-up, excluded
+    start = time.perf_counter()
+    outs = llm.chat(prompts, params)
+    wall = time.perf_counter() - start
+    tokens = sum(len(o.outputs[0].token_ids) for o in outs)
+    per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
+                               for o in outs)
+    m = [o.metrics for o in outs]
+    rounds = sum(x.spec_rounds for x in m)
+    return {"tok/s": tokens / wall, "per-user tok/s": per_user, "tokens": tokens,
+            "verified/round": sum(x.spec_verified for x in m) / rounds if rounds else 0.0,
+            "accepted len": (sum(x.spec_accepted for x in m) + rounds) / rounds if rounds else 1.0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--drafter", required=True)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64, 128, 256])
+    parser.add_argument("--fixed", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7])
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--sps", default=None, help="SPS profile JSON; measured here when absent")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--max-model-len", type=int, default=2048)
+    parser.add_argument("--out", type=Path, default=None, help="markdown table path")
+    args = parser.parse_args()
+
+    from deepinfer_dspark.sps import SPSProfile
+    from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
+
+    engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len)
+    sps = SPSProfile.load(args.sps) if args.sps else measure_sps(
+        args.target, sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, 512} | set(args.concurrency)), engine_kw)
+    # A different shuffle than training's (seed 0); the pools may still share some docstrings.
+    pool = [[{"role": "user", "content": p}]
+            for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
+    rows = []
+    for c in args.concurrency:
+        variants = {"none": None}
+        for k in args.fixed:
+            variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
+        variants["confidence"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": max(args.fixed),
+                                  "scheduling": "confidence", "sps_profile": sps}
+        for name, spec in variants.items():
+            r = run_engine(args.target, spec, pool[:c], args.max_tokens, engine_kw)
+            rows.append((c, name, r))
+            print(c, name, {k: round(v, 2) for k, v in r.items()}, flush=True)
+    lines = ["| concurrency | method | output tok/s | per-user tok/s | mean verified / round | mean accepted length |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {c} | {n} | {r['tok/s']:.0f} | {r['per-user tok/s']:.1f} | {r['verified/round']:.2f} | "
+              f"{r['accepted len']:.2f} |" for c, n, r in rows]
+    print("\n".join(lines))
+    if args.out is not None:
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
