@@ -17,8 +17,8 @@ def fused_moe(hidden: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tens
               w2: torch.Tensor, top_k: int, scoring: str = "softmax",
               e_score_correction_bias: torch.Tensor | None = None, n_group: int | None = None,
               topk_group: int | None = None, renormalize: bool = True,
-              routed_scaling_factor: float = 1.0, *, backend: str | None = None
-              ) -> torch.Tensor:
+              routed_scaling_factor: float = 1.0, *, batch_invariant: bool = False,
+              backend: str | None = None) -> torch.Tensor:
     """Routes each token to `top_k` experts and sums their weighted SwiGLU MLP outputs.
 
     Routing (float32): `s = softmax(router_logits)` or `sigmoid(router_logits)`; selection
@@ -43,6 +43,8 @@ def fused_moe(hidden: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tens
         topk_group: Groups kept per token when `n_group` is set, 1..n_group.
         renormalize: Normalise the selected weights to sum 1 before scaling.
         routed_scaling_factor: Multiplies the final weights.
+        batch_invariant: each token computed alone with its experts summed in slot order, so a
+            token's output bits do not depend on the other tokens (deterministic mode).
         backend: Implementation to use; None selects.
 
     Returns:
@@ -74,9 +76,11 @@ def fused_moe(hidden: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tens
     _check_groups(num_experts, top_k, n_group, topk_group)
     check_same_device([("hidden", hidden), ("router_logits", router_logits), ("w13", w13),
                        ("w2", w2), ("e_score_correction_bias", e_score_correction_bias)])
+    if not isinstance(batch_invariant, bool):
+        raise ValueError(f"batch_invariant: must be a bool, got {batch_invariant!r}")
     return dispatch("fused_moe", hidden, backend, hidden, router_logits, w13, w2, top_k,
                     scoring, e_score_correction_bias, n_group, topk_group, renormalize,
-                    float(routed_scaling_factor))
+                    float(routed_scaling_factor), batch_invariant=batch_invariant)
 
 
 def _check_groups(num_experts: int, top_k: int, n_group: int | None,

@@ -34,9 +34,11 @@ def select_experts(router_logits: torch.Tensor, top_k: int, scoring: str,
 def fused_moe(hidden: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tensor,
               w2: torch.Tensor, top_k: int, scoring: str, e_score_correction_bias: torch.Tensor | None,
               n_group: int | None, topk_group: int | None, renormalize: bool,
-              routed_scaling_factor: float) -> torch.Tensor:
+              routed_scaling_factor: float, batch_invariant: bool = False) -> torch.Tensor:
     weights, ids = select_experts(router_logits, top_k, scoring, e_score_correction_bias,
                                   n_group, topk_group, renormalize, routed_scaling_factor)
+    if batch_invariant:
+        return _per_token(hidden, w13, w2, weights, ids)
     out = torch.zeros(hidden.shape, dtype=torch.float32, device=hidden.device)
     for expert in ids.unique().tolist():
         tokens, slots = (ids == expert).nonzero(as_tuple=True)
@@ -45,4 +47,19 @@ def fused_moe(hidden: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tens
         act = (F.silu(gate) * up).to(hidden.dtype).float()
         y = act @ w2[expert].float().t()
         out.index_add_(0, tokens, y * weights[tokens, slots].unsqueeze(1))
+    return out.to(hidden.dtype)
+
+
+def _per_token(hidden: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, weights: torch.Tensor,
+               ids: torch.Tensor) -> torch.Tensor:
+    """Batch-invariant variant: each token alone (one-row matmuls), its experts summed in slot order."""
+    out = torch.empty(hidden.shape, dtype=torch.float32, device=hidden.device)
+    for t in range(hidden.shape[0]):
+        x = hidden[t:t + 1].float().clone()
+        acc = torch.zeros((1, hidden.shape[1]), dtype=torch.float32, device=hidden.device)
+        for slot, expert in enumerate(ids[t].tolist()):
+            gate, up = (x @ w13[expert].float().t()).chunk(2, dim=-1)
+            act = (F.silu(gate) * up).to(hidden.dtype).float()
+            acc = acc + (act @ w2[expert].float().t()) * weights[t, slot]
+        out[t] = acc[0]
     return out.to(hidden.dtype)
