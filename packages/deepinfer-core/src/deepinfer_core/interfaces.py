@@ -26,7 +26,8 @@ class DraftRequest:
     Attributes:
         request_id: the request.
         token_ids: prompt + output so far; the last token (the anchor) has no KV yet: it is
-            computed in the verification step together with the drafts.
+            computed in the verification step together with the drafts. The request's own list,
+            shared to avoid a copy per step: read it, never modify it.
         max_tokens: draft at most this many tokens (remaining length and budget already applied).
         temperature, top_k, top_p, min_p: the request's sampling filters (see `SamplingParams`);
             a proposer that samples must draw from the SAME filters applied to its own logits

@@ -8,7 +8,7 @@ through entry-point group `deepinfer.proposers`:
   verification (paper Algorithm 1 with its early stop, over a measured `SPSProfile`).
 
 `speculative_config` keys (besides "method" and "num_speculative_tokens" = k):
-  ngram:  prompt_lookup_min (1), prompt_lookup_max (4).
+  ngram:  prompt_lookup_min (1), prompt_lookup_max (4, or prompt_lookup_min when larger).
   dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
           sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
           calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
@@ -17,8 +17,9 @@ through entry-point group `deepinfer.proposers`:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from deepinfer_core.interfaces import Draft, DraftRequest
@@ -111,28 +112,27 @@ class DSparkProposer:
 
 
 def ngram_factory(spec_config: dict, model_info: dict) -> NgramSpecProposer:
-    """Entry point `ngram`."""
-    return NgramSpecProposer(int(spec_config.get("prompt_lookup_min", 1)), int(spec_config.get("prompt_lookup_max", 4)))
+    """Entry point `ngram`.
+
+    Raises:
+        ValueError: `prompt_lookup_min` is not an int >= 1, or `prompt_lookup_max` not an int
+            >= it (the message names `speculative_config.<key>`).
+    """
+    low = _int_key(spec_config, "prompt_lookup_min", 1, 1)
+    return NgramSpecProposer(low, _int_key(spec_config, "prompt_lookup_max", max(4, low), low))
 
 
 def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     """Entry point `dspark`: loads the drafter next to the target (sharing its embedding and LM head).
 
     Raises:
-        ValueError: `speculative_config.model` missing, or a bad scheduling / profile setting
-            (the message names the key).
+        ValueError: `speculative_config.model` missing or not a loadable checkpoint for this
+            target, a bad scheduling / profile / calibration setting, or `num_speculative_tokens`
+            above the drafter's block size (the message names `speculative_config.<key>`).
     """
     path = spec_config.get("model")
-    if path is None or not Path(path).is_dir():
+    if not isinstance(path, (str, Path)) or not Path(path).is_dir():
         raise ValueError(f"speculative_config.model: a DeepSpec DSpark checkpoint folder is required, got {path!r}")
-    drafter = load_checkpoint(path, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
-                              target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head"))
-    calibration = spec_config.get("calibration")
-    if calibration is None and (Path(path) / "calibration.json").is_file():
-        calibration = Path(path) / "calibration.json"  # STS temperatures stored with the checkpoint
-    temperatures = None
-    if calibration is not None:
-        temperatures = torch.as_tensor(SequentialTemperatureScaling.load(calibration).temperatures)
     scheduling = spec_config.get("scheduling", "fixed")
     if scheduling not in ("fixed", "confidence"):
         raise ValueError(f"speculative_config.scheduling: expected 'fixed' or 'confidence', got {scheduling!r}")
@@ -141,6 +141,37 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
         profile = spec_config.get("sps_profile")
         if profile is None:
             raise ValueError("speculative_config.sps_profile: confidence scheduling needs a measured profile")
-        sps = profile if isinstance(profile, SPSProfile) else SPSProfile.load(profile)
-    runner = DSparkDraftRunner(drafter, temperatures)
-    return DSparkProposer(runner, int(spec_config["num_speculative_tokens"]), sps)
+        sps = profile if isinstance(profile, SPSProfile) else _load("sps_profile", SPSProfile.load, profile)
+    drafter = _load("model", lambda p: load_checkpoint(
+        p, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
+        target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head")), path)
+    calibration = spec_config.get("calibration")
+    if calibration is None and (Path(path) / "calibration.json").is_file():
+        calibration = Path(path) / "calibration.json"  # STS temperatures stored with the checkpoint
+    temperatures = None
+    if calibration is not None:
+        temperatures = _load("calibration", SequentialTemperatureScaling.load, calibration).temperatures
+        if len(temperatures) != drafter.config.block_size:
+            raise ValueError(f"speculative_config.calibration: {calibration} holds {len(temperatures)} "
+                             f"temperatures, the drafter's block_size is {drafter.config.block_size}")
+        temperatures = torch.as_tensor(temperatures)
+    k = spec_config["num_speculative_tokens"]
+    if not 1 <= k <= drafter.config.block_size:
+        raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
+                         f"(the drafter's block_size), got {k}")
+    return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps)
+
+
+def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
+    value = spec_config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"speculative_config.{key}: must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _load(key: str, loader: Callable[[Any], Any], source: Any) -> Any:
+    """`loader(source)`, with a read or format error reported as a ValueError naming `speculative_config.<key>`."""
+    try:
+        return loader(source)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"speculative_config.{key}: cannot load {source!r}: {exc}") from exc

@@ -15,6 +15,7 @@ measured at the start of the same run.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import math
 import random
@@ -61,7 +62,7 @@ def add_parser(bsub: argparse._SubParsersAction) -> None:
     p.add_argument("--num-iters", type=int, default=3, help="timed iterations per batch size")
     p.add_argument("--num-iters-warmup", type=int, default=1, help="excluded iterations per batch size")
     p.add_argument("--seed", type=int, default=0, help="seed of the random prompt token ids")
-    p.add_argument("--copy-bytes", type=parse_bytes, default=256 * 2**20,
+    p.add_argument("--copy-bytes", type=functools.partial(parse_bytes, flag="--copy-bytes"), default=256 * 2**20,
                    help="tensor size of the bandwidth copy, e.g. 256MiB")
     p.add_argument("--hf", action="store_true",
                    help="also time HF transformers generate on the same prompts (same device and dtype)")

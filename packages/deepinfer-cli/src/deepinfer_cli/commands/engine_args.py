@@ -12,15 +12,15 @@ from pathlib import Path
 _UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
 
 
-def parse_bytes(text: str) -> int:
+def parse_bytes(text: str, flag: str = "--kv-cache-memory") -> int:
     """Parse a memory size such as `512MiB`, `2GiB` or `1000000` into bytes.
 
     Raises:
-        argparse.ArgumentTypeError: the text is not a number with an optional unit.
+        argparse.ArgumentTypeError: the text is not a number with an optional unit (names `flag`).
     """
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
     if not match or match.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"--kv-cache-memory: expected a size like 2GiB, got {text!r}")
+        raise argparse.ArgumentTypeError(f"{flag}: expected a size like 2GiB, got {text!r}")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 

@@ -262,9 +262,10 @@ class EngineCore:
             for req in spec_reqs:
                 if not req.is_finished:
                     self.speculative.commit(req)
-            self.speculative.propose(self.scheduler.running)
+            for request_id, error in self.speculative.propose(self.scheduler.running).items():
+                outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).error = error
         for out in outputs.values():
-            if out.error is not None and out.finish_reason is None:  # the grammar rejected a token
+            if out.error is not None and out.finish_reason is None:  # a grammar or the proposer failed it
                 self._finish_with_error(out)
 
     def _fail_grammars(self) -> dict[str, EngineCoreOutput]:

@@ -11,6 +11,10 @@ then rolls the KV of rejected drafts back.
 
 Requests with penalties, `min_tokens`, or structured output decode without drafts (their
 logits processors depend on every previous token; verifying through them is future work).
+A proposer that raises, or returns a draft that breaks the `Draft` contract (an id outside the
+vocabulary, probs of the wrong shape, dtype or device), fails only the requests concerned
+(finish reason "error", the message names `speculative_config.proposer`); nothing bad reaches
+the model.
 """
 
 from __future__ import annotations
@@ -76,23 +80,34 @@ class SpeculativeDecoder:
         proposer: the draft source.
         num_speculative_tokens: most drafts per request per step (k >= 1).
         max_model_len: longest sequence; drafts never run past it or past `max_tokens`.
+        vocab_size: V of the target; draft ids must lie in [0, V), draft probs be `[n, V]`.
+        device: the target's device, where draft probs must live.
 
     Attributes:
         stats: engine-wide counters; `request_stats` holds per-request counters until `remove`.
     """
 
-    def __init__(self, proposer: Proposer, num_speculative_tokens: int, max_model_len: int) -> None:
+    def __init__(self, proposer: Proposer, num_speculative_tokens: int, max_model_len: int,
+                 vocab_size: int, device: torch.device | str = "cpu") -> None:
         if num_speculative_tokens < 1:
             raise ValueError(f"num_speculative_tokens: must be >= 1, got {num_speculative_tokens}")
         self.proposer = proposer
         self.k = num_speculative_tokens
         self.max_model_len = max_model_len
+        self.vocab_size = vocab_size
+        self.device = torch.empty(0, device=device).device  # as tensors report it: "cuda" -> cuda:0
         self.stats = SpecStats()
         self.request_stats: dict[str, SpecStats] = {}
         self._reported: dict[str, tuple[int, int, int]] = {}
 
-    def propose(self, requests: list[Request]) -> None:
-        """Stores drafts on the requests that will decode next step (`spec_token_ids`, `spec_probs`)."""
+    def propose(self, requests: list[Request]) -> dict[str, str]:
+        """Stores drafts on the requests that will decode next step (`spec_token_ids`, `spec_probs`).
+
+        Returns:
+            request id -> error message (names `speculative_config.proposer`) for each request the
+            proposer failed: it raised, returned the wrong number of drafts, or returned a draft
+            that breaks the `Draft` contract. The engine fails those requests alone.
+        """
         asks: list[DraftRequest] = []
         targets: list[Request] = []
         for r in requests:
@@ -109,16 +124,45 @@ class SpeculativeDecoder:
                                      int(p.top_k), float(p.top_p), float(p.min_p), int(r.seed), r.num_output_tokens))
             targets.append(r)
         if not asks:
-            return
-        drafts: list[Draft] = self.proposer.propose(asks)
-        if len(drafts) != len(asks):
-            raise RuntimeError(f"proposer returned {len(drafts)} drafts for {len(asks)} requests")
+            return {}
+        try:  # a plug-in's failure must not take down the requests it was not asked about
+            drafts = self.proposer.propose(asks)
+            if not isinstance(drafts, (list, tuple)):
+                raise TypeError(f"returned {type(drafts).__name__}, expected a list of {len(asks)} Drafts")
+            if len(drafts) != len(asks):
+                raise ValueError(f"returned {len(drafts)} drafts for {len(asks)} requests")
+        except Exception as exc:  # noqa: BLE001 - reported on each request it drafted for
+            message = f"speculative_config.proposer: propose failed: {type(exc).__name__}: {exc}"
+            return {r.request_id: message for r in targets}
+        errors: dict[str, str] = {}
         for r, ask, d in zip(targets, asks, drafts):
+            problem = self._check_draft(d)
+            if problem is not None:
+                errors[r.request_id] = f"speculative_config.proposer: {problem}"
+                continue
             tokens = list(d.token_ids)[:ask.max_tokens]
             r.spec_token_ids = tokens
             r.spec_probs = None if d.probs is None or not tokens else d.probs[:len(tokens)]
             self._stats(r.request_id).proposed += len(tokens)
             self.stats.proposed += len(tokens)
+        return errors
+
+    def _check_draft(self, draft: object) -> str | None:
+        """What breaks the `Draft` contract in a proposer's answer (None when it is valid)."""
+        if not isinstance(draft, Draft):
+            return f"expected a Draft, got {type(draft).__name__}"
+        tokens = draft.token_ids
+        if not isinstance(tokens, (list, tuple)) or not all(
+                isinstance(t, int) and not isinstance(t, bool) and 0 <= t < self.vocab_size for t in tokens):
+            return f"draft token_ids must be a list of ints in [0, {self.vocab_size}), got {tokens!r:.80}"
+        q = draft.probs
+        if q is not None and not (isinstance(q, torch.Tensor) and q.dtype == torch.float32
+                                  and q.shape == (len(tokens), self.vocab_size) and q.device == self.device):
+            got = (f"{q.dtype} {tuple(q.shape)} on {q.device}" if isinstance(q, torch.Tensor)
+                   else type(q).__name__)
+            return (f"draft probs must be None or a [{len(tokens)}, {self.vocab_size}] float32 tensor on "
+                    f"{self.device}, got {got}")
+        return None
 
     def verify(self, logits: torch.Tensor, requests: list[Request], drafts: list[list[int]]
                ) -> tuple[list[list[int]], list[list[TokenLogprobs] | None]]:
@@ -249,6 +293,13 @@ def build_speculative(config, model_config, runner, max_model_len: int, eos: int
                 num_hidden_layers=model_config.num_hidden_layers, eos_token_id=eos,
                 model_path=str(model_config.path), device=str(runner.device), dtype=runner.dtype,
                 embed_tokens=runner.model.model.embed_tokens.weight, lm_head=runner.model.lm_head.weight)
-    decoder = SpeculativeDecoder(load_proposer(spec, info), spec["num_speculative_tokens"], max_model_len)
-    runner.aux_layers = decoder.target_layer_ids
+    decoder = SpeculativeDecoder(load_proposer(spec, info), spec["num_speculative_tokens"], max_model_len,
+                                 model_config.vocab_size, runner.device)
+    layers, count = decoder.target_layer_ids, model_config.num_hidden_layers
+    if not all(isinstance(i, int) and not isinstance(i, bool) and -1 <= i < count for i in layers) \
+            or any(b <= a for a, b in zip(layers, layers[1:])):
+        raise ValueError(f"speculative_config: the proposer's target_layer_ids {list(layers)} must be strictly "
+                         f"increasing ints in [-1, {count - 1}] (this target has {count} layers; a drafter "
+                         f"trained for another target?)")
+    runner.aux_layers = layers
     return decoder

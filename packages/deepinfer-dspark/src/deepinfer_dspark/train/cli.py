@@ -103,7 +103,34 @@ def build_parser() -> argparse.ArgumentParser:
 def _device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        return torch.device(name)
+    except RuntimeError as exc:
+        raise ValueError(f"--device: not a torch device: {name!r}") from exc
+
+
+# flag -> smallest allowed value, checked before any work (flags left unset are skipped).
+_MINIMUMS = {"num_prompts": 1, "max_new_tokens": 1, "max_prompt_chars": 1, "max_num_seqs": 1,
+             "num_calibration_prompts": 0, "layers": 1, "block_size": 1, "markov_rank": 0, "mask_token_id": 0,
+             "anchors": 1, "calibration_anchors": 1, "prompt_offset": 0}
+
+
+def _check_flags(args: argparse.Namespace) -> torch.device:
+    """Validates the flags the slow steps use only later; returns the device.
+
+    Raises:
+        ValueError: a flag below its minimum, an empty `--target-layer-ids`, a `--drafter` that is
+            not a checkpoint folder, or a bad `--device` (the message names the flag).
+    """
+    for name, minimum in _MINIMUMS.items():
+        value = getattr(args, name, None)
+        if value is not None and value < minimum:
+            raise ValueError(f"--{name.replace('_', '-')}: must be >= {minimum}, got {value}")
+    if args.command == "train" and args.target_layer_ids is not None and not args.target_layer_ids:
+        raise ValueError("--target-layer-ids: need at least one layer id")
+    if args.command == "calibrate" and not (Path(args.drafter) / "config.json").is_file():
+        raise ValueError(f"--drafter: {args.drafter} is not a drafter checkpoint folder (no config.json)")
+    return _device(args.device)
 
 
 def _log(message: str) -> None:
@@ -142,7 +169,7 @@ def _load_target(path: Path, device: torch.device, layer_ids: tuple[int, ...] | 
 
 def run_train(args: argparse.Namespace) -> dict:
     """The `train` command; returns the report written to `training.json`."""
-    start, device = time.time(), _device(args.device)
+    start, device = time.time(), _check_flags(args)
     train_cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, anchors_per_sequence=args.anchors,
                             lr=args.lr, precision=args.precision, seed=args.seed, loss=LossWeights(),
                             log_every=args.log_every)   # validated before the slow steps
@@ -184,7 +211,7 @@ def run_train(args: argparse.Namespace) -> dict:
 
 def run_calibrate(args: argparse.Namespace) -> dict:
     """The `calibrate` command; returns the calibration report."""
-    device, folder = _device(args.device), Path(args.drafter)
+    device, folder = _check_flags(args), Path(args.drafter)
     trained = json.loads((folder / REPORT_FILE).read_text()).get("args", {}) if (folder / REPORT_FILE).is_file() else {}
     if args.target is None and "target" in trained:
         args.target = trained["target"]
@@ -193,7 +220,8 @@ def run_calibrate(args: argparse.Namespace) -> dict:
     (held_out,), path, _ = _generate(args, device, [build_prompts(docs)[offset:]])
     config = json.loads((folder / "config.json").read_text())
     target = _load_target(path, device, tuple(config["target_layer_ids"]))
-    drafter = load_checkpoint(folder, dtype=target.dtype, device=device)
+    drafter = load_checkpoint(folder, dtype=target.dtype, device=device, target_embed=target.embed_weight,
+                              target_lm_head=target.lm_head_weight)   # a checkpoint may omit both
     report = calibrate_checkpoint(folder, drafter, target, held_out, args.anchors, args.seed)
     _log(f"wrote {folder / CALIBRATION_FILE}: mean accepted {report['mean_accepted']:.2f}, "
          f"temperatures {[round(t, 3) for t in report['temperatures']]}")
