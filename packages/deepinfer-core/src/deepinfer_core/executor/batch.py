@@ -107,19 +107,20 @@ def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.
         raise ValueError("chunks: at least one ScheduledChunk is required")
     q_lens = np.array([len(c.token_ids) for c in chunks], dtype=np.int64)
     starts = np.array([c.start_pos for c in chunks], dtype=np.int64)
+    n_logits = np.array([c.num_logits for c in chunks], dtype=np.int64)
+    n_blocks = np.array([len(c.block_ids) for c in chunks], dtype=np.int64)
     seq_lens = starts + q_lens
-    for i, c in enumerate(chunks):
-        if q_lens[i] == 0:
-            raise ValueError(f"token_ids: chunk {i} is empty")
-        if not 1 <= c.num_logits <= q_lens[i]:
-            raise ValueError(f"num_logits: chunk {i} asks for {c.num_logits} rows of a {q_lens[i]}-token chunk")
-        if starts[i] < 0:
-            raise ValueError(f"start_pos: chunk {i} has negative start_pos {c.start_pos}")
-        if len(c.block_ids) * block_size < seq_lens[i]:
-            raise ValueError(f"block_ids: chunk {i} has {len(c.block_ids)} blocks of {block_size}, "
-                             f"too few for {seq_lens[i]} tokens")
-        if num_blocks is not None and any(not 0 <= b < num_blocks for b in c.block_ids):
-            raise ValueError(f"block_ids: chunk {i} names a block outside [0, {num_blocks})")
+    # Vectorised checks (host work per step must not grow with batch x blocks); name the first bad chunk.
+    for bad, message in (
+        (q_lens == 0, "token_ids: chunk {i} is empty"),
+        ((n_logits < 1) | (n_logits > q_lens), "num_logits: chunk {i} asks for {n} rows of a {q}-token chunk"),
+        (starts < 0, "start_pos: chunk {i} has negative start_pos {s}"),
+        (n_blocks * block_size < seq_lens, "block_ids: chunk {i} has {b} blocks of {S}, too few for {L} tokens"),
+    ):
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(message.format(i=i, n=n_logits[i], q=q_lens[i], s=starts[i], b=n_blocks[i],
+                                            S=block_size, L=seq_lens[i]))
 
     cu = np.zeros(len(chunks) + 1, dtype=np.int64)
     np.cumsum(q_lens, out=cu[1:])
@@ -135,11 +136,17 @@ def prepare_inputs(chunks: list[ScheduledChunk], block_size: int, device: torch.
         block_tables = np.zeros((len(chunks), width), dtype=np.int64)
         for i, c in enumerate(chunks):
             block_tables[i, : len(c.block_ids)] = c.block_ids
+    if num_blocks is not None:
+        valid = np.arange(width)[None, :] < n_blocks[:, None]
+        outside = valid & ((block_tables < 0) | (block_tables >= num_blocks))
+        if outside.any():
+            i = int(np.argmax(outside.any(axis=1)))
+            raise ValueError(f"block_ids: chunk {i} names a block outside [0, {num_blocks})")
     slot_mapping = block_tables[request_of_token, positions // block_size] * block_size + positions % block_size
 
     input_ids = np.fromiter((t for c in chunks for t in c.token_ids), dtype=np.int64, count=num_tokens)
     ends = cu[1:][[c.sample for c in chunks]]
-    counts = np.array([c.num_logits for c in chunks if c.sample], dtype=np.int64)
+    counts = n_logits[[c.sample for c in chunks]]
     # Each sampling chunk contributes rows end - num_logits .. end - 1, in order.
     sample_indices = (np.repeat(ends - counts, counts)
                       + np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
