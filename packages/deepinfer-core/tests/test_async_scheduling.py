@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Asynchronous scheduling gives exactly the outputs of the synchronous loop: tokens, finish
-reasons and stop reasons, with stop tokens that end requests one step before the engine knows,
+"""Asynchronous scheduling gives exactly the outputs of the synchronous loop (deterministic
+kernels, so a request's bits cannot depend on the one extra step a stopped neighbour still takes
+in the overlapped loop): tokens, logprobs, prompt logprobs, finish reasons and stop reasons, with stop tokens that end requests one step before the engine knows,
 max_tokens, min_tokens, seeded sampling, n > 1, chunked prefill, preemption, and requests that
 force synchronous steps (logprobs, penalties) in the middle of overlapped ones; aborts drop the
 in-flight token.
@@ -35,9 +36,14 @@ def workload(vocab: int, seed: int, with_sync_requests: bool):
             p = SamplingParams(temperature=0.8, top_k=20, n=2, **common)
         else:
             p = SamplingParams(temperature=0.7, top_p=0.9, **common)
-        if with_sync_requests and i in (3, 7):  # short: overlapped steps resume after they finish
-            common["max_tokens"] = 4
+        if with_sync_requests and i in (3, 7):  # penalties + logprobs: sampled by the full sampler
             p = SamplingParams(temperature=0.9, logprobs=2, repetition_penalty=1.3, **common)
+        if with_sync_requests and i == 9:  # a grammar: masks computed while the next forward runs
+            p = SamplingParams(temperature=1.0, seed=common["seed"], max_tokens=40,
+                               structured_outputs={"regex": "(ab|cd)+x"})
+        if with_sync_requests and i == 5:  # prompt logprobs: a synchronous step; short, so overlap resumes
+            common["max_tokens"] = 3
+            p = SamplingParams(temperature=0.5, prompt_logprobs=1, **common)
         params.append(p)
     return prompts, params
 
@@ -45,18 +51,21 @@ def workload(vocab: int, seed: int, with_sync_requests: bool):
 def run(llm: LLM, prompts, params):
     outs = llm.generate(prompts, params)
     assert all(o.error is None for o in outs)
-    return [[(c.token_ids, c.finish_reason, c.stop_reason) for c in o.outputs] for o in outs]
+    return [[(c.token_ids, c.finish_reason, c.stop_reason,
+              [sorted((t, lp.logprob) for t, lp in step.items()) for step in (c.logprobs or [])]) for c in o.outputs]
+            + [[sorted((t, lp.logprob) for t, lp in step.items()) if step else None
+                for step in (o.prompt_logprobs or [])]] for o in outs]
 
 
 @pytest.mark.parametrize("family", ["qwen3", "llama"])
 @pytest.mark.parametrize("with_sync_requests", [False, True])
 def test_async_scheduling_matches_synchronous(tiny_checkpoint, family: str, with_sync_requests: bool) -> None:
     folder = tiny_checkpoint(family)
-    base = dict(max_model_len=MAX_LEN, block_size=BLOCK)
+    base = dict(max_model_len=MAX_LEN, block_size=BLOCK, deterministic=True)
     sync = LLM(str(folder), async_scheduling=False, kv_cache_memory=64 << 20, **base)
     prompts, params = workload(sync.engine.vocab_size, seed=len(family), with_sync_requests=with_sync_requests)
     expected = run(sync, prompts, params)
-    assert any(c[1] == "stop" for o in expected for c in o), "the workload never stopped on a token"
+    assert any(c[1] == "stop" for o in expected for c in o[:-1]), "the workload never stopped on a token"
 
     per_block = sync.engine.runner.kv_bytes_per_block()
     configs = {

@@ -5,20 +5,23 @@
 The loop of `AsyncEngineCore.step`:
   1. schedule step N+1 while step N may still run on the device; a request sampled in step N
      already holds a placeholder for that token (its count is known, its id is not);
-  2. launch step N+1: the placeholders' ids are gathered on the device from step N's sampled
-     tensor (`ScheduledChunk.fill_row`), sampling leaves its ids on the device and starts a
-     non-blocking copy to pinned host memory;
-  3. advance the scheduler as if step N+1 were done (placeholders for its samples; length limits
-     are known without the ids);
-  4. only now wait for step N's copy (not for step N+1) and resolve its placeholders: stop-token
-     checks, outputs. Host work for step N overlaps device work for step N+1.
+  2. launch the forward pass of step N+1: the placeholders' ids are gathered on the device from
+     step N's sampled tensor (`ScheduledChunk.fill_row`);
+  3. while it runs, wait for step N's ids only (a pinned copy behind an event) and resolve them:
+     placeholders filled, stop tokens, grammar acceptance, outputs;
+  4. sample step N+1: grammar masks (computed now that step N's tokens are accepted), penalties
+     and logprobs like the synchronous sampler; plain rows keep their ids on the device and start
+     a non-blocking copy to pinned host memory;
+  5. advance the scheduler as if step N+1 were done (placeholders for its samples; length limits
+     are known without the ids). Host work for step N overlaps device work for step N+1.
 
 A request that stops on a token in step N was already launched in step N+1: that extra token is
 computed and dropped (its KV blocks are freed; the device finishes writing them before any later
 step can reuse them, since all steps run in order on one stream). Output is identical to the
-synchronous loop. Steps whose requests need the sampled ids on the host before sampling the next
-token — penalties, structured output, logprobs, speculative decoding — run synchronously
-(`EngineCore.step`), after draining the in-flight step.
+synchronous loop. Rows with penalties, structured output or logprobs are sampled by the full
+`Sampler` (its host copy of the ids waits for step N+1's forward, so those steps overlap less);
+steps with speculative decoding or prompt logprobs run synchronously (`EngineCore._run`), after
+draining the in-flight step.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class AsyncEngineCore(EngineCore):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._inflight: InflightStep | None = None
+        self._pending_logprobs: dict[str, object] = {}  # request id -> logprobs of its in-flight token
         self.num_overlapped_steps = 0  # steps launched before the previous one was read (metrics, tests)
 
     def has_unfinished(self) -> bool:
@@ -71,11 +75,7 @@ class AsyncEngineCore(EngineCore):
         outputs = self._fail_grammars()
         sched = self._schedule()
         if sched.scheduled and self._overlappable(sched):
-            launched = self._launch(sched)
-            previous, self._inflight = self._inflight, launched
-            if previous is not None:
-                self.num_overlapped_steps += 1
-                self._resolve(previous, outputs)
+            self._overlapped_step(sched, outputs)
             return list(outputs.values())
         if self._inflight is not None:  # the step below needs every token id on the host
             previous, self._inflight = self._inflight, None
@@ -93,41 +93,73 @@ class AsyncEngineCore(EngineCore):
     def _overlappable(self, sched: SchedulerOutput) -> bool:
         if self.speculative is not None or sched.spec_token_ids:
             return False
-        for req, _ in sched.scheduled:
-            p = req.sampling_params
-            if (p.has_penalties or p.structured_outputs is not None or p.logprobs is not None
-                    or p.prompt_logprobs is not None):
-                return False
-        return True
+        return all(req.sampling_params.prompt_logprobs is None for req, _ in sched.scheduled)
 
-    def _launch(self, sched: SchedulerOutput) -> InflightStep:
-        rows = {}
-        if self._inflight is not None:
-            rows = {id(r): b for b, r in enumerate(self._inflight.requests)}
+    def _overlapped_step(self, sched: SchedulerOutput, outputs: dict[str, EngineCoreOutput]) -> None:
+        previous = self._inflight
+        rows = {} if previous is None else {id(r): b for b, r in enumerate(previous.requests)}
         chunks = []
         for req, n in sched.scheduled:
             chunk = self._chunk(req, n, [])
             if chunk.token_ids[-1] == PLACEHOLDER:
                 chunk.fill_row = rows[id(req)]
             chunks.append(chunk)
-        fill_from = self._inflight.sampled if self._inflight is not None else None
-        model_out = self.runner.execute_model(chunks, fill_from=fill_from)
-        sampling = [req for (req, _), c in zip(sched.scheduled, chunks) if c.sample]
-        sampled = (self.sampler.sample_ids(model_out.logits, sampling) if sampling
-                   else torch.empty(0, dtype=torch.int64, device=model_out.logits.device))
-        on_cuda = sampled.device.type == "cuda"
-        host = torch.empty(sampled.shape, dtype=torch.int64, pin_memory=on_cuda)
-        host.copy_(sampled, non_blocking=on_cuda)
+        model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
+        self._inflight = None
+        if previous is not None:  # host work for step N while the device runs step N+1
+            self.num_overlapped_steps += 1
+            self._resolve(previous, outputs)
+        sampling_rows = [(b, req) for b, req in enumerate(r for (r, _), c in zip(sched.scheduled, chunks) if c.sample)]
+        live = [(b, req) for b, req in sampling_rows if not req.is_finished]  # stopped while resolving step N
+        sampling = [req for _, req in live]
+        logits = model_out.logits
+        if len(live) != len(sampling_rows):
+            logits = logits[torch.tensor([b for b, _ in live], dtype=torch.int64, device=logits.device)]
+        sampled = self._sample(logits, sampling, outputs)
+        out_index = [req.num_output_tokens for req in sampling]
+        scheduled = [(r, n) for r, n in sched.scheduled if not r.is_finished]
+        for req in self.scheduler.update_from_output(
+                SchedulerOutput(scheduled, sched.preempted, sched.num_batched_tokens),
+                {r.request_id: [PLACEHOLDER] for r in sampling}):
+            # Finished by a length limit: reported when its last token is resolved, but its blocks
+            # and block-table row are free now (the launched step already read them).
+            self._release_row(req.request_id)
+        self._inflight = InflightStep(sampling, out_index, *sampled)
+
+    def _sample(self, logits: torch.Tensor, sampling: list[Request], outputs: dict[str, EngineCoreOutput]
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event | None]:
+        """(ids on the device, pinned host copy, event) for the step's sampling rows."""
+        device = logits.device
+        plain = all(not (r.sampling_params.has_penalties or r.sampling_params.structured_outputs is not None
+                         or r.sampling_params.logprobs is not None) for r in sampling)
+        if not sampling:
+            ids = torch.empty(0, dtype=torch.int64, device=device)
+        elif plain:
+            ids = self.sampler.sample_ids(logits, sampling)
+        else:  # grammar masks, penalties, logprobs: the synchronous sampler on this step's rows
+            masks = None
+            if self.structured is not None:
+                filling = self.structured.start_fill(sampling)
+                masks = filling.result() if filling is not None else None
+            result = self.sampler(logits, sampling, masks)
+            for b, req in enumerate(sampling):
+                if result.logprobs[b] is not None:
+                    self._pending_logprobs[req.request_id] = result.logprobs[b]
+            ids = torch.tensor(result.token_ids, dtype=torch.int64).to(device)
+            if self.structured is not None and masks is not None:
+                errors = self.structured.accept_step([(r, [t]) for r, t in zip(sampling, result.token_ids)])
+                for request_id, error in errors.items():
+                    out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
+                    out.error = error
+                    self._finish_with_error(out)
+        on_cuda = device.type == "cuda"
+        host = torch.empty(ids.shape, dtype=torch.int64, pin_memory=on_cuda)
+        host.copy_(ids, non_blocking=on_cuda)
         ready = None
         if on_cuda:
             ready = torch.cuda.Event()
             ready.record()
-        out_index = [req.num_output_tokens for req in sampling]
-        for req in self.scheduler.update_from_output(sched, {r.request_id: [PLACEHOLDER] for r in sampling}):
-            # Finished by a length limit: reported when its last token is resolved, but its blocks
-            # and block-table row are free now (the launched step already read them).
-            self._release_row(req.request_id)
-        return InflightStep(sampling, out_index, sampled, host, ready)
+        return ids, host, ready
 
     def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput]) -> None:
         """Reads a step's ids, fills the placeholders, applies stop tokens, records outputs."""
@@ -136,11 +168,15 @@ class AsyncEngineCore(EngineCore):
         for req, index, token in zip(step.requests, step.out_index, step.host.tolist()):
             if (req.status in (RequestStatus.FINISHED_ABORTED, RequestStatus.FINISHED_ERROR)
                     or index >= req.num_output_tokens or req.output_token_ids[index] != PLACEHOLDER):
+                self._pending_logprobs.pop(req.request_id, None)
                 continue  # dropped: aborted, or stopped on an earlier token
             req.output_token_ids[index] = token
             req.all_token_ids[req.num_prompt_tokens + index] = token
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids.append(token)
+            logprobs = self._pending_logprobs.pop(req.request_id, None)
+            if logprobs is not None:
+                out.new_logprobs = (out.new_logprobs or []) + [logprobs]
             stops, reason = stop_token_rule(req, token, index + 1)
             if stops:
                 req.stop_reason = reason

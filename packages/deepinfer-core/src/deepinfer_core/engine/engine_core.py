@@ -230,8 +230,8 @@ class EngineCore:
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             tokens[req.request_id] = [sampled.token_ids[b]]
             out.new_token_ids = out.new_token_ids + tokens[req.request_id]  # after any resolved earlier
-            if sampled.logprobs[b] is not None:
-                out.new_logprobs = [sampled.logprobs[b]]
+            if sampled.logprobs[b] is not None:  # after any resolved earlier in this call
+                out.new_logprobs = (out.new_logprobs or []) + [sampled.logprobs[b]]
         if self.structured is not None and masks is not None:
             errors = self.structured.accept_step([(r, tokens[r.request_id]) for r in plain])
             for request_id, error in errors.items():
