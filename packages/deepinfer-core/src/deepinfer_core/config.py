@@ -59,8 +59,10 @@ class EngineConfig:
             LM head): a request's tokens and logprobs depend only on its own prompt, parameters
             and seed, not on what runs beside it or how its prompt is chunked. Slower.
         async_scheduling: schedule and launch step N+1 before step N's tokens reach the host
-            (`engine.async_core`); identical output, less idle device time. Steps that need the
-            ids first (penalties, structured output, logprobs, speculation) run synchronously.
+            (`engine.async_core`): less idle device time. Output equals the synchronous loop bit
+            for bit with `deterministic=True`; with the default kernels a request that stopped
+            still takes one extra step, which can change its neighbours' batch shape (and so
+            their last bits) in that step.
         speculative_config: speculative decoding, e.g. `{"method": "ngram",
             "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group
             `deepinfer.proposers`), other keys go to it. None decodes without drafts.

@@ -57,7 +57,7 @@ class LLM:
             (a proposer plug-in such as deepinfer-dspark provides the method); output is lossless:
             the same distribution as without it (token-identical when greedy and deterministic).
         async_scheduling: overlap scheduling and output processing of one step with the device
-            work of the next (default on; identical output).
+            work of the next (default on; see `EngineConfig.async_scheduling`).
 
     Unset (None) knobs keep `EngineConfig`'s defaults.
 
