@@ -170,3 +170,29 @@ def test_drafts_respect_max_tokens_and_eos(tiny_checkpoint) -> None:
                          "num_speculative_tokens": 7})
     outs = llm.generate([{"prompt_token_ids": p} for p in batch], params)
     assert [o.outputs[0].token_ids for o in outs] == want
+
+
+def test_stop_string_inside_a_multi_token_step_ends_the_output_there(tiny_checkpoint) -> None:
+    folder = tiny_checkpoint("llama")
+    plain = build(folder)
+    vocab = plain.engine.vocab_size
+    batch = prompts(vocab, seed=9, count=4)
+    expected = greedy(plain, batch, logprobs=None)
+    proposer = OracleProposer({tuple(p): e[0] for p, e in zip(batch, expected)}, vocab, seed=10, corrupt=0.0)
+    spec = build(folder, {"proposer": proposer, "num_speculative_tokens": 6})
+    stopped = 0
+    for p in batch:
+        base = SamplingParams(temperature=0, max_tokens=STEPS, ignore_eos=True)
+        full = plain.generate([{"prompt_token_ids": p}], base)[0].outputs[0].text
+        # A stop string first seen in the middle of the output text.
+        k = next((k for k in range(len(full) // 3, len(full) - 2)
+                  if full[k:k + 2].isprintable() and full[k:k + 2].strip() and full.find(full[k:k + 2]) == k), None)
+        if k is None:
+            continue
+        params = SamplingParams(temperature=0, max_tokens=STEPS, ignore_eos=True, stop=[full[k:k + 2]])
+        want = plain.generate([{"prompt_token_ids": p}], params)[0].outputs[0]
+        got = spec.generate([{"prompt_token_ids": p}], params)[0].outputs[0]
+        assert (got.token_ids, got.text, got.finish_reason) == (want.token_ids, want.text, want.finish_reason)
+        stopped += want.finish_reason == "stop"
+    assert stopped >= 2
+    assert spec.engine.speculative.stats.accepted > 0

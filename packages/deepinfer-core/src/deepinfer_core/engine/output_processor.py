@@ -192,18 +192,27 @@ class OutputProcessor:
             state.metrics.spec_verified += verified
             state.metrics.spec_accepted += accepted
             state.metrics.spec_rounds += 1
-        if out.new_token_ids:
-            if state.metrics.first_token_time is None:
-                state.metrics.first_token_time = now
-            state.metrics.num_generated_tokens += len(out.new_token_ids)
-            c.output.token_ids.extend(out.new_token_ids)
+        if out.new_token_ids and state.metrics.first_token_time is None:
+            state.metrics.first_token_time = now
+        # Token by token, so a stop string completed inside a multi-token step (speculative
+        # decoding) ends the completion at that token: later tokens are not reported.
+        released = ""
+        tokens = out.new_token_ids
+        for k, token in enumerate(tokens):
+            state.metrics.num_generated_tokens += 1
+            c.output.token_ids.append(token)
             if out.new_logprobs is not None:
-                c.output.logprobs.extend(self._logprob_dicts(out.new_logprobs))
-                c.output.cumulative_logprob += sum(lp.logprobs[0] for lp in out.new_logprobs)
-        text = c.detokenizer.push(out.new_token_ids)
-        if out.finish_reason is not None:
-            text += c.detokenizer.flush()
-        released = c.stops.push(text)
+                lp = out.new_logprobs[k]
+                c.output.logprobs.extend(self._logprob_dicts([lp]))
+                c.output.cumulative_logprob += lp.logprobs[0]
+            text = c.detokenizer.push([token])
+            if k == len(tokens) - 1 and out.finish_reason is not None:
+                text += c.detokenizer.flush()
+            released += c.stops.push(text)
+            if c.stops.matched is not None:
+                break
+        if not tokens:
+            released = c.stops.push(c.detokenizer.flush() if out.finish_reason is not None else "")
         if c.stops.matched is not None:
             c.output.finish_reason, c.output.stop_reason = "stop", c.stops.matched
         elif out.finish_reason is not None:
