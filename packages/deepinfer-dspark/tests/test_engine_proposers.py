@@ -114,10 +114,14 @@ def test_confidence_scheduling_shortens_verification_under_a_steep_profile(folde
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
             "sps_profile": steep}
     llm = build(target, spec)
-    greedy(llm, prompts(4, seed=3))
+    batch = prompts(4, seed=3)
+    assert greedy(llm, batch) == greedy(build(target), batch)
     flat_llm = build(target, spec_configs(drafter)["dspark-confidence"])
-    greedy(flat_llm, prompts(4, seed=3))
+    greedy(flat_llm, batch)
     assert llm.engine.speculative.stats.verified < flat_llm.engine.speculative.stats.verified
+    # Nothing worth verifying at this load: drafting itself is skipped (probing now and then).
+    assert llm.engine.speculative.proposer.skipped_rounds > 0
+    assert flat_llm.engine.speculative.proposer.skipped_rounds == 0
 
 
 class MisreportingProposer:

@@ -12,7 +12,8 @@ through entry-point group `deepinfer.proposers`:
   dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
           sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
           calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
-          folder's calibration.json when present, as `deepinfer-dspark train` writes it).
+          folder's calibration.json when present, as `deepinfer-dspark train` writes it),
+          probe_every (8: rounds without drafting after a round that verified nothing).
 """
 
 from __future__ import annotations
@@ -59,12 +60,20 @@ class DSparkProposer:
             the prefix lengths of `schedule_prefixes` (lossless: the early stop is on); without
             it every request verifies all k drafts (fixed length).
 
+        probe_every: with `sps`, when the last drafted round verified nothing (the load makes every
+            draft unprofitable), skip drafting — its cost is paid even when nothing is verified —
+            for up to this many rounds, then draft again to refresh the confidences. The decision
+            depends only on earlier rounds' confidences, never on the drafts it governs, so
+            verification stays lossless (the same argument as the paper's stale-capacity variant).
+
     Attributes:
         target_layer_ids: the target layers whose outputs the drafter reads.
         lengths: the verification length chosen for each request in the last round (metrics).
+        skipped_rounds: rounds in which drafting was skipped (metrics).
     """
 
-    def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None) -> None:
+    def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
+                 probe_every: int = 8) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -74,6 +83,10 @@ class DSparkProposer:
         self.sps = sps
         self.target_layer_ids = tuple(runner.drafter.config.target_layer_ids)
         self.lengths: list[int] = []
+        self.probe_every = probe_every
+        self.skipped_rounds = 0
+        self._idle = 0
+        self._last_capacity: int | None = None  # drafts verified in the last drafted round
 
     def observe(self, request_id: str, positions: Sequence[int], features: torch.Tensor) -> None:
         """Stores the context features of committed positions (ones already held are skipped,
@@ -89,6 +102,11 @@ class DSparkProposer:
         drafts = [Draft([]) for _ in requests]
         if not ready:
             return drafts
+        if self.sps is not None and self._last_capacity == 0 and self._idle < self.probe_every:
+            self._idle += 1
+            self.skipped_rounds += 1
+            return drafts
+        self._idle = 0
         asks = [requests[i] for i in ready]
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
@@ -99,6 +117,7 @@ class DSparkProposer:
             for row, cap in enumerate(lengths):
                 conf[row, cap:] = 0.0  # positions past a request's room cannot be verified
             lengths = schedule_prefixes(prefix_survival(conf), self.sps).tolist()
+            self._last_capacity = sum(lengths)
         self.lengths = lengths
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), out.probs[:n].float())
@@ -159,7 +178,8 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     if not 1 <= k <= drafter.config.block_size:
         raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
                          f"(the drafter's block_size), got {k}")
-    return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps)
+    return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
+                          probe_every=_int_key(spec_config, "probe_every", 8, 1))
 
 
 def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
