@@ -76,7 +76,9 @@ class Proposer(Protocol):
     Optional, for drafters that read the target's hidden states (DSpark, EAGLE-style): an attribute
     `target_layer_ids: tuple[int, ...]` (decoder-layer indices, -1 = embedding output) and a method
     `observe(request_id, positions: list[int], features: Tensor [n, len(target_layer_ids) * H])`,
-    called after every step with the features of the tokens that step committed, in position order.
+    called after every step with the features of the tokens that step committed, in position order
+    (or, when the proposer has it, `observe_many(list of (request_id, positions, features))` once
+    per step).
     """
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:

@@ -154,27 +154,45 @@ class DSparkDraftRunner:
             ValueError: positions not consecutive from the cache length, beyond the RoPE
                 table, or features of the wrong shape (names the field).
         """
+        self.observe_batch([(request_id, positions, target_features)])
+
+    @torch.no_grad()
+    def observe_batch(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
+        """`observe` for several requests with one context projection over all their rows
+        (a step's worth of committed tokens: a few large kernels instead of a few per request).
+
+        Raises:
+            ValueError: as `observe`, for the first bad item; nothing is stored then.
+        """
         cfg, drafter = self.drafter.config, self.drafter
-        n = len(positions)
-        start = self.num_positions(request_id)
-        if list(positions) != list(range(start, start + n)):
-            raise ValueError(f"positions: must be {start}..{start + n - 1} for request "
-                             f"{request_id!r}, got {list(positions)[:8]}")
-        if start + n > cfg.max_position_embeddings:
-            raise ValueError(f"positions: {start + n - 1} >= max_position_embeddings "
-                             f"({cfg.max_position_embeddings})")
-        if target_features.shape != (n, cfg.feature_size):
-            raise ValueError(f"target_features: shape {tuple(target_features.shape)}, expected "
-                             f"{(n, cfg.feature_size)}")
         device = drafter.cos_sin.device
-        cache = self.caches.get(request_id)
-        if cache is None:
-            cache = ContextCache(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
-                                 drafter.dtype, device)
-            self.caches[request_id] = cache
-        pos = torch.arange(start, start + n, dtype=torch.int64, device=device)
-        k, v = drafter.context_kv(target_features.to(device), pos)
-        cache.append(k, v)
+        for request_id, positions, target_features in items:
+            n = len(positions)
+            start = self.num_positions(request_id)
+            if list(positions) != list(range(start, start + n)):
+                raise ValueError(f"positions: must be {start}..{start + n - 1} for request "
+                                 f"{request_id!r}, got {list(positions)[:8]}")
+            if start + n > cfg.max_position_embeddings:
+                raise ValueError(f"positions: {start + n - 1} >= max_position_embeddings "
+                                 f"({cfg.max_position_embeddings})")
+            if target_features.shape != (n, cfg.feature_size):
+                raise ValueError(f"target_features: shape {tuple(target_features.shape)}, expected "
+                                 f"{(n, cfg.feature_size)}")
+        for request_id, _, _ in items:  # an empty observation still creates the cache
+            if request_id not in self.caches:
+                self.caches[request_id] = ContextCache(cfg.num_hidden_layers, cfg.num_key_value_heads,
+                                                       cfg.head_dim, drafter.dtype, device)
+        items = [item for item in items if len(item[1])]
+        if not items:
+            return
+        features = torch.cat([f.to(device) for _, _, f in items])
+        pos = torch.tensor([p for _, positions, _ in items for p in positions], dtype=torch.int64, device=device)
+        k, v = drafter.context_kv(features, pos)                       # [L, sum n, H_kv, D]
+        offset = 0
+        for request_id, positions, _ in items:
+            n = len(positions)
+            self.caches[request_id].append(k[:, offset:offset + n], v[:, offset:offset + n])
+            offset += n
 
     def rollback(self, request_id: str, num_positions: int) -> None:
         """Forgets the last `num_positions` positions of the request's context cache.

@@ -91,11 +91,19 @@ class DSparkProposer:
     def observe(self, request_id: str, positions: Sequence[int], features: torch.Tensor) -> None:
         """Stores the context features of committed positions (ones already held are skipped,
         e.g. when a preempted request is recomputed)."""
-        held = self.runner.num_positions(request_id)
-        keep = [i for i, p in enumerate(positions) if p >= held]
-        if keep:
-            rows = features[keep[0]:].to(self.runner.drafter.dtype)
-            self.runner.observe(request_id, list(positions[keep[0]:]), rows)
+        self.observe_many([(request_id, positions, features)])
+
+    def observe_many(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
+        """`observe` for a whole step, with one batched context projection."""
+        batch = []
+        for request_id, positions, features in items:
+            held = self.runner.num_positions(request_id)
+            keep = [i for i, p in enumerate(positions) if p >= held]
+            if keep:
+                batch.append((request_id, list(positions[keep[0]:]),
+                              features[keep[0]:].to(self.runner.drafter.dtype)))
+        if batch:
+            self.runner.observe_batch(batch)
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]

@@ -217,16 +217,24 @@ class SpeculativeDecoder:
         """Hands the proposer the target features of the tokens this step committed.
 
         A prefill chunk commits all its tokens; a verification commits its first token and the
-        accepted drafts (the features of rejected drafts are dropped).
+        accepted drafts (the features of rejected drafts are dropped). A proposer with
+        `observe_many(items)` gets the whole step in one call.
         """
+        items = []
         for i, (req, num_new) in enumerate(scheduled):
             if req.is_finished:
                 continue
             # Called after the scheduler's update: num_computed_tokens already counts these tokens.
             count = len(emitted[req.request_id]) if req.request_id in drafts else num_new
             first = req.num_computed_tokens - count
-            rows = aux_hidden[cu_seqlens[i]:cu_seqlens[i] + count]
-            self.proposer.observe(req.request_id, list(range(first, first + count)), rows)
+            items.append((req.request_id, list(range(first, first + count)),
+                          aux_hidden[cu_seqlens[i]:cu_seqlens[i] + count]))
+        many = getattr(self.proposer, "observe_many", None)
+        if many is not None:  # one call per step (a drafter can batch its context projection)
+            many(items)
+        else:
+            for item in items:
+                self.proposer.observe(*item)
 
     def commit(self, request: Request) -> None:
         """Tells the proposer how many tokens of the request are final after this step."""
