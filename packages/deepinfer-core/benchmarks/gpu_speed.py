@@ -8,6 +8,8 @@ Rows (dummy bf16 weights of public configs; no checkpoint is reachable from the 
   latency     Qwen3-0.6B shape, batch 1 / 8 / 64, input 128, output 128: async on (+ `--hf`) and off.
   latency     Llama-3-8B shape, batch 1, input 128, output 128: roofline fraction.
   determinism the throughput row with `--deterministic`.
+  trace       `step_trace.py` on the throughput workload and on batch-1 decode: per-step timings by
+              kind and a torch profile of ten steps (the profile behind any missed goal).
 
 Each command's output streams to stdout and to `<out>/<name>.txt` (a run cut short by a time
 limit keeps what it printed). Usage, on the GPU machine from the repository root:
@@ -21,6 +23,7 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,7 +44,7 @@ def write_config(folder: Path, config: dict) -> Path:
 
 
 def commands(models: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
-    """name -> (group, argv after `deepinfer`)."""
+    """name -> (group, argv after `deepinfer`, or after `python3` for a script path)."""
     common = ["--load-format", "dummy", "--dtype", "bfloat16", "--kv-cache-memory", "40GiB"]
     tput = ["bench", "throughput", "--model", str(models["qwen3-0.6b"]), *common, "--num-prompts", "256",
             "--input-len", "100", "1024", "--output-len", "100", "1024", "--seed", "0", "--max-num-seqs", "256",
@@ -50,10 +53,16 @@ def commands(models: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
            "--input-len", "128", "--output-len", "128", "--max-model-len", "2048", "--max-num-seqs", "64"]
     big = ["bench", "latency", "--model", str(models["llama3-8b"]), *common, "--batch-sizes", "1",
            "--input-len", "128", "--output-len", "128", "--max-model-len", "2048", "--max-num-seqs", "8"]
+    trace = [str(Path(__file__).with_name("step_trace.py")), "--model", str(models["qwen3-0.6b"]), *common,
+             "--max-model-len", "2048"]
     return {
-        "throughput_async": ("throughput", tput),
+        "trace_throughput": ("trace", trace + ["--num-prompts", "256", "--input-len", "100", "1024", "--output-len",
+                                               "100", "1024", "--max-num-seqs", "256", "--max-num-batched-tokens",
+                                               "8192", "--profile", "100:110"]),
+        "trace_batch1": ("trace", trace + ["--num-prompts", "1", "--input-len", "128", "128", "--output-len", "128",
+                                           "128", "--max-num-seqs", "64", "--profile", "60:70"]),
+        "throughput_async_hf": ("throughput", tput + ["--hf", "--hf-batch-size", "64"]),
         "throughput_sync": ("throughput", tput + ["--no-async-scheduling"]),
-        "throughput_hf": ("hf", tput + ["--hf", "--hf-batch-size", "64"]),
         "latency_async_hf": ("latency", lat + ["--hf"]),
         "latency_sync": ("latency", lat + ["--no-async-scheduling"]),
         "latency_8b": ("latency", big),
@@ -62,22 +71,26 @@ def commands(models: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
 
 
 def run(name: str, argv: list[str], out: Path, limit: float) -> int:
-    cmd = [sys.executable, "-m", "deepinfer_cli", *argv]
-    print(f"### {name}\n$ deepinfer {' '.join(argv)}", flush=True)
+    script = argv[0].endswith(".py")
+    cmd = [sys.executable, *argv] if script else [sys.executable, "-m", "deepinfer_cli", *argv]
+    shown = f"python3 {' '.join(argv)}" if script else f"deepinfer {' '.join(argv)}"
+    print(f"### {name}\n$ {shown}", flush=True)
     start = time.perf_counter()
     with open(out / f"{name}.txt", "w") as log, subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                                                  stderr=subprocess.STDOUT, text=True) as proc:
-        log.write(f"$ deepinfer {' '.join(argv)}\n")
+        log.write(f"$ {shown}\n")
+        timer = threading.Timer(limit, proc.kill)  # also when the child prints nothing
+        timer.start()
         try:
             for line in proc.stdout:
                 print(line, end="", flush=True)
                 log.write(line)
-                if time.perf_counter() - start > limit:
-                    proc.kill()
-                    log.write(f"[killed after {limit:.0f} s]\n")
-                    break
         finally:
+            timer.cancel()
             proc.wait()
+            if time.perf_counter() - start >= limit:
+                print(f"[killed after {limit:.0f} s]", flush=True)
+                log.write(f"[killed after {limit:.0f} s]\n")
     print(f"[{name}: rc {proc.returncode}, {time.perf_counter() - start:.0f} s]", flush=True)
     return proc.returncode
 
@@ -85,17 +98,24 @@ def run(name: str, argv: list[str], out: Path, limit: float) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the logs")
-    parser.add_argument("--only", default="throughput,latency,hf,determinism",
-                        help="comma-separated groups: throughput, latency, hf, determinism")
+    parser.add_argument("--only", default="trace,throughput,latency,determinism",
+                        help="comma-separated groups: trace, throughput, latency, determinism, or command names")
     parser.add_argument("--limit", type=float, default=280.0, help="seconds per command")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds for the whole run: a command starts only with --limit seconds left")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     models = {"qwen3-0.6b": write_config(args.out / "qwen3-0.6b", QWEN3_06B),
               "llama3-8b": write_config(args.out / "llama3-8b", LLAMA3_8B)}
     groups = set(args.only.split(","))
+    start = time.perf_counter()
     for name, (group, argv) in commands(models).items():
-        if group in groups:
-            run(name, argv, args.out, args.limit)
+        if group in groups or name in groups:
+            left = None if args.budget is None else args.budget - (time.perf_counter() - start)
+            if left is not None and left < 30:
+                print(f"### {name}: skipped ({left:.0f} s of the budget left)", flush=True)
+                continue
+            run(name, argv, args.out, args.limit if left is None else min(args.limit, left))
 
 
 if __name__ == "__main__":

@@ -43,10 +43,9 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict) -> "SPSProfile":
     return SPSProfile(sizes, rates, {"target": target, "method": "decode steps, 32 per size"})
 
 
-def run_engine(target: str, spec: dict | None, prompts: list, max_tokens: int, engine_kw: dict) -> dict:
-    from deepinfer_core import LLM, SamplingParams
+def run_engine(llm, prompts: list, max_tokens: int) -> dict:
+    from deepinfer_core import SamplingParams
 
-    llm = LLM(target, speculative_config=spec, **engine_kw)
     params = SamplingParams(temperature=0, max_tokens=max_tokens)
     llm.chat(prompts[:1], params)  # warm-up, excluded
     start = time.perf_counter()
@@ -70,38 +69,66 @@ def main() -> None:
     parser.add_argument("--fixed", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7])
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--sps", default=None, help="SPS profile JSON; measured here when absent")
+    parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+                        help="batch sizes of the SPS measurement (with the concurrencies)")
+    parser.add_argument("--save-sps", type=Path, default=None, help="write the SPS profile used here")
+    parser.add_argument("--variants", nargs="+", default=None,
+                        help="run only these methods (none, confidence, fixed-K); default all")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--max-model-len", type=int, default=2048)
-    parser.add_argument("--out", type=Path, default=None, help="markdown table path")
+    parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
+    parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
     args = parser.parse_args()
+    from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
     from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
 
     engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len)
     sps = SPSProfile.load(args.sps) if args.sps else measure_sps(
-        args.target, sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, 512} | set(args.concurrency)), engine_kw)
+        args.target, sorted(set(args.sps_sizes) | set(args.concurrency)), engine_kw)
+    if args.save_sps is not None:
+        sps.save(args.save_sps)
     # A different shuffle than training's (seed 0); the pools may still share some docstrings.
     pool = [[{"role": "user", "content": p}]
             for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
+    variants = {"none": None, "confidence": {"method": "dspark", "model": args.drafter,
+                                             "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
+                                             "sps_profile": sps}}
+    for k in args.fixed:
+        variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
     rows = []
-    for c in args.concurrency:
-        variants = {"none": None}
-        for k in args.fixed:
-            variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
-        variants["confidence"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": max(args.fixed),
-                                  "scheduling": "confidence", "sps_profile": sps}
-        for name, spec in variants.items():
-            r = run_engine(args.target, spec, pool[:c], args.max_tokens, engine_kw)
+    t0 = time.perf_counter()
+    if args.variants is not None:
+        unknown = set(args.variants) - set(variants)
+        if unknown:
+            raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
+        variants = {k: v for k, v in variants.items() if k in args.variants}
+    for name, spec in variants.items():  # one engine per variant, reused across concurrencies
+        if args.budget is not None and time.perf_counter() - t0 > args.budget:
+            print(f"{name}: skipped (budget spent)", flush=True)
+            continue
+        llm = LLM(args.target, speculative_config=spec, **engine_kw)
+        for c in args.concurrency:
+            r = run_engine(llm, pool[:c], args.max_tokens)
             rows.append((c, name, r))
             print(c, name, {k: round(v, 2) for k, v in r.items()}, flush=True)
+            write_table(rows, args.out)
+        del llm
+    print("\n".join(table(rows)))
+
+
+def table(rows: list) -> list[str]:
     lines = ["| concurrency | method | output tok/s | per-user tok/s | mean verified / round | mean accepted length |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {c} | {n} | {r['tok/s']:.0f} | {r['per-user tok/s']:.1f} | {r['verified/round']:.2f} | "
-              f"{r['accepted len']:.2f} |" for c, n, r in rows]
-    print("\n".join(lines))
-    if args.out is not None:
-        args.out.write_text("\n".join(lines) + "\n")
+              f"{r['accepted len']:.2f} |" for c, n, r in sorted(rows, key=lambda x: x[0])]
+    return lines
+
+
+def write_table(rows: list, out: Path | None) -> None:
+    if out is not None:
+        out.write_text("\n".join(table(rows)) + "\n")
 
 
 if __name__ == "__main__":

@@ -126,6 +126,7 @@ class DecodeGraphs:
         self.buffers = DecodeBuffers(self.sizes[-1], width, device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
+        self.replays = 0  # graph launches so far (benchmarks' step classification)
         pool = None
         b = self.buffers
         for size in reversed(self.sizes):  # largest first: smaller graphs reuse its pool
@@ -150,4 +151,5 @@ class DecodeGraphs:
             raise ValueError(f"step: batch {batch} exceeds the largest captured size {self.sizes[-1]}")
         self.buffers.load(step, size)
         self.graphs[size].replay()
+        self.replays += 1
         return self.outputs[size][:batch].clone()

@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", required=True, help="checkpoint folder to write")
     train.add_argument("--num-calibration-prompts", type=int, default=128, help="held-out prompts for STS (0: skip)")
     train.add_argument("--steps", type=int, default=3000)
+    train.add_argument("--max-train-seconds", type=float, default=None,
+                       help="stop training after this many seconds (the steps run are recorded)")
     train.add_argument("--batch-size", type=int, default=16, help="sequences per step")
     train.add_argument("--anchors", type=int, default=32, help="draft blocks per sequence per step")
     train.add_argument("--lr", type=float, default=6e-4)
@@ -190,7 +192,8 @@ def run_train(args: argparse.Namespace) -> dict:
     train_start = time.time()
     history = DraftTrainer(drafter, target, train_seqs, train_cfg).train(
         on_log=lambda e: _log(f"step {e['step']}/{args.steps} loss {e['loss']:.4f} ce {e['ce']:.3f} "
-                              f"tv {e['tv']:.3f} conf {e['conf']:.3f} accept {e['acceptance']:.3f}"))
+                              f"tv {e['tv']:.3f} conf {e['conf']:.3f} accept {e['acceptance']:.3f}"),
+        max_seconds=args.max_train_seconds)
     train_time = time.time() - train_start
     out = save_checkpoint(drafter, config, args.out)
     del drafter
@@ -202,7 +205,7 @@ def run_train(args: argparse.Namespace) -> dict:
              f"temperatures {[round(t, 3) for t in calibration['temperatures']]}")
     report = {"target": str(path), "device": str(device), "args": vars(args),
               "num_train_sequences": len(train_seqs), "num_held_out_sequences": len(held_out),
-              "history": history, "calibration": calibration,
+              "steps_run": history[-1]["step"] if history else 0, "history": history, "calibration": calibration,
               "seconds": {"train": round(train_time, 1), "total": round(time.time() - start, 1)}}
     (out / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
     _log(f"wrote {out} in {report['seconds']['total']} s")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -228,21 +229,28 @@ class DraftTrainer:
         self.step_count += 1
         return out
 
-    def train(self, on_log: Callable[[dict], None] | None = None) -> list[dict]:
-        """Runs `config.steps` steps.
+    def train(self, on_log: Callable[[dict], None] | None = None, max_seconds: float | None = None) -> list[dict]:
+        """Runs `config.steps` steps (fewer when `max_seconds` runs out first).
 
         Args:
             on_log: called with each history entry.
+            max_seconds: wall-clock budget; training stops after the step that exceeds it (the
+                learning-rate schedule is still the one for `config.steps`; `step_count` says how
+                many steps ran).
 
         Returns:
             History entries `{"step", "lr", "loss", "ce", "tv", "conf", "acceptance", "top1"}`,
             averaged over the last `log_every` steps (and the final step's window).
         """
         history, window = [], []
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
         for _ in range(self.config.steps):
+            if deadline is not None and time.monotonic() > deadline:
+                break
             out = self.step()
             window.append((float(out.total.detach()), out.ce, out.tv, out.conf, out.acceptance, out.top1))
-            if self.step_count % self.config.log_every == 0 or self.step_count == self.config.steps:
+            last = self.step_count == self.config.steps or (deadline is not None and time.monotonic() > deadline)
+            if self.step_count % self.config.log_every == 0 or last:
                 means = [sum(column) / len(window) for column in zip(*window)]
                 entry = {"step": self.step_count, "lr": self.optimizer.param_groups[0]["lr"],
                          **dict(zip(("loss", "ce", "tv", "conf", "acceptance", "top1"), means))}
