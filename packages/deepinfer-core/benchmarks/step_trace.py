@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--input-len", type=int, nargs=2, default=(100, 1024))
     parser.add_argument("--output-len", type=int, nargs=2, default=(100, 1024))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=float, default=0.0, help="as `deepinfer bench throughput`")
     parser.add_argument("--every", type=float, default=5.0, help="seconds between progress lines")
     parser.add_argument("--profile", default=None, help="START:STOP engine steps to profile")
     parser.add_argument("--sync", action="store_true", help="synchronise the device after every step")
@@ -97,7 +98,8 @@ def main() -> None:
         return out
 
     engine.step = step
-    params = [SamplingParams(max_tokens=n, ignore_eos=True, seed=i) for i, n in enumerate(workload.output_lens)]
+    params = [SamplingParams(max_tokens=n, ignore_eos=True, temperature=args.temperature, seed=i)
+              for i, n in enumerate(workload.output_lens)]
     prompts = [{"prompt_token_ids": p} for p in workload.prompts]
     emitted = 0
     last = [time.perf_counter()]

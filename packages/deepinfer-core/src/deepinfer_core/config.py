@@ -44,7 +44,8 @@ class EngineConfig:
             (SmolLM2-135M-Instruct, fetched by `deepinfer_core.assets`).
         tokenizer: tokenizer folder/file; None uses the model's own tokenizer.
         dtype: "auto" (checkpoint dtype; GGUF -> float32), "float32", "bfloat16" or "float16".
-        device: torch device string for weights, activations and the KV cache.
+        device: torch device string for weights, activations and the KV cache; "auto" (the
+            default) resolves to "cuda" when a CUDA device is available, else "cpu".
         block_size: tokens per KV-cache block.
         kv_cache_memory: bytes given to the KV-cache pool (all layers, K and V).
         max_num_seqs: most requests in one step.
@@ -71,7 +72,7 @@ class EngineConfig:
     model: str | None = None
     tokenizer: str | None = None
     dtype: str = "auto"
-    device: str = "cpu"
+    device: str = "auto"
     block_size: int = 16
     kv_cache_memory: int = 512 * 1024**2
     max_num_seqs: int = 64
@@ -92,6 +93,8 @@ class EngineConfig:
             self.tokenizer = str(self.tokenizer)
         if self.dtype != "auto":
             parse_dtype(self.dtype, "dtype")
+        if self.device == "auto":
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
         _check_device(self.device)
         for name in ("block_size", "kv_cache_memory", "max_num_seqs", "max_num_batched_tokens"):
             value = getattr(self, name)

@@ -30,6 +30,8 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--model", default=None,
                    help="HF checkpoint folder or GGUF file (default: SmolLM2-135M-Instruct, fetched on first use)")
     g.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    g.add_argument("--device", default=None, help="torch device, e.g. cuda, cuda:1, cpu (default: cuda when "
+                   "available, else cpu)")
     g.add_argument("--max-model-len", type=int, default=None, help="longest prompt + output, in tokens")
     g.add_argument("--max-num-seqs", type=int, default=None, help="most requests in one step")
     g.add_argument("--max-num-batched-tokens", type=int, default=None, help="token budget of one step")
@@ -51,7 +53,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         "model": args.model, "dtype": args.dtype, "max_model_len": args.max_model_len,
         "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
         "kv_cache_memory": args.kv_cache_memory, "block_size": args.block_size,
-        "load_format": args.load_format,
+        "load_format": args.load_format, "device": args.device,
     }
     kwargs = {k: v for k, v in pairs.items() if v is not None}
     if args.no_chunked_prefill:
