@@ -23,6 +23,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -61,9 +62,10 @@ def commands(models: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
                                                "8192", "--profile", "100:110"]),
         "trace_batch1": ("trace", trace + ["--num-prompts", "1", "--input-len", "128", "128", "--output-len", "128",
                                            "128", "--max-num-seqs", "64", "--profile", "60:70"]),
-        "throughput_async_hf": ("throughput", tput + ["--hf", "--hf-batch-size", "64"]),
+        "throughput_async_hf": ("throughput", tput + ["--hf", "--hf-batch-size", "256"]),
         "throughput_sync": ("throughput", tput + ["--no-async-scheduling"]),
         "latency_async_hf": ("latency", lat + ["--hf"]),
+        "latency_async": ("latency-nohf", lat),
         "latency_sync": ("latency", lat + ["--no-async-scheduling"]),
         "latency_8b": ("latency", big),
         "throughput_deterministic": ("determinism", tput + ["--deterministic"]),
@@ -99,18 +101,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the logs")
     parser.add_argument("--only", default="trace,throughput,latency,determinism",
-                        help="comma-separated groups: trace, throughput, latency, determinism, or command names")
+                        help="comma-separated groups (trace, throughput, latency, latency-nohf, determinism) or "
+                             "command names (run in the order given)")
     parser.add_argument("--limit", type=float, default=280.0, help="seconds per command")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds for the whole run: a command starts only with --limit seconds left")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    models = {"qwen3-0.6b": write_config(args.out / "qwen3-0.6b", QWEN3_06B),
-              "llama3-8b": write_config(args.out / "llama3-8b", LLAMA3_8B)}
-    groups = set(args.only.split(","))
+    configs = Path(tempfile.mkdtemp(prefix="gpu_speed_"))  # not under --out: it returns logs only
+    models = {"qwen3-0.6b": write_config(configs / "qwen3-0.6b", QWEN3_06B),
+              "llama3-8b": write_config(configs / "llama3-8b", LLAMA3_8B)}
+    wanted = args.only.split(",")
+    table = commands(models)
+    if all(w in table for w in wanted):  # command names: run in the order given
+        table = {w: table[w] for w in wanted}
     start = time.perf_counter()
-    for name, (group, argv) in commands(models).items():
-        if group in groups or name in groups:
+    for name, (group, argv) in table.items():
+        if group in wanted or name in wanted:
             left = None if args.budget is None else args.budget - (time.perf_counter() - start)
             if left is not None and left < 30:
                 print(f"### {name}: skipped ({left:.0f} s of the budget left)", flush=True)

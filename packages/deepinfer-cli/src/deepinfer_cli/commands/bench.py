@@ -128,7 +128,9 @@ def run_throughput(args: argparse.Namespace) -> int:
             run_deepinfer(llm, warm, args.temperature)
     with console.status(f"DeepInfer: {args.num_prompts} requests"):
         results = [run_deepinfer(llm, workload, args.temperature)]
-    if args.hf:
+    if args.hf:  # the slow baseline comes second: print ours now, so a run cut short keeps it
+        r = results[0]
+        console.print(f"DeepInfer: {r.elapsed:.2f} s, {r.output_tps:.1f} output tok/s, {r.output_tokens} output tokens")
         model_path, dtype, device = llm.model_path, llm.engine.runner.dtype, llm.config.device
         dummy = llm.config.load_format == "dummy"
         del llm

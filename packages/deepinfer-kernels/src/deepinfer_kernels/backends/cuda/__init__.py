@@ -2,7 +2,10 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """The `cuda` backend: CUDA C++ kernels (csrc/*.cu) for store_kv_cache, rms_norm and
 apply_token_bitmask, compiled with nvcc on first use on a GPU and loaded through ctypes
-(see build.py). Selected automatically on CUDA devices, above triton.
+(see build.py). Selected automatically on CUDA devices only where triton is missing: on the
+H200 every measured shape ran faster with the triton kernels (BENCHMARKS.md, graph column:
+rms_norm T64 x H4096 3.3 us triton vs 13.4 us cuda, store_kv_cache T8192 19.2 vs 55.9 us,
+apply_token_bitmask B64 x V128256 10.8 vs 23.0 us), so this backend ranks below triton.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import torch
 
 from deepinfer_kernels._registry import Impl, Registry
 
-PRIORITY = 30
+PRIORITY = 10  # below triton (20): slower on every shape measured on the H200
 
 
 def available(device_type: str) -> bool:
