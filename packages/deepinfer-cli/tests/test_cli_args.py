@@ -159,3 +159,8 @@ def test_vocabulary_bounded_flags_fail_the_run(monkeypatch, capsys):
     assert "top_k must be <= the vocabulary size (100), got 500" in capsys.readouterr().err
     assert main(["generate", "x", "--logprobs", "21"]) == 2
     assert "logprobs must be <= 20, got 21" in capsys.readouterr().err
+
+
+def test_device_flag_reaches_the_engine_and_defaults_to_auto():
+    assert engine_kwargs(parse("bench", "throughput", "--device", "cuda:1"))["device"] == "cuda:1"
+    assert "device" not in engine_kwargs(parse("bench", "throughput"))   # the engine's default ("auto")

@@ -313,3 +313,16 @@ def test_logprobs_above_a_small_vocabulary_are_rejected() -> None:
     with pytest.raises(ValueError, match="prompt_logprobs must be <= 10, got 11"):
         SamplingParams(prompt_logprobs=11).validate(vocab_size=10)
     SamplingParams(logprobs=10, prompt_logprobs=10).validate(vocab_size=10)
+
+
+def test_device_auto_resolves_to_cuda_when_available(monkeypatch):
+    import torch
+
+    from deepinfer_core import EngineConfig
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert EngineConfig().device == "cpu"
+    if not torch.backends.cuda.is_built():   # CPU build: resolving to cuda must then fail, naming the field
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        with pytest.raises(ValueError, match="device: 'cuda' is not available"):
+            EngineConfig()

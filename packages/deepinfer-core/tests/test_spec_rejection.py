@@ -354,3 +354,39 @@ def test_bad_input_names_field(change, field):
     change(args)
     with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
         rejection.verify(**args)
+
+
+def test_all_greedy_fast_path_equals_general_path():
+    """The all-greedy shortcut must emit what the general (probabilistic) path emits for greedy rows.
+
+    The general path runs when one temperature > 0 row joins the batch; its greedy rows use the
+    argmax comparison inside the rejection sampler, so the two implementations are independent.
+    """
+    gen = torch.Generator().manual_seed(7)
+    vocab, num_req = 50, 12
+    drafts = []
+    rows = []
+    for r in range(num_req):
+        n = r % 5
+        logits = torch.randn(n + 1, vocab, generator=gen)
+        best = logits.argmax(dim=-1).tolist()
+        keep = int(torch.randint(0, n + 1, (1,), generator=gen))   # a matching prefix, then a miss
+        draft = best[:keep] + [(best[i] + 1) % vocab for i in range(keep, n)]
+        drafts.append(draft)
+        rows.append(logits)
+    extra_logits = torch.randn(3, vocab, generator=gen)
+    extra_draft = [1, 2]
+    greedy = rejection.verify(torch.cat(rows), drafts, [None] * num_req, *_params(num_req, 0.0))
+    temps, top_k, top_p, min_p, seeds, steps = _params(num_req + 1, 0.0)
+    temps[-1] = 1.0
+    mixed = rejection.verify(torch.cat(rows + [extra_logits]), drafts + [extra_draft],
+                   [None] * num_req + [torch.full((2, vocab), 1.0 / vocab)], temps, top_k, top_p, min_p, seeds, steps)
+    assert greedy == mixed[:num_req]
+    assert any(len(d) > 0 and len(out) == len(d) + 1 for d, out in zip(drafts, greedy))   # a full acceptance
+    assert any(len(out) <= len(d) for d, out in zip(drafts, greedy))                       # a rejection
+
+
+def _params(num_req: int, temperature: float):
+    return (torch.full((num_req,), temperature), torch.zeros(num_req, dtype=torch.int64),
+            torch.ones(num_req), torch.zeros(num_req), torch.arange(num_req, dtype=torch.int64),
+            torch.zeros(num_req, dtype=torch.int64))

@@ -284,18 +284,23 @@ class DSparkDraftRunner:
         head = drafter.markov_head
         prev = torch.tensor([r.anchor_token for r in requests], dtype=torch.int64, device=device)
         state = None if head is None else head.initial_state(rows, hidden)
+        all_greedy = all(r.sampling.temperature == 0 for r in requests)
         tokens, probs, conf_logits = [], [], []
         for k in range(gamma):
             logits = base[:, k]
             if head is not None:
                 bias, state = head.step(prev, hidden[:, k], state)
                 logits = logits + bias
-            q = ops.sampling_probs(logits, params["temperature"], params["top_k"],
-                                   params["top_p"], params["min_p"])
-            token = ops.sample(logits, params["temperature"], params["top_k"], params["top_p"],
-                               params["min_p"], params["seeds"], params["steps"] + k)
-            greedy = (params["temperature"] == 0)[:, None]
-            q = torch.where(greedy, torch.nn.functional.one_hot(token, q.shape[1]).float(), q)
+            if all_greedy:  # ops.sample's greedy rule (first maximum), without the random draws
+                token = logits.argmax(dim=-1)
+                q = torch.nn.functional.one_hot(token, logits.shape[1]).float()
+            else:
+                q = ops.sampling_probs(logits, params["temperature"], params["top_k"],
+                                       params["top_p"], params["min_p"])
+                token = ops.sample(logits, params["temperature"], params["top_k"], params["top_p"],
+                                   params["min_p"], params["seeds"], params["steps"] + k)
+                greedy = (params["temperature"] == 0)[:, None]
+                q = torch.where(greedy, torch.nn.functional.one_hot(token, q.shape[1]).float(), q)
             conf = drafter.confidence_logits(hidden[:, k], prev)
             tokens.append(token)
             probs.append(q)

@@ -25,8 +25,9 @@ def load_hf_model(model_path: str | Path, dtype=None, device: str = "cpu", dummy
     hf_logging.disable_progress_bar()  # keep the benchmark's own output readable
     path = Path(model_path)
     dtype = dtype or torch.float32
-    if dummy:
-        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path), dtype=dtype)
+    if dummy:  # initialised on the target device: random init of an 8B model on a slow host takes minutes
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path), dtype=dtype)
     elif path.suffix == ".gguf":
         model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype)
     else:

@@ -143,6 +143,8 @@ def verify(target_logits: torch.Tensor, drafts: list[list[int]],
     if num_req == 0:
         return []
     device = target_logits.device
+    if all(t == 0 for t in temperature.tolist()):
+        return _verify_greedy(target_logits, drafts)
     lens = torch.tensor([len(d) for d in drafts], dtype=torch.int64, device=device)
     offsets = torch.cumsum(lens + 1, 0) - (lens + 1)
     row_req = torch.repeat_interleave(torch.arange(num_req, device=device), lens + 1)
@@ -238,3 +240,19 @@ def _check_inputs(target_logits, drafts, draft_probs, temperature, top_k, top_p,
             raise ValueError(f"draft_probs[{r}]: expected a [{len(tokens)}, {vocab}] float32 tensor")
         if q.device != device:
             raise ValueError(f"draft_probs[{r}]: on {q.device}, target_logits on {device}")
+
+
+def _verify_greedy(target_logits: torch.Tensor, drafts: list[list[int]]) -> list[list[int]]:
+    """`verify` when every request is greedy: accept drafts while they equal the target's argmax
+    (first maximum, `ops.sample`'s greedy rule), then emit the argmax of the first mismatch or the
+    bonus row. One device-to-host copy; no probabilities or random draws."""
+    best = target_logits.argmax(dim=-1).tolist()
+    out, offset = [], 0
+    for draft in drafts:
+        rows = best[offset: offset + len(draft) + 1]
+        n = 0
+        while n < len(draft) and draft[n] == rows[n]:
+            n += 1
+        out.append(list(draft[:n]) + [rows[n]])
+        offset += len(draft) + 1
+    return out
