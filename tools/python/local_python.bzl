@@ -87,7 +87,12 @@ def _local_python_impl(ctx):
     result = ctx.execute([python, "-c", _PROBE])
     if result.return_code != 0:
         fail("local_python: probing %s failed:\n%s" % (python, result.stderr))
-    exe, include, pybind11, nanobind = result.stdout.strip("\n").split("\n")
+    out = result.stdout[:-1] if result.stdout.endswith("\n") else result.stdout
+    lines = out.split("\n")  # empty lines stand for a missing pybind11 / nanobind
+    if len(lines) != 4:
+        fail("local_python: unexpected probe output from %s (run tools/setup.sh or set PYTHON_BIN_PATH " % python +
+             "to a Python with torch, pybind11 and nanobind):\n%s" % result.stdout)
+    exe, include, pybind11, nanobind = lines
 
     # Keep the caller's spelling of the path (a venv symlink), not the resolved binary.
     exe = python if python.startswith("/") else exe
