@@ -107,3 +107,31 @@ def test_padded_decode_matches_unpadded_and_never_writes_real_blocks(tiny_checkp
                 assert torch.equal(flat, flat_eager)
             else:
                 torch.testing.assert_close(flat[written], flat_eager[written], rtol=1e-5, atol=1e-5)
+
+
+def test_graph_step_returns_the_drafter_features_of_the_eager_step(tiny_checkpoint):
+    """With `aux_layers` set (a drafter asked for target features), the captured step function
+    returns (logits, aux hidden states) equal to what the eager step returns for the real rows."""
+    folder = tiny_checkpoint("qwen3")
+    runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK,
+                                                                 deterministic=True))
+    runner.allocate_kv_cache(64)
+    runner.aux_layers = (-1, 0, 1)
+    rng = torch.Generator().manual_seed(2)
+    for k_cache, v_cache in runner.kv_caches:
+        k_cache.normal_(generator=rng)
+        v_cache.normal_(generator=rng)
+    chunks = decode_chunks(rng, 3, 64)
+    step = prepare_inputs(chunks, BLOCK, "cpu", 64)
+    before = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
+    eager = runner.execute_model(chunks)
+    for (k, v), (k0, v0) in zip(runner.kv_caches, before):
+        k.copy_(k0)
+        v.copy_(v0)
+    buf = DecodeBuffers(max_batch=4, width=16, device="cpu")
+    buf.load(step, 4)
+    with torch.inference_mode():
+        logits, aux = runner._logits_step(buf.input_ids[:4], buf.positions[:4], buf.meta(4))
+    assert eager.aux_hidden is not None and aux.shape == (4, eager.aux_hidden.shape[1])
+    assert torch.equal(logits[:3], eager.logits) and torch.equal(aux[:3], eager.aux_hidden)
+    assert aux.shape[1] == 3 * runner.model_config.hidden_size

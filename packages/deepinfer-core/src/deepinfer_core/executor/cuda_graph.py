@@ -104,8 +104,8 @@ class DecodeBuffers:
             self.block_tables[batch:size].zero_()
 
 
-StepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata], torch.Tensor]
-"""(input_ids `[N]`, positions `[N]`, meta) -> logits `[N, V]` float32."""
+StepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata], "torch.Tensor | tuple[torch.Tensor, ...]"]
+"""(input_ids `[N]`, positions `[N]`, meta) -> logits `[N, V]` float32, or (logits, aux `[N, A]`)."""
 
 
 class DecodeGraphs:
@@ -125,7 +125,7 @@ class DecodeGraphs:
         self.sizes = sorted(sizes)
         self.buffers = DecodeBuffers(self.sizes[-1], width, device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self.outputs: dict[int, torch.Tensor] = {}
+        self.outputs: dict[int, torch.Tensor | tuple[torch.Tensor, ...]] = {}
         self.replays = 0  # graph launches so far (benchmarks' step classification)
         pool = None
         b = self.buffers
@@ -143,8 +143,10 @@ class DecodeGraphs:
         """True when a decode step of `batch` rows and `width` block-table columns can replay."""
         return batch <= self.sizes[-1] and width <= self.buffers.width
 
-    def run(self, step: StepInputs) -> torch.Tensor:
-        """Replays the graph for a decode step; returns logits `[B, V]` float32 (a fresh tensor)."""
+    def run(self, step: StepInputs) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """Replays the graph for a decode step; returns the step function's output for the first
+        B rows as fresh tensors: logits `[B, V]` float32, or a tuple (logits, aux hidden states
+        `[B, A]`) when the step function returns one."""
         batch = step.input_ids.shape[0]
         size = pick_size(self.sizes, batch)
         if size is None:
@@ -152,4 +154,7 @@ class DecodeGraphs:
         self.buffers.load(step, size)
         self.graphs[size].replay()
         self.replays += 1
-        return self.outputs[size][:batch].clone()
+        out = self.outputs[size]
+        if isinstance(out, tuple):
+            return tuple(t[:batch].clone() for t in out)
+        return out[:batch].clone()

@@ -56,6 +56,7 @@ class ModelRunner:
         self.graphs: DecodeGraphs | None = None
         # Decoder layers whose outputs every step also returns (features for a speculative drafter).
         self.aux_layers: tuple[int, ...] = ()
+        self._graph_aux_layers: tuple[int, ...] = ()
         self.block_tables: PersistentBlockTables | None = None
 
     def init_block_tables(self, max_rows: int, max_model_len: int) -> None:
@@ -122,16 +123,22 @@ class ModelRunner:
         if self.device.type != "cuda" or self.engine_config.enforce_eager:
             return []
         width = -(-max_model_len // self.block_size)
+        self._graph_aux_layers = self.aux_layers  # graphs return these features too; others run eagerly
         self.graphs = DecodeGraphs(self._logits_step, capture_sizes(self.engine_config.max_num_seqs),
                                    width, self.device)
         return self.graphs.sizes
 
     def _logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                     meta: AttentionMetadata) -> torch.Tensor:
+                     meta: AttentionMetadata) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The captured decode step: logits `[N, V]`, plus the `aux_layers` hidden states `[N, A]`
+        (what a drafter observes) when a proposer asked for them."""
+        if self.aux_layers:
+            hidden, aux = self.model(input_ids, positions, self.kv_caches, meta, self.aux_layers)
+            return self.model.compute_logits(hidden), aux
         return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta))
 
     def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
-        return (self.graphs is not None and step.meta.is_decode_only and not self.aux_layers
+        return (self.graphs is not None and step.meta.is_decode_only and self.aux_layers == self._graph_aux_layers
                 and self.graphs.fits(len(chunks), step.meta.block_tables.shape[1])
                 and all(c.sample and not c.prompt_logprobs and c.num_logits == 1 for c in chunks))
 
@@ -162,6 +169,9 @@ class ModelRunner:
             step.input_ids[to_device(list(index), torch.int64, self.device)] = \
                 fill_from[to_device(list(rows), torch.int64, self.device)]
         if self._use_graph(chunks, step):
+            if self.aux_layers:  # the graphs were captured with the drafter's feature layers
+                logits, aux = self.graphs.run(step)
+                return ModelOutput(logits=logits, aux_hidden=aux, cu_seqlens=step.cu_seqlens)
             return ModelOutput(logits=self.graphs.run(step))
         aux = None
         if self.aux_layers:
