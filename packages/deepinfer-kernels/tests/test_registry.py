@@ -115,6 +115,9 @@ def test_parse_override():
     assert parse_override("cuda") == {"*": "cuda"}
     with pytest.raises(ValueError, match=ENV_VAR):
         parse_override("rms_norm:")
+    for malformed in ("rms_norm=triton", "a:b:c", "rms_norm:reference;*:triton", "tri ton"):
+        with pytest.raises(ValueError, match=ENV_VAR):
+            parse_override(malformed)
 
 
 def test_default_registry_has_reference_for_every_op():

@@ -154,9 +154,11 @@ class Registry:
                                  f"{device_type!r}")
             if not self.is_available(impl, device_type):
                 raise ValueError(f"backend: {backend!r} is not available for op {op!r} here")
-            if not impl.handles(dtype) or not impl.supports(*args, **kwargs):
-                raise ValueError(f"backend: {backend!r} does not support these arguments of "
-                                 f"op {op!r}")
+            if not impl.handles(dtype):
+                raise ValueError(f"backend: {backend!r} does not handle dtype {dtype} for op {op!r}")
+            if not impl.supports(*args, **kwargs):
+                raise ValueError(f"backend: {backend!r} does not support these arguments of op {op!r} "
+                                 f"(its layout or size limits; tensors: {_describe(args)})")
             return impl
         for impl in self._candidates_for(op, device_type, dtype):
             if impl.supports(*args, **kwargs):
@@ -200,13 +202,20 @@ class Registry:
                         op, device_type, dtype)
 
 
+def _describe(args: tuple) -> str:
+    """Shape and strides of the tensor arguments, for error messages."""
+    parts = [f"#{i} {tuple(a.shape)} stride {a.stride()}" for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    return "; ".join(parts[:6])
+
+
 def parse_override(value: str) -> dict[str, str]:
     """Parses `DEEPINFER_KERNEL_BACKEND`: comma-separated `op:backend` pairs, `*` for all ops.
 
     A bare backend name (no colon) means `*:name`.
 
     Raises:
-        ValueError: an entry has an empty op or backend name.
+        ValueError: an entry is malformed: an empty name, or an op or backend name that is not
+            an identifier (e.g. `rms_norm=triton`, `a:b:c`, `;` as a separator).
     """
     out: dict[str, str] = {}
     for entry in value.split(","):
@@ -217,8 +226,9 @@ def parse_override(value: str) -> dict[str, str]:
         if not sep:
             op, name = "*", entry
         op, name = op.strip(), name.strip()
-        if not op or not name:
-            raise ValueError(f"{ENV_VAR}: malformed entry {entry!r} (expected op:backend)")
+        if not op or not name or not (op == "*" or op.isidentifier()) or not name.isidentifier():
+            raise ValueError(f"{ENV_VAR}: malformed entry {entry!r} (expected comma-separated op:backend, "
+                             f"*:backend or backend)")
         out[op] = name
     return out
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_flag, check_positive,
-                                           check_same_device, check_size, check_tensor)
+from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_cu_seqlens, check_flag, check_paged_tables,
+                                           check_positive, check_same_device, check_size, check_tensor)
 
 DEFAULT_DECODE_SPLIT_SIZE = 256
 """KV tokens per split of decode attention. Fixed, so a row's result is batch invariant."""
@@ -41,12 +41,13 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
         q: [T, Hq, D] float32/float16/bfloat16, T = cu_seqlens_q[-1].
         k_cache: [N, S, Hk, D], same dtype as `q`; Hq % Hk == 0.
         v_cache: [N, S, Hk, D], same shape and dtype as `k_cache`.
-        block_tables: [B, M] int32 block ids.
-        cu_seqlens_q: [B+1] int32, starts at 0, non-decreasing.
-        seq_lens: [B] int32, seq_lens[b] >= q_len_b.
+        block_tables: [B, M] int32 block ids in [0, N) (entries a request's keys use).
+        cu_seqlens_q: [B+1] int32, starts at 0, non-decreasing, ends at T.
+        seq_lens: [B] int32, q_len_b <= seq_lens[b] <= M * S. The value ranges are checked on
+            CPU tensors and are preconditions on accelerators.
         scale: Logit scale, usually D ** -0.5 (> 0).
         sliding_window: None (full attention) or the window W > 0 in tokens.
-        sinks: None or [Hq] float logits (any float dtype).
+        sinks: None or [Hq] float32/float16/bfloat16 logits.
         batch_invariant: Require per-query invariant results (see above).
         backend: Implementation to use; None selects.
 
@@ -61,6 +62,11 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     check_size("cu_seqlens_q", cu_seqlens_q, 0, seq_lens.shape[0] + 1, "requests + 1")
     check_flag("batch_invariant", batch_invariant)
     check_same_device([("q", q), ("cu_seqlens_q", cu_seqlens_q)])
+    check_cu_seqlens(cu_seqlens_q, q.shape[0])
+    q_lens = cu_seqlens_q[1:] - cu_seqlens_q[:-1] if cu_seqlens_q.device.type == "cpu" else None
+    check_paged_tables(block_tables, seq_lens, k_cache.shape[0], k_cache.shape[1], q_lens)
+    block_tables, cu_seqlens_q, seq_lens = block_tables.contiguous(), cu_seqlens_q.contiguous(), seq_lens.contiguous()
+    sinks = None if sinks is None else sinks.contiguous()
     return dispatch("paged_attention_prefill", q, backend, q, k_cache, v_cache, block_tables,
                     cu_seqlens_q, seq_lens, scale, sliding_window, sinks,
                     batch_invariant=batch_invariant)
@@ -84,7 +90,8 @@ def paged_attention_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
         k_cache: [N, S, Hk, D], same dtype as `q`; Hq % Hk == 0.
         v_cache: [N, S, Hk, D], same shape and dtype as `k_cache`.
         block_tables: [B, M] int32.
-        seq_lens: [B] int32, >= 0 (including the query token).
+        seq_lens: [B] int32, 0 <= seq_lens[b] <= M * S (including the query token); block ids
+            they use in [0, N). Value ranges are checked on CPU tensors, preconditions elsewhere.
         scale: Logit scale (> 0).
         sliding_window: None or the window W > 0 in tokens.
         sinks: None or [Hq] float logits.
@@ -99,8 +106,11 @@ def paged_attention_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
     """
     _check_common(q, k_cache, v_cache, block_tables, seq_lens, scale, sliding_window, sinks)
     check_size("seq_lens", seq_lens, 0, q.shape[0], "requests of q")
-    if not isinstance(split_size, int) or split_size <= 0:
+    if isinstance(split_size, bool) or not isinstance(split_size, int) or split_size <= 0:
         raise ValueError(f"split_size: must be a positive int, got {split_size!r}")
+    check_paged_tables(block_tables, seq_lens, k_cache.shape[0], k_cache.shape[1])
+    block_tables, seq_lens = block_tables.contiguous(), seq_lens.contiguous()
+    sinks = None if sinks is None else sinks.contiguous()
     return dispatch("paged_attention_decode", q, backend, q, k_cache, v_cache, block_tables,
                     seq_lens, scale, sliding_window, sinks, split_size)
 
@@ -122,7 +132,10 @@ def _check_common(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     check_tensor("seq_lens", seq_lens, 1, (torch.int32,))
     check_size("block_tables", block_tables, 0, seq_lens.shape[0], "requests of seq_lens")
     check_positive("scale", scale)
-    if sliding_window is not None and (not isinstance(sliding_window, int) or sliding_window <= 0):
+    if k_cache.shape[1] == 0:
+        raise ValueError("k_cache: block size (dimension 1) must be > 0")
+    if sliding_window is not None and (isinstance(sliding_window, bool) or not isinstance(sliding_window, int)
+                                       or sliding_window <= 0):
         raise ValueError(f"sliding_window: must be None or a positive int, got {sliding_window!r}")
     if sinks is not None:
         check_tensor("sinks", sinks, 1, FLOAT_DTYPES)

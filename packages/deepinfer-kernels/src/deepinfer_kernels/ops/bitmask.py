@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import FLOAT_DTYPES, check_same_device, check_tensor
+from deepinfer_kernels.ops._checks import FLOAT_DTYPES, check_range, check_same_device, check_tensor
 
 
 def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor,
@@ -39,4 +39,6 @@ def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor,
     if indices is not None:
         check_tensor("indices", indices, 1, (torch.int32, torch.int64))
     check_same_device([("logits", logits), ("bitmask", bitmask), ("indices", indices)])
-    dispatch("apply_token_bitmask", logits, backend, logits, bitmask, indices)
+    check_range("indices", indices, 0, logits.shape[0])
+    dispatch("apply_token_bitmask", logits, backend, logits, bitmask,
+             None if indices is None else indices.contiguous())

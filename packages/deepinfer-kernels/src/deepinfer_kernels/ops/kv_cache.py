@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_same_device, check_size,
+from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_range, check_same_device, check_size,
                                            check_tensor)
 
 
@@ -25,7 +25,8 @@ def store_kv_cache(k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
         v: [T, Hk, D], same dtype as `k`.
         k_cache: [N, S, Hk, D] (N blocks of S slots), same dtype as `k`.
         v_cache: [N, S, Hk, D], same shape and dtype as `k_cache`.
-        slot_mapping: [T] int64.
+        slot_mapping: [T] int64, each < N * S (negative: skipped). Checked on CPU tensors;
+            a precondition on accelerators.
         backend: Implementation to use; None selects.
 
     Raises:
@@ -46,4 +47,7 @@ def store_kv_cache(k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
     check_size("slot_mapping", slot_mapping, 0, k.shape[0], "tokens of k")
     check_same_device([("k", k), ("v", v), ("k_cache", k_cache), ("v_cache", v_cache),
                        ("slot_mapping", slot_mapping)])
-    dispatch("store_kv_cache", k, backend, k, v, k_cache, v_cache, slot_mapping)
+    if k_cache.shape[1] == 0:
+        raise ValueError("k_cache: block size (dimension 1) must be > 0")
+    check_range("slot_mapping", slot_mapping, None, k_cache.shape[0] * k_cache.shape[1])
+    dispatch("store_kv_cache", k, backend, k, v, k_cache, v_cache, slot_mapping.contiguous())

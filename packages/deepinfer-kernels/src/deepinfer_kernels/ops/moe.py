@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_same_device, check_size,
+from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_int, check_same_device, check_size,
                                            check_tensor)
 
 SCORING = ("softmax", "sigmoid")
@@ -33,7 +33,7 @@ def fused_moe(hidden: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tens
 
     Args:
         hidden: [T, H] float32/float16/bfloat16; T may be 0.
-        router_logits: [T, E] float (any float dtype).
+        router_logits: [T, E] float32/float16/bfloat16 (need not match `hidden`).
         w13: [E, 2I, H], dtype of `hidden`: gate rows then up rows.
         w2: [E, H, I], dtype of `hidden`.
         top_k: Experts per token, 1 <= top_k <= E.
@@ -66,8 +66,16 @@ def fused_moe(hidden: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tens
     check_size("w2", w2, 0, num_experts, "experts of router_logits")
     check_size("w2", w2, 1, hidden.shape[1], "hidden size")
     check_size("w2", w2, 2, w13.shape[1] // 2, "intermediate size of w13")
+    check_int("top_k", top_k)
     if not 1 <= top_k <= num_experts:
         raise ValueError(f"top_k: must be in [1, {num_experts}], got {top_k}")
+    for name, value in (("n_group", n_group), ("topk_group", topk_group)):
+        if value is not None:
+            check_int(name, value)
+    if isinstance(routed_scaling_factor, bool) or not isinstance(routed_scaling_factor, (int, float)):
+        raise ValueError(f"routed_scaling_factor: must be a number, got {routed_scaling_factor!r}")
+    if not isinstance(renormalize, bool):
+        raise ValueError(f"renormalize: must be a bool, got {renormalize!r}")
     if scoring not in SCORING:
         raise ValueError(f"scoring: {scoring!r} not in {SCORING}")
     if e_score_correction_bias is not None:

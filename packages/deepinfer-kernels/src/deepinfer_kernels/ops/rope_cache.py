@@ -17,6 +17,8 @@ import math
 
 import torch
 
+from deepinfer_kernels.ops._checks import check_int
+
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 
 
@@ -46,12 +48,16 @@ def build_rope_cache(rotary_dim: int, max_position: int, base: float,
     Raises:
         ValueError: bad `rotary_dim`, `max_position`, `base` or `rope_scaling` (named).
     """
-    if rotary_dim <= 0 or rotary_dim % 2:
+    check_int("rotary_dim", rotary_dim, 1)
+    if rotary_dim % 2:
         raise ValueError(f"rotary_dim: must be positive and even, got {rotary_dim}")
-    if max_position <= 0:
-        raise ValueError(f"max_position: must be > 0, got {max_position}")
+    check_int("max_position", max_position, 1)
     if not base > 0:
         raise ValueError(f"base: must be > 0, got {base}")
+    if rope_scaling is not None and not isinstance(rope_scaling, dict):
+        raise ValueError(f"rope_scaling: must be None or a dict, got {type(rope_scaling).__name__}")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(f"dtype: must be a floating torch dtype, got {dtype!r}")
     inv_freq, attention_factor = rope_inv_freq(rotary_dim, base, rope_scaling, max_position)
     positions = torch.arange(max_position, dtype=torch.float32)
     angles = torch.outer(positions, inv_freq)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_same_device, check_size,
+from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_range, check_same_device, check_size,
                                            check_tensor)
 
 
@@ -26,7 +26,7 @@ def rotary_embedding(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
         positions: [T] int64, each in [0, P).
         q: [T, Hq, D] float32/float16/bfloat16.
         k: [T, Hk, D], same dtype and head size as `q`.
-        cos_sin: [P, R] from `build_rope_cache`, R even and R <= D; any float dtype.
+        cos_sin: [P, R] from `build_rope_cache`, R even and R <= D; float32/float16/bfloat16.
         is_neox: Pair layout (see above).
         backend: Implementation to use; None selects.
 
@@ -48,4 +48,5 @@ def rotary_embedding(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
         raise ValueError(f"cos_sin: rotary dim {rotary_dim} must be even, > 0 and <= head "
                          f"size {q.shape[2]}")
     check_same_device([("q", q), ("k", k), ("positions", positions), ("cos_sin", cos_sin)])
-    return dispatch("rotary_embedding", q, backend, positions, q, k, cos_sin, is_neox)
+    check_range("positions", positions, 0, cos_sin.shape[0])
+    return dispatch("rotary_embedding", q, backend, positions.contiguous(), q, k, cos_sin, is_neox)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import check_same_device, check_size, check_tensor
+from deepinfer_kernels.ops._checks import check_same_device, check_size, check_int, check_tensor, host_values
 
 
 def sample(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
@@ -42,9 +42,10 @@ def sample(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
         [B] int64 token ids.
 
     Raises:
-        ValueError: a shape, dtype or device does not match (the message names the field).
-            Values are not checked (that would synchronise with the device); the engine
-            validates sampling parameters when a request arrives.
+        ValueError: a shape, dtype or device does not match, the vocabulary is empty, or (CPU
+            tensors only) a parameter is out of its range (the message names the field). On an
+            accelerator the ranges are preconditions (checking would synchronise with the
+            device); the engine validates sampling parameters when a request arrives.
     """
     check_tensor("logits", logits, 2, (torch.float32,))
     batch = logits.shape[0]
@@ -56,8 +57,22 @@ def sample(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
         check_size(name, t, 0, batch, "rows of logits")
     check_same_device([("logits", logits), ("temperature", temperature), ("top_k", top_k),
                        ("top_p", top_p), ("min_p", min_p), ("seeds", seeds), ("steps", steps)])
-    return dispatch("sample", logits, backend, logits, temperature, top_k, top_p, min_p,
-                    seeds, steps)
+    _check_values(logits, temperature, top_p, min_p)
+    c = [t.contiguous() for t in (temperature, top_k, top_p, min_p, seeds, steps)]
+    return dispatch("sample", logits, backend, logits, *c)
+
+
+def _check_values(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor,
+                  min_p: torch.Tensor) -> None:
+    """A non-empty vocabulary; on CPU tensors, the documented parameter ranges."""
+    if logits.shape[0] and logits.shape[1] == 0:
+        raise ValueError("logits: the vocabulary (dimension 1) is empty")
+    for name, t, ok, text in (("temperature", temperature, lambda x: x >= 0, ">= 0"),
+                              ("top_p", top_p, lambda x: (x > 0) & (x <= 1), "in (0, 1]"),
+                              ("min_p", min_p, lambda x: (x >= 0) & (x <= 1), "in [0, 1]")):
+        if host_values(t) and not bool(ok(t).all()):   # NaN fails every comparison
+            bad = int((~ok(t)).nonzero()[0])
+            raise ValueError(f"{name}: row {bad} is {float(t[bad])}, must be {text}")
 
 
 def sampling_probs(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
@@ -76,7 +91,7 @@ def sampling_probs(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch
         [B, V] float32 probabilities; each row sums to 1.
 
     Raises:
-        ValueError: a shape, dtype or device does not match (the message names the field).
+        ValueError: as for `sample`.
     """
     check_tensor("logits", logits, 2, (torch.float32,))
     batch = logits.shape[0]
@@ -87,6 +102,7 @@ def sampling_probs(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch
         check_size(name, t, 0, batch, "rows of logits")
     check_same_device([("logits", logits), ("temperature", temperature), ("top_k", top_k),
                        ("top_p", top_p), ("min_p", min_p)])
+    _check_values(logits, temperature, top_p, min_p)
     from deepinfer_kernels.backends.reference.sampling import filtered_probs
     return filtered_probs(logits, temperature, top_k, top_p, min_p)
 
@@ -114,7 +130,6 @@ def keyed_uniforms(seeds: torch.Tensor, steps: torch.Tensor, n: int) -> torch.Te
     check_tensor("steps", steps, 1, (torch.int64,))
     check_size("steps", steps, 0, seeds.shape[0], "rows of seeds")
     check_same_device([("seeds", seeds), ("steps", steps)])
-    if n < 0:
-        raise ValueError(f"n: must be >= 0, got {n}")
+    check_int("n", n, 0)
     from deepinfer_kernels.backends.reference.sampling import uniforms
     return uniforms(seeds, steps, n)

@@ -69,6 +69,7 @@ def _route_kernel(logits_ptr, bias_ptr, weights_ptr, ids_ptr, num_experts, logit
     weights = tl.zeros([BLOCK_K], tl.float32)
     for j in tl.static_range(TOP_K):
         best = _first_argmax(choice, e, BLOCK_E)
+        best = tl.where(best < num_experts, best, j)  # all -inf/NaN left: a valid id, never E
         ids = tl.where(slot == j, best, ids)
         weights = tl.where(slot == j, tl.sum(tl.where(e == best, scores, 0.0), axis=0), weights)
         choice = tl.where(e == best, float("-inf"), choice)
