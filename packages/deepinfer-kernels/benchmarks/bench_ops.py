@@ -35,6 +35,7 @@ import argparse
 import inspect
 import json
 import math
+import os
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -257,6 +258,13 @@ class Builder:
         tag = "top-k 50 top-p 0.9" if filters else "plain"
         return Workload("sample", f"B{rows} V{vocab} {tag}", make, bytes=rows * vocab * 4)
 
+    def linear(self, tokens: int, out_features: int, in_features: int, tag: str = "") -> Workload:
+        """A decode-sized Linear: bound by streaming the [N, K] weight once (bytes = weight)."""
+        def make():
+            return (self.rnd(tokens, in_features), self.rnd(out_features, in_features) / in_features ** 0.5, None)
+        return Workload("linear", f"T{tokens} N{out_features} K{in_features}{tag}", make,
+                        bytes=out_features * in_features * self.size)
+
     def bitmask(self, rows: int, vocab: int = 128256, tag: str = "") -> Workload:
         words = -(-vocab // 32)
 
@@ -285,6 +293,12 @@ def workloads(dtype: torch.dtype, device: torch.device, quick: bool) -> list[Wor
     out += [b.fused_moe(t) for t in moe_tokens]
     out += [b.fused_moe(t, experts=8, top_k=2, inter=768) for t in moe_tokens]
     out += [b.sample(1), b.sample(64), b.sample(64, filters=False), b.bitmask(64)]
+    # Decode-step matrices: Qwen3-0.6B (qkv, o, gate_up, down, LM head) and Llama-3-8B, T = 1 and 8.
+    for tokens in (1, 8):
+        for n, k, tag in ((4096, 1024, " q3-0.6b qkv"), (1024, 2048, " q3-0.6b o"), (6144, 1024, " q3-0.6b gate_up"),
+                          (1024, 3072, " q3-0.6b down"), (151936, 1024, " q3-0.6b lm_head"),
+                          (6144, 4096, " l3-8b qkv"), (28672, 4096, " l3-8b gate_up"), (4096, 14336, " l3-8b down")):
+            out.append(b.linear(tokens, n, k, tag))
     return out
 
 
@@ -309,6 +323,8 @@ def measure(work: Workload, backend: str, bandwidth: float, tflops: float) -> Ro
     reference = backend == "reference"
     eager = time_eager(fns, repeats=5 if reference else 20)
     direct = graph = None
+    if reference and work.op == "linear":  # the vendor GEMM is the baseline to beat: time it in a graph too
+        graph = time_graph(fns, calls=max(20, sets))
     if not reference:
         direct = time_eager([direct_call(work.op, backend, a) for a in inputs])
         graph = time_graph(fns, calls=max(20, sets))
@@ -345,6 +361,7 @@ def main() -> None:
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_ops.py needs a CUDA device")
+    os.environ.setdefault("DEEPINFER_TRITON_GEMV", "1")  # time the opt-in skinny matmul against cuBLAS
     device = torch.device("cuda")
     dtype = getattr(torch, args.dtype)
     wanted = {o for o in args.ops.split(",") if o}

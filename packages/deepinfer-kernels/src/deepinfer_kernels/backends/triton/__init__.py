@@ -68,9 +68,17 @@ def _supports_rows(x: torch.Tensor, *rest) -> bool:
     return _unit_stride(x)
 
 
+GEMV_ENV = "DEEPINFER_TRITON_GEMV"
+GEMV_MAX_ROWS = 16
+
+
 def _supports_linear(x, weight, bias, batch_invariant=False) -> bool:
-    # Only the invariant calls: for the others the vendor GEMM (reference F.linear) is faster.
-    return batch_invariant and _unit_stride(x, weight, bias)
+    # The invariant calls (fixed-tile matmul); and, opted in by DEEPINFER_TRITON_GEMV=1 until its
+    # H200 measurement is recorded, decode-sized calls (skinny split-K matmul, gemv.py). Other
+    # calls: the vendor GEMM (reference F.linear) is faster.
+    if not _unit_stride(x, weight, bias):
+        return False
+    return batch_invariant or (x.shape[0] <= GEMV_MAX_ROWS and os.environ.get(GEMV_ENV) == "1")
 
 
 def _supports_rms_norm(x, weight, eps, residual, batch_invariant=False) -> bool:

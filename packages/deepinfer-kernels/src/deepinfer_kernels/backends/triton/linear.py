@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from deepinfer_kernels.backends.triton.attention_common import dot_precision, upcast_dots
+from deepinfer_kernels.backends.triton.gemv import gemv
 
 GROUP_M = 8
 CONFIG_16BIT = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
@@ -63,6 +64,8 @@ def _linear_kernel(x_ptr, w_ptr, b_ptr, out_ptr, tokens, out_features, in_featur
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
            batch_invariant: bool = False) -> torch.Tensor:
+    if not batch_invariant:  # only offered for T <= 16 (see backends/triton/__init__.py)
+        return gemv(x, weight, bias)
     tokens, in_features = x.shape
     out_features = weight.shape[0]
     out = torch.empty((tokens, out_features), dtype=x.dtype, device=x.device)
