@@ -3,10 +3,13 @@
 """Triton paged prefill attention: FlashAttention-2 style online softmax (Dao 2023) over a
 variable-length batch whose keys/values are all read from the paged cache.
 
-Program (tile, q head) owns BLOCK_M query rows of one request. The request is found
-without a host sync: request b's tiles start at `cu_seqlens_q[b] // BLOCK_M + b`, a
-non-decreasing sequence searched by bisection (the layout vLLM's Triton attention uses);
-the grid `T // BLOCK_M + B + 1` covers every tile, and surplus programs do nothing.
+Program (tile, head group) owns BLOCK_M rows: TOK_M = BLOCK_M / PACK query tokens of one
+request times PACK query heads that share one KV head (grouped-query attention), so each KV
+block is loaded once for all PACK heads instead of once per head. PACK is the largest power of
+two dividing the group size Hq / Hk, capped so that a tile holds at least 4 tokens. The request
+is found without a host sync: request b's tiles start at `cu_seqlens_q[b] // TOK_M + b`, a
+non-decreasing sequence searched by bisection (the layout vLLM's Triton attention uses); the
+grid `(T // TOK_M + B + 1, Hq / PACK)` covers every tile, and surplus programs do nothing.
 
 Batch invariant for every call: the tile sizes depend on the device only, and each query
 sees its keys in BLOCK_N-aligned blocks of absolute positions (0, BLOCK_N, 2 BLOCK_N, ...;
@@ -48,27 +51,30 @@ def _prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, out_ptr, table_ptr, cu_ptr,
                     cache_stride_n, cache_stride_s, cache_stride_h, BLOCK_SIZE: tl.constexpr,
                     HAS_WINDOW: tl.constexpr, HAS_SINKS: tl.constexpr, BLOCK_M: tl.constexpr,
                     BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr,
-                    UPCAST: tl.constexpr):
+                    UPCAST: tl.constexpr, PACK: tl.constexpr):
+    TOK_M: tl.constexpr = BLOCK_M // PACK
     pid = tl.program_id(0)
-    head = tl.program_id(1)
-    kv_head = head // group
-    b = _find_request(cu_ptr, num_requests, pid, BLOCK_M)
+    first_head = tl.program_id(1) * PACK
+    kv_head = first_head // group
+    b = _find_request(cu_ptr, num_requests, pid, TOK_M)
     q_start = tl.load(cu_ptr + b)
     q_len = tl.load(cu_ptr + b + 1) - q_start
     seq_len = tl.load(lens_ptr + b)
-    first_row = (pid - (q_start // BLOCK_M + b)) * BLOCK_M
-    rows = first_row + tl.arange(0, BLOCK_M)
+    first_row = (pid - (q_start // TOK_M + b)) * TOK_M   # the tile's first token in the request
+    r = tl.arange(0, BLOCK_M)
+    rows = first_row + r // PACK                      # token of each tile row
+    heads = first_head + r % PACK                     # query head of each tile row
     row_mask = rows < q_len
     q_pos = seq_len - q_len + rows                    # absolute position of each query
     d = tl.arange(0, BLOCK_D)
     d_mask = d < head_size
     tokens = (q_start + rows).to(tl.int64)
-    q = tl.load(q_ptr + tokens[:, None] * q_stride_t + head * q_stride_h + d[None, :],
+    q = tl.load(q_ptr + tokens[:, None] * q_stride_t + heads[:, None] * q_stride_h + d[None, :],
                 mask=row_mask[:, None] & d_mask[None, :], other=0.0)
     if UPCAST:
         q = q.to(tl.float32)
     # Keys this tile can see: up to its last query, from its first query's window start.
-    kv_hi = tl.minimum(seq_len, seq_len - q_len + first_row + BLOCK_M)
+    kv_hi = tl.minimum(seq_len, seq_len - q_len + first_row + TOK_M)
     kv_lo = 0
     if HAS_WINDOW:
         kv_lo = tl.maximum(seq_len - q_len + first_row - window + 1, 0)
@@ -103,13 +109,13 @@ def _prefill_kernel(q_ptr, k_cache_ptr, v_cache_ptr, out_ptr, table_ptr, cu_ptr,
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         m = m_new
     if HAS_SINKS:
-        sink = tl.load(sinks_ptr + head + tl.zeros([BLOCK_M], tl.int32)).to(tl.float32)
+        sink = tl.load(sinks_ptr + heads).to(tl.float32)
         m_safe = tl.where(m == float("-inf"), sink, m)
         rescale = tl.exp(m - m_safe)
         l = l * rescale + tl.exp(sink - m_safe)
         acc = acc * rescale[:, None]
     out = acc / tl.where(l > 0, l, 1.0)[:, None]
-    tl.store(out_ptr + tokens[:, None] * out_stride_t + head * out_stride_h + d[None, :],
+    tl.store(out_ptr + tokens[:, None] * out_stride_t + heads[:, None] * out_stride_h + d[None, :],
              out.to(out_ptr.dtype.element_ty), mask=row_mask[:, None] & d_mask[None, :])
 
 
@@ -126,7 +132,8 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     _, block_size, kv_heads, _ = k_cache.shape
     block_m, block_n = tile_sizes(q.device)
     upcast = upcast_dots(q.device, q.dtype)
-    grid = (tokens // block_m + num_requests + 1, q_heads)
+    pack = head_pack(q_heads // kv_heads, block_m)
+    grid = (tokens // (block_m // pack) + num_requests + 1, q_heads // pack)
     _prefill_kernel[grid](
         q, k_cache, v_cache, out, block_tables, cu_seqlens_q, seq_lens,
         sinks if sinks is not None else q, scale, sliding_window or 0, num_requests,
@@ -135,5 +142,13 @@ def paged_attention_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
         BLOCK_SIZE=block_size, HAS_WINDOW=sliding_window is not None,
         HAS_SINKS=sinks is not None, BLOCK_M=block_m, BLOCK_N=block_n,
         BLOCK_D=max(16, triton.next_power_of_2(head_size)),
-        PRECISION=dot_precision(torch.float32 if upcast else q.dtype), UPCAST=upcast)
+        PRECISION=dot_precision(torch.float32 if upcast else q.dtype), UPCAST=upcast, PACK=pack)
     return out
+
+
+def head_pack(group: int, block_m: int) -> int:
+    """Query heads per tile: the largest power of two dividing `group`, at most block_m // 4."""
+    pack = 1
+    while group % (2 * pack) == 0 and 2 * pack <= block_m // 4:
+        pack *= 2
+    return pack
