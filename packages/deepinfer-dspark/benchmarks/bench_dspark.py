@@ -7,7 +7,8 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
   - `none`: no speculation;
   - `fixed-k` for k in --fixed: DSpark drafts, every request verifies k drafts;
   - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
-    calibrated confidences and the measured SPS profile (--sps, or measured here first).
+    calibrated confidences and the SPS profile of speculative rounds (--spec-sps, or measured
+    here first), and drafting pauses while plain decoding (--sps profile) is expected to be faster.
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `generate` call after one excluded warm-up call per engine; per-user tok/s = mean over requests of
 tokens / (finish - arrival); mean verified / accepted lengths from the engine's counters.
@@ -43,6 +44,27 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict) -> "SPSProfile":
     return SPSProfile(sizes, rates, {"target": target, "method": "decode steps, 32 per size"})
 
 
+def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict) -> "SPSProfile":
+    """Steps per second of SPECULATIVE rounds (draft k + verify) at batch tokens b * (k + 1):
+    the cost confidence scheduling must weigh against plain decoding (`measure_sps`)."""
+    from deepinfer_core import LLM, SamplingParams
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    llm = LLM(target, speculative_config={"method": "dspark", "model": drafter, "num_speculative_tokens": k},
+              **engine_kw)
+    tokens, rates = [], []
+    for b in sizes:
+        prompts = [{"prompt_token_ids": [1 + (i % 50)] * 16} for i in range(b)]
+        params = SamplingParams(temperature=0, max_tokens=33, ignore_eos=True)
+        llm.generate(prompts[:1], params)  # warm-up
+        outs = llm.generate(prompts, params)
+        rounds = [(o.metrics.finished_time - o.metrics.first_token_time) / max(o.metrics.spec_rounds, 1) for o in outs]
+        tokens.append(b * (k + 1))
+        rates.append(1.0 / statistics.median(rounds))
+    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": f"dspark rounds, k={k}"})
+
+
 def run_engine(llm, prompts: list, max_tokens: int) -> dict:
     from deepinfer_core import SamplingParams
 
@@ -68,7 +90,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64, 128, 256])
     parser.add_argument("--fixed", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7])
     parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--sps", default=None, help="SPS profile JSON; measured here when absent")
+    parser.add_argument("--sps", default=None, help="plain-decode SPS profile JSON; measured here when absent")
+    parser.add_argument("--spec-sps", default=None, help="speculative-round SPS profile JSON; measured when absent")
     parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
                         help="batch sizes of the SPS measurement (with the concurrencies)")
     parser.add_argument("--save-sps", type=Path, default=None, help="write the SPS profile used here")
@@ -85,16 +108,19 @@ def main() -> None:
     from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
 
     engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len)
-    sps = SPSProfile.load(args.sps) if args.sps else measure_sps(
-        args.target, sorted(set(args.sps_sizes) | set(args.concurrency)), engine_kw)
+    sizes = sorted(set(args.sps_sizes) | set(args.concurrency))
+    decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw)
+    spec_sps = (SPSProfile.load(args.spec_sps) if args.spec_sps else
+                measure_spec_sps(args.target, args.drafter, max(args.fixed), sizes, engine_kw))
     if args.save_sps is not None:
-        sps.save(args.save_sps)
+        decode.save(args.save_sps)
+        spec_sps.save(args.save_sps.with_name("spec_" + args.save_sps.name))
     # A different shuffle than training's (seed 0); the pools may still share some docstrings.
     pool = [[{"role": "user", "content": p}]
             for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
     variants = {"none": None, "confidence": {"method": "dspark", "model": args.drafter,
                                              "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
-                                             "sps_profile": sps}}
+                                             "sps_profile": spec_sps, "decode_profile": decode}}
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
     rows = []

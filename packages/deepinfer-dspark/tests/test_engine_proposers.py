@@ -187,3 +187,52 @@ def test_sampled_distribution_matches_plain_sampling(folders) -> None:
                                max_num_seqs=256), prompt, n)
     assert chi2_pvalue(plain, liar) < 1e-6, "the negative control passed: the test cannot see a biased verifier"
     assert math.isfinite(chi2_pvalue(plain, drafted))
+
+
+def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders) -> None:
+    """Speculative steps measured 100x slower than plain decode steps: after the first drafted
+    round the proposer pauses drafting, doubling the pause each time drafting loses again; the
+    context features observed while paused are projected on resume, equal to eager projection."""
+    target, drafter = folders
+    slow_spec = SPSProfile([1, 64], [10.0, 9.0])
+    fast_plain = SPSProfile([1, 64], [1000.0, 990.0])
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": slow_spec, "decode_profile": fast_plain, "probe_every": 2, "max_probe_every": 8}
+    batch = prompts(3, seed=5)
+    expected = greedy(build(target), batch)
+    llm = build(target, spec)
+    proposer = llm.engine.speculative.proposer
+    rounds = []
+    original = proposer.runner.draft
+
+    def draft(requests, num_tokens):
+        rounds.append(proposer.skipped_rounds)
+        return original(requests, num_tokens)
+
+    proposer.runner.draft = draft
+    assert greedy(llm, batch) == expected
+    gaps = [b - a for a, b in zip(rounds, rounds[1:])]
+    assert gaps[:3] == [2, 4, 8] and all(g == 8 for g in gaps[3:]), gaps   # backoff, capped
+    # Lazy context == eager context: the same request generated with the gate off.
+    eager = build(target, {**spec, "decode_profile": SPSProfile([1, 64], [1.0, 1.0])})
+    lazy = build(target, spec)
+    p = [{"prompt_token_ids": batch[0]}]
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    for engine in (eager, lazy):
+        engine.engine.speculative.proposer.remove = lambda request_id: None   # keep the caches to compare
+        engine.generate(p, params)
+    with torch.inference_mode():   # as inside the engine's step
+        lazy.engine.speculative.proposer._flush()
+    (rid_e, cache_e), = eager.engine.speculative.proposer.runner.caches.items()
+    (rid_l, cache_l), = lazy.engine.speculative.proposer.runner.caches.items()
+    assert len(cache_e) == len(cache_l) > len(batch[0])
+    torch.testing.assert_close(cache_l.keys, cache_e.keys, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(cache_l.values, cache_e.values, rtol=1e-5, atol=1e-5)
+
+
+def test_decode_profile_needs_confidence_scheduling(folders) -> None:
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
+            "decode_profile": SPSProfile([1], [1.0])}
+    with pytest.raises(ValueError, match="speculative_config.decode_profile"):
+        build(target, spec)

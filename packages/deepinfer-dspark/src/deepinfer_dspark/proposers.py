@@ -13,7 +13,11 @@ through entry-point group `deepinfer.proposers`:
           sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
           calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
           folder's calibration.json when present, as `deepinfer-dspark train` writes it),
-          probe_every (8: rounds without drafting after a round that verified nothing).
+          probe_every (8: rounds without drafting after a round that verified nothing),
+          decode_profile (JSON path or an `SPSProfile` of plain decode steps, batch tokens =
+          requests; with it, confidence scheduling also compares a drafted round with plain
+          decoding and pauses drafting, with exponential backoff, while plain decoding wins),
+          max_probe_every (256: the longest pause).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.ngram import NgramProposer
+from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
 from deepinfer_dspark.sps import SPSProfile
 
@@ -65,6 +70,12 @@ class DSparkProposer:
             for up to this many rounds, then draft again to refresh the confidences. The decision
             depends only on earlier rounds' confidences, never on the drafts it governs, so
             verification stays lossless (the same argument as the paper's stale-capacity variant).
+        decode: steps-per-second profile of PLAIN decode steps (batch tokens = requests, e.g.
+            CUDA-graph replays), when `sps` was measured on speculative steps: a drafted round
+            whose expected token rate does not beat plain decoding pauses drafting, each loss
+            doubling the pause (see `_plan_pause`). While paused the drafter's context is not
+            projected; the features wait in `pending`.
+        max_probe_every: the longest pause, in rounds.
 
     Attributes:
         target_layer_ids: the target layers whose outputs the drafter reads.
@@ -73,7 +84,7 @@ class DSparkProposer:
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
-                 probe_every: int = 8) -> None:
+                 probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -85,8 +96,11 @@ class DSparkProposer:
         self.lengths: list[int] = []
         self.probe_every = probe_every
         self.skipped_rounds = 0
-        self._idle = 0
-        self._last_capacity: int | None = None  # drafts verified in the last drafted round
+        self.decode = decode
+        self.max_probe_every = max(max_probe_every, probe_every)
+        self._pause = 0                      # rounds still to skip
+        self._backoff = probe_every          # the next pause when drafting keeps losing
+        self.pending = PendingContext()      # features observed while paused, projected on resume
 
     def observe(self, request_id: str, positions: Sequence[int], features: torch.Tensor) -> None:
         """Stores the context features of committed positions (ones already held are skipped,
@@ -94,7 +108,21 @@ class DSparkProposer:
         self.observe_many([(request_id, positions, features)])
 
     def observe_many(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
-        """`observe` for a whole step, with one batched context projection."""
+        """`observe` for a whole step, with one batched context projection (deferred while
+        drafting is paused: see `PendingContext`)."""
+        if self._pause > 0 or len(self.pending):
+            self.pending.add(items)
+            if self.pending.full:
+                self._flush()
+            return
+        self._observe_now(items)
+
+    def _flush(self) -> None:
+        items = self.pending.take(self.runner.num_positions)
+        if items:
+            self.runner.observe_batch([(r, p, f.to(self.runner.drafter.dtype)) for r, p, f in items])
+
+    def _observe_now(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         batch = []
         for request_id, positions, features in items:
             held = self.runner.num_positions(request_id)
@@ -106,15 +134,16 @@ class DSparkProposer:
             self.runner.observe_batch(batch)
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
-        ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
         drafts = [Draft([]) for _ in requests]
-        if not ready:
-            return drafts
-        if self.sps is not None and self._last_capacity == 0 and self._idle < self.probe_every:
-            self._idle += 1
+        if self._pause > 0 and requests:
+            self._pause -= 1
             self.skipped_rounds += 1
             return drafts
-        self._idle = 0
+        if len(self.pending):
+            self._flush()
+        ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
+        if not ready:
+            return drafts
         asks = [requests[i] for i in ready]
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
@@ -124,17 +153,41 @@ class DSparkProposer:
             conf = torch.stack([o.confidences.double().cpu() for o in outs])
             for row, cap in enumerate(lengths):
                 conf[row, cap:] = 0.0  # positions past a request's room cannot be verified
-            lengths = schedule_prefixes(prefix_survival(conf), self.sps).tolist()
-            self._last_capacity = sum(lengths)
+            survival = prefix_survival(conf)
+            lengths = schedule_prefixes(survival, self.sps).tolist()
+            # Decided from this round, applied to later rounds only: lossless (stale decisions).
+            self._plan_pause(survival, lengths, len(requests))
         self.lengths = lengths
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), out.probs[:n].float())
         return drafts
 
+    def _plan_pause(self, survival: torch.Tensor, lengths: list[int], batch: int) -> None:
+        """Pauses drafting for the next rounds when this round could not pay for itself.
+
+        Without a decode profile: when the scheduler verified nothing. With one: when the
+        expected emitted tokens per second of the round, tau * SPS(B + drafts) with tau = the
+        batch plus the verified prefixes' survivals, do not beat plain decoding, B * SPS_decode(B).
+        A losing round doubles the next pause (up to `max_probe_every`); a winning one resets it.
+        """
+        verified = sum(lengths)
+        if self.decode is None:
+            losing = verified == 0
+        else:
+            tau = batch + sum(float(survival[r, :n].sum()) for r, n in enumerate(lengths))
+            speculative = tau * float(self.sps(batch + verified))
+            losing = verified == 0 or speculative <= batch * float(self.decode(batch))
+        if losing:
+            self._pause = self._backoff
+            self._backoff = min(2 * self._backoff, self.max_probe_every) if self.decode is not None else self._backoff
+        else:
+            self._backoff = self.probe_every
+
     def commit(self, request_id: str, num_tokens: int) -> None:
         pass  # the context cache only ever holds committed positions (see observe)
 
     def remove(self, request_id: str) -> None:
+        self.pending.drop(request_id)
         self.runner.remove(request_id)
 
 
@@ -186,8 +239,14 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     if not 1 <= k <= drafter.config.block_size:
         raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
                          f"(the drafter's block_size), got {k}")
+    decode = spec_config.get("decode_profile")
+    if decode is not None:
+        if scheduling != "confidence":
+            raise ValueError("speculative_config.decode_profile: only used with scheduling='confidence'")
+        decode = decode if isinstance(decode, SPSProfile) else _load("decode_profile", SPSProfile.load, decode)
     return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
-                          probe_every=_int_key(spec_config, "probe_every", 8, 1))
+                          probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
+                          max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1))
 
 
 def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
