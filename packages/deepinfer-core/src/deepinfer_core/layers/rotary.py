@@ -33,6 +33,12 @@ class RotaryEmbedding(nn.Module):
         cos_sin = ops.build_rope_cache(rotary_dim, max_position, base, rope_scaling, torch.float32, device)
         self.register_buffer("cos_sin", cos_sin, persistent=False)
 
-    def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor
+    def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                q_norm: nn.Module | None = None, k_norm: nn.Module | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        return ops.rotary_embedding(positions, q, k, self.cos_sin, self.is_neox)
+        """Rotates q and k; with `q_norm`/`k_norm` (per-head `RMSNorm`s of size D, Qwen3), each head
+        is normalised first, in the same kernel."""
+        if q_norm is None:
+            return ops.rotary_embedding(positions, q, k, self.cos_sin, self.is_neox)
+        return ops.rotary_embedding(positions, q, k, self.cos_sin, self.is_neox, q_norm_weight=q_norm.weight,
+                                    k_norm_weight=k_norm.weight, norm_eps=q_norm.eps)

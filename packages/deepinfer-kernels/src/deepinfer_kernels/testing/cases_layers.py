@@ -66,9 +66,28 @@ def rotary_embedding_cases() -> list[OpCase]:
     shapes = [(0, 2, 1, 16, 16, True), (3, 2, 1, 16, 16, True), (3, 2, 1, 16, 16, False),
               (3, 2, 2, 24, 8, True), (5, 4, 2, 64, 64, False), (5, 4, 2, 80, 32, True),
               (17, 8, 8, 128, 128, True), (17, 8, 2, 128, 64, False)]
-    return [OpCase("rotary_embedding", f"T{t}_Hq{a}_Hk{b}_D{d}_R{r}_{'neox' if n else 'gptj'}",
-                   make(t, a, b, d, r, n), tags=INTERP if t <= 3 else frozenset())
-            for t, a, b, d, r, n in shapes]
+    cases = [OpCase("rotary_embedding", f"T{t}_Hq{a}_Hk{b}_D{d}_R{r}_{'neox' if n else 'gptj'}",
+                    make(t, a, b, d, r, n), tags=INTERP if t <= 3 else frozenset())
+             for t, a, b, d, r, n in shapes]
+
+    def make_normed(tokens: int, hq: int, hk: int, head: int, rot: int, neox: bool):
+        def build(dtype, device, gen):
+            (positions, q, k, cos_sin, is_neox), _ = make(tokens, hq, hk, head, rot, neox)(dtype, device, gen)
+            weights = {name: (1.0 + 0.5 * randn(gen, (head,), dtype, device)) for name in ("q_norm_weight",
+                                                                                        "k_norm_weight")}
+            # q/k as views of a fused qkv row (the engine's layout): strided, not contiguous.
+            qkv = randn(gen, (tokens, (hq + 2 * hk) * head), dtype, device)
+            q = qkv[:, : hq * head].view(tokens, hq, head)
+            k = qkv[:, hq * head: (hq + hk) * head].view(tokens, hk, head)
+            return (positions, q, k, cos_sin, is_neox), {**weights, "norm_eps": 1e-6}
+        return build
+
+    normed = [(0, 2, 1, 16, 16, True), (3, 2, 1, 16, 16, True), (3, 4, 2, 32, 32, False),
+              (9, 16, 8, 128, 128, True), (3, 2, 2, 24, 8, True)]   # the last: partial rotary
+    cases += [OpCase("rotary_embedding", f"T{t}_Hq{a}_Hk{b}_D{d}_R{r}_{'neox' if n else 'gptj'}_qknorm",
+                     make_normed(t, a, b, d, r, n), tags=INTERP if t <= 3 else frozenset())
+              for t, a, b, d, r, n in normed]
+    return cases
 
 
 def silu_and_mul_cases() -> list[OpCase]:

@@ -86,8 +86,9 @@ def _supports_rms_norm(x, weight, eps, residual, batch_invariant=False) -> bool:
     return _unit_stride(x, weight, residual) and x.shape[1] <= 65536
 
 
-def _supports_rotary(positions, q, k, cos_sin, is_neox) -> bool:
-    return _unit_stride(q, k) and cos_sin.is_contiguous()
+def _supports_rotary(positions, q, k, cos_sin, is_neox, q_norm_weight=None, k_norm_weight=None,
+                     norm_eps=0.0) -> bool:
+    return _unit_stride(q, k, q_norm_weight, k_norm_weight) and cos_sin.is_contiguous()
 
 
 def _heads_packed(t: torch.Tensor) -> bool:
