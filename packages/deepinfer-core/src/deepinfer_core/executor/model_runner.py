@@ -16,11 +16,15 @@ from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.block_tables import PersistentBlockTables
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
 from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes
+from deepinfer_core.executor.verify_graph import VerifyGraphs
 from deepinfer_core.layers.batch_invariant import set_batch_invariant
 from deepinfer_core.loader import iter_weights
 from deepinfer_core.loader.dummy import fill_dummy_weights
 from deepinfer_core.models.registry import build_model
 from deepinfer_core.executor.transfer import to_device
+
+
+VERIFY_GRAPH_MAX_BATCH = 64  # larger verification batches run eagerly (graph memory: B * (k + 1) * V)
 
 
 class ModelRunner:
@@ -57,6 +61,7 @@ class ModelRunner:
         # Decoder layers whose outputs every step also returns (features for a speculative drafter).
         self.aux_layers: tuple[int, ...] = ()
         self._graph_aux_layers: tuple[int, ...] = ()
+        self.verify_graphs: VerifyGraphs | None = None
         self.block_tables: PersistentBlockTables | None = None
 
     def init_block_tables(self, max_rows: int, max_model_len: int) -> None:
@@ -124,6 +129,11 @@ class ModelRunner:
             return []
         width = -(-max_model_len // self.block_size)
         self._graph_aux_layers = self.aux_layers  # graphs return these features too; others run eagerly
+        spec = self.engine_config.speculative_config
+        if spec is not None:  # verification steps: Q = k + 1 tokens per request, batches up to 64
+            sizes = [s for s in capture_sizes(self.engine_config.max_num_seqs) if s <= VERIFY_GRAPH_MAX_BATCH]
+            self.verify_graphs = VerifyGraphs(self._logits_step, sizes, spec["num_speculative_tokens"] + 1,
+                                              width, self.block_size, self.device)
         self.graphs = DecodeGraphs(self._logits_step, capture_sizes(self.engine_config.max_num_seqs),
                                    width, self.device)
         return self.graphs.sizes
@@ -173,6 +183,13 @@ class ModelRunner:
                 logits, aux = self.graphs.run(step)
                 return ModelOutput(logits=logits, aux_hidden=aux, cu_seqlens=step.cu_seqlens)
             return ModelOutput(logits=self.graphs.run(step))
+        if (self.verify_graphs is not None and not step.meta.is_decode_only
+                and self.aux_layers == self._graph_aux_layers and self.verify_graphs.fits(chunks, step)):
+            out = self.verify_graphs.run(step)
+            if self.aux_layers:
+                logits, aux = out
+                return ModelOutput(logits=logits, aux_hidden=aux, cu_seqlens=step.cu_seqlens)
+            return ModelOutput(logits=out, cu_seqlens=step.cu_seqlens)
         aux = None
         if self.aux_layers:
             hidden, aux = self.model(step.input_ids, step.positions, self.kv_caches, step.meta, self.aux_layers)
