@@ -38,3 +38,22 @@ def test_triton_prefill_queries_are_batch_and_chunk_invariant(dtype, window, sin
     # 23 queries over 16-row tiles and 16-key blocks; windows not multiples of BLOCK_N.
     assert_prefill_invariant("triton", dtype, "cpu", length=23, window=window, sinks=sinks,
                              seed=9)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_triton_linear_with_a_k_split_is_batch_invariant_and_matches_the_reference(dtype):
+    # K = 600 and one N tile: the interpreter's 4 "SMs" make the kernel split K in 2 chunks.
+    from deepinfer_kernels import ops
+    from deepinfer_kernels.backends.triton.linear import CONFIG_16BIT, CONFIG_FLOAT32, invariant_splits
+
+    config = CONFIG_FLOAT32 if dtype == torch.float32 else CONFIG_16BIT
+    assert invariant_splits(37, 600, config["BLOCK_N"], config["BLOCK_K"], 4) == 2
+    assert_linear_invariant("triton", dtype, "cpu", 600, 37, bias=True, seed=11)
+    gen = torch.Generator().manual_seed(12)
+    x = torch.randn(9, 600, generator=gen).to(dtype)
+    w = (torch.randn(37, 600, generator=gen) / 600 ** 0.5).to(dtype)
+    b = torch.randn(37, generator=gen).to(dtype)
+    got = ops.linear(x, w, b, batch_invariant=True, backend="triton")
+    want = ops.linear(x, w, b, backend="reference")
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)
