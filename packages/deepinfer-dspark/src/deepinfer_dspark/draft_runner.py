@@ -263,12 +263,20 @@ class DSparkDraftRunner:
         kv_shape = (cfg.num_hidden_layers, rows, longest, cfg.num_key_value_heads, cfg.head_dim)
         context_k = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
         context_v = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
-        for row, (r, n) in enumerate(zip(requests, lengths)):
-            cache = self.caches[r.request_id]
-            context_k[:, row, :n] = cache.keys[:, :n]
-            context_v[:, row, :n] = cache.values[:, :n]
+        lens = torch.tensor(lengths, dtype=torch.int64, device=device)
+        if longest:
+            # One gather for all requests (a few kernels, not two copies per request): row r's
+            # positions 0..n_r - 1 go to flat slots r * longest + 0..n_r - 1.
+            rows_of = torch.repeat_interleave(torch.arange(rows, device=device), lens)
+            starts = torch.cumsum(lens, 0) - lens
+            dest = rows_of * longest + torch.arange(rows_of.numel(), device=device) - starts[rows_of]
+            flat = (cfg.num_hidden_layers, rows * longest, cfg.num_key_value_heads, cfg.head_dim)
+            for target, part in ((context_k, "keys"), (context_v, "values")):
+                source = torch.cat([getattr(self.caches[r.request_id], part)[:, :n]
+                                    for r, n in zip(requests, lengths)], dim=1)
+                target.view(flat).index_copy_(1, dest, source)
         index = torch.arange(longest, device=device)
-        context_valid = index[None, :] < torch.tensor(lengths, device=device)[:, None]
+        context_valid = index[None, :] < lens[:, None]
         tokens = torch.full((rows, width), cfg.mask_token_id, dtype=torch.int64, device=device)
         tokens[:, 0] = torch.tensor([r.anchor_token for r in requests], device=device)
         anchors = torch.tensor(lengths, dtype=torch.int64, device=device)
