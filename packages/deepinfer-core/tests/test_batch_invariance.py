@@ -53,6 +53,17 @@ def run_with(llm: LLM, target: list[int], params: SamplingParams, others, positi
     return done.token_ids, logprobs
 
 
+def first_difference(got, alone) -> str:
+    """Where two run_with results first differ (for failure messages)."""
+    for step, (a, b) in enumerate(zip(got[0], alone[0])):
+        if a != b:
+            return f"token {step}: {a} vs {b} alone; logprobs {got[1][step:step + 1]} vs {alone[1][step:step + 1]}"
+    for step, (a, b) in enumerate(zip(got[1], alone[1])):
+        if a != b:
+            return f"logprobs {step}: {a} vs {b} alone (same tokens)"
+    return f"lengths {len(got[0])} vs {len(alone[0])}"
+
+
 def engines(folder, device: str, dtype: str, deterministic: bool) -> dict[str, LLM]:
     common = dict(max_model_len=MAX_LEN, block_size=BLOCK, device=device, dtype=dtype,
                   deterministic=deterministic, max_num_seqs=80, enforce_eager=False)
@@ -80,9 +91,14 @@ def collect(llms: dict[str, LLM], target: list[int], params: SamplingParams, voc
     return alone, results
 
 
-@pytest.mark.parametrize("device,dtype", CASES)
-def test_greedy_tokens_and_logprobs_are_batch_invariant(tiny_checkpoint, device: str, dtype: str) -> None:
-    folder = tiny_checkpoint("qwen3")
+# Both families on CUDA (llama: llama3 RoPE, head size 16, no q/k norm; qwen3: fused q/k norm).
+GREEDY_CASES = [(d, t, f) for d, t in CASES for f in (["qwen3", "llama"] if d == "cuda" else ["qwen3"])]
+
+
+@pytest.mark.parametrize("device,dtype,family", GREEDY_CASES)
+def test_greedy_tokens_and_logprobs_are_batch_invariant(tiny_checkpoint, device: str, dtype: str,
+                                                        family: str) -> None:
+    folder = tiny_checkpoint(family)
     llms = engines(folder, device, dtype, deterministic=True)
     vocab = llms["default"].engine.vocab_size
     target = [random.Random(7).randrange(vocab - 3) for _ in range(37)]
@@ -91,8 +107,7 @@ def test_greedy_tokens_and_logprobs_are_batch_invariant(tiny_checkpoint, device:
     assert len(alone[0]) == STEPS and len(alone[1]) == STEPS
     assert llms["preempting"].engine.num_preemptions > 0
     for key, got in results.items():
-        assert got[0] == alone[0], f"tokens differ in {key}"
-        assert got[1] == alone[1], f"logprob bits differ in {key}"
+        assert got == alone, f"differs in {key}: {first_difference(got, alone)}"
 
 
 @pytest.mark.parametrize("device,dtype", CASES)
@@ -105,7 +120,7 @@ def test_seeded_sampling_is_batch_invariant(tiny_checkpoint, device: str, dtype:
                             logprobs=1)
     alone, results = collect(llms, target, params, vocab)
     for key, got in results.items():
-        assert got == alone, f"seeded output differs in {key}"
+        assert got == alone, f"seeded output differs in {key}: {first_difference(got, alone)}"
     other_seed = SamplingParams(temperature=1.0, top_p=0.95, max_tokens=STEPS, ignore_eos=True, seed=4321)
     differs = [run_with(llms["default"], target, other_seed, [], 0)[0] != alone[0]]
     differs.append(run_with(llms["default"], target, SamplingParams(

@@ -34,7 +34,7 @@ def verify_step(rng: torch.Generator, lens: list[int], num_blocks: int) -> list[
 def test_padded_verification_matches_the_eager_step(tiny_checkpoint, deterministic):
     folder = tiny_checkpoint("qwen3")
     runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK,
-                                                                 deterministic=deterministic))
+                                                                 device="cpu", deterministic=deterministic))
     runner.allocate_kv_cache(64)
     runner.aux_layers = (0, 1)
     rng = torch.Generator().manual_seed(4)

@@ -309,7 +309,9 @@ def direct_call(op: str, backend: str, args: tuple) -> Callable[[], object]:
     fn = registry.load(registry.get(op, backend))
     bound = inspect.signature(getattr(ops, op)).bind(*args)
     bound.apply_defaults()
-    full = tuple(v for k, v in bound.arguments.items() if k != "backend")
+    full = [v for k, v in bound.arguments.items() if k != "backend"]
+    if op == "rotary_embedding" and full[-1] is None:   # no fused q/k norm: the op passes 5 arguments
+        full = full[:5]
     return lambda: fn(*full)
 
 
