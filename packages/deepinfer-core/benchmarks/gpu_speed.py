@@ -63,11 +63,13 @@ def commands(models: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
         "trace_batch1": ("trace", trace + ["--num-prompts", "1", "--input-len", "128", "128", "--output-len", "128",
                                            "128", "--max-num-seqs", "64", "--profile", "60:70"]),
         "throughput_async_hf": ("throughput", tput + ["--hf", "--hf-batch-size", "256"]),
+        "throughput_async": ("throughput-nohf", tput),
         "throughput_sync": ("throughput", tput + ["--no-async-scheduling"]),
         "latency_async_hf": ("latency", lat + ["--hf"]),
         "latency_async": ("latency-nohf", lat),
         "latency_sync": ("latency", lat + ["--no-async-scheduling"]),
         "latency_8b": ("latency", big),
+        "latency_8b_hf": ("latency-8b-hf", big + ["--hf"]),
         "throughput_deterministic": ("determinism", tput + ["--deterministic"]),
     }
 

@@ -32,7 +32,6 @@ dense). The sample rows use a Llama-3 vocabulary, with and without top-k/top-p.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -304,15 +303,24 @@ def workloads(dtype: torch.dtype, device: torch.device, quick: bool) -> list[Wor
 
 def direct_call(op: str, backend: str, args: tuple) -> Callable[[], object]:
     """The backend's implementation called as `dispatch` calls it, without the public op's
-    validation and the registry's selection (what remains is the wrapper and the launch)."""
+    validation and the registry's selection (what remains is the wrapper and the launch).
+
+    One public call records the implementation and the exact arguments the op hands it."""
     registry = default_registry()
-    fn = registry.load(registry.get(op, backend))
-    bound = inspect.signature(getattr(ops, op)).bind(*args)
-    bound.apply_defaults()
-    full = [v for k, v in bound.arguments.items() if k != "backend"]
-    if op == "rotary_embedding" and full[-1] is None:   # no fused q/k norm: the op passes 5 arguments
-        full = full[:5]
-    return lambda: fn(*full)
+    seen = {}
+    select = registry.select
+
+    def spy(*a):
+        seen["impl"], seen["args"], seen["kwargs"] = select(*a), a[3], a[4]
+        return seen["impl"]
+
+    registry.select = spy
+    try:
+        getattr(ops, op)(*args, backend=backend)
+    finally:
+        del registry.select   # the instance attribute; the class's method again
+    fn, full, kwargs = registry.load(seen["impl"]), seen["args"], seen["kwargs"]
+    return lambda: fn(*full, **kwargs)
 
 
 def measure(work: Workload, backend: str, bandwidth: float, tflops: float) -> Row:

@@ -180,18 +180,21 @@ def test_bad_scalars_name_the_field(name):
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])
 def test_strided_index_tensors_give_the_contiguous_result(backend):
-    """Index tensors that are views with a stride (e.g. every other element) are read by value."""
+    """Index tensors that are views with a stride (e.g. every other element) are read by value
+    (on the GPU when there is one: the triton backend serves CPU tensors only in the interpreter)."""
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
     gen = torch.Generator().manual_seed(3)
-    k, v = torch.randn(4, 2, 8, generator=gen), torch.randn(4, 2, 8, generator=gen)
-    slots = torch.tensor([0, 99, 5, 99, 9, 99, 14, 99])[::2]          # strided view: [0, 5, 9, 14]
-    k_cache = torch.full((4, 4, 2, 8), -7.0)                          # poisoned
-    v_cache = torch.full((4, 4, 2, 8), -7.0)
+    k, v = torch.randn(4, 2, 8, generator=gen).to(dev), torch.randn(4, 2, 8, generator=gen).to(dev)
+    slots = torch.tensor([0, 99, 5, 99, 9, 99, 14, 99], device=dev)[::2]   # strided view: [0, 5, 9, 14]
+    k_cache = torch.full((4, 4, 2, 8), -7.0, device=dev)                   # poisoned
+    v_cache = torch.full((4, 4, 2, 8), -7.0, device=dev)
     ops.store_kv_cache(k, v, k_cache, v_cache, slots, backend=backend)
     want_k, want_v = torch.full_like(k_cache, -7.0), torch.full_like(v_cache, -7.0)
     ops.store_kv_cache(k, v, want_k, want_v, slots.contiguous(), backend="reference")
     assert torch.equal(k_cache, want_k) and torch.equal(v_cache, want_v)
-    positions = torch.tensor([3, 0, 1, 0, 2, 0, 0, 0])[::2]
-    q, kk, cos_sin = torch.randn(4, 2, 8, generator=gen), torch.randn(4, 1, 8, generator=gen), torch.randn(8, 8)
+    positions = torch.tensor([3, 0, 1, 0, 2, 0, 0, 0], device=dev)[::2]
+    q, kk = torch.randn(4, 2, 8, generator=gen).to(dev), torch.randn(4, 1, 8, generator=gen).to(dev)
+    cos_sin = torch.randn(8, 8, generator=gen).to(dev)
     got = ops.rotary_embedding(positions, q.clone(), kk.clone(), cos_sin, True, backend=backend)
     want = ops.rotary_embedding(positions.contiguous(), q.clone(), kk.clone(), cos_sin, True, backend="reference")
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -45,8 +45,8 @@ def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, num_top: list[
     top_v: list[list[float]] = [[] for _ in num_top]
     top_i: list[list[int]] = [[] for _ in num_top]
     if k > 0:
-        values, indices = logprobs.topk(k, dim=-1)
-        top_v, top_i = values.tolist(), indices.tolist()
+        indices = top_indices(logprobs, k)
+        top_v, top_i = logprobs.gather(1, indices).tolist(), indices.tolist()
     out = []
     for b, n in enumerate(num_top):
         out.append(TokenLogprobs(
@@ -55,3 +55,28 @@ def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, num_top: list[
             ranks=[ranks_l[b]] + list(range(1, n + 1)),
         ))
     return out
+
+
+_INDEX_BITS = 20
+
+
+def top_indices(values: torch.Tensor, k: int) -> torch.Tensor:
+    """[N, k] int64 column indices of each row's k largest values, ties broken by lower index.
+
+    `torch.topk` breaks ties in an order that depends on the batch shape on CUDA (bf16 logits tie
+    often), so the top-N alternatives could change with the batch. Here each float32 value is
+    mapped to an order-preserving integer and combined with its reversed column index into a
+    unique int64 key, whose top-k is unique.
+
+    Args:
+        values: [N, V] float32.
+        k: 1 <= k <= V.
+    """
+    vocab = values.shape[1]
+    if vocab >= 1 << _INDEX_BITS:
+        return values.sort(dim=-1, descending=True, stable=True).indices[:, :k]
+    bits = (values + 0.0).view(torch.int32).to(torch.int64)    # + 0.0: -0.0 becomes +0.0 (they tie)
+    ordered = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)   # IEEE-754 order as integer order
+    column = torch.arange(vocab, dtype=torch.int64, device=values.device)
+    keys = ordered * (1 << _INDEX_BITS) + ((1 << _INDEX_BITS) - 1 - column)
+    return (keys.topk(k, dim=-1).values & ((1 << _INDEX_BITS) - 1)).neg_().add_((1 << _INDEX_BITS) - 1)
