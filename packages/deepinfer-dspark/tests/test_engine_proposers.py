@@ -194,7 +194,9 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders)
     round the proposer pauses drafting, doubling the pause each time drafting loses again; the
     context features observed while paused are projected on resume, equal to eager projection."""
     target, drafter = folders
-    slow_spec = SPSProfile([1, 64], [10.0, 9.0])
+    # A round of 4 drafts all accepted would beat plain decoding (5 x 300 > 1000 tokens/s at
+    # batch 1), so drafting is not ruled out up front; the random drafter's expected gain loses.
+    slow_spec = SPSProfile([1, 64], [300.0, 290.0])
     fast_plain = SPSProfile([1, 64], [1000.0, 990.0])
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
             "sps_profile": slow_spec, "decode_profile": fast_plain, "probe_every": 2, "max_probe_every": 8}
@@ -213,6 +215,10 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders)
     assert greedy(llm, batch) == expected
     gaps = [b - a for a, b in zip(rounds, rounds[1:])]
     assert gaps[:3] == [2, 4, 8] and all(g == 8 for g in gaps[3:]), gaps   # backoff, capped
+    # Paused rounds overlap like plain decoding (asynchronous scheduling; each pause's first step
+    # follows a synchronous drafted round, so it has nothing in flight to overlap with).
+    assert llm.engine.num_overlapped_steps >= proposer.skipped_rounds - len(rounds) > 0
+    assert greedy(build(target, spec, async_scheduling=False), batch) == expected
     # Lazy context == eager context: the same request generated with the gate off.
     eager = build(target, {**spec, "decode_profile": SPSProfile([1, 64], [1.0, 1.0])})
     lazy = build(target, spec)
@@ -228,6 +234,26 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders)
     assert len(cache_e) == len(cache_l) > len(batch[0])
     torch.testing.assert_close(cache_l.keys, cache_e.keys, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(cache_l.values, cache_e.values, rtol=1e-5, atol=1e-5)
+
+
+def test_no_drafting_when_even_full_acceptance_cannot_pay(folders) -> None:
+    """Spec rounds 100x slower than plain steps: no batch size can win, so the drafter never runs
+    (no probes) and every step overlaps like plain decoding; a profile where full acceptance
+    would pay still drafts."""
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 64], [10.0, 9.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0])}
+    batch = prompts(3, seed=6)
+    expected = greedy(build(target), batch)
+    llm = build(target, spec)
+    proposer = llm.engine.speculative.proposer
+    assert proposer.cannot_pay(1) and proposer.cannot_pay(3)
+    proposer.runner.draft = lambda requests, num_tokens: pytest.fail("drafted although no round can pay")
+    assert greedy(llm, batch) == expected
+    assert proposer.skipped_rounds > 0 and llm.engine.speculative.stats.proposed == 0
+    assert llm.engine.num_overlapped_steps >= 20   # 24 tokens each, in a few synchronous steps at most
+    paying = build(target, {**spec, "sps_profile": SPSProfile([1, 64], [600.0, 590.0])})
+    assert not paying.engine.speculative.proposer.cannot_pay(3)   # 3 x 5 x 600 > 3 x 1000
 
 
 def test_decode_profile_needs_confidence_scheduling(folders) -> None:

@@ -79,6 +79,12 @@ class Proposer(Protocol):
     called after every step with the features of the tokens that step committed, in position order
     (or, when the proposer has it, `observe_many(list of (request_id, positions, features))` once
     per step).
+
+    Optional, for proposers that pause (e.g. DSpark's confidence scheduling under load): a method
+    `idle_rounds() -> int`, the number of upcoming `propose` calls that will return no drafts
+    whatever the token ids. While it is > 0, an engine with asynchronous scheduling keeps
+    overlapping its steps and may call `propose` before the last step's token ids are known
+    (they then read -1); once it is 0, the engine waits for the ids before the next `propose`.
     """
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:

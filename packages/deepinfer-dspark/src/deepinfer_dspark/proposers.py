@@ -74,7 +74,9 @@ class DSparkProposer:
             CUDA-graph replays), when `sps` was measured on speculative steps: a drafted round
             whose expected token rate does not beat plain decoding pauses drafting, each loss
             doubling the pause (see `_plan_pause`). While paused the drafter's context is not
-            projected; the features wait in `pending`.
+            projected; the features wait in `pending`. Before drafting, a round is also skipped
+            (and the next `probe_every - 1` with it) when even acceptance of every draft could not
+            beat plain decoding at the current batch size (`cannot_pay`): no probe is spent then.
         max_probe_every: the longest pause, in rounds.
 
     Attributes:
@@ -133,10 +135,18 @@ class DSparkProposer:
         if batch:
             self.runner.observe_batch(batch)
 
+    def idle_rounds(self) -> int:
+        """Rounds still paused: `propose` returns no drafts for that many calls (see `Proposer`)."""
+        return self._pause
+
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         drafts = [Draft([]) for _ in requests]
         if self._pause > 0 and requests:
             self._pause -= 1
+            self.skipped_rounds += 1
+            return drafts
+        if requests and self.cannot_pay(len(requests)):
+            self._pause = self.probe_every - 1   # this round plus the next ones: no drafts
             self.skipped_rounds += 1
             return drafts
         if len(self.pending):
@@ -161,6 +171,16 @@ class DSparkProposer:
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), out.probs[:n].float())
         return drafts
+
+    def cannot_pay(self, batch: int) -> bool:
+        """Whether drafting loses to plain decoding at `batch` requests even if every draft were
+        accepted: for every verified length n <= k, B (1 + n) tokens a round at SPS(B (1 + n))
+        rounds/s is at most the B SPS_decode(B) tokens/s of plain decoding. False without a decode
+        profile. The bound depends on the batch size only, so skipping is lossless."""
+        if self.decode is None or self.sps is None:
+            return False
+        plain = batch * float(self.decode(batch))
+        return all(batch * (1 + n) * float(self.sps(batch * (1 + n))) <= plain for n in range(1, self.num_tokens + 1))
 
     def _plan_pause(self, survival: torch.Tensor, lengths: list[int], batch: int) -> None:
         """Pauses drafting for the next rounds when this round could not pay for itself.

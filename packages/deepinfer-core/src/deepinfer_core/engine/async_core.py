@@ -20,8 +20,11 @@ computed and dropped (its KV blocks are freed; the device finishes writing them 
 step can reuse them, since all steps run in order on one stream). Output is identical to the
 synchronous loop. Rows with penalties, structured output or logprobs are sampled by the full
 `Sampler` (its host copy of the ids waits for step N+1's forward, so those steps overlap less);
-steps with speculative decoding or prompt logprobs run synchronously (`EngineCore._run`), after
-draining the in-flight step.
+steps that verify drafts or return prompt logprobs run synchronously (`EngineCore._run`), after
+draining the in-flight step. A speculative engine whose step carries no drafts overlaps too: the
+proposer observes the step's target features as usual, and is asked for the next drafts at
+once while it declares idle rounds (`Proposer.idle_rounds`, e.g. DSpark pausing under load);
+otherwise the next step first waits for the ids and then proposes.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class AsyncEngineCore(EngineCore):
         self._inflight: InflightStep | None = None
         self._pending_logprobs: dict[str, object] = {}  # request id -> logprobs of its in-flight token
         self.num_overlapped_steps = 0  # steps launched before the previous one was read (metrics, tests)
+        self._propose_due = False  # a speculative step overlapped: propose once the ids are known
 
     def has_unfinished(self) -> bool:
         return self._inflight is not None or super().has_unfinished()
@@ -73,13 +77,16 @@ class AsyncEngineCore(EngineCore):
     def step(self) -> list[EngineCoreOutput]:
         """Launches the next step and returns the outputs of the previous one (see module docstring)."""
         outputs = self._fail_grammars()
+        if self._propose_due:  # drafts need the real ids of every running request
+            self._propose_due = False
+            self._drain(outputs)
+            self._propose(outputs)
         sched = self._schedule()
         if sched.scheduled and self._overlappable(sched):
             self._overlapped_step(sched, outputs)
             return list(outputs.values())
         if self._inflight is not None:  # the step below needs every token id on the host
-            previous, self._inflight = self._inflight, None
-            self._resolve(previous, outputs)
+            self._drain(outputs)
             sched.scheduled = [(r, n) for r, n in sched.scheduled if not r.is_finished]
         if not sched.scheduled:
             if not outputs and self.structured is not None and self.structured.has_pending():
@@ -91,9 +98,33 @@ class AsyncEngineCore(EngineCore):
         return list(outputs.values())
 
     def _overlappable(self, sched: SchedulerOutput) -> bool:
-        if self.speculative is not None or sched.spec_token_ids:
+        if sched.spec_token_ids:
             return False
         return all(req.sampling_params.prompt_logprobs is None for req, _ in sched.scheduled)
+
+    def _drain(self, outputs: dict[str, EngineCoreOutput]) -> None:
+        """Resolves the in-flight step, if any (every token id is then on the host)."""
+        if self._inflight is not None:
+            previous, self._inflight = self._inflight, None
+            self._resolve(previous, outputs)
+
+    def _propose(self, outputs: dict[str, EngineCoreOutput]) -> None:
+        """Asks the proposer for the next step's drafts; requests it failed end alone."""
+        for request_id, error in self.speculative.propose(self.scheduler.running).items():
+            out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
+            out.error = error
+            if out.finish_reason is None:
+                self._finish_with_error(out)
+
+    def _after_speculative_overlap(self, sched: SchedulerOutput, model_out, outputs: dict[str, EngineCoreOutput]
+                                   ) -> None:
+        """The proposer's side of an overlapped step without drafts: features now, drafts when due."""
+        if model_out.aux_hidden is not None:  # positions are known without the ids
+            self.speculative.observe(sched.scheduled, {}, {}, model_out.aux_hidden, model_out.cu_seqlens)
+        if self.speculative.idle_rounds() > 0:
+            self._propose(outputs)   # returns no drafts: the placeholders are never read
+        else:
+            self._propose_due = True
 
     def _overlapped_step(self, sched: SchedulerOutput, outputs: dict[str, EngineCoreOutput]) -> None:
         previous = self._inflight
@@ -125,6 +156,8 @@ class AsyncEngineCore(EngineCore):
             # and block-table row are free now (the launched step already read them).
             self._release_row(req.request_id)
         self._inflight = InflightStep(sampling, out_index, *sampled)
+        if self.speculative is not None:
+            self._after_speculative_overlap(sched, model_out, outputs)
 
     def _sample(self, logits: torch.Tensor, sampling: list[Request], outputs: dict[str, EngineCoreOutput]
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event | None]:

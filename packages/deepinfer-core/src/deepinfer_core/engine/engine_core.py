@@ -237,12 +237,16 @@ class EngineCore:
             for request_id, error in errors.items():
                 outputs[request_id].error = error
         spec_reqs = [req for req in sampling if req.request_id in drafts]
+        earlier: dict[str, int] = {}
         if spec_reqs:
             emitted, logprobs = self.speculative.verify(model_out.logits[spec_rows], spec_reqs,
                                                         [drafts[r.request_id] for r in spec_reqs])
             for req, ids, lps in zip(spec_reqs, emitted, logprobs):
                 out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
-                out.new_token_ids, out.new_logprobs = ids, lps
+                earlier[req.request_id] = len(out.new_token_ids)  # resolved from an overlapped step
+                out.new_token_ids = out.new_token_ids + ids
+                if lps is not None:
+                    out.new_logprobs = (out.new_logprobs or []) + lps
                 out.spec_counts = self.speculative.take_counts(req.request_id)
                 tokens[req.request_id] = ids
         before = {r.request_id: r.num_output_tokens for r in spec_reqs}
@@ -252,7 +256,7 @@ class EngineCore:
             out = outputs[req.request_id]
             out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
             if req.request_id in before:  # a stop inside the accepted drafts: drop what follows it
-                kept = req.num_output_tokens - before[req.request_id]
+                kept = earlier[req.request_id] + req.num_output_tokens - before[req.request_id]
                 out.new_token_ids = out.new_token_ids[:kept]
                 if out.new_logprobs is not None:
                     out.new_logprobs = out.new_logprobs[:kept]

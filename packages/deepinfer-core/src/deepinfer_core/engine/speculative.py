@@ -207,6 +207,14 @@ class SpeculativeDecoder:
             r.spec_probs = None
         return emitted, logprobs
 
+    def idle_rounds(self) -> int:
+        """Upcoming `propose` calls the proposer declares draft-free (0 when it declares nothing)."""
+        idle = getattr(self.proposer, "idle_rounds", None)
+        try:
+            return max(0, int(idle())) if idle is not None else 0
+        except Exception:  # noqa: BLE001 - a faulty plug-in only loses the overlap
+            return 0
+
     @property
     def target_layer_ids(self) -> tuple[int, ...]:
         """Target layers whose features the proposer reads (empty for n-gram and other model-free ones)."""
