@@ -13,6 +13,7 @@ batch API.
 
     python benchmarks/structured_backends.py coverage --backend llguidance
     python benchmarks/structured_backends.py mask --backend xgrammar --batch 64
+    python benchmarks/structured_backends.py shards --batch 64 --combos 1x1,1x2,4x2
 
 xgrammar is not a project dependency: `pip install xgrammar` to measure it.
 """
@@ -205,10 +206,41 @@ def mask_cost(backend: str, batch: int) -> None:
           f"max {1e6 * rest[-1]:.0f} us")
 
 
+def shard_cost(batch: int, combos: list[tuple[int, int]]) -> None:
+    """llguidance fill time per step for `batch` matchers deep-copied from T independently built
+    templates (contiguous groups of rows), filled by an LLExecutor of N threads (see the engine's
+    `CompiledGrammar`)."""
+    import llguidance
+    import torch
+
+    tok = load_tokenizer()
+    ids = tok.encode(json.dumps(MASK_DOC, separators=(",", ":")), add_special_tokens=False) + [tok.eos_token_id]
+    lltok = llguidance.LLTokenizer(tok.backend_tokenizer.to_str(), n_vocab=VOCAB, eos_token=[tok.eos_token_id])
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(MASK_SCHEMA, defaults={"whitespace_flexible": False})
+    for templates, threads in combos:
+        roots = [llguidance.LLMatcher(lltok, grammar, log_level=0) for _ in range(templates)]
+        matchers = [roots[i * templates // batch].deep_copy() for i in range(batch)]
+        executor = llguidance.LLExecutor(threads)
+        bitmask = torch.full((batch, (VOCAB + 31) // 32), -1, dtype=torch.int32)
+        times = []
+        for token in ids:
+            t0 = time.perf_counter()
+            executor.unsafe_compute_mask_ptr([(m, i) for i, m in enumerate(matchers)], bitmask.data_ptr(),
+                                             bitmask.shape[1] * 4, batch)
+            times.append(time.perf_counter() - t0)
+            for m in matchers:
+                assert m.consume_token(token)
+        times.sort()
+        print(f"batch {batch}, {templates} template(s), {threads} thread(s): per step mean "
+              f"{1e3 * sum(times) / len(times):.2f} ms, median {1e3 * times[len(times) // 2]:.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=["coverage", "mask"])
-    parser.add_argument("--backend", choices=["llguidance", "llguidance-lenient", "xgrammar"], required=True)
+    parser.add_argument("what", choices=["coverage", "mask", "shards"])
+    parser.add_argument("--backend", choices=["llguidance", "llguidance-lenient", "xgrammar"], default="llguidance")
+    parser.add_argument("--combos", default="1x1,1x2,2x2,4x2",
+                        help="templates x threads pairs (shards)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per schema (coverage)")
     parser.add_argument("--limit", type=int, default=None, help="first N schemas only (coverage)")
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 64], help="matchers per fill (mask)")
@@ -219,6 +251,9 @@ def main() -> None:
     if args.what == "coverage":
         out = args.out or cache_dir() / "schemas" / f"coverage_{args.backend}.jsonl"
         coverage(args.backend, cache_dir() / "schemas", args.timeout, args.limit, out)
+    elif args.what == "shards":
+        combos = [tuple(int(x) for x in c.split("x")) for c in args.combos.split(",")]
+        shard_cost(max(args.batch), combos)
     else:
         for batch in args.batch:
             mask_cost(args.backend, batch)

@@ -159,3 +159,21 @@ def test_stop_strings_and_min_tokens(llm: LLM) -> None:
     assert stopped.outputs[0].stop_reason == "b" and re.fullmatch("a*", text) and len(text) < 12
     assert short.outputs[0].text == "a" and short.outputs[0].finish_reason == "stop"  # the grammar wins
     assert not llm.engine.structured._states
+
+
+def test_asynchronous_steps_keep_structured_ids_on_the_device(folder, llm: LLM, monkeypatch) -> None:
+    """Grammar rows are sampled on the device like plain rows (no host sync in the step; the
+    grammars consume the ids when the next step resolves them), with the synchronous engine's
+    outputs."""
+    sync = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20, seed=3,
+               async_scheduling=False)
+    expected = run(sync, 1.0, seed=31)
+
+    def no_host_sampling(*args, **kwargs):
+        raise AssertionError("the synchronous sampler ran for rows without penalties or logprobs")
+
+    monkeypatch.setattr(type(llm.engine.sampler), "__call__", lambda self, *a, **k: no_host_sampling())
+    before = llm.engine.num_overlapped_steps
+    got = run(llm, 1.0, seed=31)
+    assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in expected]
+    assert llm.engine.num_overlapped_steps - before > 20

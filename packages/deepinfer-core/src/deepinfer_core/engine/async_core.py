@@ -9,17 +9,18 @@ The loop of `AsyncEngineCore.step`:
      step N's sampled tensor (`ScheduledChunk.fill_row`);
   3. while it runs, wait for step N's ids only (a pinned copy behind an event) and resolve them:
      placeholders filled, stop tokens, grammar acceptance, outputs;
-  4. sample step N+1: grammar masks (computed now that step N's tokens are accepted), penalties
-     and logprobs like the synchronous sampler; plain rows keep their ids on the device and start
-     a non-blocking copy to pinned host memory;
+  4. sample step N+1: grammar masks (filled now that step N's tokens are accepted, while the
+     forward pass runs), penalties and logprobs like the synchronous sampler; unless a row needs
+     penalties or logprobs, the ids stay on the device and a non-blocking copy to pinned host
+     memory starts (the grammars consume them in step 3 of the next call);
   5. advance the scheduler as if step N+1 were done (placeholders for its samples; length limits
      are known without the ids). Host work for step N overlaps device work for step N+1.
 
 A request that stops on a token in step N was already launched in step N+1: that extra token is
 computed and dropped (its KV blocks are freed; the device finishes writing them before any later
 step can reuse them, since all steps run in order on one stream). Output is identical to the
-synchronous loop. Rows with penalties, structured output or logprobs are sampled by the full
-`Sampler` (its host copy of the ids waits for step N+1's forward, so those steps overlap less);
+synchronous loop. Steps with penalties or logprobs are sampled by the full `Sampler` (its host
+copy of the ids waits for step N+1's forward, so those steps overlap less);
 steps that verify drafts or return prompt logprobs run synchronously (`EngineCore._run`), after
 draining the in-flight step. A speculative engine whose step carries no drafts overlaps too: the
 proposer observes the step's target features as usual, and is asked for the next drafts at
@@ -51,6 +52,7 @@ class InflightStep:
         sampled: `[B]` int64 ids on the device (rows for the next step's `fill_row`).
         host: `[B]` int64 pinned host copy (valid once `ready` has completed).
         ready: CUDA event recorded after the copy; None off CUDA (the copy is already done).
+        accept: the grammars of structured requests still have to consume these ids.
     """
 
     requests: list[Request]
@@ -58,6 +60,7 @@ class InflightStep:
     sampled: torch.Tensor
     host: torch.Tensor
     ready: torch.cuda.Event | None
+    accept: bool = False
 
 
 class AsyncEngineCore(EngineCore):
@@ -160,16 +163,23 @@ class AsyncEngineCore(EngineCore):
             self._after_speculative_overlap(sched, model_out, outputs)
 
     def _sample(self, logits: torch.Tensor, sampling: list[Request], outputs: dict[str, EngineCoreOutput]
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event | None]:
-        """(ids on the device, pinned host copy, event) for the step's sampling rows."""
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event | None, bool]:
+        """(ids on the device, pinned host copy, event, grammars still to accept) for the step's
+        sampling rows."""
         device = logits.device
-        plain = all(not (r.sampling_params.has_penalties or r.sampling_params.structured_outputs is not None
-                         or r.sampling_params.logprobs is not None) for r in sampling)
+        on_device = all(not (r.sampling_params.has_penalties or r.sampling_params.logprobs is not None)
+                        for r in sampling)
+        accept = False
         if not sampling:
             ids = torch.empty(0, dtype=torch.int64, device=device)
-        elif plain:
-            ids = self.sampler.sample_ids(logits, sampling)
-        else:  # grammar masks, penalties, logprobs: the synchronous sampler on this step's rows
+        elif on_device:  # grammar masks are filled now (the forward pass runs); ids stay on the device
+            masks = None
+            if self.structured is not None:
+                filling = self.structured.start_fill(sampling)
+                masks = filling.result() if filling is not None else None
+            ids = self.sampler.sample_ids(logits, sampling, masks)
+            accept = masks is not None  # in `_resolve`, once the ids reach the host
+        else:  # penalties, logprobs: the synchronous sampler on this step's rows
             masks = None
             if self.structured is not None:
                 filling = self.structured.start_fill(sampling)
@@ -192,12 +202,13 @@ class AsyncEngineCore(EngineCore):
         if on_cuda:
             ready = torch.cuda.Event()
             ready.record()
-        return ids, host, ready
+        return ids, host, ready, accept
 
     def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput]) -> None:
         """Reads a step's ids, fills the placeholders, applies stop tokens, records outputs."""
         if step.ready is not None:
             step.ready.synchronize()
+        accepted: list[tuple[Request, list[int]]] = []
         for req, index, token in zip(step.requests, step.out_index, step.host.tolist()):
             if (req.status in (RequestStatus.FINISHED_ABORTED, RequestStatus.FINISHED_ERROR)
                     or index >= req.num_output_tokens or req.output_token_ids[index] != PLACEHOLDER):
@@ -205,6 +216,8 @@ class AsyncEngineCore(EngineCore):
                 continue  # dropped: aborted, or stopped on an earlier token
             req.output_token_ids[index] = token
             req.all_token_ids[req.num_prompt_tokens + index] = token
+            if step.accept and req.sampling_params.structured_outputs is not None:
+                accepted.append((req, [token]))
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids.append(token)
             logprobs = self._pending_logprobs.pop(req.request_id, None)
@@ -222,3 +235,9 @@ class AsyncEngineCore(EngineCore):
             if req.is_finished and index == req.num_output_tokens - 1:
                 self._release(req.request_id)
                 out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
+        if accepted:  # grammars of finished requests are released: only running ones consume
+            for request_id, error in self.structured.accept_step(accepted).items():
+                out = outputs[request_id]
+                out.error = error
+                if out.finish_reason is None:
+                    self._finish_with_error(out)

@@ -90,17 +90,24 @@ class Sampler:
                 logprobs[b] = lp
         return SamplerOutput(sampled.tolist(), logprobs)
 
-    def sample_ids(self, logits: torch.Tensor, requests: list[Request]) -> torch.Tensor:
+    def sample_ids(self, logits: torch.Tensor, requests: list[Request], masks: TokenBitmask | None = None
+                   ) -> torch.Tensor:
         """Samples one token per row and leaves the ids on the logits' device (no host sync).
 
-        For requests without penalties, structured output or logprobs (the asynchronous engine
-        path); `min_tokens` bans still apply. `logits` is modified in place.
+        For requests without penalties or logprobs (the asynchronous engine path); structured
+        output masks and `min_tokens` bans apply as in `__call__`. `logits` is modified in place.
+        The masks' host buffer must stay unchanged until the step's ids are read (the copy to
+        the device does not block).
 
         Returns:
             `[B]` int64 token ids on `logits.device`.
         """
         if logits.shape[0] != len(requests):
             raise ValueError(f"logits has {logits.shape[0]} rows for {len(requests)} requests")
+        if masks is not None:
+            device = logits.device
+            ops.apply_token_bitmask(logits, masks.bitmask.to(device, non_blocking=True),
+                                    masks.rows.to(device, non_blocking=True))
         self._ban_stop_tokens(logits, requests)
         return self._draw(logits, requests)
 

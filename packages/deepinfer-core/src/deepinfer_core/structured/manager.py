@@ -74,7 +74,8 @@ class StructuredOutputManager:
         self.cache: GrammarCache[CompiledGrammar] = GrammarCache(self._compile, max_workers, max_cached_grammars)
         self._pending: dict[str, _Pending] = {}
         self._states: dict[str, GrammarState] = {}
-        self._buffer: torch.Tensor | None = None
+        self._buffers: list[torch.Tensor | None] = [None, None]
+        self._flip = 0
         self._fill_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deepinfer-mask")
 
     @property
@@ -169,16 +170,21 @@ class StructuredOutputManager:
             state = self._states.get(request.request_id)
             if state is not None:
                 self._catch_up(state, request)
-                rows.append((state.matcher, b))
+                rows.append((state.grammar.key, state.shard, b, state.matcher))
         if not rows:
             return None
+        rows.sort(key=lambda row: row[:3])   # rows of one template together (one thread each)
         width = self.backend.bitmask_width
-        if self._buffer is None or self._buffer.shape[0] < len(requests):
-            self._buffer = torch.empty((max(len(requests), 8), width), dtype=torch.int32,
-                                       pin_memory=torch.cuda.is_available())
-        bitmask = self._buffer[:len(requests)]
-        self.backend.fill_bitmask(rows, bitmask)
-        return TokenBitmask(bitmask, torch.tensor([b for _, b in rows], dtype=torch.int64))
+        # Two buffers used in turn: a step's mask may still be in flight to the device (a
+        # non-blocking copy) while the next step's masks are written.
+        self._flip ^= 1
+        buffer = self._buffers[self._flip]
+        if buffer is None or buffer.shape[0] < len(requests):
+            buffer = self._buffers[self._flip] = torch.empty((max(len(requests), 8), width), dtype=torch.int32,
+                                                             pin_memory=torch.cuda.is_available())
+        bitmask = buffer[:len(requests)]
+        self.backend.fill_bitmask([(matcher, b) for _, _, b, matcher in rows], bitmask)
+        return TokenBitmask(bitmask, torch.tensor(sorted(b for _, _, b, _ in rows), dtype=torch.int64))
 
     def accept(self, request: Request, token_ids: list[int]) -> str | None:
         """Consumes a request's newly sampled tokens.
@@ -205,6 +211,7 @@ class StructuredOutputManager:
                 singles.append((request, token_ids, state))
             elif state is not None and not state.accept(token_ids):
                 errors[request.request_id] = self._rejected(request, token_ids, state)
+        singles.sort(key=lambda single: (single[2].grammar.key, single[2].shard))   # one template per thread
         oks = self.backend.consume([(state.matcher, ids[0]) for _, ids, state in singles]) if singles else []
         for (request, token_ids, state), ok in zip(singles, oks):
             if ok:

@@ -23,7 +23,7 @@ class GrammarState:
 
     def __init__(self, grammar: CompiledGrammar) -> None:
         self.grammar = grammar
-        self.matcher = grammar.new_matcher()
+        self.matcher, self.shard = grammar.new_matcher()
         self.num_tokens = 0
 
     def accept(self, token_ids: list[int]) -> bool:
