@@ -38,6 +38,7 @@ from deepinfer_core.engine.engine_core import EngineCore, EngineCoreOutput
 from deepinfer_core.engine.request import Request, RequestStatus
 from deepinfer_core.engine.scheduler import SchedulerOutput
 from deepinfer_core.engine.stop import stop_token_rule
+from deepinfer_core.executor.transfer import to_device
 
 PLACEHOLDER = -1
 
@@ -148,7 +149,7 @@ class AsyncEngineCore(EngineCore):
         sampling = [req for _, req in live]
         logits = model_out.logits
         if len(live) != len(sampling_rows):
-            logits = logits[torch.tensor([b for b, _ in live], dtype=torch.int64, device=logits.device)]
+            logits = logits[to_device([b for b, _ in live], torch.int64, logits.device)]  # no device sync
         sampled = self._sample(logits, sampling, outputs)
         out_index = [req.num_output_tokens for req in sampling]
         scheduled = [(r, n) for r, n in sched.scheduled if not r.is_finished]

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 
+from deepinfer_core.executor.transfer import to_device
+
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.batch import ScheduledChunk, StepInputs
 from deepinfer_core.executor.cuda_graph import StepFn, pick_size
@@ -77,7 +79,7 @@ class VerifyBuffers:
                              f"{size} x {q} x {self.width}")
         rows = torch.tensor([b * q + i for b in range(batch) for i in range(lens[b])], dtype=torch.int64)
         rows = rows.to(self.input_ids.device, non_blocking=True)
-        pad = torch.tensor([q - n for n in lens], dtype=torch.int32).to(self.seq_lens.device, non_blocking=True)
+        pad = to_device([q - n for n in lens], torch.int32, self.seq_lens.device)   # pinned: no device sync
         tokens = size * q
         self.input_ids[:tokens].zero_()
         self.positions[:tokens].zero_()

@@ -78,8 +78,7 @@ class Sampler:
         if pen_rows:
             self._apply_penalties(logits, [requests[b] for b in pen_rows], pen_rows)
         if masks is not None:
-            ops.apply_token_bitmask(logits, masks.bitmask.to(device, non_blocking=True),
-                                    masks.rows.to(device, non_blocking=True))
+            _apply_masks(logits, masks)
         self._ban_stop_tokens(logits, requests)
 
         sampled = self._draw(logits, requests)
@@ -105,9 +104,7 @@ class Sampler:
         if logits.shape[0] != len(requests):
             raise ValueError(f"logits has {logits.shape[0]} rows for {len(requests)} requests")
         if masks is not None:
-            device = logits.device
-            ops.apply_token_bitmask(logits, masks.bitmask.to(device, non_blocking=True),
-                                    masks.rows.to(device, non_blocking=True))
+            _apply_masks(logits, masks)
         self._ban_stop_tokens(logits, requests)
         return self._draw(logits, requests)
 
@@ -161,12 +158,24 @@ class Sampler:
                 banned.add(r.eos_token_id)
             rows.extend([b] * len(banned))
             cols.extend(banned)
-        if rows:
+        if rows:  # built on the host: no device sync (asynchronous steps)
             device = logits.device
-            rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
-            unique_rows, row_of = torch.unique(rows_t, return_inverse=True)
+            unique = sorted(set(rows))
+            slot = {b: i for i, b in enumerate(unique)}
+            unique_rows = to_device(unique, torch.int64, device)
             banned = logits[unique_rows]  # a copy
-            banned[row_of, cols_t] = float("-inf")
+            banned[to_device([slot[b] for b in rows], torch.int64, device), to_device(cols, torch.int64, device)] \
+                = float("-inf")
             # A row the ban would leave with no finite logit keeps EOS (its grammar allows nothing else).
-            keep = torch.isfinite(banned).any(dim=-1)
-            logits[unique_rows[keep]] = banned[keep]
+            keep = torch.isfinite(banned).any(dim=-1, keepdim=True)
+            logits[unique_rows] = torch.where(keep, banned, logits[unique_rows])
+
+
+def _apply_masks(logits: torch.Tensor, masks: TokenBitmask) -> None:
+    """`ops.apply_token_bitmask` with host masks copied without a device sync (pinned sources:
+    a copy from pageable memory would wait for every kernel already queued)."""
+    device = logits.device
+    rows = masks.rows
+    if device.type == "cuda" and not rows.is_pinned():
+        rows = rows.pin_memory()
+    ops.apply_token_bitmask(logits, masks.bitmask.to(device, non_blocking=True), rows.to(device, non_blocking=True))
