@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import torch
 
-from deepinfer_core.executor.transfer import to_device
-
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.batch import ScheduledChunk, StepInputs
 from deepinfer_core.executor.cuda_graph import StepFn, pick_size
+from deepinfer_core.executor.transfer import to_device
 
 
 class VerifyBuffers:
