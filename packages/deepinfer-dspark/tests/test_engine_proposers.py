@@ -251,7 +251,10 @@ def test_no_drafting_when_even_full_acceptance_cannot_pay(folders) -> None:
     proposer.runner.draft = lambda requests, num_tokens: pytest.fail("drafted although no round can pay")
     assert greedy(llm, batch) == expected
     assert proposer.skipped_rounds > 0 and llm.engine.speculative.stats.proposed == 0
-    assert llm.engine.num_overlapped_steps >= 20   # 24 tokens each, in a few synchronous steps at most
+    # 24 tokens each; only the first step after admission has nothing in flight (the proposer
+    # re-commits its pause without waiting for token ids).
+    steps = llm.engine.num_overlapped_steps
+    assert steps >= 21, steps
     paying = build(target, {**spec, "sps_profile": SPSProfile([1, 64], [600.0, 590.0])})
     assert not paying.engine.speculative.proposer.cannot_pay(3)   # 3 x 5 x 600 > 3 x 1000
 

@@ -101,6 +101,7 @@ class DSparkProposer:
         self.decode = decode
         self.max_probe_every = max(max_probe_every, probe_every)
         self._pause = 0                      # rounds still to skip
+        self._last_batch = 0                 # requests in the last propose call
         self._backoff = probe_every          # the next pause when drafting keeps losing
         self.pending = PendingContext()      # features observed while paused, projected on resume
 
@@ -136,11 +137,18 @@ class DSparkProposer:
             self.runner.observe_batch(batch)
 
     def idle_rounds(self) -> int:
-        """Rounds still paused: `propose` returns no drafts for that many calls (see `Proposer`)."""
+        """Rounds still paused: `propose` returns no drafts for that many calls (see `Proposer`).
+
+        When the pause is over but drafting still cannot pay at the last round's batch size
+        (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
+        asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
+        if self._pause == 0 and self._last_batch and self.cannot_pay(self._last_batch):
+            self._pause = self.probe_every
         return self._pause
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         drafts = [Draft([]) for _ in requests]
+        self._last_batch = len(requests)
         if self._pause > 0 and requests:
             self._pause -= 1
             self.skipped_rounds += 1
