@@ -39,3 +39,12 @@ def test_alternatives_do_not_depend_on_the_other_rows():
     crowd = torch.cat([torch.randn(5, 300, generator=gen), row, torch.randn(9, 300, generator=gen)])
     batched = token_logprobs(crowd, torch.tensor([3] * 15), [3] * 15)[5]
     assert alone == batched and alone.token_ids[1:] == [7, 50, 201]
+
+
+def test_ranks_count_strictly_higher_tokens_for_ties_too():
+    logits = torch.tensor([[1.0, 2.0, 2.0, 0.0, 2.0]])
+    for chosen in range(5):
+        lp = token_logprobs(logits, torch.tensor([chosen]), [4])[0]
+        full = torch.log_softmax(logits, dim=-1)[0]
+        for token, rank in zip(lp.token_ids, lp.ranks):
+            assert rank == 1 + int((full > full[token]).sum()), (chosen, lp)

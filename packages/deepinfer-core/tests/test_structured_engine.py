@@ -177,3 +177,26 @@ def test_asynchronous_steps_keep_structured_ids_on_the_device(folder, llm: LLM, 
     got = run(llm, 1.0, seed=31)
     assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in expected]
     assert llm.engine.num_overlapped_steps - before > 20
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_a_rejected_last_token_fails_its_request_in_both_loops(folder, async_scheduling: bool) -> None:
+    """The byte-level tokenizer lets a mask allow a special token that the matcher then rejects;
+    when that token also ends the request (EOS, or max_tokens=1), the request must still fail with
+    the grammar's error (the asynchronous loop once released the grammar before consuming)."""
+    llm = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20,
+              async_scheduling=async_scheduling)
+    for spec, max_tokens in (({"choice": ["<|im_start|>x"]}, 1), ({"choice": ["<|im_end|>"]}, 20)):
+        out, other = llm.generate(["hi", "other"], [
+            SamplingParams(temperature=1.0, seed=1, max_tokens=max_tokens, structured_outputs=spec),
+            SamplingParams(max_tokens=2)])
+        assert out.error is not None and out.error.startswith("choice: the grammar rejected"), out.error
+        assert other.error is None and len(other.outputs[0].token_ids) == 2
+
+
+@pytest.mark.parametrize("regex", [r"[^\s\S]", r"x[^\s\S]", r"[a&&b]"])
+def test_a_regex_matching_nothing_fails_alone(llm: LLM, regex: str) -> None:
+    bad, good = llm.generate(["hi", "hi"], [SamplingParams(max_tokens=5, structured_outputs={"regex": regex}),
+                                            SamplingParams(max_tokens=3)])
+    assert bad.error is not None and bad.error.startswith("regex: cannot compile") and "empty" in bad.error
+    assert good.error is None and len(good.outputs[0].token_ids) == 3

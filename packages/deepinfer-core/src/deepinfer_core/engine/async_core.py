@@ -124,7 +124,12 @@ class AsyncEngineCore(EngineCore):
                                    ) -> None:
         """The proposer's side of an overlapped step without drafts: features now, drafts when due."""
         if model_out.aux_hidden is not None:  # positions are known without the ids
-            self.speculative.observe(sched.scheduled, {}, {}, model_out.aux_hidden, model_out.cu_seqlens)
+            failed = self.speculative.observe(sched.scheduled, {}, {}, model_out.aux_hidden, model_out.cu_seqlens)
+            for request_id, error in failed.items():  # its in-flight token is dropped when resolved
+                out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
+                out.error = error
+                if out.finish_reason is None:
+                    self._finish_with_error(out)
         if self.speculative.idle_rounds() > 0:
             self._propose(outputs)   # returns no drafts: the placeholders are never read
         else:
@@ -206,10 +211,11 @@ class AsyncEngineCore(EngineCore):
         return ids, host, ready, accept
 
     def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput]) -> None:
-        """Reads a step's ids, fills the placeholders, applies stop tokens, records outputs."""
+        """Reads a step's ids, fills the placeholders, consumes them in the grammars, applies stop
+        tokens, records outputs (as the synchronous loop does, in that order)."""
         if step.ready is not None:
             step.ready.synchronize()
-        accepted: list[tuple[Request, list[int]]] = []
+        placed = []
         for req, index, token in zip(step.requests, step.out_index, step.host.tolist()):
             if (req.status in (RequestStatus.FINISHED_ABORTED, RequestStatus.FINISHED_ERROR)
                     or index >= req.num_output_tokens or req.output_token_ids[index] != PLACEHOLDER):
@@ -217,8 +223,12 @@ class AsyncEngineCore(EngineCore):
                 continue  # dropped: aborted, or stopped on an earlier token
             req.output_token_ids[index] = token
             req.all_token_ids[req.num_prompt_tokens + index] = token
-            if step.accept and req.sampling_params.structured_outputs is not None:
-                accepted.append((req, [token]))
+            placed.append((req, index, token))
+        errors = {}
+        if step.accept:  # before any release below: a rejected last token must still fail its request
+            errors = self.structured.accept_step([(req, [token]) for req, _, token in placed
+                                                  if req.sampling_params.structured_outputs is not None])
+        for req, index, token in placed:
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids.append(token)
             logprobs = self._pending_logprobs.pop(req.request_id, None)
@@ -236,9 +246,8 @@ class AsyncEngineCore(EngineCore):
             if req.is_finished and index == req.num_output_tokens - 1:
                 self._release(req.request_id)
                 out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
-        if accepted:  # grammars of finished requests are released: only running ones consume
-            for request_id, error in self.structured.accept_step(accepted).items():
-                out = outputs[request_id]
-                out.error = error
-                if out.finish_reason is None:
-                    self._finish_with_error(out)
+        for request_id, error in errors.items():
+            out = outputs[request_id]
+            out.error = error
+            if out.finish_reason is None:
+                self._finish_with_error(out)

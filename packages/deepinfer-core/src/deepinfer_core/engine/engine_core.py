@@ -261,11 +261,17 @@ class EngineCore:
                 if out.new_logprobs is not None:
                     out.new_logprobs = out.new_logprobs[:kept]
         if self.speculative is not None:
+            failed = {}
             if model_out.aux_hidden is not None:
-                self.speculative.observe(sched.scheduled, drafts, tokens, model_out.aux_hidden, model_out.cu_seqlens)
+                failed = self.speculative.observe(sched.scheduled, drafts, tokens, model_out.aux_hidden,
+                                                  model_out.cu_seqlens)
             for req in spec_reqs:
                 if not req.is_finished:
-                    self.speculative.commit(req)
+                    error = self.speculative.commit(req)
+                    if error is not None:
+                        failed[req.request_id] = error
+            for request_id, error in failed.items():  # ended below, alone
+                outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).error = error
             for request_id, error in self.speculative.propose(self.scheduler.running).items():
                 outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).error = error
         for out in outputs.values():

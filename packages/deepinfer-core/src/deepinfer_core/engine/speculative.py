@@ -20,6 +20,7 @@ the model.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -64,6 +65,25 @@ class SpecStats:
             counts.extend([0] * (n - len(counts)))
             for k in range(n):
                 counts[k] += 1
+
+
+class TokenView(Sequence):
+    """A read-only view of a request's token list, handed to proposers (`DraftRequest.token_ids`):
+    indexing, slicing (a copy), `len` and iteration, no copy of the whole list per step."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self, ids: list[int]) -> None:
+        self._ids = ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, index):
+        return self._ids[index]
+
+    def __iter__(self):
+        return iter(self._ids)
 
 
 def spec_eligible(request: Request) -> bool:
@@ -120,7 +140,7 @@ class SpeculativeDecoder:
             if room <= 0:
                 continue
             p = r.sampling_params
-            asks.append(DraftRequest(r.request_id, r.all_token_ids, room, 0.0 if p.greedy else float(p.temperature),
+            asks.append(DraftRequest(r.request_id, TokenView(r.all_token_ids), room, 0.0 if p.greedy else float(p.temperature),
                                      int(p.top_k), float(p.top_p), float(p.min_p), int(r.seed), r.num_output_tokens))
             targets.append(r)
         if not asks:
@@ -217,16 +237,28 @@ class SpeculativeDecoder:
 
     @property
     def target_layer_ids(self) -> tuple[int, ...]:
-        """Target layers whose features the proposer reads (empty for n-gram and other model-free ones)."""
-        return tuple(getattr(self.proposer, "target_layer_ids", ()) or ())
+        """Target layers whose features the proposer reads (empty for n-gram and other model-free ones).
+
+        Raises:
+            ValueError: the proposer's `target_layer_ids` is not a sequence (names `speculative_config`).
+        """
+        layers = getattr(self.proposer, "target_layer_ids", ()) or ()
+        if isinstance(layers, (str, bytes)) or not isinstance(layers, (list, tuple, Sequence)):
+            raise ValueError(f"speculative_config: the proposer's target_layer_ids must be a sequence of "
+                             f"layer indices, got {type(layers).__name__} {layers!r:.40}")
+        return tuple(layers)
 
     def observe(self, scheduled: list[tuple[Request, int]], drafts: dict[str, list[int]],
-                emitted: dict[str, list[int]], aux_hidden: torch.Tensor, cu_seqlens: list[int]) -> None:
+                emitted: dict[str, list[int]], aux_hidden: torch.Tensor, cu_seqlens: list[int]) -> dict[str, str]:
         """Hands the proposer the target features of the tokens this step committed.
 
         A prefill chunk commits all its tokens; a verification commits its first token and the
         accepted drafts (the features of rejected drafts are dropped). A proposer with
         `observe_many(items)` gets the whole step in one call.
+
+        Returns:
+            request id -> error message (names `speculative_config.proposer`) for the requests of
+            a call that raised; empty when it did not.
         """
         items = []
         for i, (req, num_new) in enumerate(scheduled):
@@ -238,19 +270,36 @@ class SpeculativeDecoder:
             items.append((req.request_id, list(range(first, first + count)),
                           aux_hidden[cu_seqlens[i]:cu_seqlens[i] + count]))
         many = getattr(self.proposer, "observe_many", None)
-        if many is not None:  # one call per step (a drafter can batch its context projection)
-            many(items)
-        else:
-            for item in items:
-                self.proposer.observe(*item)
+        try:
+            if many is not None:  # one call per step (a drafter can batch its context projection)
+                many(items)
+            else:
+                for item in items:
+                    self.proposer.observe(*item)
+        except Exception as exc:  # noqa: BLE001 - fails the requests it was told about, alone
+            message = f"speculative_config.proposer: observe failed: {type(exc).__name__}: {exc}"
+            return {request_id: message for request_id, _, _ in items}
+        return {}
 
-    def commit(self, request: Request) -> None:
-        """Tells the proposer how many tokens of the request are final after this step."""
-        self.proposer.commit(request.request_id, request.num_tokens)
+    def commit(self, request: Request) -> str | None:
+        """Tells the proposer how many tokens of the request are final after this step.
+
+        Returns:
+            None, or an error message (names `speculative_config.proposer`) if the proposer raised.
+        """
+        try:
+            self.proposer.commit(request.request_id, request.num_tokens)
+        except Exception as exc:  # noqa: BLE001 - fails this request alone
+            return f"speculative_config.proposer: commit failed: {type(exc).__name__}: {exc}"
+        return None
 
     def remove(self, request_id: str) -> SpecStats | None:
-        """Forgets a finished request; returns its counters."""
-        self.proposer.remove(request_id)
+        """Forgets a finished request; returns its counters. A proposer that raises here is
+        ignored (the request is over either way)."""
+        try:
+            self.proposer.remove(request_id)
+        except Exception:  # noqa: BLE001, S110 - nothing left to fail
+            pass
         self._reported.pop(request_id, None)
         return self.request_stats.pop(request_id, None)
 

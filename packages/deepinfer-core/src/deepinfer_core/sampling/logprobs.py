@@ -49,12 +49,21 @@ def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, num_top: list[
         top_v, top_i = logprobs.gather(1, indices).tolist(), indices.tolist()
     out = []
     for b, n in enumerate(num_top):
+        values = top_v[b][:n]
         out.append(TokenLogprobs(
             token_ids=[ids_l[b]] + top_i[b][:n],
-            logprobs=[chosen_l[b]] + top_v[b][:n],
-            ranks=[ranks_l[b]] + list(range(1, n + 1)),
+            logprobs=[chosen_l[b]] + values,
+            ranks=[ranks_l[b]] + _strict_ranks(values),
         ))
     return out
+
+
+def _strict_ranks(values: list[float]) -> list[int]:
+    """Ranks of descending `values` as 1 + the number strictly greater (tied values share one)."""
+    ranks: list[int] = []
+    for j, v in enumerate(values):
+        ranks.append(ranks[-1] if j and values[j - 1] == v else j + 1)
+    return ranks
 
 
 _INDEX_BITS = 20

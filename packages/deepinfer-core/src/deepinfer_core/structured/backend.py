@@ -128,6 +128,8 @@ class GuidanceBackend:
             raise ValueError(f"{kind}: {exc}") from None
         tokenizer = self._ll_tokenizer()
         matcher = ll.LLMatcher(tokenizer, grammar, log_level=0)
+        if not matcher.is_error():
+            matcher.compute_bitmask()  # some empty languages (e.g. the regex `x[^\s\S]`) fail only here
         if matcher.is_error():
             raise ValueError(_error_message(kind, matcher.get_error()))
         compiled = CompiledGrammar((kind, text), matcher)
@@ -178,4 +180,7 @@ def _error_message(kind: str, error: str) -> str:
     match = _UNIMPLEMENTED.search(error)
     if kind == "json_schema" and match:
         return f"json_schema: unsupported keyword(s) {match.group(1)}: the backend cannot enforce them ({error})"
-    return f"{kind}: cannot compile: {error}"
+    first = error.strip().splitlines()[0] if error.strip() else "unknown error"  # drop the parser's state dump
+    if "NoExtensionBias" in first:
+        first += " (no output can complete a match: the language is empty)"
+    return f"{kind}: cannot compile: {first}"

@@ -214,7 +214,7 @@ class StructuredOutputManager:
         singles.sort(key=lambda single: (single[2].grammar.key, single[2].shard))   # one template per thread
         oks = self.backend.consume([(state.matcher, ids[0]) for _, ids, state in singles]) if singles else []
         for (request, token_ids, state), ok in zip(singles, oks):
-            if ok:
+            if ok and not state.matcher.is_error():
                 state.num_tokens += 1
             else:
                 errors[request.request_id] = self._rejected(request, token_ids, state)

@@ -33,7 +33,7 @@ class GrammarState:
         terminated.
         """
         for token_id in token_ids:
-            if not self.matcher.consume_token(token_id):
+            if not self.matcher.consume_token(token_id) or self.matcher.is_error():
                 return False
             self.num_tokens += 1
         return True

@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""A faulty proposer plug-in fails only the requests it touches, never the engine or their tokens.
+
+Found by an adversarial review: a proposer writing into `DraftRequest.token_ids` changed greedy
+outputs silently, and a raising `observe`, `commit` or `remove` took down every request of the
+call (and, for `remove`, every later call).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from deepinfer_core import LLM, SamplingParams
+from deepinfer_core.interfaces import Draft, DraftRequest
+
+PROMPTS = [[5, 6, 7, 8, 5, 6, 7], [9, 10, 11, 9, 10], [3, 4, 3, 4, 3, 4]]
+
+
+class Echo:
+    """Drafts the last token again (sometimes right, sometimes wrong); hooks can be made to fail."""
+
+    target_layer_ids = ()
+
+    def __init__(self, fail: str = "", layers: object = ()) -> None:
+        self.fail = fail
+        self.target_layer_ids = layers
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        if self.fail == "write":
+            for r in requests:
+                r.token_ids[-1] = 7           # must not reach the engine's token list
+        return [Draft([int(r.token_ids[-1])] * min(2, r.max_tokens)) for r in requests]
+
+    def observe(self, request_id, positions, features) -> None:
+        if self.fail == "observe":
+            raise RuntimeError("observe broke")
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        if self.fail == "commit":
+            raise RuntimeError("commit broke")
+
+    def remove(self, request_id: str) -> None:
+        if self.fail == "remove":
+            raise RuntimeError("remove broke")
+
+
+def build(folder, proposer=None, **kw) -> LLM:
+    spec = None if proposer is None else {"proposer": proposer, "num_speculative_tokens": 2}
+    return LLM(str(folder), max_model_len=64, block_size=4, kv_cache_memory=16 << 20, deterministic=True,
+               speculative_config=spec, **kw)
+
+
+def run(llm: LLM):
+    return llm.generate([{"prompt_token_ids": p} for p in PROMPTS],
+                        SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+@pytest.mark.parametrize("fail", ["write", "observe", "commit", "remove"])
+def test_a_faulty_proposer_fails_requests_alone(tiny_checkpoint, fail: str, async_scheduling: bool) -> None:
+    folder = tiny_checkpoint("qwen3")
+    expected = [o.outputs[0].token_ids for o in run(build(folder))]
+    layers = (0,) if fail == "observe" else ()     # observe is called only for feature-reading proposers
+    llm = build(folder, Echo(fail, layers), async_scheduling=async_scheduling)
+    for _ in range(2):                              # the engine stays usable after the fault
+        outs = run(llm)
+        for out, want in zip(outs, expected):
+            if out.error is not None:
+                assert out.error.startswith("speculative_config.proposer"), out.error
+                assert out.outputs[0].token_ids == want[:len(out.outputs[0].token_ids)]
+            else:
+                assert out.outputs[0].token_ids == want
+        if fail == "remove":
+            assert all(o.error is None for o in outs)   # a raising remove is contained
+        else:
+            assert any(o.error is not None for o in outs)
+
+
+def test_target_layer_ids_must_be_a_sequence(tiny_checkpoint) -> None:
+    with pytest.raises(ValueError, match="^speculative_config: the proposer's target_layer_ids must be a sequence"):
+        build(tiny_checkpoint("qwen3"), Echo(layers=3))
