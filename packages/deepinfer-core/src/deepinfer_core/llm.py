@@ -37,7 +37,7 @@ class LLM:
             (SmolLM2-135M-Instruct, `deepinfer_core.assets.default_model_path()`).
         tokenizer: tokenizer folder/file; None uses the model's.
         dtype: "auto", "float32", "bfloat16" or "float16".
-        device: torch device string.
+        device: "auto" (CUDA when available, else the CPU) or a torch device string.
         max_model_len: longest prompt + output in tokens; None takes the model's limit, capped by
             the tokens `kv_cache_memory` holds.
         max_num_seqs: most requests per step.
@@ -56,6 +56,7 @@ class LLM:
         speculative_config: speculative decoding, e.g. `{"method": "ngram", "num_speculative_tokens": 4}`
             (a proposer plug-in such as deepinfer-dspark provides the method); output is lossless:
             the same distribution as without it (token-identical when greedy and deterministic).
+            Requests with penalties, unmet `min_tokens` or structured output decode without drafts.
         async_scheduling: overlap scheduling and output processing of one step with the device
             work of the next (default on; see `EngineConfig.async_scheduling`).
 

@@ -81,7 +81,8 @@ class CompletionOutput:
         token_ids: every generated token id, including a stop token or the token that completed
             a stop string.
         cumulative_logprob: sum of the sampled tokens' logprobs (None unless logprobs were asked).
-        logprobs: per generated token, the top-N plus the sampled token (None unless asked).
+        logprobs: per generated token, a dict whose first key is the sampled token, then the
+            top-N in rank order (ties: lower token id first); None unless asked.
         finish_reason: "stop" (EOS, stop token or stop string), "length" (max_tokens or
             max_model_len), "abort", "error", or None while running.
         stop_reason: the stop string or stop token id that ended it; None for EOS or other reasons.
