@@ -200,3 +200,15 @@ def test_a_regex_matching_nothing_fails_alone(llm: LLM, regex: str) -> None:
                                             SamplingParams(max_tokens=3)])
     assert bad.error is not None and bad.error.startswith("regex: cannot compile") and "empty" in bad.error
     assert good.error is None and len(good.outputs[0].token_ids) == 3
+
+
+@pytest.mark.parametrize("extra", [{"ignore_eos": True}, {"min_tokens": 3}])
+def test_a_complete_grammar_stops_at_eos_despite_ignore_eos_and_min_tokens(llm: LLM, extra: dict) -> None:
+    """Once the grammar is complete only EOS is legal: the request stops there (before this, it
+    emitted EOS again and again until max_tokens or min_tokens)."""
+    for spec, text in (({"regex": "a{0}"}, ""), ({"choice": ["yes"]}, "yes")):
+        [out] = llm.generate(["hi"], SamplingParams(temperature=1.0, seed=2, max_tokens=20, structured_outputs=spec,
+                                                    **extra))
+        done = out.outputs[0]
+        assert out.error is None and done.text == text and done.finish_reason == "stop"
+        assert done.token_ids.count(llm.engine.eos_token_id) == 1 and done.token_ids[-1] == llm.engine.eos_token_id

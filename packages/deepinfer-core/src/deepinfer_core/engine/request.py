@@ -72,6 +72,9 @@ class Request:
         # and the distributions they were drawn from (None: deterministic proposal).
         self.spec_token_ids: list[int] = []
         self.spec_probs = None
+        # Structured output: the grammar is complete (only EOS may follow); EOS then stops the
+        # request even under min_tokens or ignore_eos, since no other token is legal.
+        self.grammar_terminated = False
 
     @property
     def num_prompt_tokens(self) -> int:

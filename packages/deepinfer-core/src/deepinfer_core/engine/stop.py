@@ -19,12 +19,15 @@ if TYPE_CHECKING:
 def stop_token_rule(request: Request, token_id: int, num_output: int) -> tuple[bool, int | None]:
     """Whether `token_id`, as the request's `num_output`-th output token, stops it on a token.
 
-    EOS (unless `ignore_eos`) and `stop_token_ids` count only once `min_tokens` tokens exist.
+    EOS (unless `ignore_eos`) and `stop_token_ids` count only once `min_tokens` tokens exist;
+    EOS after a complete structured-output match always stops (nothing else could follow).
 
     Returns:
         (stops, stop_reason): stop_reason is the stop token id for `stop_token_ids`, None for EOS.
     """
     params = request.sampling_params
+    if request.grammar_terminated and token_id == request.eos_token_id:
+        return True, None
     if num_output < params.min_tokens:
         return False, None
     if token_id == request.eos_token_id and not params.ignore_eos:

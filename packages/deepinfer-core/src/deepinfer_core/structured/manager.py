@@ -193,7 +193,10 @@ class StructuredOutputManager:
             None, or an error message (naming the field) if the grammar rejected a token.
         """
         state = self._states.get(request.request_id)
-        if state is None or state.accept(token_ids):
+        if state is None:
+            return None
+        if state.accept(token_ids):
+            request.grammar_terminated = state.is_terminated
             return None
         return self._rejected(request, token_ids, state)
 
@@ -209,13 +212,17 @@ class StructuredOutputManager:
             state = self._states.get(request.request_id)
             if state is not None and len(token_ids) == 1:
                 singles.append((request, token_ids, state))
-            elif state is not None and not state.accept(token_ids):
-                errors[request.request_id] = self._rejected(request, token_ids, state)
+            elif state is not None:
+                if state.accept(token_ids):
+                    request.grammar_terminated = state.is_terminated
+                else:
+                    errors[request.request_id] = self._rejected(request, token_ids, state)
         singles.sort(key=lambda single: (single[2].grammar.key, single[2].shard))   # one template per thread
         oks = self.backend.consume([(state.matcher, ids[0]) for _, ids, state in singles]) if singles else []
         for (request, token_ids, state), ok in zip(singles, oks):
             if ok and not state.matcher.is_error():
                 state.num_tokens += 1
+                request.grammar_terminated = state.is_terminated
             else:
                 errors[request.request_id] = self._rejected(request, token_ids, state)
         return errors
