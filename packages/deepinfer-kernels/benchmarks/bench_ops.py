@@ -366,7 +366,9 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--quick", action="store_true", help="smaller shapes")
     parser.add_argument("--ops", default="", help="comma-separated op names (default: all)")
-    parser.add_argument("--no-reference", action="store_true", help="skip reference rows")
+    parser.add_argument("--no-reference", action="store_true",
+                        help="skip reference rows, except for linear (its reference is the vendor GEMM, "
+                             "the comparison the skinny matmul needs)")
     parser.add_argument("--json", default="", help="also write the rows to this file")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -387,7 +389,7 @@ def main() -> None:
     for work in workloads(dtype, device, args.quick):
         if wanted and work.op not in wanted:
             continue
-        backends = [] if args.no_reference else ["reference"]
+        backends = [] if args.no_reference and work.op != "linear" else ["reference"]
         for backend in backends + impls(work.op, "cuda"):
             rows.append(measure(work, backend, bandwidth, tflops))
             print(format_row(rows[-1]), flush=True)
