@@ -27,3 +27,17 @@ def test_bench_throughput_on_config_only_folder(tmp_path, capsys):
     assert main(argv) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "DeepInfer" in line)
     assert row.replace("│", " ").split()[-1] == "15"  # output tokens: 3 requests x 5
+
+
+def test_bench_throughput_refuses_outputs_that_cannot_fit(tmp_path, capsys):
+    """input MAX + output MAX beyond max_model_len would cut outputs short silently (and report the
+    asked lengths in the table's title)."""
+    transformers.LlamaConfig(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                             architectures=["LlamaForCausalLM"]).save_pretrained(str(tmp_path))
+    argv = ["bench", "throughput", "--model", str(tmp_path), "--load-format", "dummy", "--dtype", "float32",
+            "--num-prompts", "2", "--input-len", "4", "8", "--output-len", "30", "30", "--max-model-len", "32",
+            "--no-warmup", "--kv-cache-memory", "1MiB"]
+    assert main(argv) != 0
+    captured = capsys.readouterr()
+    assert "--output-len: input MAX + output MAX (38) exceeds max_model_len (32)" in captured.out + captured.err

@@ -326,3 +326,10 @@ def test_device_auto_resolves_to_cuda_when_available(monkeypatch):
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
         with pytest.raises(ValueError, match="device: 'cuda' is not available"):
             EngineConfig()
+
+
+def test_meta_device_is_refused_by_name():
+    from deepinfer_core.config import EngineConfig
+
+    with pytest.raises(ValueError, match="^device: 'meta'"):
+        EngineConfig(model="unused", device="meta")

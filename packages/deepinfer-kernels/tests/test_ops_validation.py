@@ -168,7 +168,20 @@ SCALAR_CASES = {
     "meta tensors": (lambda: ops.store_kv_cache(*(t.to("meta") for t in _kv()), torch.zeros(3, dtype=I64,
                                                                                             device="meta")), "k"),
     "empty vocabulary": (lambda: ops.sample(torch.randn(2, 0), *_sample_args()[1:]), "logits"),
+    "norm eps text": (lambda: ops.rms_norm(torch.randn(2, 8), torch.ones(8), "1e-6"), "eps"),
+    "norm eps bool": (lambda: ops.rms_norm(torch.randn(2, 8), torch.ones(8), True), "eps"),
+    "norm eps inf": (lambda: ops.rms_norm(torch.randn(2, 8), torch.ones(8), float("inf")), "eps"),
+    "rotary norm_eps nan": (lambda: _rotary(norm_eps=float("nan")), "norm_eps"),
+    "rotary norm_eps missing": (lambda: _rotary(norm_eps=None), "norm_eps"),
+    "rotary is_neox text": (lambda: _rotary(is_neox="no"), "is_neox"),
+    "rotary no k heads": (lambda: _rotary(k_heads=0), "k"),
 }
+
+
+def _rotary(norm_eps=1e-6, is_neox=True, k_heads=2):
+    w = torch.ones(8)
+    return ops.rotary_embedding(torch.zeros(3, dtype=I64), torch.randn(3, 4, 8), torch.randn(3, k_heads, 8),
+                                torch.randn(4, 8), is_neox, q_norm_weight=w, k_norm_weight=w, norm_eps=norm_eps)
 
 
 @pytest.mark.parametrize("name", sorted(SCALAR_CASES))

@@ -139,6 +139,8 @@ def _check_device(device: str) -> None:
         raise ValueError(f"device: invalid device {device!r}") from exc
     if dev.type == "cpu":
         return
+    if dev.type == "meta":
+        raise ValueError("device: 'meta' tensors hold no data; use 'cpu', 'cuda' or 'auto'")
     try:
         torch.empty(0, device=dev)
     except (RuntimeError, AssertionError) as exc:  # e.g. "Torch not compiled with CUDA enabled"

@@ -120,6 +120,9 @@ def run_throughput(args: argparse.Namespace) -> int:
         llm = LLM(**engine_kwargs(args))
     if args.input_len[1] > llm.max_model_len:
         raise ValueError(f"--input-len: MAX ({args.input_len[1]}) exceeds max_model_len ({llm.max_model_len})")
+    if args.input_len[1] + args.output_len[1] > llm.max_model_len:  # else outputs are cut short silently
+        raise ValueError(f"--output-len: input MAX + output MAX ({args.input_len[1] + args.output_len[1]}) "
+                         f"exceeds max_model_len ({llm.max_model_len}); raise --max-model-len")
     vocab = len(llm.get_tokenizer())
     workload = make_workload(args.num_prompts, tuple(args.input_len), tuple(args.output_len), vocab, args.seed)
     if not args.no_warmup:

@@ -147,8 +147,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report(console: Console, results: list, elapsed: float, output: Path | None) -> None:
-    """Print answers (or write JSONL) and one throughput line counting only emitted tokens."""
-    prompt_tokens = sum(len(r.prompt_token_ids or []) for r in results)
+    """Print answers (or write JSONL) and one throughput line counting only emitted tokens (and the
+    prompt tokens of requests that did not fail)."""
+    prompt_tokens = sum(len(r.prompt_token_ids or []) for r in results if not getattr(r, "error", None))
     output_tokens = sum(len(c.token_ids) for r in results for c in r.outputs)
     if output is not None:
         try:

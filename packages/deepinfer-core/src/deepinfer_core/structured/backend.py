@@ -125,7 +125,7 @@ class GuidanceBackend:
             else:
                 grammar = ll.grammar_from("choice", list(spec.choice))
         except ValueError as exc:
-            raise ValueError(f"{kind}: {exc}") from None
+            raise ValueError(f"{kind}: {_one_line(str(exc))}") from None
         tokenizer = self._ll_tokenizer()
         matcher = ll.LLMatcher(tokenizer, grammar, log_level=0)
         if not matcher.is_error():
@@ -180,7 +180,18 @@ def _error_message(kind: str, error: str) -> str:
     match = _UNIMPLEMENTED.search(error)
     if kind == "json_schema" and match:
         return f"json_schema: unsupported keyword(s) {match.group(1)}: the backend cannot enforce them ({error})"
-    first = error.strip().splitlines()[0] if error.strip() else "unknown error"  # drop the parser's state dump
-    if "NoExtensionBias" in first:
-        first += " (no output can complete a match: the language is empty)"
-    return f"{kind}: cannot compile: {first}"
+    return f"{kind}: cannot compile: {_one_line(error)}"
+
+
+def _one_line(error: str) -> str:
+    """llguidance's message on one line, without the parser state dump that may follow it."""
+    lines = []
+    for line in error.splitlines():
+        if line.strip().startswith("<state>"):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    text = " ".join(lines) or "unknown error"
+    if "NoExtensionBias" in text:
+        text += " (no output can complete a match: the language is empty)"
+    return text

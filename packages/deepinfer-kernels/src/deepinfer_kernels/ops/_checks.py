@@ -11,6 +11,8 @@ preconditions, as each op's docstring states.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -49,9 +51,10 @@ def check_same_device(names_and_tensors: Sequence[tuple[str, torch.Tensor | None
 
 
 def check_positive(name: str, value: float) -> None:
-    """Checks that a scalar is > 0."""
-    if not value > 0:
-        raise ValueError(f"{name}: must be > 0, got {value}")
+    """Checks that a scalar is a finite real number > 0 (not a bool, string or tensor)."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or isinstance(value, torch.Tensor)
+            or not math.isfinite(value) or not value > 0):
+        raise ValueError(f"{name}: must be a finite number > 0, got {value!r}")
 
 
 def check_flag(name: str, value: object) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 from deepinfer_kernels._registry import dispatch
-from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_positive, check_range, check_same_device,
-                                           check_size, check_tensor)
+from deepinfer_kernels.ops._checks import (FLOAT_DTYPES, check_flag, check_positive, check_range,
+                                           check_same_device, check_size, check_tensor)
 
 
 def rotary_embedding(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
@@ -52,6 +52,10 @@ def rotary_embedding(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
     check_size("q", q, 0, positions.shape[0], "tokens of positions")
     check_size("k", k, 0, positions.shape[0], "tokens of positions")
     check_size("k", k, 2, q.shape[2], "head size of q")
+    for name, t in (("q", q), ("k", k)):
+        if t.shape[1] == 0:
+            raise ValueError(f"{name}: needs at least one head, got shape {tuple(t.shape)}")
+    check_flag("is_neox", is_neox)
     check_tensor("cos_sin", cos_sin, 2, FLOAT_DTYPES)
     rotary_dim = cos_sin.shape[1]
     if rotary_dim % 2 or rotary_dim > q.shape[2] or rotary_dim == 0:
@@ -62,7 +66,9 @@ def rotary_embedding(positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
     given = [w is not None for w in (q_norm_weight, k_norm_weight, norm_eps)]
     if any(given):
         if not all(given):
-            raise ValueError("q_norm_weight: q_norm_weight, k_norm_weight and norm_eps go together")
+            missing = [n for n, g in zip(("q_norm_weight", "k_norm_weight", "norm_eps"), given) if not g]
+            raise ValueError(f"{missing[0]}: q_norm_weight, k_norm_weight and norm_eps go together "
+                             f"(missing: {', '.join(missing)})")
         for name, w in (("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)):
             check_tensor(name, w, 1, FLOAT_DTYPES)
             check_size(name, w, 0, q.shape[2], "head size of q")
