@@ -29,9 +29,10 @@ class CompiledGrammar:
     llguidance's `deep_copy` shares the copied matcher's lexer state (behind one lock) with the
     copy: measured on 64 copies of one template, filling masks with 2 threads was slower than
     with 1 (1.7 vs 2.2 ms a step), while independently built matchers scale but start cold. So
-    the backend builds more independent templates in the background (`add_template`), requests
-    are spread over them in turn, and `fill_bitmask` callers group rows by template so that each
-    thread mostly works on one (4 templates, 2 threads: 1.8 -> 1.1 ms a step for the same 64
+    the backend builds more independent templates in the background (`add_template`), a new
+    request copies the least-loaded one, requests admitted before the templates existed are
+    moved later (`move`), and `fill_bitmask` callers group rows by template so that each thread
+    mostly works on one (4 templates, 2 threads: 1.8 -> 1.1 ms a step for the same 64
     rows; `benchmarks/structured_backends.py shards`).
 
     Attributes:
@@ -41,7 +42,7 @@ class CompiledGrammar:
     def __init__(self, key: tuple[str, str], template: object) -> None:
         self.key = key
         self._templates = [template]
-        self._count = 0
+        self._live = [0]   # live matchers per template
         self._lock = threading.Lock()
 
     @property
@@ -52,13 +53,38 @@ class CompiledGrammar:
         """Adds an independently built matcher in the start state."""
         with self._lock:
             self._templates.append(template)
+            self._live.append(0)
 
     def new_matcher(self) -> tuple[object, int]:
-        """A fresh matcher (an `llguidance.LLMatcher`) in the start state, and its template's index."""
+        """A fresh matcher (an `llguidance.LLMatcher`) in the start state, copied from the
+        least-loaded template, and that template's index."""
         with self._lock:
-            shard = self._count % len(self._templates)
-            self._count += 1
+            shard = min(range(len(self._templates)), key=self._live.__getitem__)
+            self._live[shard] += 1
             return self._templates[shard].deep_copy(), shard
+
+    def release(self, shard: int) -> None:
+        """A matcher of template `shard` is gone."""
+        with self._lock:
+            self._live[shard] -= 1
+
+    def add_live(self, shard: int) -> None:
+        """A matcher of template `shard` is back (undoes a `move`)."""
+        with self._lock:
+            self._live[shard] += 1
+
+    def move(self, shard: int) -> tuple[object, int] | None:
+        """A start-state matcher of a template with at least 2 fewer live matchers than `shard`
+        (the caller replays its tokens into it and drops its old matcher), or None when moving
+        would not even out the load. Requests admitted together before the background templates
+        existed all start on the first one; moves spread them."""
+        with self._lock:
+            target = min(range(len(self._templates)), key=self._live.__getitem__)
+            if self._live[shard] - self._live[target] < 2:
+                return None
+            self._live[shard] -= 1
+            self._live[target] += 1
+            return self._templates[target].deep_copy(), target
 
 
 class GuidanceBackend:

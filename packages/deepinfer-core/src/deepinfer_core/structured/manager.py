@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from deepinfer_core.structured.params import StructuredOutputs
 
 DEFAULT_TIMEOUT_S = 10.0
+MAX_MOVES_PER_FILL = 16  # matcher moves between templates per mask fill (each replays its tokens)
 
 
 @dataclasses.dataclass
@@ -166,10 +167,13 @@ class StructuredOutputManager:
             The masks, or None when no row carries a grammar.
         """
         rows = []
+        moves = MAX_MOVES_PER_FILL
         for b, request in enumerate(requests):
             state = self._states.get(request.request_id)
             if state is not None:
                 self._catch_up(state, request)
+                if moves > 0 and self._rebalance(state, request):
+                    moves -= 1
                 rows.append((state.grammar.key, state.shard, b, state.matcher))
         if not rows:
             return None
@@ -235,7 +239,24 @@ class StructuredOutputManager:
     def release(self, request_id: str) -> None:
         """Forgets a finished or aborted request."""
         self._pending.pop(request_id, None)
-        self._states.pop(request_id, None)
+        state = self._states.pop(request_id, None)
+        if state is not None:
+            state.grammar.release(state.shard)
+
+    @staticmethod
+    def _rebalance(state: GrammarState, request: Request) -> bool:
+        """Moves the request's matcher to a less-loaded template when that evens out the load
+        (see `CompiledGrammar.move`); True when it moved."""
+        moved = state.grammar.move(state.shard)
+        if moved is None:
+            return False
+        matcher, shard = moved
+        old = state.shard
+        if state.move_to(matcher, shard, request.output_token_ids[:state.num_tokens]):
+            return True
+        state.grammar.release(shard)          # the replay failed: undo the bookkeeping
+        state.grammar.add_live(old)
+        return False
 
     def close(self) -> None:
         """Stops the compile and mask threads (running compiles finish in the background)."""

@@ -38,6 +38,18 @@ class GrammarState:
             self.num_tokens += 1
         return True
 
+    def move_to(self, matcher: object, shard: int, token_ids: list[int]) -> bool:
+        """Replaces the matcher by `matcher` (start state, template `shard`) after replaying the
+        `num_tokens` tokens consumed so far (`token_ids`); False, changing nothing, if the new
+        matcher rejects them."""
+        if len(token_ids) != self.num_tokens:
+            raise ValueError(f"token_ids: need the {self.num_tokens} consumed tokens, got {len(token_ids)}")
+        for token_id in token_ids:
+            if not matcher.consume_token(token_id) or matcher.is_error():
+                return False
+        self.matcher, self.shard = matcher, shard
+        return True
+
     def validate(self, token_ids: list[int]) -> int:
         """How many leading `token_ids` the grammar would accept, without consuming any."""
         return self.matcher.validate_tokens(token_ids)
