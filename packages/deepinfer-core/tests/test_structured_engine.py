@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 
 import pytest
@@ -179,6 +180,27 @@ def test_asynchronous_steps_keep_structured_ids_on_the_device(folder, llm: LLM, 
     assert llm.engine.num_overlapped_steps - before > 20
 
 
+def test_asynchronous_steps_consume_tokens_in_the_mask_thread(folder, llm: LLM, monkeypatch) -> None:
+    """Only tokens that end a request are consumed on the engine thread; the others are
+    consumed by the mask thread just before it fills the next masks (outputs unchanged)."""
+    sync = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20, seed=3,
+               async_scheduling=False)
+    expected = run(sync, 1.0, seed=41)
+    manager = llm.engine.structured
+    threads: list[str] = []
+    original = manager.accept_step
+
+    def recording(sampled):
+        threads.extend(threading.current_thread().name for _ in sampled)
+        return original(sampled)
+
+    monkeypatch.setattr(manager, "accept_step", recording)
+    got = run(llm, 1.0, seed=41)
+    assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in expected]
+    in_mask_thread = sum(name.startswith("deepinfer-mask") for name in threads)
+    assert in_mask_thread > 3 * (len(threads) - in_mask_thread), threads
+
+
 @pytest.mark.parametrize("async_scheduling", [True, False])
 def test_a_rejected_last_token_fails_its_request_in_both_loops(folder, async_scheduling: bool) -> None:
     """The byte-level tokenizer lets a mask allow a special token that the matcher then rejects;
@@ -186,7 +208,8 @@ def test_a_rejected_last_token_fails_its_request_in_both_loops(folder, async_sch
     the grammar's error (the asynchronous loop once released the grammar before consuming)."""
     llm = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20,
               async_scheduling=async_scheduling)
-    for spec, max_tokens in (({"choice": ["<|im_start|>x"]}, 1), ({"choice": ["<|im_end|>"]}, 20)):
+    for spec, max_tokens in (({"choice": ["<|im_start|>x"]}, 1), ({"choice": ["<|im_end|>"]}, 20),
+                             ({"choice": ["<|im_start|>x"]}, 20)):  # rejected mid-stream (mask thread)
         out, other = llm.generate(["hi", "other"], [
             SamplingParams(temperature=1.0, seed=1, max_tokens=max_tokens, structured_outputs=spec),
             SamplingParams(max_tokens=2)])

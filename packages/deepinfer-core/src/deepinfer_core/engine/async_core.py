@@ -9,10 +9,13 @@ The loop of `AsyncEngineCore.step`:
      step N's sampled tensor (`ScheduledChunk.fill_row`);
   3. while it runs, wait for step N's ids only (a pinned copy behind an event) and resolve them:
      placeholders filled, stop tokens, grammar acceptance, outputs;
-  4. sample step N+1: grammar masks (filled now that step N's tokens are accepted, while the
-     forward pass runs), penalties and logprobs like the synchronous sampler; unless a row needs
+  4. sample step N+1: penalties and logprobs like the synchronous sampler; unless a row needs
      penalties or logprobs, the ids stay on the device and a non-blocking copy to pinned host
-     memory starts (the grammars consume them in step 3 of the next call);
+     memory starts. A step with grammar rows defers its draw instead: the mask thread consumes
+     step N's ids in the grammars and fills step N+1's masks while this thread returns step N's
+     outputs and schedules step N+2; the draw runs just before step N+2 is launched (its inputs
+     need the ids). Only tokens that end a request (EOS, a stop token id, a length limit) are
+     consumed on this thread, in step 3, so that a rejected last token still fails its request;
   5. advance the scheduler as if step N+1 were done (placeholders for its samples; length limits
      are known without the ids). Host work for step N overlaps device work for step N+1.
 
@@ -30,7 +33,9 @@ otherwise the next step first waits for the ids and then proposes.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+from collections.abc import Callable
 
 import torch
 
@@ -39,6 +44,7 @@ from deepinfer_core.engine.request import Request, RequestStatus
 from deepinfer_core.engine.scheduler import SchedulerOutput
 from deepinfer_core.engine.stop import stop_token_rule
 from deepinfer_core.executor.transfer import to_device
+from deepinfer_core.structured.manager import TokenBitmask
 
 PLACEHOLDER = -1
 
@@ -64,18 +70,36 @@ class InflightStep:
     accept: bool = False
 
 
+@dataclasses.dataclass
+class DeferredSample:
+    """A launched step whose grammar rows wait for their masks (the mask thread fills them).
+
+    Attributes:
+        requests, out_index: as in `InflightStep`.
+        draw: applies the masks and samples (`Sampler.prepare_ids`): `[B]` ids on the device.
+        filling: the mask thread's future (`StructuredOutputManager.start_fill`).
+    """
+
+    requests: list[Request]
+    out_index: list[int]
+    draw: Callable[[TokenBitmask | None], torch.Tensor]
+    filling: concurrent.futures.Future[TokenBitmask | None]
+
+
 class AsyncEngineCore(EngineCore):
     """`EngineCore` with asynchronous scheduling (see the module docstring); same constructor."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._inflight: InflightStep | None = None
+        self._deferred: DeferredSample | None = None   # the in-flight step, while its masks are filled
+        self._mask_errors: dict[str, str] = {}         # grammars that rejected a token in the mask thread
         self._pending_logprobs: dict[str, object] = {}  # request id -> logprobs of its in-flight token
         self.num_overlapped_steps = 0  # steps launched before the previous one was read (metrics, tests)
         self._propose_due = False  # a speculative step overlapped: propose once the ids are known
 
     def has_unfinished(self) -> bool:
-        return self._inflight is not None or super().has_unfinished()
+        return self._inflight is not None or self._deferred is not None or super().has_unfinished()
 
     @torch.inference_mode()
     def step(self) -> list[EngineCoreOutput]:
@@ -89,7 +113,7 @@ class AsyncEngineCore(EngineCore):
         if sched.scheduled and self._overlappable(sched):
             self._overlapped_step(sched, outputs)
             return list(outputs.values())
-        if self._inflight is not None:  # the step below needs every token id on the host
+        if self._inflight is not None or self._deferred is not None:  # the step below needs every id on the host
             self._drain(outputs)
             sched.scheduled = [(r, n) for r, n in sched.scheduled if not r.is_finished]
         if not sched.scheduled:
@@ -108,6 +132,8 @@ class AsyncEngineCore(EngineCore):
 
     def _drain(self, outputs: dict[str, EngineCoreOutput]) -> None:
         """Resolves the in-flight step, if any (every token id is then on the host)."""
+        self._finish_deferred()
+        self._fail_masked(outputs)
         if self._inflight is not None:
             previous, self._inflight = self._inflight, None
             self._resolve(previous, outputs)
@@ -135,8 +161,29 @@ class AsyncEngineCore(EngineCore):
         else:
             self._propose_due = True
 
+    def _finish_deferred(self) -> None:
+        """Draws a deferred step once its masks are filled; it becomes the in-flight step."""
+        if self._deferred is None:
+            return
+        step, self._deferred = self._deferred, None
+        masks = step.filling.result()
+        if masks is not None:
+            self._mask_errors.update(masks.errors)   # failed once the next step is launched
+        ids = step.draw(masks)
+        self._inflight = InflightStep(step.requests, step.out_index, ids, *self._to_host(ids), accept=True)
+
+    def _fail_masked(self, outputs: dict[str, EngineCoreOutput]) -> None:
+        """Ends the requests whose grammar rejected a token in the mask thread (their ids in the
+        in-flight step are dropped when it resolves)."""
+        for request_id, error in self._mask_errors.items():
+            out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
+            out.error = error
+            if out.finish_reason is None:
+                self._finish_with_error(out)
+        self._mask_errors = {}
+
     def _overlapped_step(self, sched: SchedulerOutput, outputs: dict[str, EngineCoreOutput]) -> None:
-        previous = self._inflight
+        previous = self._inflight or self._deferred
         rows = {} if previous is None else {id(r): b for b, r in enumerate(previous.requests)}
         chunks = []
         for req, n in sched.scheduled:
@@ -144,8 +191,11 @@ class AsyncEngineCore(EngineCore):
             if chunk.token_ids[-1] == PLACEHOLDER:
                 chunk.fill_row = rows[id(req)]
             chunks.append(chunk)
+        self._finish_deferred()   # the masks were filled while this thread scheduled
+        previous = self._inflight
         model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
         self._inflight = None
+        self._fail_masked(outputs)
         if previous is not None:  # host work for step N while the device runs step N+1
             self.num_overlapped_steps += 1
             self._resolve(previous, outputs)
@@ -155,8 +205,8 @@ class AsyncEngineCore(EngineCore):
         logits = model_out.logits
         if len(live) != len(sampling_rows):
             logits = logits[to_device([b for b, _ in live], torch.int64, logits.device)]  # no device sync
-        sampled = self._sample(logits, sampling, outputs)
         out_index = [req.num_output_tokens for req in sampling]
+        sampled = self._sample(logits, sampling, out_index, outputs)
         scheduled = [(r, n) for r, n in sched.scheduled if not r.is_finished]
         for req in self.scheduler.update_from_output(
                 SchedulerOutput(scheduled, sched.preempted, sched.num_batched_tokens),
@@ -164,27 +214,28 @@ class AsyncEngineCore(EngineCore):
             # Finished by a length limit: reported when its last token is resolved, but its blocks
             # and block-table row are free now (the launched step already read them).
             self._release_row(req.request_id)
-        self._inflight = InflightStep(sampling, out_index, *sampled)
+        if isinstance(sampled, DeferredSample):
+            self._deferred = sampled
+        else:
+            self._inflight = sampled
         if self.speculative is not None:
             self._after_speculative_overlap(sched, model_out, outputs)
 
-    def _sample(self, logits: torch.Tensor, sampling: list[Request], outputs: dict[str, EngineCoreOutput]
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event | None, bool]:
-        """(ids on the device, pinned host copy, event, grammars still to accept) for the step's
-        sampling rows."""
+    def _sample(self, logits: torch.Tensor, sampling: list[Request], out_index: list[int],
+                outputs: dict[str, EngineCoreOutput]) -> InflightStep | DeferredSample:
+        """Samples the step's rows: on the device unless a row needs penalties or logprobs; a
+        step with grammar rows is deferred until its masks are filled (see the module docstring)."""
         device = logits.device
         on_device = all(not (r.sampling_params.has_penalties or r.sampling_params.logprobs is not None)
                         for r in sampling)
-        accept = False
         if not sampling:
             ids = torch.empty(0, dtype=torch.int64, device=device)
-        elif on_device:  # grammar masks are filled now (the forward pass runs); ids stay on the device
-            masks = None
-            if self.structured is not None:
-                filling = self.structured.start_fill(sampling)
-                masks = filling.result() if filling is not None else None
-            ids = self.sampler.sample_ids(logits, sampling, masks)
-            accept = masks is not None  # in `_resolve`, once the ids reach the host
+        elif on_device:
+            draw = self.sampler.prepare_ids(logits, sampling)
+            filling = self.structured.start_fill(sampling) if self.structured is not None else None
+            if filling is not None:
+                return DeferredSample(sampling, out_index, draw, filling)
+            ids = draw(None)
         else:  # penalties, logprobs: the synchronous sampler on this step's rows
             masks = None
             if self.structured is not None:
@@ -196,19 +247,27 @@ class AsyncEngineCore(EngineCore):
                     self._pending_logprobs[req.request_id] = result.logprobs[b]
             ids = torch.tensor(result.token_ids, dtype=torch.int64).to(device)
             if self.structured is not None and masks is not None:
-                errors = self.structured.accept_step([(r, [t]) for r, t in zip(sampling, result.token_ids)])
+                errors = dict(masks.errors)
+                errors.update(self.structured.accept_step([(r, [t]) for r, t in zip(sampling, result.token_ids)
+                                                           if r.request_id not in masks.errors]))
                 for request_id, error in errors.items():
                     out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
                     out.error = error
                     self._finish_with_error(out)
-        on_cuda = device.type == "cuda"
+        return InflightStep(sampling, out_index, ids, *self._to_host(ids))
+
+    @staticmethod
+    def _to_host(ids: torch.Tensor) -> tuple[torch.Tensor, torch.cuda.Event | None]:
+        """A non-blocking copy of `ids` to pinned host memory and the event that marks it done
+        (None off CUDA, where the copy is synchronous)."""
+        on_cuda = ids.device.type == "cuda"
         host = torch.empty(ids.shape, dtype=torch.int64, pin_memory=on_cuda)
         host.copy_(ids, non_blocking=on_cuda)
         ready = None
         if on_cuda:
             ready = torch.cuda.Event()
             ready.record()
-        return ids, host, ready, accept
+        return host, ready
 
     def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput]) -> None:
         """Reads a step's ids, fills the placeholders, consumes them in the grammars, applies stop
@@ -225,9 +284,12 @@ class AsyncEngineCore(EngineCore):
             req.all_token_ids[req.num_prompt_tokens + index] = token
             placed.append((req, index, token))
         errors = {}
-        if step.accept:  # before any release below: a rejected last token must still fail its request
-            errors = self.structured.accept_step([(req, [token]) for req, _, token in placed
-                                                  if req.sampling_params.structured_outputs is not None])
+        if step.accept:  # tokens that end a request, before any release below: a rejected last
+            # token must still fail its request (the mask thread consumes the others)
+            errors = self.structured.accept_through([
+                (req, index + 1) for req, index, token in placed
+                if req.sampling_params.structured_outputs is not None
+                and (req.is_finished or token == req.eos_token_id or token in req.stop_token_ids)])
         for req, index, token in placed:
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids.append(token)

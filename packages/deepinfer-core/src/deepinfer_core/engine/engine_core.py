@@ -233,7 +233,9 @@ class EngineCore:
             if sampled.logprobs[b] is not None:  # after any resolved earlier in this call
                 out.new_logprobs = (out.new_logprobs or []) + [sampled.logprobs[b]]
         if self.structured is not None and masks is not None:
-            errors = self.structured.accept_step([(r, tokens[r.request_id]) for r in plain])
+            errors = dict(masks.errors)   # rejected a token consumed before the fill
+            errors.update(self.structured.accept_step([(r, tokens[r.request_id]) for r in plain
+                                                       if r.request_id not in masks.errors]))
             for request_id, error in errors.items():
                 outputs[request_id].error = error
         spec_reqs = [req for req in sampling if req.request_id in drafts]

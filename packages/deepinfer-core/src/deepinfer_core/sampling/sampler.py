@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -101,21 +102,42 @@ class Sampler:
         Returns:
             `[B]` int64 token ids on `logits.device`.
         """
+        return self.prepare_ids(logits, requests)(masks)
+
+    def prepare_ids(self, logits: torch.Tensor, requests: list[Request]) -> Callable[[TokenBitmask | None], torch.Tensor]:
+        """`sample_ids` in two halves: what it reads from the requests (output lengths for the
+        seeded draw and the `min_tokens` bans) is captured now, and the returned function applies
+        the masks and draws later (the asynchronous engine samples a step's grammar rows only
+        when their masks are filled, after the requests got the step's placeholders).
+
+        Raises:
+            ValueError: `logits` rows differ from `len(requests)`.
+        """
         if logits.shape[0] != len(requests):
             raise ValueError(f"logits has {logits.shape[0]} rows for {len(requests)} requests")
-        if masks is not None:
-            _apply_masks(logits, masks)
-        self._ban_stop_tokens(logits, requests)
-        return self._draw(logits, requests)
+        bans = self._stop_bans(requests)
+        draw = self._draw_args(requests, logits.device)
+
+        def finish(masks: TokenBitmask | None) -> torch.Tensor:
+            if masks is not None:
+                _apply_masks(logits, masks)
+            _apply_bans(logits, *bans)
+            return logits.argmax(dim=-1) if draw is None else ops.sample(logits, *draw)
+        return finish
 
     @staticmethod
     def _draw(logits: torch.Tensor, requests: list[Request]) -> torch.Tensor:
+        draw = Sampler._draw_args(requests, logits.device)
+        return logits.argmax(dim=-1) if draw is None else ops.sample(logits, *draw)
+
+    @staticmethod
+    def _draw_args(requests: list[Request], device: torch.device) -> tuple[torch.Tensor, ...] | None:
+        """`ops.sample`'s per-row arguments after the logits, or None when every row is greedy
+        (`argmax`: ops.sample's greedy rule, the first maximum, without random draws)."""
         params = [r.sampling_params for r in requests]
         if all(p.greedy for p in params):
-            return logits.argmax(dim=-1)  # ops.sample's greedy rule (first maximum)
-        device = logits.device
-        return ops.sample(
-            logits,
+            return None
+        return (
             to_device([0.0 if p.greedy else float(p.temperature) for p in params], torch.float32, device),
             to_device([p.top_k for p in params], torch.int64, device),
             to_device([float(p.top_p) for p in params], torch.float32, device),
@@ -147,6 +169,11 @@ class Sampler:
 
     @staticmethod
     def _ban_stop_tokens(logits: torch.Tensor, requests: list[Request]) -> None:
+        _apply_bans(logits, *Sampler._stop_bans(requests))
+
+    @staticmethod
+    def _stop_bans(requests: list[Request]) -> tuple[list[int], list[int]]:
+        """(rows, token ids) of EOS and `stop_token_ids` while a row has fewer than `min_tokens`."""
         rows: list[int] = []
         cols: list[int] = []
         for b, r in enumerate(requests):
@@ -158,17 +185,23 @@ class Sampler:
                 banned.add(r.eos_token_id)
             rows.extend([b] * len(banned))
             cols.extend(banned)
-        if rows:  # built on the host: no device sync (asynchronous steps)
-            device = logits.device
-            unique = sorted(set(rows))
-            slot = {b: i for i, b in enumerate(unique)}
-            unique_rows = to_device(unique, torch.int64, device)
-            banned = logits[unique_rows]  # a copy
-            banned[to_device([slot[b] for b in rows], torch.int64, device), to_device(cols, torch.int64, device)] \
-                = float("-inf")
-            # A row the ban would leave with no finite logit keeps EOS (its grammar allows nothing else).
-            keep = torch.isfinite(banned).any(dim=-1, keepdim=True)
-            logits[unique_rows] = torch.where(keep, banned, logits[unique_rows])
+        return rows, cols
+
+
+def _apply_bans(logits: torch.Tensor, rows: list[int], cols: list[int]) -> None:
+    """Sets `logits[rows[i], cols[i]]` to -inf, built on the host (no device sync), except
+    where that leaves a row with no finite logit: it keeps EOS then (its grammar allows nothing
+    else)."""
+    if rows:
+        device = logits.device
+        unique = sorted(set(rows))
+        slot = {b: i for i, b in enumerate(unique)}
+        unique_rows = to_device(unique, torch.int64, device)
+        banned = logits[unique_rows]  # a copy
+        banned[to_device([slot[b] for b in rows], torch.int64, device), to_device(cols, torch.int64, device)] \
+            = float("-inf")
+        keep = torch.isfinite(banned).any(dim=-1, keepdim=True)
+        logits[unique_rows] = torch.where(keep, banned, logits[unique_rows])
 
 
 def _apply_masks(logits: torch.Tensor, masks: TokenBitmask) -> None:
@@ -176,6 +209,8 @@ def _apply_masks(logits: torch.Tensor, masks: TokenBitmask) -> None:
     a copy from pageable memory would wait for every kernel already queued)."""
     device = logits.device
     rows = masks.rows
+    if rows.numel() == 0:
+        return
     if device.type == "cuda" and not rows.is_pinned():
         rows = rows.pin_memory()
     ops.apply_token_bitmask(logits, masks.bitmask.to(device, non_blocking=True), rows.to(device, non_blocking=True))

@@ -6,7 +6,9 @@ Per step (see `EngineCore.step`): `poll` turns finished compiles into GrammarSta
 the scheduler admits a structured request only once `is_ready`; `start_fill` writes the whole
 batch's masks in a background thread while the forward pass runs (a mask depends only on the
 tokens accepted so far; llguidance fills without holding the GIL), and the sampler applies them
-with `ops.apply_token_bitmask`; `accept` consumes each sampled token.
+with `ops.apply_token_bitmask`; `accept_step` consumes each sampled token. The asynchronous engine
+leaves most tokens unconsumed when it reads them: `start_fill` consumes them in the mask thread,
+just before the fill, so neither sits on the engine thread.
 """
 
 from __future__ import annotations
@@ -47,10 +49,13 @@ class TokenBitmask:
         bitmask: [B, ceil(V/32)] int32 on the CPU (pinned when CUDA is available); rows not in
             `rows` hold stale words and must not be applied.
         rows: [B'] int64, the rows (sampling order) that carry a grammar.
+        errors: request id -> message, for grammars that rejected a token consumed before the
+            fill (their rows are not in `rows`; the engine fails those requests).
     """
 
     bitmask: torch.Tensor
     rows: torch.Tensor
+    errors: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class StructuredOutputManager:
@@ -78,6 +83,7 @@ class StructuredOutputManager:
         self._buffers: list[torch.Tensor | None] = [None, None]
         self._flip = 0
         self._fill_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deepinfer-mask")
+        self._job: concurrent.futures.Future | None = None   # the last fill submitted
 
     @property
     def backend(self) -> GuidanceBackend:
@@ -151,31 +157,50 @@ class StructuredOutputManager:
     def start_fill(self, requests: list[Request]) -> concurrent.futures.Future[TokenBitmask | None] | None:
         """Starts `fill_bitmask(requests)` in the mask thread; None when no row carries a grammar.
 
-        The caller must not accept tokens or poll until the future is done.
+        Output tokens the grammars have not consumed yet are read here, on the calling thread
+        (the engine appends placeholders right after), and consumed in the mask thread before
+        the fill. The caller must not accept tokens or poll until the future is done.
         """
         if not any(r.request_id in self._states for r in requests):
             return None
-        return self._fill_thread.submit(self.fill_bitmask, list(requests))
+        self._job = self._fill_thread.submit(self.fill_bitmask, list(requests), self._unconsumed(requests))
+        return self._job
 
-    def fill_bitmask(self, requests: list[Request]) -> TokenBitmask | None:
-        """Writes the next-token masks of the structured requests among one step's sampling rows.
+    def _unconsumed(self, requests: list[Request]) -> dict[str, list[int]]:
+        """Request id -> its output tokens that its grammar has not consumed yet."""
+        missing = {}
+        for request in requests:
+            state = self._states.get(request.request_id)
+            if state is not None and state.num_tokens < len(request.output_token_ids):
+                missing[request.request_id] = request.output_token_ids[state.num_tokens:]
+        return missing
+
+    def fill_bitmask(self, requests: list[Request], unconsumed: dict[str, list[int]] | None = None
+                     ) -> TokenBitmask | None:
+        """Consumes the rows' unconsumed tokens, then writes the next-token masks of the
+        structured requests among one step's sampling rows.
 
         Args:
             requests: the step's sampling requests, in row order.
+            unconsumed: request id -> tokens to consume first (default: read from the requests'
+                `output_token_ids` now).
 
         Returns:
-            The masks, or None when no row carries a grammar.
+            The masks (with the requests whose grammar rejected a token), or None when no row
+            carries a grammar.
         """
+        if unconsumed is None:
+            unconsumed = self._unconsumed(requests)
+        errors = self.accept_step([(r, unconsumed[r.request_id]) for r in requests if r.request_id in unconsumed])
         rows = []
         moves = MAX_MOVES_PER_FILL
         for b, request in enumerate(requests):
             state = self._states.get(request.request_id)
-            if state is not None:
-                self._catch_up(state, request)
+            if state is not None and request.request_id not in errors:
                 if moves > 0 and self._rebalance(state, request):
                     moves -= 1
                 rows.append((state.grammar.key, state.shard, b, state.matcher))
-        if not rows:
+        if not rows and not errors:
             return None
         rows.sort(key=lambda row: row[:3])   # rows of one template together (one thread each)
         width = self.backend.bitmask_width
@@ -188,7 +213,21 @@ class StructuredOutputManager:
                                                              pin_memory=torch.cuda.is_available())
         bitmask = buffer[:len(requests)]
         self.backend.fill_bitmask([(matcher, b) for _, _, b, matcher in rows], bitmask)
-        return TokenBitmask(bitmask, torch.tensor(sorted(b for _, _, b, _ in rows), dtype=torch.int64))
+        return TokenBitmask(bitmask, torch.tensor(sorted(b for _, _, b, _ in rows), dtype=torch.int64), errors)
+
+    def accept_through(self, items: list[tuple[Request, int]]) -> dict[str, str]:
+        """Consumes each request's output tokens before index `end` that its grammar has not
+        consumed yet (`accept_step` on the missing tokens).
+
+        Returns:
+            request id -> error message, for requests whose grammar rejected a token.
+        """
+        pairs = []
+        for request, end in items:
+            state = self._states.get(request.request_id)
+            if state is not None and state.num_tokens < end:
+                pairs.append((request, request.output_token_ids[state.num_tokens:end]))
+        return self.accept_step(pairs)
 
     def accept(self, request: Request, token_ids: list[int]) -> str | None:
         """Consumes a request's newly sampled tokens.
@@ -237,7 +276,10 @@ class StructuredOutputManager:
         return f"{kind}: the grammar rejected token(s) {token_ids}: {state.error}"
 
     def release(self, request_id: str) -> None:
-        """Forgets a finished or aborted request."""
+        """Forgets a finished or aborted request (after the mask thread's current fill, which
+        may be using its matcher)."""
+        if self._job is not None and not self._job.done():
+            concurrent.futures.wait([self._job])
         self._pending.pop(request_id, None)
         state = self._states.pop(request_id, None)
         if state is not None:
@@ -262,10 +304,3 @@ class StructuredOutputManager:
         """Stops the compile and mask threads (running compiles finish in the background)."""
         self.cache.close()
         self._fill_thread.shutdown(wait=False)
-
-    @staticmethod
-    def _catch_up(state: GrammarState, request: Request) -> None:
-        # The matcher follows `output_token_ids`; feed tokens appended without `accept`.
-        missing = request.output_token_ids[state.num_tokens:]
-        if missing:
-            state.accept(missing)
