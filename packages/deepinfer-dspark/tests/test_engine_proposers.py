@@ -23,6 +23,7 @@ from safetensors.torch import save_file
 from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.interfaces import Draft
 
+from deepinfer_dspark import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 VOCAB = 128
@@ -237,16 +238,19 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders)
 
 
 def test_no_drafting_when_even_full_acceptance_cannot_pay(folders) -> None:
-    """Spec rounds 100x slower than plain steps: no batch size can win, so the drafter never runs
-    (no probes) and every step overlaps like plain decoding; a profile where full acceptance
-    would pay still drafts."""
+    """Spec rounds 100x slower than plain steps at small batches: no round can win there, so the
+    drafter never runs (no probes) and every step overlaps like plain decoding; a profile where
+    full acceptance would pay still drafts. (The plain profile collapses at 64 requests, so
+    drafting could pay there and the proposer is not retired.)"""
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
-            "sps_profile": SPSProfile([1, 64], [10.0, 9.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0])}
+            "sps_profile": SPSProfile([1, 64], [10.0, 9.0]),
+            "decode_profile": SPSProfile([1, 8, 64], [1000.0, 990.0, 1.0])}
     batch = prompts(3, seed=6)
     expected = greedy(build(target), batch)
     llm = build(target, spec)
     proposer = llm.engine.speculative.proposer
+    assert not proposer.retired and not proposer.cannot_pay(64)
     assert proposer.cannot_pay(1) and proposer.cannot_pay(3)
     proposer.runner.draft = lambda requests, num_tokens: pytest.fail("drafted although no round can pay")
     assert greedy(llm, batch) == expected
@@ -257,6 +261,28 @@ def test_no_drafting_when_even_full_acceptance_cannot_pay(folders) -> None:
     assert steps >= 21, steps
     paying = build(target, {**spec, "sps_profile": SPSProfile([1, 64], [600.0, 590.0])})
     assert not paying.engine.speculative.proposer.cannot_pay(3)   # 3 x 5 x 600 > 3 x 1000
+
+
+def test_a_proposer_that_can_never_pay_retires_and_the_engine_runs_plain(folders) -> None:
+    """Full acceptance loses to plain decoding at every batch size the decode profile covers: the
+    proposer retires at load, and the engine is the plain one (no speculative decoder, no
+    features, plain decode graphs) with the same greedy output; the vectorised decision agrees
+    with `cannot_pay` batch by batch."""
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 64], [10.0, 9.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0])}
+    batch = prompts(3, seed=7)
+    expected = greedy(build(target), batch)
+    llm = build(target, spec)
+    assert llm.engine.speculative is None and llm.engine.runner.aux_layers == ()
+    assert greedy(llm, batch) == expected
+    runner = build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4}
+                   ).engine.speculative.proposer.runner
+    for plain_rates in ([1000.0, 990.0], [1000.0, 1.0]):     # retired; pays at large batches
+        proposer = DSparkProposer(runner, 4, spec["sps_profile"], decode=SPSProfile([1, 64], plain_rates))
+        assert proposer.retired == all(proposer.cannot_pay(b) for b in range(1, 65))
+        assert proposer.retired == (plain_rates[1] > 1.0)
+        assert proposer.retired_reason.startswith("dspark:") == proposer.retired
 
 
 def test_decode_profile_needs_confidence_scheduling(folders) -> None:

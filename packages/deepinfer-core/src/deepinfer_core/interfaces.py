@@ -85,6 +85,12 @@ class Proposer(Protocol):
     whatever the token ids. While it is > 0, an engine with asynchronous scheduling keeps
     overlapping its steps and may call `propose` before the last step's token ids are known
     (they then read -1); once it is 0, the engine waits for the ids before the next `propose`.
+
+    Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
+    its measured profiles show that even accepting every draft cannot beat plain decoding at any
+    batch size): an attribute `retired: bool`. When it is True after the factory returns, the
+    engine runs without speculation (no features captured, no `propose` calls): exactly the
+    engine without `speculative_config`, and says so in its log.
     """
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:

@@ -79,6 +79,12 @@ class DSparkProposer:
             beat plain decoding at the current batch size (`cannot_pay`): no probe is spent then.
         max_probe_every: the longest pause, in rounds.
 
+    Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B up to the
+    largest one the decode profile measured, drafting can never pay on this hardware with this
+    drafter, whatever the load and the drafts: `retired` is True and the engine runs without
+    speculation (see `deepinfer_core.Proposer`). The decision reads the profiles only, so it is
+    lossless.
+
     Attributes:
         target_layer_ids: the target layers whose outputs the drafter reads.
         lengths: the verification length chosen for each request in the last round (metrics).
@@ -104,6 +110,16 @@ class DSparkProposer:
         self._last_batch = 0                 # requests in the last propose call
         self._backoff = probe_every          # the next pause when drafting keeps losing
         self.pending = PendingContext()      # features observed while paused, projected on resume
+        self.retired = False
+        self.retired_reason = ""
+        if decode is not None and sps is not None:
+            largest = max(decode.batch_tokens)
+            batch = torch.arange(1, largest + 1, dtype=torch.float64)[:, None]     # `cannot_pay` for all at once
+            tokens = batch * (1 + torch.arange(1, num_tokens + 1, dtype=torch.float64))[None, :]
+            self.retired = bool((tokens * sps(tokens) <= batch * decode(batch)).all())
+            if self.retired:
+                self.retired_reason = (f"dspark: even accepting all {num_tokens} drafts would not beat plain "
+                                       f"decoding at any batch size 1..{largest} (measured profiles)")
 
     def observe(self, request_id: str, positions: Sequence[int], features: torch.Tensor) -> None:
         """Stores the context features of committed positions (ones already held are skipped,

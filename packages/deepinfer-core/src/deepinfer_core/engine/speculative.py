@@ -20,6 +20,7 @@ the model.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,8 @@ import torch
 
 from deepinfer_core.interfaces import Draft, DraftRequest, Proposer
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from deepinfer_core.engine.request import Request
@@ -345,7 +348,8 @@ def load_proposer(spec_config: dict, model_info: dict) -> Proposer:
 
 
 def build_speculative(config, model_config, runner, max_model_len: int, eos: int | None) -> SpeculativeDecoder | None:
-    """The engine's SpeculativeDecoder for `config.speculative_config` (None when unset).
+    """The engine's SpeculativeDecoder for `config.speculative_config` (None when unset, or when
+    the proposer is `retired`: see `Proposer`).
 
     The proposer factory gets the target's facts and its embedding and LM head tensors (drafters
     such as DSpark, EAGLE and MTP share them); the runner is told which target layers' hidden
@@ -358,7 +362,12 @@ def build_speculative(config, model_config, runner, max_model_len: int, eos: int
                 num_hidden_layers=model_config.num_hidden_layers, eos_token_id=eos,
                 model_path=str(model_config.path), device=str(runner.device), dtype=runner.dtype,
                 embed_tokens=runner.model.model.embed_tokens.weight, lm_head=runner.model.lm_head.weight)
-    decoder = SpeculativeDecoder(load_proposer(spec, info), spec["num_speculative_tokens"], max_model_len,
+    proposer = load_proposer(spec, info)
+    if getattr(proposer, "retired", False) is True:
+        logger.warning("speculative_config: the proposer declares that it never drafts here (%s); "
+                       "running without speculation", getattr(proposer, "retired_reason", "retired"))
+        return None
+    decoder = SpeculativeDecoder(proposer, spec["num_speculative_tokens"], max_model_len,
                                  model_config.vocab_size, runner.device)
     layers, count = decoder.target_layer_ids, model_config.num_hidden_layers
     if not all(isinstance(i, int) and not isinstance(i, bool) and -1 <= i < count for i in layers) \
