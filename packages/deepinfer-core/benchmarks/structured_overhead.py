@@ -23,6 +23,7 @@ import argparse
 import json
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -58,11 +59,13 @@ def random_checkpoint(tokenizer_dir: Path) -> Path:
 
 
 def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
-    """Seconds of one chat call, and milliseconds per masked step spent filling masks (in the mask
-    thread), waiting for them (engine thread) and accepting tokens (engine thread)."""
+    """Seconds of one chat call, and milliseconds per masked step spent consuming tokens and
+    filling masks (in the mask thread), waiting for them (engine thread) and consuming tokens on
+    the engine thread (the ones that end a request, and the synchronous loop's)."""
     manager = llm.engine.structured
-    originals = {name: getattr(manager, name) for name in ("fill_bitmask", "start_fill", "accept_step")}
+    originals = {name: getattr(manager, name) for name in ("_run_job", "start_fill", "accept_through", "accept_step")}
     spent = {"fill": 0.0, "wait": 0.0, "accept": 0.0, "steps": 0}
+    mask_thread = threading.local()
 
     def timing(name, fn):
         def wrapper(*a):
@@ -72,21 +75,30 @@ def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
             return result
         return wrapper
 
-    class TimedFuture:
-        def __init__(self, future):
-            self.future = future
+    def run_job(*a):
+        mask_thread.inside = True
+        try:
+            return timing("fill", originals["_run_job"])(*a)
+        finally:
+            mask_thread.inside = False
 
-        def result(self):
+    def accept_step(*a):   # the mask thread's consumes are part of "fill"
+        if getattr(mask_thread, "inside", False):
+            return originals["accept_step"](*a)
+        return timing("accept", originals["accept_step"])(*a)
+
+    def start_fill(*a):
+        job = originals["start_fill"](*a)
+        if job is not None:
             spent["steps"] += 1
-            return timing("wait", self.future.result)()
+            job.result = timing("wait", job.result)
+            job.wait_consumed = timing("wait", job.wait_consumed)
+        return job
 
-    def start_fill(requests):
-        future = originals["start_fill"](requests)
-        return None if future is None else TimedFuture(future)
-
-    manager.fill_bitmask = timing("fill", originals["fill_bitmask"])
+    manager._run_job = run_job
     manager.start_fill = start_fill
-    manager.accept_step = timing("accept", originals["accept_step"])
+    manager.accept_through = timing("accept", originals["accept_through"])
+    manager.accept_step = accept_step
     try:
         start = time.perf_counter()
         outs = llm.chat(convs, params)

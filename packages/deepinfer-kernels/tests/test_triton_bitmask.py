@@ -20,7 +20,8 @@ pytestmark = pytest.mark.skipif(DEVICE == "cpu" and not triton_backend.interpret
 
 
 @pytest.mark.parametrize("config", [bitmask.BitmaskConfig(16, 2, False), bitmask.BitmaskConfig(16, 4, True),
-                                    bitmask.BitmaskConfig(32, 4, False), bitmask.BitmaskConfig(64, 8, True)],
+                                    bitmask.BitmaskConfig(32, 4, False), bitmask.BitmaskConfig(64, 8, True),
+                                    bitmask.DEFAULT],
                          ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("indexed", [False, True])

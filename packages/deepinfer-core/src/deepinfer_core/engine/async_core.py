@@ -11,13 +11,20 @@ The loop of `AsyncEngineCore.step`:
      placeholders filled, stop tokens, grammar acceptance, outputs;
   4. sample step N+1: penalties and logprobs like the synchronous sampler; unless a row needs
      penalties or logprobs, the ids stay on the device and a non-blocking copy to pinned host
-     memory starts. A step with grammar rows defers its draw instead: the mask thread consumes
-     step N's ids in the grammars and fills step N+1's masks while this thread returns step N's
-     outputs and schedules step N+2; the draw runs just before step N+2 is launched (its inputs
-     need the ids). Only tokens that end a request (EOS, a stop token id, a length limit) are
-     consumed on this thread, in step 3, so that a rejected last token still fails its request;
+     memory starts. A step with grammar rows defers its draw instead (see "Grammar rows");
   5. advance the scheduler as if step N+1 were done (placeholders for its samples; length limits
      are known without the ids). Host work for step N overlaps device work for step N+1.
+
+Grammar rows: step N+1's masks need step N's ids. Right after step N+1 is launched (2), the
+mask thread is given step N+1's sampling rows; it waits for step N's ids to reach the host,
+consumes them in the grammars and fills step N+1's masks, while this thread
+resolves step N, returns its outputs and schedules step N+2. Step N+1's draw is deferred until
+just before step N+2 is launched (step N+2's inputs need its ids): by then the masks are
+normally filled. Rows stopped while resolving step N are sampled too and their ids dropped (the
+masks were laid out for every row). When step N's token ends its request (EOS or a stop token
+id), step 3 waits for the consume phase, so that a grammar's termination and a rejected last
+token are known before the request is reported; other rejections fail the request at the next
+step.
 
 A request that stops on a token in step N was already launched in step N+1: that extra token is
 computed and dropped (its KV blocks are freed; the device finishes writing them before any later
@@ -33,7 +40,6 @@ otherwise the next step first waits for the ids and then proposes.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 from collections.abc import Callable
 
@@ -44,7 +50,7 @@ from deepinfer_core.engine.request import Request, RequestStatus
 from deepinfer_core.engine.scheduler import SchedulerOutput
 from deepinfer_core.engine.stop import stop_token_rule
 from deepinfer_core.executor.transfer import to_device
-from deepinfer_core.structured.manager import TokenBitmask
+from deepinfer_core.structured.masks import FillJob, InflightIds, TokenBitmask
 
 PLACEHOLDER = -1
 
@@ -77,13 +83,13 @@ class DeferredSample:
     Attributes:
         requests, out_index: as in `InflightStep`.
         draw: applies the masks and samples (`Sampler.prepare_ids`): `[B]` ids on the device.
-        filling: the mask thread's future (`StructuredOutputManager.start_fill`).
+        filling: the mask thread's job (`StructuredOutputManager.start_fill`).
     """
 
     requests: list[Request]
     out_index: list[int]
     draw: Callable[[TokenBitmask | None], torch.Tensor]
-    filling: concurrent.futures.Future[TokenBitmask | None]
+    filling: FillJob
 
 
 class AsyncEngineCore(EngineCore):
@@ -172,10 +178,31 @@ class AsyncEngineCore(EngineCore):
         ids = step.draw(masks)
         self._inflight = InflightStep(step.requests, step.out_index, ids, *self._to_host(ids), accept=True)
 
+    def _start_fill(self, sampling: list[Request], previous: InflightStep | None) -> FillJob | None:
+        """Starts the mask thread on the coming step's grammar rows (consuming the previous step's
+        ids as they arrive); None when no row has a grammar or a row needs the synchronous
+        sampler (penalties, logprobs: that path fills its masks itself)."""
+        if self.structured is None or not sampling or not all(self._on_device(r) for r in sampling):
+            return None
+        inflight = None
+        if previous is not None:
+            wanted = {id(r) for r in sampling}
+            inflight = InflightIds(previous.host, previous.ready, {
+                req.request_id: (b, index) for b, (req, index) in enumerate(zip(previous.requests, previous.out_index))
+                if id(req) in wanted})
+        return self.structured.start_fill(sampling, inflight)
+
+    @staticmethod
+    def _on_device(request: Request) -> bool:
+        """Whether the request's row is sampled on the device (no penalties, no logprobs)."""
+        return not (request.sampling_params.has_penalties or request.sampling_params.logprobs is not None)
+
     def _fail_masked(self, outputs: dict[str, EngineCoreOutput]) -> None:
         """Ends the requests whose grammar rejected a token in the mask thread (their ids in the
-        in-flight step are dropped when it resolves)."""
+        in-flight step are dropped when it resolves); requests already ended are left alone."""
         for request_id, error in self._mask_errors.items():
+            if self.structured.state(request_id) is None:   # released: finished or aborted
+                continue
             out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
             out.error = error
             if out.finish_reason is None:
@@ -194,23 +221,26 @@ class AsyncEngineCore(EngineCore):
         self._finish_deferred()   # the masks were filled while this thread scheduled
         previous = self._inflight
         model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
+        sampling_rows = [r for (r, _), c in zip(sched.scheduled, chunks) if c.sample]
+        job = self._start_fill(sampling_rows, previous)   # launched first: the job waits for step N's ids
         self._inflight = None
         self._fail_masked(outputs)
         if previous is not None:  # host work for step N while the device runs step N+1
             self.num_overlapped_steps += 1
-            self._resolve(previous, outputs)
-        sampling_rows = [(b, req) for b, req in enumerate(r for (r, _), c in zip(sched.scheduled, chunks) if c.sample)]
-        live = [(b, req) for b, req in sampling_rows if not req.is_finished]  # stopped while resolving step N
-        sampling = [req for _, req in live]
+            self._resolve(previous, outputs, job)
+        live = [(b, req) for b, req in enumerate(sampling_rows) if not req.is_finished]  # stopped in step N
         logits = model_out.logits
-        if len(live) != len(sampling_rows):
+        if job is not None:   # the masks are laid out for every row: sample all, drop the stopped ones
+            live = list(enumerate(sampling_rows))
+        elif len(live) != len(sampling_rows):
             logits = logits[to_device([b for b, _ in live], torch.int64, logits.device)]  # no device sync
+        sampling = [req for _, req in live]
         out_index = [req.num_output_tokens for req in sampling]
-        sampled = self._sample(logits, sampling, out_index, outputs)
+        sampled = self._sample(logits, sampling, out_index, outputs, job)
         scheduled = [(r, n) for r, n in sched.scheduled if not r.is_finished]
         for req in self.scheduler.update_from_output(
                 SchedulerOutput(scheduled, sched.preempted, sched.num_batched_tokens),
-                {r.request_id: [PLACEHOLDER] for r in sampling}):
+                {r.request_id: [PLACEHOLDER] for r in sampling if not r.is_finished}):
             # Finished by a length limit: reported when its last token is resolved, but its blocks
             # and block-table row are free now (the launched step already read them).
             self._release_row(req.request_id)
@@ -222,19 +252,17 @@ class AsyncEngineCore(EngineCore):
             self._after_speculative_overlap(sched, model_out, outputs)
 
     def _sample(self, logits: torch.Tensor, sampling: list[Request], out_index: list[int],
-                outputs: dict[str, EngineCoreOutput]) -> InflightStep | DeferredSample:
+                outputs: dict[str, EngineCoreOutput], job: FillJob | None) -> InflightStep | DeferredSample:
         """Samples the step's rows: on the device unless a row needs penalties or logprobs; a
-        step with grammar rows is deferred until its masks are filled (see the module docstring)."""
+        step whose grammar rows the mask thread is filling (`job`) is deferred until its masks
+        are done (see the module docstring)."""
         device = logits.device
-        on_device = all(not (r.sampling_params.has_penalties or r.sampling_params.logprobs is not None)
-                        for r in sampling)
         if not sampling:
             ids = torch.empty(0, dtype=torch.int64, device=device)
-        elif on_device:
+        elif all(self._on_device(r) for r in sampling):
             draw = self.sampler.prepare_ids(logits, sampling)
-            filling = self.structured.start_fill(sampling) if self.structured is not None else None
-            if filling is not None:
-                return DeferredSample(sampling, out_index, draw, filling)
+            if job is not None:
+                return DeferredSample(sampling, out_index, draw, job)
             ids = draw(None)
         else:  # penalties, logprobs: the synchronous sampler on this step's rows
             masks = None
@@ -269,9 +297,10 @@ class AsyncEngineCore(EngineCore):
             ready.record()
         return host, ready
 
-    def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput]) -> None:
+    def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput], job: FillJob | None = None) -> None:
         """Reads a step's ids, fills the placeholders, consumes them in the grammars, applies stop
-        tokens, records outputs (as the synchronous loop does, in that order)."""
+        tokens, records outputs (as the synchronous loop does, in that order). `job` is the mask
+        thread's job that consumes some of these ids (see the module docstring)."""
         if step.ready is not None:
             step.ready.synchronize()
         placed = []
@@ -284,12 +313,17 @@ class AsyncEngineCore(EngineCore):
             req.all_token_ids[req.num_prompt_tokens + index] = token
             placed.append((req, index, token))
         errors = {}
-        if step.accept:  # tokens that end a request, before any release below: a rejected last
-            # token must still fail its request (the mask thread consumes the others)
-            errors = self.structured.accept_through([
-                (req, index + 1) for req, index, token in placed
-                if req.sampling_params.structured_outputs is not None
-                and (req.is_finished or token == req.eos_token_id or token in req.stop_token_ids)])
+        if self.structured is not None:  # tokens that end a request, before any release below: a
+            # rejected last token must still fail its request (the mask thread consumes the others)
+            final = [(req, index) for req, index, token in placed if req.sampling_params.structured_outputs is not None
+                     and (req.is_finished or token == req.eos_token_id or token in req.stop_token_ids)]
+            in_job = [req for req, _ in final if job is not None and req.request_id in job.consumed_ids]
+            if in_job:
+                rejected = job.wait_consumed()
+                errors = {req.request_id: rejected.pop(req.request_id) for req in in_job if req.request_id in rejected}
+            if step.accept:
+                errors.update(self.structured.accept_through([(req, index + 1) for req, index in final
+                                                              if req not in in_job]))
         for req, index, token in placed:
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids.append(token)

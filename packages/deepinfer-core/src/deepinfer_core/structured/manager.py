@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from deepinfer_core.structured.grammar_cache import GrammarCache, result_of
+from deepinfer_core.structured.masks import FillJob, InflightIds, TokenBitmask
 from deepinfer_core.structured.state import GrammarState
 
 if TYPE_CHECKING:
@@ -39,23 +40,6 @@ class _Pending:
     future: concurrent.futures.Future[CompiledGrammar]
     kind: str
     deadline: float  # time.monotonic() seconds
-
-
-@dataclasses.dataclass
-class TokenBitmask:
-    """Masks of one step's sampling rows.
-
-    Attributes:
-        bitmask: [B, ceil(V/32)] int32 on the CPU (pinned when CUDA is available); rows not in
-            `rows` hold stale words and must not be applied.
-        rows: [B'] int64, the rows (sampling order) that carry a grammar.
-        errors: request id -> message, for grammars that rejected a token consumed before the
-            fill (their rows are not in `rows`; the engine fails those requests).
-    """
-
-    bitmask: torch.Tensor
-    rows: torch.Tensor
-    errors: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class StructuredOutputManager:
@@ -83,7 +67,8 @@ class StructuredOutputManager:
         self._buffers: list[torch.Tensor | None] = [None, None]
         self._flip = 0
         self._fill_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deepinfer-mask")
-        self._job: concurrent.futures.Future | None = None   # the last fill submitted
+        self._job: FillJob | None = None                 # the last fill submitted
+        self._zombies: list[GrammarState] = []           # released while a fill used their matcher
 
     @property
     def backend(self) -> GuidanceBackend:
@@ -154,17 +139,54 @@ class StructuredOutputManager:
         """The request's GrammarState (None if unconstrained or not compiled yet)."""
         return self._states.get(request_id)
 
-    def start_fill(self, requests: list[Request]) -> concurrent.futures.Future[TokenBitmask | None] | None:
-        """Starts `fill_bitmask(requests)` in the mask thread; None when no row carries a grammar.
+    def start_fill(self, requests: list[Request], inflight: InflightIds | None = None) -> FillJob | None:
+        """Starts consuming the rows' unseen tokens and filling their masks in the mask thread;
+        None when no row carries a grammar.
 
-        Output tokens the grammars have not consumed yet are read here, on the calling thread
-        (the engine appends placeholders right after), and consumed in the mask thread before
-        the fill. The caller must not accept tokens or poll until the future is done.
+        Tokens already in the requests' `output_token_ids` are read here, on the calling thread;
+        a row listed in `inflight` also consumes its in-flight token, read by the mask thread
+        once the device has copied it to the host. Rows whose grammar is in an error state are
+        skipped. The caller must not accept tokens for these rows or poll until the job is done.
         """
         if not any(r.request_id in self._states for r in requests):
             return None
-        self._job = self._fill_thread.submit(self.fill_bitmask, list(requests), self._unconsumed(requests))
-        return self._job
+        self._reap()
+        rows = {} if inflight is None else inflight.rows
+        known: dict[str, list[int]] = {}
+        reads: dict[str, int] = {}
+        for request in requests:
+            state = self._states.get(request.request_id)
+            if state is None or state.matcher.is_error():
+                continue
+            hit = rows.get(request.request_id)
+            if hit is not None and state.num_tokens > hit[1]:
+                known[request.request_id] = []   # its in-flight token was consumed already (synchronous sampler)
+                continue
+            end = len(request.output_token_ids) if hit is None else hit[1]
+            known[request.request_id] = request.output_token_ids[state.num_tokens:end]
+            if hit is not None:
+                reads[request.request_id] = hit[0]
+        job = FillJob(set(reads))
+        job.future = self._fill_thread.submit(self._run_job, job, list(requests), known, reads,
+                                              None if inflight is None else inflight)
+        self._job = job
+        return job
+
+    def _run_job(self, job: FillJob, requests: list[Request], known: dict[str, list[int]],
+                 reads: dict[str, int], inflight: InflightIds | None) -> TokenBitmask | None:
+        try:
+            ids = []
+            if reads:
+                if inflight.ready is not None:
+                    inflight.ready.synchronize()
+                ids = inflight.host.tolist()
+            by_id = {r.request_id: r for r in requests}
+            feeds = [(by_id[rid], tokens + ([ids[reads[rid]]] if rid in reads else [])) for rid, tokens in known.items()]
+            job.errors.update(self.accept_step([(request, tokens) for request, tokens in feeds if tokens]))
+        finally:
+            job.mark_consumed()
+        return self._fill(requests, [r for r in requests if r.request_id in known and r.request_id not in job.errors],
+                          job.errors)
 
     def _unconsumed(self, requests: list[Request]) -> dict[str, list[int]]:
         """Request id -> its output tokens that its grammar has not consumed yet."""
@@ -178,7 +200,8 @@ class StructuredOutputManager:
     def fill_bitmask(self, requests: list[Request], unconsumed: dict[str, list[int]] | None = None
                      ) -> TokenBitmask | None:
         """Consumes the rows' unconsumed tokens, then writes the next-token masks of the
-        structured requests among one step's sampling rows.
+        structured requests among one step's sampling rows (synchronously; `start_fill` runs
+        the same in the mask thread).
 
         Args:
             requests: the step's sampling requests, in row order.
@@ -192,12 +215,18 @@ class StructuredOutputManager:
         if unconsumed is None:
             unconsumed = self._unconsumed(requests)
         errors = self.accept_step([(r, unconsumed[r.request_id]) for r in requests if r.request_id in unconsumed])
+        return self._fill(requests, [r for r in requests if r.request_id in self._states
+                                     and r.request_id not in errors], errors)
+
+    def _fill(self, requests: list[Request], masked: list[Request], errors: dict[str, str]) -> TokenBitmask | None:
+        """Fills the masks of the `masked` rows among `requests` (row order)."""
+        wanted = {id(r) for r in masked}
         rows = []
         moves = MAX_MOVES_PER_FILL
         for b, request in enumerate(requests):
             state = self._states.get(request.request_id)
-            if state is not None and request.request_id not in errors:
-                if moves > 0 and self._rebalance(state, request):
+            if state is not None and id(request) in wanted:
+                if moves > 0 and self._rebalance(state):
                     moves -= 1
                 rows.append((state.grammar.key, state.shard, b, state.matcher))
         if not rows and not errors:
@@ -264,7 +293,7 @@ class StructuredOutputManager:
         oks = self.backend.consume([(state.matcher, ids[0]) for _, ids, state in singles]) if singles else []
         for (request, token_ids, state), ok in zip(singles, oks):
             if ok and not state.matcher.is_error():
-                state.num_tokens += 1
+                state.consumed(token_ids[0])
                 request.grammar_terminated = state.is_terminated
             else:
                 errors[request.request_id] = self._rejected(request, token_ids, state)
@@ -276,17 +305,23 @@ class StructuredOutputManager:
         return f"{kind}: the grammar rejected token(s) {token_ids}: {state.error}"
 
     def release(self, request_id: str) -> None:
-        """Forgets a finished or aborted request (after the mask thread's current fill, which
-        may be using its matcher)."""
-        if self._job is not None and not self._job.done():
-            concurrent.futures.wait([self._job])
+        """Forgets a finished or aborted request. While a fill runs (it may still use the
+        matcher), its template slot is freed only once the fill is done."""
         self._pending.pop(request_id, None)
         state = self._states.pop(request_id, None)
         if state is not None:
-            state.grammar.release(state.shard)
+            self._zombies.append(state)
+        self._reap()
+
+    def _reap(self) -> None:
+        """Frees the template slots of released requests once no fill runs."""
+        if self._zombies and (self._job is None or self._job.done()):
+            for state in self._zombies:
+                state.grammar.release(state.shard)
+            self._zombies = []
 
     @staticmethod
-    def _rebalance(state: GrammarState, request: Request) -> bool:
+    def _rebalance(state: GrammarState) -> bool:
         """Moves the request's matcher to a less-loaded template when that evens out the load
         (see `CompiledGrammar.move`); True when it moved."""
         moved = state.grammar.move(state.shard)
@@ -294,7 +329,7 @@ class StructuredOutputManager:
             return False
         matcher, shard = moved
         old = state.shard
-        if state.move_to(matcher, shard, request.output_token_ids[:state.num_tokens]):
+        if state.move_to(matcher, shard):
             return True
         state.grammar.release(shard)          # the replay failed: undo the bookkeeping
         state.grammar.add_live(old)

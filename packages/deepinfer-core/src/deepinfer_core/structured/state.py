@@ -24,7 +24,16 @@ class GrammarState:
     def __init__(self, grammar: CompiledGrammar) -> None:
         self.grammar = grammar
         self.matcher, self.shard = grammar.new_matcher()
-        self.num_tokens = 0
+        self.tokens: list[int] = []   # consumed so far, in order (replayed by `move_to`)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens consumed so far."""
+        return len(self.tokens)
+
+    def consumed(self, token_id: int) -> None:
+        """Records a token the matcher consumed outside `accept` (a batched consume)."""
+        self.tokens.append(token_id)
 
     def accept(self, token_ids: list[int]) -> bool:
         """Consumes tokens in order; False (and an error state) if the grammar rejects one.
@@ -35,16 +44,13 @@ class GrammarState:
         for token_id in token_ids:
             if not self.matcher.consume_token(token_id) or self.matcher.is_error():
                 return False
-            self.num_tokens += 1
+            self.tokens.append(token_id)
         return True
 
-    def move_to(self, matcher: object, shard: int, token_ids: list[int]) -> bool:
+    def move_to(self, matcher: object, shard: int) -> bool:
         """Replaces the matcher by `matcher` (start state, template `shard`) after replaying the
-        `num_tokens` tokens consumed so far (`token_ids`); False, changing nothing, if the new
-        matcher rejects them."""
-        if len(token_ids) != self.num_tokens:
-            raise ValueError(f"token_ids: need the {self.num_tokens} consumed tokens, got {len(token_ids)}")
-        for token_id in token_ids:
+        tokens consumed so far; False, changing nothing, if the new matcher rejects them."""
+        for token_id in self.tokens:
             if not matcher.consume_token(token_id) or matcher.is_error():
                 return False
         self.matcher, self.shard = matcher, shard
@@ -64,7 +70,7 @@ class GrammarState:
             raise ValueError(f"num_tokens must be in [0, {self.num_tokens}], got {num_tokens}")
         if num_tokens and not self.matcher.rollback(num_tokens):
             raise ValueError(f"num_tokens: the matcher cannot roll back {num_tokens} tokens ({self.error})")
-        self.num_tokens -= num_tokens
+        del self.tokens[len(self.tokens) - num_tokens:]
 
     def fill_bitmask(self, bitmask: torch.Tensor, row: int = 0) -> None:
         """Writes the next-token mask into `bitmask[row]` ([B, ceil(V/32)] int32, CPU, contiguous).
