@@ -63,7 +63,7 @@ def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
     filling masks (in the mask thread), waiting for them (engine thread) and consuming tokens on
     the engine thread (the ones that end a request, and the synchronous loop's)."""
     manager = llm.engine.structured
-    originals = {name: getattr(manager, name) for name in ("_run_job", "start_fill", "accept_through", "accept_step")}
+    originals = {name: getattr(manager, name) for name in ("_run_job", "start_fill", "accept_step")}
     spent = {"fill": 0.0, "wait": 0.0, "accept": 0.0, "steps": 0}
     mask_thread = threading.local()
 
@@ -82,7 +82,7 @@ def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
         finally:
             mask_thread.inside = False
 
-    def accept_step(*a):   # the mask thread's consumes are part of "fill"
+    def accept_step(*a):   # engine thread only (`accept_through` calls it); the mask thread's are "fill"
         if getattr(mask_thread, "inside", False):
             return originals["accept_step"](*a)
         return timing("accept", originals["accept_step"])(*a)
@@ -97,7 +97,6 @@ def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
 
     manager._run_job = run_job
     manager.start_fill = start_fill
-    manager.accept_through = timing("accept", originals["accept_through"])
     manager.accept_step = accept_step
     try:
         start = time.perf_counter()
