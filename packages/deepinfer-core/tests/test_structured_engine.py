@@ -235,3 +235,23 @@ def test_a_complete_grammar_stops_at_eos_despite_ignore_eos_and_min_tokens(llm: 
         done = out.outputs[0]
         assert out.error is None and done.text == text and done.finish_reason == "stop"
         assert done.token_ids.count(llm.engine.eos_token_id) == 1 and done.token_ids[-1] == llm.engine.eos_token_id
+
+
+def test_switch_interval_is_lowered_only_while_structured_requests_run(llm: LLM) -> None:
+    """The mask thread needs the GIL between llguidance calls: the interpreter's switch interval
+    drops while grammars are live and comes back to the caller's value afterwards."""
+    import sys
+
+    from deepinfer_core.structured.manager import FILL_SWITCH_INTERVAL_S
+
+    before = sys.getswitchinterval()
+    assert before > FILL_SWITCH_INTERVAL_S
+    core = llm.engine
+    core.add_request("grammar", [5, 6, 7], SamplingParams(temperature=1.0, seed=4, max_tokens=6,
+                                                           structured_outputs={"regex": "[a-z]{6}"}))
+    seen = []
+    while core.has_unfinished():
+        core.step()
+        seen.append(sys.getswitchinterval())
+    assert any(abs(value - FILL_SWITCH_INTERVAL_S) < 1e-9 for value in seen), seen   # stored as microseconds
+    assert sys.getswitchinterval() == before

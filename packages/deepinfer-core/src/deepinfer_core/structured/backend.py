@@ -73,6 +73,13 @@ class CompiledGrammar:
         with self._lock:
             self._live[shard] += 1
 
+    @property
+    def balanced(self) -> bool:
+        """No template holds 2 or more live matchers than another (`move` would do nothing); a
+        lock-free read, as a hint."""
+        live = self._live
+        return max(live) - min(live) < 2
+
     def move(self, shard: int) -> tuple[object, int] | None:
         """A start-state matcher of a template with at least 2 fewer live matchers than `shard`
         (the caller replays its tokens into it and drops its old matcher), or None when moving

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_MOVES_PER_FILL = 16  # matcher moves between templates per mask fill (each replays its tokens)
+FILL_SWITCH_INTERVAL_S = 1e-4  # sys.setswitchinterval while structured requests run (see _switch_interval)
 
 
 @dataclasses.dataclass
@@ -69,6 +71,7 @@ class StructuredOutputManager:
         self._fill_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deepinfer-mask")
         self._job: FillJob | None = None                 # the last fill submitted
         self._zombies: list[GrammarState] = []           # released while a fill used their matcher
+        self._saved_switch_interval: float | None = None # sys.getswitchinterval() before structured requests ran
 
     @property
     def backend(self) -> GuidanceBackend:
@@ -118,7 +121,25 @@ class StructuredOutputManager:
                 failed.append((request_id, message))
                 continue
             self._states[request_id] = GrammarState(grammar)
+            self._switch_interval(True)
         return failed
+
+    def _switch_interval(self, active: bool) -> None:
+        """Lowers the interpreter's thread switch interval while structured requests run, and
+        restores it when none is left.
+
+        The mask thread needs the GIL for a few short stretches of each fill (between
+        llguidance's GIL-free calls). With CPython's default interval (5 ms) a thread waiting for
+        the GIL gets it only when the busy engine thread is forced to drop it, so a fill that
+        needs ~1 ms of work finished only once the engine thread blocked on it (measured on the
+        H200 host: wait ~= fill). Process-wide, hence scoped to the requests that need it.
+        """
+        if active and self._saved_switch_interval is None:
+            self._saved_switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._saved_switch_interval, FILL_SWITCH_INTERVAL_S))
+        elif not active and self._saved_switch_interval is not None:
+            sys.setswitchinterval(self._saved_switch_interval)
+            self._saved_switch_interval = None
 
     def has_pending(self) -> bool:
         """Some request still waits for its grammar."""
@@ -226,7 +247,7 @@ class StructuredOutputManager:
         for b, request in enumerate(requests):
             state = self._states.get(request.request_id)
             if state is not None and id(request) in wanted:
-                if moves > 0 and self._rebalance(state):
+                if moves > 0 and not state.grammar.balanced and self._rebalance(state):
                     moves -= 1
                 rows.append((state.grammar.key, state.shard, b, state.matcher))
         if not rows and not errors:
@@ -312,6 +333,8 @@ class StructuredOutputManager:
         if state is not None:
             self._zombies.append(state)
         self._reap()
+        if not self._states:
+            self._switch_interval(False)
 
     def _reap(self) -> None:
         """Frees the template slots of released requests once no fill runs."""
@@ -339,3 +362,4 @@ class StructuredOutputManager:
         """Stops the compile and mask threads (running compiles finish in the background)."""
         self.cache.close()
         self._fill_thread.shutdown(wait=False)
+        self._switch_interval(False)
