@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -122,10 +123,18 @@ def main() -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 64])
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--switch-interval", type=float, default=None,
+                        help="seconds: the thread switch interval while grammars are live (0: leave the default)")
+    parser.add_argument("--settle", action="store_true",
+                        help="wait until the grammar's extra templates are built before measuring")
     args = parser.parse_args()
     import torch
 
     from deepinfer_core import LLM, SamplingParams
+    from deepinfer_core.structured import manager as manager_module
+
+    if args.switch_interval is not None:
+        manager_module.FILL_SWITCH_INTERVAL_S = args.switch_interval or sys.getswitchinterval()
 
     model = str(random_checkpoint(args.random_weights)) if args.random_weights else args.model
     llm = LLM(model, device=args.device, dtype=args.dtype, max_model_len=512, max_num_seqs=max(args.batch),
@@ -134,6 +143,8 @@ def main() -> None:
     constrained = SamplingParams(temperature=0, max_tokens=args.tokens, structured_outputs={"json_schema": SCHEMA})
     llm.chat([[{"role": "user", "content": "Hi"}]], [free])  # warm-up: kernels, allocator
     llm.chat([[{"role": "user", "content": "Hi"}]], [constrained])  # warm-up: tokenizer, grammar cache
+    if args.settle:
+        llm.engine.structured.backend.wait_for_templates()
     rows = []
     for batch in args.batch:
         convs = [[{"role": "user", "content": f"List the things needed for {TOPICS[i % len(TOPICS)]} as JSON "
@@ -146,7 +157,8 @@ def main() -> None:
                     best[mode] = result
         tokens = batch * args.tokens
         (free_s, _), (json_s, per_step) = best["free"], best["json"]
-        row = {"batch": batch, "tokens_per_request": args.tokens, "free_ms_per_token": 1e3 * free_s / tokens,
+        row = {"batch": batch, "switch_interval": manager_module.FILL_SWITCH_INTERVAL_S, "settled": args.settle,
+               "tokens_per_request": args.tokens, "free_ms_per_token": 1e3 * free_s / tokens,
                "json_ms_per_token": 1e3 * json_s / tokens, "slowdown_pct": 100 * (json_s / free_s - 1),
                **{f"{k}_ms_per_step": v for k, v in per_step.items()}}
         rows.append(row)

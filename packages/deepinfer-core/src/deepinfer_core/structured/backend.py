@@ -176,6 +176,10 @@ class GuidanceBackend:
         threads = self._num_threads or len(os.sched_getaffinity(0))
         return max(1, min(32, 2 * threads))
 
+    def wait_for_templates(self) -> None:
+        """Blocks until the background builder has built every template asked for so far."""
+        self._builder.submit(lambda: None).result()
+
     def _add_templates(self, compiled: CompiledGrammar, tokenizer: object, grammar: object) -> None:
         while compiled.num_templates < self.templates_per_grammar:
             compiled.add_template(self._ll.LLMatcher(tokenizer, grammar, log_level=0))
