@@ -80,3 +80,44 @@ def test_a_faulty_proposer_fails_requests_alone(tiny_checkpoint, fail: str, asyn
 def test_target_layer_ids_must_be_a_sequence(tiny_checkpoint) -> None:
     with pytest.raises(ValueError, match="^speculative_config: the proposer's target_layer_ids must be a sequence"):
         build(tiny_checkpoint("qwen3"), Echo(layers=3))
+
+
+class Napper(Echo):
+    """Declares every other round idle; idle rounds arrive through `idle_round`, never `propose`."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail_idle = fail
+        self.idle_calls: list[int] = []
+        self.round = 0
+
+    def idle_rounds(self) -> int:
+        return self.round % 2
+
+    def idle_round(self, num_requests: int) -> None:
+        self.round += 1
+        self.idle_calls.append(num_requests)
+        if self.fail_idle:
+            raise RuntimeError("idle broke")
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        assert self.idle_rounds() == 0, "propose called in an idle round"
+        self.round += 1
+        return super().propose(requests)
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_idle_rounds_go_through_idle_round(tiny_checkpoint, async_scheduling: bool) -> None:
+    """A proposer with `idle_round` gets paused rounds as a request count (no DraftRequests are
+    built); greedy output is unchanged; a raising `idle_round` fails the requests it was asked
+    about, naming the proposer."""
+    folder = tiny_checkpoint("qwen3")
+    expected = [o.outputs[0].token_ids for o in run(build(folder))]
+    napper = Napper()
+    llm = build(folder, napper, async_scheduling=async_scheduling)
+    assert [o.outputs[0].token_ids for o in run(llm)] == expected
+    assert napper.idle_calls and max(napper.idle_calls) == len(PROMPTS)
+    assert llm.engine.speculative.stats.verified > 0          # non-idle rounds still drafted
+    broken = build(folder, Napper(fail=True), async_scheduling=async_scheduling)
+    outs = run(broken)
+    assert all(o.error is not None and "idle_round failed" in o.error for o in outs)

@@ -85,6 +85,9 @@ class Proposer(Protocol):
     whatever the token ids. While it is > 0, an engine with asynchronous scheduling keeps
     overlapping its steps and may call `propose` before the last step's token ids are known
     (they then read -1); once it is 0, the engine waits for the ids before the next `propose`.
+    With it, a method `idle_round(num_requests: int) -> None` is called instead of `propose` for
+    each such round, with the number of requests `propose` would have been asked about: the
+    engine then builds no per-request `DraftRequest` (a paused round costs nothing per request).
 
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any

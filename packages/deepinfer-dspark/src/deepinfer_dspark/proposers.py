@@ -162,6 +162,14 @@ class DSparkProposer:
             self._pause = self.probe_every
         return self._pause
 
+    def idle_round(self, num_requests: int) -> None:
+        """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
+        does while paused."""
+        self._last_batch = num_requests
+        if self._pause > 0 and num_requests:
+            self._pause -= 1
+            self.skipped_rounds += 1
+
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         drafts = [Draft([]) for _ in requests]
         self._last_batch = len(requests)

@@ -131,15 +131,19 @@ class SpeculativeDecoder:
             proposer failed: it raised, returned the wrong number of drafts, or returned a draft
             that breaks the `Draft` contract. The engine fails those requests alone.
         """
+        idle_round = getattr(self.proposer, "idle_round", None)
+        if idle_round is not None and self.idle_rounds() > 0:  # a paused round: no per-request objects
+            askable = [r for r in requests if self._room(r) > 0]
+            try:
+                idle_round(len(askable))
+            except Exception as exc:  # noqa: BLE001 - reported on each request it would have drafted for
+                message = f"speculative_config.proposer: idle_round failed: {type(exc).__name__}: {exc}"
+                return {r.request_id: message for r in askable}
+            return {}
         asks: list[DraftRequest] = []
         targets: list[Request] = []
         for r in requests:
-            if r.is_finished or r.num_computed_tokens != r.num_tokens - 1 or not spec_eligible(r):
-                continue
-            # Emitting accepted + 1 tokens must stay within max_tokens and max_model_len.
-            room = min(self.k, self.max_model_len - r.num_tokens - 1)
-            if r.max_tokens is not None:
-                room = min(room, r.max_tokens - r.num_output_tokens - 1)
+            room = self._room(r)
             if room <= 0:
                 continue
             p = r.sampling_params
@@ -169,6 +173,16 @@ class SpeculativeDecoder:
             self._stats(r.request_id).proposed += len(tokens)
             self.stats.proposed += len(tokens)
         return errors
+
+    def _room(self, r: Request) -> int:
+        """Drafts the request may get this step: 0 unless it decodes next with spec-eligible
+        sampling; emitting accepted + 1 tokens must stay within max_tokens and max_model_len."""
+        if r.is_finished or r.num_computed_tokens != r.num_tokens - 1 or not spec_eligible(r):
+            return 0
+        room = min(self.k, self.max_model_len - r.num_tokens - 1)
+        if r.max_tokens is not None:
+            room = min(room, r.max_tokens - r.num_output_tokens - 1)
+        return room
 
     def _check_draft(self, draft: object) -> str | None:
         """What breaks the `Draft` contract in a proposer's answer (None when it is valid)."""
