@@ -131,10 +131,10 @@ def main() -> None:
     import torch
 
     from deepinfer_core import LLM, SamplingParams
-    from deepinfer_core.structured import manager as manager_module
+    from deepinfer_core.structured import switch_interval as switch_module
 
     if args.switch_interval is not None:
-        manager_module.FILL_SWITCH_INTERVAL_S = args.switch_interval or sys.getswitchinterval()
+        switch_module.FILL_SWITCH_INTERVAL_S = args.switch_interval or sys.getswitchinterval()
 
     model = str(random_checkpoint(args.random_weights)) if args.random_weights else args.model
     llm = LLM(model, device=args.device, dtype=args.dtype, max_model_len=512, max_num_seqs=max(args.batch),
@@ -157,7 +157,7 @@ def main() -> None:
                     best[mode] = result
         tokens = batch * args.tokens
         (free_s, _), (json_s, per_step) = best["free"], best["json"]
-        row = {"batch": batch, "switch_interval": manager_module.FILL_SWITCH_INTERVAL_S, "settled": args.settle,
+        row = {"batch": batch, "switch_interval": switch_module.FILL_SWITCH_INTERVAL_S, "settled": args.settle,
                "tokens_per_request": args.tokens, "free_ms_per_token": 1e3 * free_s / tokens,
                "json_ms_per_token": 1e3 * json_s / tokens, "slowdown_pct": 100 * (json_s / free_s - 1),
                **{f"{k}_ms_per_step": v for k, v in per_step.items()}}

@@ -242,7 +242,7 @@ def test_switch_interval_is_lowered_only_while_structured_requests_run(llm: LLM)
     drops while grammars are live and comes back to the caller's value afterwards."""
     import sys
 
-    from deepinfer_core.structured.manager import FILL_SWITCH_INTERVAL_S
+    from deepinfer_core.structured.switch_interval import FILL_SWITCH_INTERVAL_S
 
     before = sys.getswitchinterval()
     assert before > FILL_SWITCH_INTERVAL_S
@@ -255,3 +255,82 @@ def test_switch_interval_is_lowered_only_while_structured_requests_run(llm: LLM)
         seen.append(sys.getswitchinterval())
     assert any(abs(value - FILL_SWITCH_INTERVAL_S) < 1e-9 for value in seen), seen   # stored as microseconds
     assert sys.getswitchinterval() == before
+
+
+def test_switch_interval_survives_overlapping_engines_and_dropped_managers(folder, llm: LLM) -> None:
+    """Two engines whose structured requests overlap restore the caller's interval only when the
+    last one ends; a manager dropped while holding it lets go when collected."""
+    import gc
+    import sys
+
+    from deepinfer_core.structured.switch_interval import FILL_SWITCH_INTERVAL_S
+
+    before = sys.getswitchinterval()
+    other = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20, seed=5)
+    grammar = SamplingParams(temperature=1.0, seed=4, max_tokens=6, structured_outputs={"regex": "[a-z]{6}"})
+    a, b = llm.engine, other.engine
+    a.add_request("a", [5, 6, 7], grammar)
+    b.add_request("b", [5, 6, 8], grammar)
+    while a.has_unfinished() or b.has_unfinished():
+        for core in (a, b):
+            if core.has_unfinished():
+                core.step()
+        if a.has_unfinished() != b.has_unfinished():     # one engine done, the other still running
+            assert abs(sys.getswitchinterval() - FILL_SWITCH_INTERVAL_S) < 1e-9
+    assert sys.getswitchinterval() == before
+    other.engine.add_request("c", [5, 6, 9], grammar)
+    while not other.engine.structured.state("c"):
+        other.engine.step()
+    assert abs(sys.getswitchinterval() - FILL_SWITCH_INTERVAL_S) < 1e-9
+    del other, b, core
+    gc.collect()
+    assert sys.getswitchinterval() == before
+
+
+def _drive(core, requests) -> dict[str, tuple[list[int], str | None, str | None]]:
+    """Runs requests on an engine core; per request: tokens, finish reason, error (and checks
+    that nothing follows a request's finish)."""
+    for request_id, prompt, params in requests:
+        core.add_request(request_id, prompt, params)
+    tokens, finish, errors = {}, {}, {}
+    while core.has_unfinished():
+        for out in core.step():
+            assert out.request_id not in finish, f"output after the finish of {out.request_id}"
+            tokens.setdefault(out.request_id, []).extend(out.new_token_ids)
+            errors[out.request_id] = out.error or errors.get(out.request_id)
+            if out.finish_reason is not None:
+                finish[out.request_id] = out.finish_reason
+    return {rid: (tokens.get(rid, []), finish.get(rid), errors.get(rid)) for rid, _, _ in requests}
+
+
+def test_a_stopped_synchronous_row_leaves_the_grammar_rows_masked(folder) -> None:
+    """A logprobs row (sampled by the synchronous sampler) stops on its first token; the grammar
+    row that shares the next step must still be masked (it was drawn unmasked once, found by an
+    adversarial review): same outputs as the synchronous loop, every seed."""
+    spec = {"regex": "(ab|cd)+x"}
+    results = {}
+    for async_scheduling in (False, True):
+        core = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20, seed=3,
+                   deterministic=True, async_scheduling=async_scheduling).engine
+        core.compile_structured(SamplingParams(structured_outputs=spec))   # admitted at the first step
+        results[async_scheduling] = [_drive(core, [
+            (f"stop{seed}", [5, 6], SamplingParams(max_tokens=5, temperature=0, logprobs=1,
+                                                   stop_token_ids=list(range(258)))),
+            (f"g{seed}", [7, 8, 9 + seed], SamplingParams(max_tokens=12, temperature=1.0, seed=seed,
+                                                          structured_outputs=spec))]) for seed in range(4)]
+    assert results[True] == results[False]
+    assert all(r[f"g{seed}"][2] is None for seed, r in enumerate(results[True]))
+
+
+def test_a_rejection_found_by_the_mask_thread_ends_the_request_without_more_tokens(folder) -> None:
+    """max_tokens=2 and a first token the grammar rejects (found by the mask thread while the
+    last token is already scheduled): the request ends with the error and no token after the
+    rejected one, like the synchronous loop (the asynchronous loop may have reported the rejected
+    token itself a step before the error)."""
+    params = SamplingParams(max_tokens=2, temperature=1.0, seed=0, structured_outputs={"choice": ["<|im_start|>x"]})
+    for async_scheduling in (False, True):
+        core = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20,
+                   async_scheduling=async_scheduling).engine
+        [(tokens, finish, error)] = _drive(core, [("s", [5, 6], params)]).values()
+        assert finish == "error" and error.startswith("choice: the grammar rejected") and "\n" not in error
+        assert len(tokens) <= 1, tokens

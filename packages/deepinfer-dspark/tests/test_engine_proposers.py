@@ -291,3 +291,21 @@ def test_decode_profile_needs_confidence_scheduling(folders) -> None:
             "decode_profile": SPSProfile([1], [1.0])}
     with pytest.raises(ValueError, match="speculative_config.decode_profile"):
         build(target, spec)
+    fixed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "sps_profile": SPSProfile([1], [1.0])}
+    with pytest.raises(ValueError, match="^speculative_config.sps_profile: only used with scheduling='confidence'"):
+        build(target, fixed)
+
+
+def test_profiles_as_dicts_and_bad_profile_values(folders) -> None:
+    """A profile may come as its dict form; anything else that is not a path is refused by key."""
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 64], [600.0, 590.0]).to_dict(),
+            "decode_profile": SPSProfile([1, 64], [1000.0, 990.0]).to_dict()}
+    proposer = build(target, spec).engine.speculative.proposer
+    assert proposer.sps.batch_tokens == [1, 64] and proposer.decode.steps_per_s == [1000.0, 990.0]
+    with pytest.raises(ValueError, match="^speculative_config.sps_profile: expected an SPSProfile"):
+        build(target, {**spec, "sps_profile": 3})
+    with pytest.raises(ValueError, match="^speculative_config.decode_profile: cannot load"):
+        build(target, {**spec, "decode_profile": {"format": "deepinfer-sps-profile", "version": 1,
+                                                  "batch_tokens": [True, 2], "steps_per_s": [1.0, 1.0]}})

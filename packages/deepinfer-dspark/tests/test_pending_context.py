@@ -38,3 +38,31 @@ def test_drop_and_full():
     pending.add([("b", [1, 2, 3], rows([1, 2, 3]))])
     assert pending.full
     assert [rid for rid, _, _ in pending.take(lambda rid: 0)] == ["b"]
+
+
+def test_whole_steps_split_like_per_request_items():
+    """`add_step` (one append per step, rows addressed by offsets into the step's tensor) gives
+    exactly what `add` with the sliced items gives, drops included."""
+    torch.manual_seed(0)
+    steps = []
+    for s in range(6):                                   # requests a, b, c with uneven rows per step
+        ids = ["a", "b", "c"] if s != 3 else ["b", "c"]
+        counts = [2 if (s, rid) == (0, "a") else 1 for rid in ids]
+        firsts = [{"a": 0, "b": 10, "c": 20}[rid] + s + (1 if rid == "a" and s else 0) for rid in ids]
+        starts = [sum(counts[:i]) for i in range(len(ids))]
+        steps.append((ids, firsts, counts, starts, torch.randn(sum(counts), 4)))
+    by_items, by_steps = PendingContext(), PendingContext()
+    for number, (ids, firsts, counts, starts, feats) in enumerate(steps):
+        by_items.add([(rid, list(range(f, f + n)), feats[r:r + n]) for rid, f, n, r in zip(ids, firsts, counts, starts)])
+        by_steps.add_step(ids, firsts, counts, starts, feats)
+        if number == 4:
+            by_items.drop("c")
+            by_steps.drop("c")
+    assert len(by_steps) >= len(by_items)                # dropped rows count until split
+    held = {"a": 0, "b": 10, "c": 20}
+    want = {rid: (pos, feats) for rid, pos, feats in by_items.take(held.__getitem__)}
+    got = {rid: (pos, feats) for rid, pos, feats in by_steps.take(held.__getitem__)}
+    assert sorted(got) == sorted(want) == ["a", "b"]
+    for rid in want:
+        assert got[rid][0] == want[rid][0] and torch.equal(got[rid][1], want[rid][1])
+    assert len(by_steps) == 0

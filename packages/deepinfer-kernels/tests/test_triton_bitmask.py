@@ -39,3 +39,10 @@ def test_every_config_matches_reference_bitwise(config, dtype, indexed):
     assert not torch.equal(got, logits)                  # something was masked
     if indexed:                                          # rows outside the subset untouched
         assert torch.equal(got[[1, 2]], logits[[1, 2]])
+
+
+@pytest.mark.parametrize("kwargs", [dict(words=0), dict(words=3), dict(words=-4), dict(num_warps=6),
+                                    dict(words=True), dict(store_only=1)])
+def test_bad_configs_are_refused_by_name(kwargs):
+    with pytest.raises(ValueError, match=f"^{next(iter(kwargs))}:"):
+        bitmask.BitmaskConfig(**kwargs)

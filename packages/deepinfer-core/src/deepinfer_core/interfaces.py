@@ -68,7 +68,7 @@ class Proposer(Protocol):
 
     The entry point names a factory `factory(spec_config: dict, model_info: dict) -> Proposer`;
     `model_info` holds `vocab_size`, `hidden_size`, `num_hidden_layers`, `eos_token_id`,
-    `model_path` of the target. The engine calls `propose` once per step for the requests about to
+    `model_path` of the target, and the engine's `max_num_seqs`. The engine calls `propose` once per step for the requests about to
     decode, verifies the drafts against the target (lossless rejection sampling, exact match at
     temperature 0), then reports each request's committed length with `commit` so the proposer
     can roll its own state back past rejected drafts. `remove` is called when a request ends.
@@ -78,7 +78,10 @@ class Proposer(Protocol):
     `observe(request_id, positions: list[int], features: Tensor [n, len(target_layer_ids) * H])`,
     called after every step with the features of the tokens that step committed, in position order
     (or, when the proposer has it, `observe_many(list of (request_id, positions, features))` once
-    per step).
+    per step, or, preferred over both, `observe_step(request_ids, first_positions, counts,
+    row_starts, features)`: the step's whole `[T, len(target_layer_ids) * H]` feature tensor,
+    request i's rows being `features[row_starts[i]:row_starts[i] + counts[i]]` at positions
+    `first_positions[i] ...`; nothing is sliced per request).
 
     Optional, for proposers that pause (e.g. DSpark's confidence scheduling under load): a method
     `idle_rounds() -> int`, the number of upcoming `propose` calls that will return no drafts
@@ -86,8 +89,8 @@ class Proposer(Protocol):
     overlapping its steps and may call `propose` before the last step's token ids are known
     (they then read -1); once it is 0, the engine waits for the ids before the next `propose`.
     With it, a method `idle_round(num_requests: int) -> None` is called instead of `propose` for
-    each such round, with the number of requests `propose` would have been asked about: the
-    engine then builds no per-request `DraftRequest` (a paused round costs nothing per request).
+    each such round, with the number of running requests: the engine then builds no per-request
+    `DraftRequest` (a paused round costs nothing per request).
 
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any

@@ -28,6 +28,8 @@ class PendingContext:
     def __init__(self, max_rows: int = 16384) -> None:
         self.max_rows = max_rows
         self._items: dict[str, list[tuple[list[int], torch.Tensor]]] = {}
+        self._steps: list[tuple[list[str], list[int], list[int], list[int], torch.Tensor]] = []
+        self._dropped: set[str] = set()   # finished while their rows sat in `_steps`
         self._rows = 0
 
     def __len__(self) -> int:
@@ -44,10 +46,31 @@ class PendingContext:
                 self._items.setdefault(request_id, []).append((list(positions), features))
                 self._rows += len(positions)
 
+    def add_step(self, request_ids: list[str], first_positions: list[int], counts: list[int],
+                 row_starts: list[int], features: torch.Tensor) -> None:
+        """Keeps a whole step's observations unsliced (see `deepinfer_core.Proposer.observe_step`):
+        one append, whatever the number of requests; they are split per request in `take`."""
+        self._steps.append((request_ids, first_positions, counts, row_starts, features))
+        self._rows += sum(counts)
+
     def drop(self, request_id: str) -> None:
-        """Forgets a request's buffered rows (it finished or was aborted)."""
+        """Forgets a request's buffered rows (it finished or was aborted); its rows in buffered
+        steps are skipped when they are split (they count towards `full` until then)."""
         for positions, _ in self._items.pop(request_id, []):
             self._rows -= len(positions)
+        if self._steps:
+            self._dropped.add(request_id)
+
+    def _expand(self) -> None:
+        """Splits the buffered steps into per-request rows (`add`'s layout)."""
+        steps, self._steps = self._steps, []
+        dropped, self._dropped = self._dropped, set()
+        for request_ids, firsts, counts, starts, features in steps:
+            for request_id, first, n, row in zip(request_ids, firsts, counts, starts):
+                if request_id in dropped:
+                    self._rows -= n
+                elif n:
+                    self._items.setdefault(request_id, []).append((list(range(first, first + n)), features[row:row + n]))
 
     def take(self, held: Callable[[str], int]) -> list[tuple[str, list[int], torch.Tensor]]:
         """Empties the buffer into one item per request: positions `held(id), held(id) + 1, ...`.
@@ -59,6 +82,7 @@ class PendingContext:
         Returns:
             `(request_id, positions, features [n, A])` items for `observe_batch`.
         """
+        self._expand()
         out = []
         for request_id, chunks in self._items.items():
             start = held(request_id)

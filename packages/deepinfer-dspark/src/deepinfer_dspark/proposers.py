@@ -78,10 +78,13 @@ class DSparkProposer:
             (and the next `probe_every - 1` with it) when even acceptance of every draft could not
             beat plain decoding at the current batch size (`cannot_pay`): no probe is spent then.
         max_probe_every: the longest pause, in rounds.
+        max_batch: the engine's largest batch (`max_num_seqs`); default: the decode profile's
+            largest measured size.
 
-    Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B up to the
-    largest one the decode profile measured, drafting can never pay on this hardware with this
-    drafter, whatever the load and the drafts: `retired` is True and the engine runs without
+    Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
+    `max_batch` (the profiles interpolate between their points and hold their last step time
+    beyond them), drafting can never pay on this hardware with this drafter at any load the
+    engine can reach, whatever the drafts: `retired` is True and the engine runs without
     speculation (see `deepinfer_core.Proposer`). The decision reads the profiles only, so it is
     lossless.
 
@@ -92,7 +95,8 @@ class DSparkProposer:
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
-                 probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256) -> None:
+                 probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256,
+                 max_batch: int | None = None) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -113,7 +117,7 @@ class DSparkProposer:
         self.retired = False
         self.retired_reason = ""
         if decode is not None and sps is not None:
-            largest = max(decode.batch_tokens)
+            largest = max_batch if max_batch is not None else max(decode.batch_tokens)
             batch = torch.arange(1, largest + 1, dtype=torch.float64)[:, None]     # `cannot_pay` for all at once
             tokens = batch * (1 + torch.arange(1, num_tokens + 1, dtype=torch.float64))[None, :]
             self.retired = bool((tokens * sps(tokens) <= batch * decode(batch)).all())
@@ -135,6 +139,18 @@ class DSparkProposer:
                 self._flush()
             return
         self._observe_now(items)
+
+    def observe_step(self, request_ids: list[str], first_positions: list[int], counts: list[int],
+                     row_starts: list[int], features: torch.Tensor) -> None:
+        """`observe_many` for a whole step's features unsliced (see `deepinfer_core.Proposer`):
+        while drafting is paused the step is buffered with one append."""
+        if self._pause > 0 or len(self.pending):
+            self.pending.add_step(request_ids, first_positions, counts, row_starts, features)
+            if self.pending.full:
+                self._flush()
+            return
+        self._observe_now([(rid, list(range(first, first + n)), features[row:row + n])
+                           for rid, first, n, row in zip(request_ids, first_positions, counts, row_starts)])
 
     def _flush(self) -> None:
         items = self.pending.take(self.runner.num_positions)
@@ -273,7 +289,9 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
         profile = spec_config.get("sps_profile")
         if profile is None:
             raise ValueError("speculative_config.sps_profile: confidence scheduling needs a measured profile")
-        sps = profile if isinstance(profile, SPSProfile) else _load("sps_profile", SPSProfile.load, profile)
+        sps = _profile("sps_profile", profile)
+    elif spec_config.get("sps_profile") is not None:
+        raise ValueError("speculative_config.sps_profile: only used with scheduling='confidence'")
     drafter = _load("model", lambda p: load_checkpoint(
         p, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
         target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head")), path)
@@ -295,10 +313,23 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     if decode is not None:
         if scheduling != "confidence":
             raise ValueError("speculative_config.decode_profile: only used with scheduling='confidence'")
-        decode = decode if isinstance(decode, SPSProfile) else _load("decode_profile", SPSProfile.load, decode)
+        decode = _profile("decode_profile", decode)
     return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
-                          max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1))
+                          max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
+                          max_batch=model_info.get("max_num_seqs"))
+
+
+def _profile(key: str, value: Any) -> SPSProfile:
+    """An `SPSProfile` given as one, as its dict form (`SPSProfile.to_dict`), or as a JSON path."""
+    if isinstance(value, SPSProfile):
+        return value
+    if isinstance(value, dict):
+        return _load(key, SPSProfile.from_dict, value)
+    if not isinstance(value, (str, Path)):
+        raise ValueError(f"speculative_config.{key}: expected an SPSProfile, its dict form or a JSON path, "
+                         f"got {type(value).__name__}")
+    return _load(key, SPSProfile.load, value)
 
 
 def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:

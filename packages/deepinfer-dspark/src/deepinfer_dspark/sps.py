@@ -43,7 +43,7 @@ class SPSProfile:
         sizes, rates = list(batch_tokens), [float(s) for s in steps_per_s]
         if not sizes or len(sizes) != len(rates):
             raise ValueError("batch_tokens: need one or more sizes, one per steps_per_s value")
-        if any(not isinstance(b, int) or b <= 0 for b in sizes) or \
+        if any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in sizes) or \
                 any(b1 <= b0 for b0, b1 in zip(sizes, sizes[1:])):
             raise ValueError(f"batch_tokens: must be strictly increasing positive ints, got {sizes}")
         if any(not math.isfinite(s) or s <= 0 for s in rates):

@@ -24,7 +24,10 @@ normally filled. Rows stopped while resolving step N are sampled too and their i
 masks were laid out for every row). When step N's token ends its request (EOS or a stop token
 id), step 3 waits for the consume phase, so that a grammar's termination and a rejected last
 token are known before the request is reported; other rejections fail the request at the next
-step.
+step, with nothing after the rejected token (which, unlike in the synchronous loop, may already
+have been reported: a grammar rejects a token its own mask allowed only in rare llguidance edge
+cases, e.g. special tokens of byte-level vocabularies). A length limit that ended the request
+meanwhile is overridden by the error.
 
 A request that stops on a token in step N was already launched in step N+1: that extra token is
 computed and dropped (its KV blocks are freed; the device finishes writing them before any later
@@ -99,7 +102,7 @@ class AsyncEngineCore(EngineCore):
         super().__init__(*args, **kwargs)
         self._inflight: InflightStep | None = None
         self._deferred: DeferredSample | None = None   # the in-flight step, while its masks are filled
-        self._mask_errors: dict[str, str] = {}         # grammars that rejected a token in the mask thread
+        self._mask_errors: dict[str, tuple[Request | None, str]] = {}  # grammars that rejected a token in the mask thread
         self._pending_logprobs: dict[str, object] = {}  # request id -> logprobs of its in-flight token
         self.num_overlapped_steps = 0  # steps launched before the previous one was read (metrics, tests)
         self._propose_due = False  # a speculative step overlapped: propose once the ids are known
@@ -173,8 +176,9 @@ class AsyncEngineCore(EngineCore):
             return
         step, self._deferred = self._deferred, None
         masks = step.filling.result()
-        if masks is not None:
-            self._mask_errors.update(masks.errors)   # failed once the next step is launched
+        if masks is not None and masks.errors:   # failed once the next step is launched
+            by_id = {r.request_id: r for r in step.requests}
+            self._mask_errors.update({rid: (by_id.get(rid), error) for rid, error in masks.errors.items()})
         ids = step.draw(masks)
         self._inflight = InflightStep(step.requests, step.out_index, ids, *self._to_host(ids), accept=True)
 
@@ -198,14 +202,21 @@ class AsyncEngineCore(EngineCore):
         return not (request.sampling_params.has_penalties or request.sampling_params.logprobs is not None)
 
     def _fail_masked(self, outputs: dict[str, EngineCoreOutput]) -> None:
-        """Ends the requests whose grammar rejected a token in the mask thread (their ids in the
-        in-flight step are dropped when it resolves); requests already ended are left alone."""
-        for request_id, error in self._mask_errors.items():
-            if self.structured.state(request_id) is None:   # released: finished or aborted
+        """Ends the requests whose grammar rejected a token in the mask thread; their ids in the
+        in-flight step are dropped when it resolves. Requests already reported as ended are left
+        alone; one that a length limit ended while its last token is still in flight fails too."""
+        for request_id, (req, error) in self._mask_errors.items():
+            if self.structured.state(request_id) is None:   # released: its end was reported
                 continue
             out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
             out.error = error
-            if out.finish_reason is None:
+            if out.finish_reason is not None:
+                continue
+            if req is not None and req.status == RequestStatus.FINISHED_LENGTH:
+                req.status = RequestStatus.FINISHED_ERROR   # its blocks are already free
+                self._release(request_id)
+                out.finish_reason = RequestStatus.FINISHED_ERROR.value
+            else:
                 self._finish_with_error(out)
         self._mask_errors = {}
 
@@ -261,6 +272,8 @@ class AsyncEngineCore(EngineCore):
             ids = torch.empty(0, dtype=torch.int64, device=device)
         elif all(self._on_device(r) for r in sampling):
             draw = self.sampler.prepare_ids(logits, sampling)
+            if job is None and self.structured is not None:  # e.g. a row that needed the synchronous
+                job = self.structured.start_fill(sampling)     # sampler stopped in step N: fill now
             if job is not None:
                 return DeferredSample(sampling, out_index, draw, job)
             ids = draw(None)

@@ -132,13 +132,12 @@ class SpeculativeDecoder:
             that breaks the `Draft` contract. The engine fails those requests alone.
         """
         idle_round = getattr(self.proposer, "idle_round", None)
-        if idle_round is not None and self.idle_rounds() > 0:  # a paused round: no per-request objects
-            askable = [r for r in requests if self._room(r) > 0]
+        if idle_round is not None and self.idle_rounds() > 0:  # a paused round: nothing per request
             try:
-                idle_round(len(askable))
-            except Exception as exc:  # noqa: BLE001 - reported on each request it would have drafted for
+                idle_round(len(requests))
+            except Exception as exc:  # noqa: BLE001 - reported on each request it could have drafted for
                 message = f"speculative_config.proposer: idle_round failed: {type(exc).__name__}: {exc}"
-                return {r.request_id: message for r in askable}
+                return {r.request_id: message for r in requests if not r.is_finished}
             return {}
         asks: list[DraftRequest] = []
         targets: list[Request] = []
@@ -271,23 +270,31 @@ class SpeculativeDecoder:
 
         A prefill chunk commits all its tokens; a verification commits its first token and the
         accepted drafts (the features of rejected drafts are dropped). A proposer with
-        `observe_many(items)` gets the whole step in one call.
+        `observe_step` gets the whole step unsliced; one with `observe_many(items)` gets it in one
+        call; otherwise `observe` is called per request.
 
         Returns:
             request id -> error message (names `speculative_config.proposer`) for the requests of
             a call that raised; empty when it did not.
         """
-        items = []
+        ids, firsts, counts, starts = [], [], [], []
         for i, (req, num_new) in enumerate(scheduled):
             if req.is_finished:
                 continue
             # Called after the scheduler's update: num_computed_tokens already counts these tokens.
             count = len(emitted[req.request_id]) if req.request_id in drafts else num_new
-            first = req.num_computed_tokens - count
-            items.append((req.request_id, list(range(first, first + count)),
-                          aux_hidden[cu_seqlens[i]:cu_seqlens[i] + count]))
-        many = getattr(self.proposer, "observe_many", None)
+            ids.append(req.request_id)
+            firsts.append(req.num_computed_tokens - count)
+            counts.append(count)
+            starts.append(cu_seqlens[i])
         try:
+            step = getattr(self.proposer, "observe_step", None)
+            if step is not None:  # the whole step, unsliced (cheap while a drafter is paused)
+                step(ids, firsts, counts, starts, aux_hidden)
+                return {}
+            items = [(rid, list(range(first, first + n)), aux_hidden[row:row + n])
+                     for rid, first, n, row in zip(ids, firsts, counts, starts)]
+            many = getattr(self.proposer, "observe_many", None)
             if many is not None:  # one call per step (a drafter can batch its context projection)
                 many(items)
             else:
@@ -295,7 +302,7 @@ class SpeculativeDecoder:
                     self.proposer.observe(*item)
         except Exception as exc:  # noqa: BLE001 - fails the requests it was told about, alone
             message = f"speculative_config.proposer: observe failed: {type(exc).__name__}: {exc}"
-            return {request_id: message for request_id, _, _ in items}
+            return {request_id: message for request_id in ids}
         return {}
 
     def commit(self, request: Request) -> str | None:
@@ -373,6 +380,7 @@ def build_speculative(config, model_config, runner, max_model_len: int, eos: int
     if spec is None:
         return None
     info = dict(vocab_size=model_config.vocab_size, hidden_size=model_config.hidden_size,
+                max_num_seqs=config.max_num_seqs,
                 num_hidden_layers=model_config.num_hidden_layers, eos_token_id=eos,
                 model_path=str(model_config.path), device=str(runner.device), dtype=runner.dtype,
                 embed_tokens=runner.model.model.embed_tokens.weight, lm_head=runner.model.lm_head.weight)

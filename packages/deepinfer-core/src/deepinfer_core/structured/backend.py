@@ -158,7 +158,7 @@ class GuidanceBackend:
             else:
                 grammar = ll.grammar_from("choice", list(spec.choice))
         except ValueError as exc:
-            raise ValueError(f"{kind}: {_one_line(str(exc))}") from None
+            raise ValueError(f"{kind}: {one_line(str(exc))}") from None
         tokenizer = self._ll_tokenizer()
         matcher = ll.LLMatcher(tokenizer, grammar, log_level=0)
         if not matcher.is_error():
@@ -217,10 +217,10 @@ def _error_message(kind: str, error: str) -> str:
     match = _UNIMPLEMENTED.search(error)
     if kind == "json_schema" and match:
         return f"json_schema: unsupported keyword(s) {match.group(1)}: the backend cannot enforce them ({error})"
-    return f"{kind}: cannot compile: {_one_line(error)}"
+    return f"{kind}: cannot compile: {one_line(error)}"
 
 
-def _one_line(error: str) -> str:
+def one_line(error: str) -> str:
     """llguidance's message on one line, without the parser state dump that may follow it."""
     lines = []
     for line in error.splitlines():

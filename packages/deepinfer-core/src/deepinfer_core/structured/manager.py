@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
 
+from deepinfer_core.structured.backend import one_line as _one_line
 from deepinfer_core.structured.grammar_cache import GrammarCache, result_of
 from deepinfer_core.structured.masks import FillJob, InflightIds, TokenBitmask
 from deepinfer_core.structured.state import GrammarState
+from deepinfer_core.structured.switch_interval import SwitchIntervalLease
 
 if TYPE_CHECKING:
     from deepinfer_core.engine.request import Request
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_MOVES_PER_FILL = 16  # matcher moves between templates per mask fill (each replays its tokens)
-FILL_SWITCH_INTERVAL_S = 1e-4  # sys.setswitchinterval while structured requests run (see _switch_interval)
 
 
 @dataclasses.dataclass
@@ -71,7 +72,9 @@ class StructuredOutputManager:
         self._fill_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deepinfer-mask")
         self._job: FillJob | None = None                 # the last fill submitted
         self._zombies: list[GrammarState] = []           # released while a fill used their matcher
-        self._saved_switch_interval: float | None = None # sys.getswitchinterval() before structured requests ran
+        self._zombie_lock = threading.Lock()            # the mask thread reaps when a fill ends
+        self._lease = SwitchIntervalLease()              # the lowered switch interval, while grammars live
+        weakref.finalize(self, self._lease.set, False)
 
     @property
     def backend(self) -> GuidanceBackend:
@@ -126,7 +129,7 @@ class StructuredOutputManager:
 
     def _switch_interval(self, active: bool) -> None:
         """Lowers the interpreter's thread switch interval while structured requests run, and
-        restores it when none is left.
+        restores it when none is left (in any engine of the process).
 
         The mask thread needs the GIL for a few short stretches of each fill (between
         llguidance's GIL-free calls). With CPython's default interval (5 ms) a thread waiting for
@@ -134,12 +137,7 @@ class StructuredOutputManager:
         needs ~1 ms of work finished only once the engine thread blocked on it (measured on the
         H200 host: wait ~= fill). Process-wide, hence scoped to the requests that need it.
         """
-        if active and self._saved_switch_interval is None:
-            self._saved_switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(self._saved_switch_interval, FILL_SWITCH_INTERVAL_S))
-        elif not active and self._saved_switch_interval is not None:
-            sys.setswitchinterval(self._saved_switch_interval)
-            self._saved_switch_interval = None
+        self._lease.set(active)
 
     def has_pending(self) -> bool:
         """Some request still waits for its grammar."""
@@ -191,6 +189,7 @@ class StructuredOutputManager:
         job.future = self._fill_thread.submit(self._run_job, job, list(requests), known, reads,
                                               None if inflight is None else inflight)
         self._job = job
+        job.future.add_done_callback(lambda _: self._reap())
         return job
 
     def _run_job(self, job: FillJob, requests: list[Request], known: dict[str, list[int]],
@@ -323,7 +322,7 @@ class StructuredOutputManager:
     @staticmethod
     def _rejected(request: Request, token_ids: list[int], state: GrammarState) -> str:
         kind = request.sampling_params.structured_outputs.kind
-        return f"{kind}: the grammar rejected token(s) {token_ids}: {state.error}"
+        return f"{kind}: the grammar rejected token(s) {token_ids}: {_one_line(state.error or 'no error message')}"
 
     def release(self, request_id: str) -> None:
         """Forgets a finished or aborted request. While a fill runs (it may still use the
@@ -331,17 +330,21 @@ class StructuredOutputManager:
         self._pending.pop(request_id, None)
         state = self._states.pop(request_id, None)
         if state is not None:
-            self._zombies.append(state)
+            with self._zombie_lock:
+                self._zombies.append(state)
         self._reap()
         if not self._states:
             self._switch_interval(False)
 
     def _reap(self) -> None:
-        """Frees the template slots of released requests once no fill runs."""
-        if self._zombies and (self._job is None or self._job.done()):
-            for state in self._zombies:
-                state.grammar.release(state.shard)
-            self._zombies = []
+        """Frees the template slots of released requests once no fill runs (called by the engine
+        thread, and by the mask thread when a fill ends)."""
+        with self._zombie_lock:
+            if not self._zombies or (self._job is not None and not self._job.done()):
+                return
+            zombies, self._zombies = self._zombies, []
+        for state in zombies:
+            state.grammar.release(state.shard)
 
     @staticmethod
     def _rebalance(state: GrammarState) -> bool:

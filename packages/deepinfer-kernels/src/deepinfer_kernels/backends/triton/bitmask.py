@@ -32,6 +32,14 @@ class BitmaskConfig:
     num_warps: int = 4
     store_only: bool = False
 
+    def __post_init__(self) -> None:
+        for name in ("words", "num_warps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
+                raise ValueError(f"{name}: must be a power of two >= 1, got {value!r}")
+        if not isinstance(self.store_only, bool):
+            raise ValueError(f"store_only: must be a bool, got {self.store_only!r}")
+
 
 DEFAULT = BitmaskConfig()
 
