@@ -334,3 +334,33 @@ def test_a_rejection_found_by_the_mask_thread_ends_the_request_without_more_toke
         [(tokens, finish, error)] = _drive(core, [("s", [5, 6], params)]).values()
         assert finish == "error" and error.startswith("choice: the grammar rejected") and "\n" not in error
         assert len(tokens) <= 1, tokens
+
+
+def test_aborting_the_only_structured_request_frees_its_template_slot(llm: LLM, monkeypatch) -> None:
+    """A grammar released while the mask thread fills is freed when that fill ends, even when no
+    other structured request comes to reap it (it was held until the next one)."""
+    core = llm.engine
+    original = core.structured._run_job
+
+    def slow_job(*args):
+        time.sleep(0.2)                                   # the abort below lands while it runs
+        return original(*args)
+
+    monkeypatch.setattr(core.structured, "_run_job", slow_job)
+    core.add_request("lone", [5, 6, 7], SamplingParams(temperature=1.0, seed=4, max_tokens=20,
+                                                       structured_outputs={"regex": "[a-z]{20}"}))
+    while core.structured.state("lone") is None or core.structured.state("lone").num_tokens < 2:
+        core.step()
+    grammar = core.structured.state("lone").grammar
+    assert sum(grammar._live) == 1
+    assert core.structured._job is not None and not core.structured._job.done()
+    assert core.abort("lone")
+    assert sum(grammar._live) == 1                        # the running fill may still use it
+    while core.has_unfinished():
+        core.step()
+    if core.structured._job is not None:
+        core.structured._job.future.exception()          # waits for the fill to end
+    deadline = time.monotonic() + 5
+    while sum(grammar._live) and time.monotonic() < deadline:   # the done callback runs in the mask thread
+        time.sleep(0.01)
+    assert sum(grammar._live) == 0
