@@ -26,6 +26,6 @@ for module in "${HOOKS[@]}"; do
     exit "$status"
   fi
   echo "fetch_assets: $module -> $DEEPINFER_CACHE" >&2
-  # -W: the package imports its own assets module, which `-m` would otherwise warn about.
-  "$PY" -W "ignore:.*found in sys.modules:RuntimeWarning" -m "$module"
+  # -W: the package imports its own assets module, which runpy (`-m`) would otherwise warn about.
+  "$PY" -W "ignore::RuntimeWarning:runpy" -m "$module"
 done
