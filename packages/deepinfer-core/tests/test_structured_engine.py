@@ -322,18 +322,26 @@ def test_a_stopped_synchronous_row_leaves_the_grammar_rows_masked(folder) -> Non
     assert all(r[f"g{seed}"][2] is None for seed, r in enumerate(results[True]))
 
 
-def test_a_rejection_found_by_the_mask_thread_ends_the_request_without_more_tokens(folder) -> None:
-    """max_tokens=2 and a first token the grammar rejects (found by the mask thread while the
-    last token is already scheduled): the request ends with the error and no token after the
-    rejected one, like the synchronous loop (the asynchronous loop may have reported the rejected
-    token itself a step before the error)."""
-    params = SamplingParams(max_tokens=2, temperature=1.0, seed=0, structured_outputs={"choice": ["<|im_start|>x"]})
+@pytest.mark.parametrize("max_tokens", [2, 3, 20])
+def test_a_rejection_found_by_the_mask_thread_reports_like_the_synchronous_loop(folder, max_tokens: int) -> None:
+    """A first token the grammar rejects, found by the mask thread (with max_tokens=2 the last
+    token is already scheduled then): the request ends with the error in the same output as the
+    rejected token, and nothing after it, exactly as in the synchronous loop (the asynchronous
+    loop once reported the rejected token a step early, and with max_tokens=2 one more token)."""
+    params = SamplingParams(max_tokens=max_tokens, temperature=1.0, seed=0,
+                            structured_outputs={"choice": ["<|im_start|>x"]})
+    other = SamplingParams(max_tokens=6, temperature=1.0, seed=1, structured_outputs={"regex": "[a-z]{6}"})
+    runs = {}
     for async_scheduling in (False, True):
-        core = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20,
-                   async_scheduling=async_scheduling).engine
-        [(tokens, finish, error)] = _drive(core, [("s", [5, 6], params)]).values()
-        assert finish == "error" and error.startswith("choice: the grammar rejected") and "\n" not in error
-        assert len(tokens) <= 1, tokens
+        llm = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20,
+                  async_scheduling=async_scheduling)
+        runs[async_scheduling] = _drive(llm.engine, [("s", [5, 6], params), ("t", [5, 7], other)])
+        outs = llm.generate(["hi", "there"], [params, other])
+        runs[async_scheduling]["generate"] = [(o.error, [c.token_ids for c in o.outputs]) for o in outs]
+    assert runs[True] == runs[False]
+    tokens, finish, error = runs[True]["s"]
+    assert finish == "error" and error.startswith("choice: the grammar rejected") and "\n" not in error
+    assert runs[True]["t"][2] is None
 
 
 def test_aborting_the_only_structured_request_frees_its_template_slot(llm: LLM, monkeypatch) -> None:

@@ -21,13 +21,13 @@ consumes them in the grammars and fills step N+1's masks, while this thread
 resolves step N, returns its outputs and schedules step N+2. Step N+1's draw is deferred until
 just before step N+2 is launched (step N+2's inputs need its ids): by then the masks are
 normally filled. Rows stopped while resolving step N are sampled too and their ids dropped (the
-masks were laid out for every row). When step N's token ends its request (EOS or a stop token
-id), step 3 waits for the consume phase, so that a grammar's termination and a rejected last
-token are known before the request is reported; other rejections fail the request at the next
-step, with nothing after the rejected token (which, unlike in the synchronous loop, may already
-have been reported: a grammar rejects a token its own mask allowed only in rare llguidance edge
-cases, e.g. special tokens of byte-level vocabularies). A length limit that ended the request
-meanwhile is overridden by the error.
+masks were laid out for every row). A structured token is reported only once its grammar has
+consumed it, as in the synchronous loop: tokens the mask thread consumes are held back one step
+(structured output streams one step late), except a token that ends its request (EOS, a stop
+token id, a length limit): for it step 3 waits for the consume phase, so that the grammar's
+termination or a rejection is known before the request is reported. A rejection fails the
+request with the error, which drops the rejected token, as the synchronous loop does; a length
+limit that ended the request meanwhile is overridden by the error.
 
 A request that stops on a token in step N was already launched in step N+1: that extra token is
 computed and dropped (its KV blocks are freed; the device finishes writing them before any later
@@ -103,6 +103,7 @@ class AsyncEngineCore(EngineCore):
         self._inflight: InflightStep | None = None
         self._deferred: DeferredSample | None = None   # the in-flight step, while its masks are filled
         self._mask_errors: dict[str, tuple[Request | None, str]] = {}  # grammars that rejected a token in the mask thread
+        self._held: dict[str, int] = {}                # request id -> token waiting for the mask thread's consume
         self._pending_logprobs: dict[str, object] = {}  # request id -> logprobs of its in-flight token
         self.num_overlapped_steps = 0  # steps launched before the previous one was read (metrics, tests)
         self._propose_due = False  # a speculative step overlapped: propose once the ids are known
@@ -141,7 +142,7 @@ class AsyncEngineCore(EngineCore):
 
     def _drain(self, outputs: dict[str, EngineCoreOutput]) -> None:
         """Resolves the in-flight step, if any (every token id is then on the host)."""
-        self._finish_deferred()
+        self._finish_deferred(outputs)
         self._fail_masked(outputs)
         if self._inflight is not None:
             previous, self._inflight = self._inflight, None
@@ -170,12 +171,17 @@ class AsyncEngineCore(EngineCore):
         else:
             self._propose_due = True
 
-    def _finish_deferred(self) -> None:
-        """Draws a deferred step once its masks are filled; it becomes the in-flight step."""
+    def _finish_deferred(self, outputs: dict[str, EngineCoreOutput]) -> None:
+        """Draws a deferred step once its masks are filled; it becomes the in-flight step. The
+        tokens held for the mask thread's consume are reported now (with their error, if any,
+        by `_fail_masked`)."""
         if self._deferred is None:
             return
         step, self._deferred = self._deferred, None
         masks = step.filling.result()
+        for request_id, token in self._held.items():
+            outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).new_token_ids.append(token)
+        self._held = {}
         if masks is not None and masks.errors:   # failed once the next step is launched
             by_id = {r.request_id: r for r in step.requests}
             self._mask_errors.update({rid: (by_id.get(rid), error) for rid, error in masks.errors.items()})
@@ -200,6 +206,10 @@ class AsyncEngineCore(EngineCore):
     def _on_device(request: Request) -> bool:
         """Whether the request's row is sampled on the device (no penalties, no logprobs)."""
         return not (request.sampling_params.has_penalties or request.sampling_params.logprobs is not None)
+
+    def _release(self, request_id: str) -> None:
+        self._held.pop(request_id, None)   # an ended request's held token is never reported
+        super()._release(request_id)
 
     def _fail_masked(self, outputs: dict[str, EngineCoreOutput]) -> None:
         """Ends the requests whose grammar rejected a token in the mask thread; their ids in the
@@ -229,7 +239,7 @@ class AsyncEngineCore(EngineCore):
             if chunk.token_ids[-1] == PLACEHOLDER:
                 chunk.fill_row = rows[id(req)]
             chunks.append(chunk)
-        self._finish_deferred()   # the masks were filled while this thread scheduled
+        self._finish_deferred(outputs)   # the masks were filled while this thread scheduled
         previous = self._inflight
         model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
         sampling_rows = [r for (r, _), c in zip(sched.scheduled, chunks) if c.sample]
@@ -310,6 +320,37 @@ class AsyncEngineCore(EngineCore):
             ready.record()
         return host, ready
 
+    def _consume(self, step: InflightStep, placed: list[tuple[Request, int, int]], job: FillJob | None
+                 ) -> tuple[dict[str, str], set[str]]:
+        """The grammars' side of resolving a step: (errors, ids of requests whose token is held).
+
+        A structured token is reported only once its grammar has consumed it, as in the
+        synchronous loop (a rejected token is reported with the error, which drops it). Tokens the
+        mask thread consumes (`job`) are held until it has, unless they end the request (EOS, a
+        stop token id, a length limit): for those this waits for the consume phase, so that the
+        grammar's termination and a rejection are known now. The others are consumed here.
+        """
+        errors: dict[str, str] = {}
+        held: set[str] = set()
+        by_job = job.consumed_ids if job is not None else set()
+        mine, waiting = [], []
+        for req, index, token in placed:
+            if req.sampling_params.structured_outputs is None:
+                continue
+            final = req.is_finished or token == req.eos_token_id or token in req.stop_token_ids
+            if req.request_id not in by_job:
+                mine.append((req, index + 1))
+            elif final:
+                waiting.append(req.request_id)
+            else:
+                held.add(req.request_id)
+        if waiting:
+            rejected = job.wait_consumed()
+            errors = {rid: rejected.pop(rid) for rid in waiting if rid in rejected}
+        if step.accept and mine:
+            errors.update(self.structured.accept_through(mine))
+        return errors, held
+
     def _resolve(self, step: InflightStep, outputs: dict[str, EngineCoreOutput], job: FillJob | None = None) -> None:
         """Reads a step's ids, fills the placeholders, consumes them in the grammars, applies stop
         tokens, records outputs (as the synchronous loop does, in that order). `job` is the mask
@@ -325,19 +366,13 @@ class AsyncEngineCore(EngineCore):
             req.output_token_ids[index] = token
             req.all_token_ids[req.num_prompt_tokens + index] = token
             placed.append((req, index, token))
-        errors = {}
-        if self.structured is not None:  # tokens that end a request, before any release below: a
-            # rejected last token must still fail its request (the mask thread consumes the others)
-            final = [(req, index) for req, index, token in placed if req.sampling_params.structured_outputs is not None
-                     and (req.is_finished or token == req.eos_token_id or token in req.stop_token_ids)]
-            in_job = [req for req, _ in final if job is not None and req.request_id in job.consumed_ids]
-            if in_job:
-                rejected = job.wait_consumed()
-                errors = {req.request_id: rejected.pop(req.request_id) for req in in_job if req.request_id in rejected}
-            if step.accept:
-                errors.update(self.structured.accept_through([(req, index + 1) for req, index in final
-                                                              if req not in in_job]))
+        errors, held = {}, set()
+        if self.structured is not None:
+            errors, held = self._consume(step, placed, job)
         for req, index, token in placed:
+            if req.request_id in held:   # reported once the mask thread has consumed it
+                self._held[req.request_id] = token
+                continue
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids.append(token)
             logprobs = self._pending_logprobs.pop(req.request_id, None)
