@@ -91,14 +91,16 @@ class DraftOutput:
     Attributes:
         tokens: `[γ]` int64 draft tokens x_1..x_γ.
         probs: `[γ, V]` float32; row k is exactly the distribution x_{k+1} was drawn from
-            (Markov-corrected and filtered; one-hot on the argmax when temperature is 0).
+            (Markov-corrected and filtered; one-hot on the argmax when temperature is 0), or None
+            when every request of the round is greedy (each row would be one-hot on `tokens`;
+            not building them saves `R * γ * V` floats a round).
         confidences: `[γ]` float32 calibrated c_k = sigmoid(logit_k / T_k), or None without a
             confidence head.
         confidence_logits: `[γ]` float32 raw logits, or None without a confidence head.
     """
 
     tokens: torch.Tensor
-    probs: torch.Tensor
+    probs: torch.Tensor | None
     confidences: torch.Tensor | None
     confidence_logits: torch.Tensor | None
 
@@ -301,7 +303,7 @@ class DSparkDraftRunner:
                 logits = logits + bias
             if all_greedy:  # ops.sample's greedy rule (first maximum), without the random draws
                 token = logits.argmax(dim=-1)
-                q = torch.nn.functional.one_hot(token, logits.shape[1]).float()
+                q = None   # one-hot on `token`: left implicit (see DraftOutput.probs)
             else:
                 q = ops.sampling_probs(logits, params["temperature"], params["top_k"],
                                        params["top_p"], params["min_p"])
@@ -314,13 +316,14 @@ class DSparkDraftRunner:
             probs.append(q)
             conf_logits.append(conf)
             prev = token
-        token_t, probs_t = torch.stack(tokens, dim=1), torch.stack(probs, dim=1)
+        token_t = torch.stack(tokens, dim=1)
+        probs_t = None if all_greedy else torch.stack(probs, dim=1)
         logits_t = confidences = None
         if drafter.confidence_head is not None:
             logits_t = torch.stack(conf_logits, dim=1)                 # [R, γ]
             temps = self.confidence_temperatures
             confidences = calibrated_confidence(logits_t, None if temps is None else temps.to(device))
-        return [DraftOutput(token_t[i], probs_t[i],
+        return [DraftOutput(token_t[i], None if probs_t is None else probs_t[i],
                             None if confidences is None else confidences[i],
                             None if logits_t is None else logits_t[i]) for i in range(rows)]
 

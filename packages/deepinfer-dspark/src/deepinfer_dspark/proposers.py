@@ -217,7 +217,7 @@ class DSparkProposer:
             self._plan_pause(survival, lengths, len(requests))
         self.lengths = lengths
         for i, out, n in zip(ready, outs, lengths):
-            drafts[i] = Draft(out.tokens[:n].tolist(), out.probs[:n].float())
+            drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts
 
     def cannot_pay(self, batch: int) -> bool:
