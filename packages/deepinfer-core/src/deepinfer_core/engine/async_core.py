@@ -175,18 +175,22 @@ class AsyncEngineCore(EngineCore):
         """Draws a deferred step once its masks are filled; it becomes the in-flight step. The
         tokens held for the mask thread's consume are reported now (with their error, if any,
         by `_fail_masked`)."""
-        if self._deferred is None:
+        if self._deferred is None:   # held tokens always come with a deferred step; never lose one
+            self._report_held(outputs)
             return
         step, self._deferred = self._deferred, None
         masks = step.filling.result()
-        for request_id, token in self._held.items():
-            outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).new_token_ids.append(token)
-        self._held = {}
+        self._report_held(outputs)
         if masks is not None and masks.errors:   # failed once the next step is launched
             by_id = {r.request_id: r for r in step.requests}
             self._mask_errors.update({rid: (by_id.get(rid), error) for rid, error in masks.errors.items()})
         ids = step.draw(masks)
         self._inflight = InflightStep(step.requests, step.out_index, ids, *self._to_host(ids), accept=True)
+
+    def _report_held(self, outputs: dict[str, EngineCoreOutput]) -> None:
+        for request_id, token in self._held.items():
+            outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).new_token_ids.append(token)
+        self._held = {}
 
     def _start_fill(self, sampling: list[Request], previous: InflightStep | None) -> FillJob | None:
         """Starts the mask thread on the coming step's grammar rows (consuming the previous step's
