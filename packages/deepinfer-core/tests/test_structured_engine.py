@@ -259,7 +259,7 @@ def test_switch_interval_is_lowered_only_while_structured_requests_run(llm: LLM)
 
 def test_switch_interval_survives_overlapping_engines_and_dropped_managers(folder, llm: LLM) -> None:
     """Two engines whose structured requests overlap restore the caller's interval only when the
-    last one ends; a manager dropped while holding it lets go when collected."""
+    last one ends; an engine closed, or dropped and collected, while holding it lets go."""
     import gc
     import sys
 
@@ -278,13 +278,21 @@ def test_switch_interval_survives_overlapping_engines_and_dropped_managers(folde
         if a.has_unfinished() != b.has_unfinished():     # one engine done, the other still running
             assert abs(sys.getswitchinterval() - FILL_SWITCH_INTERVAL_S) < 1e-9
     assert sys.getswitchinterval() == before
-    other.engine.add_request("c", [5, 6, 9], grammar)
-    while not other.engine.structured.state("c"):
-        other.engine.step()
-    assert abs(sys.getswitchinterval() - FILL_SWITCH_INTERVAL_S) < 1e-9
-    del other, b, core
-    gc.collect()
-    assert sys.getswitchinterval() == before
+    for close in (True, False):   # LLM.close(), or the garbage collector once the fill has ended
+        engine = LLM(str(folder), max_model_len=MAX_LEN, block_size=4, kv_cache_memory=8 << 20, seed=5)
+        engine.engine.add_request("c", [5, 6, 9], grammar)
+        while not engine.engine.structured.state("c"):
+            engine.engine.step()
+        assert abs(sys.getswitchinterval() - FILL_SWITCH_INTERVAL_S) < 1e-9
+        if close:
+            engine.close()
+        else:
+            job = engine.engine.structured._job
+            if job is not None:
+                job.future.exception()   # a running fill holds the manager
+            del engine, job
+            gc.collect()
+        assert sys.getswitchinterval() == before
 
 
 def _drive(core, requests) -> dict[str, tuple[list[int], str | None, str | None]]:

@@ -66,3 +66,15 @@ def test_whole_steps_split_like_per_request_items():
     for rid in want:
         assert got[rid][0] == want[rid][0] and torch.equal(got[rid][1], want[rid][1])
     assert len(by_steps) == 0
+
+
+def test_a_request_id_reused_after_drop_keeps_its_new_rows():
+    """An id dropped while its rows sat in buffered steps, then reused by a new request before
+    the split: only the old request's rows are dropped (found by an adversarial review: every
+    row of the new request was skipped)."""
+    pending = PendingContext()
+    pending.add_step(["x", "y"], [0, 0], [2, 1], [0, 2], rows([0, 1, 0]))
+    pending.drop("x")
+    pending.add_step(["x", "y"], [0, 1], [1, 1], [0, 1], rows([0, 1]) + 50.0)   # a new "x"
+    out = {rid: (pos, feats[:, 0].tolist()) for rid, pos, feats in pending.take(lambda rid: 0)}
+    assert out == {"x": ([0], [50.0]), "y": ([0, 1], [0.0, 51.0])}

@@ -141,6 +141,20 @@ class LLM:
         """The transformers tokenizer (with its chat template)."""
         return self.tokenizer
 
+    def close(self) -> None:
+        """Stops the background threads (grammar compiles, mask fills) and gives back what
+        structured requests changed in the interpreter (the thread switch interval). Call it
+        when done with an LLM that served structured output (or use `with LLM(...) as llm`);
+        structured requests fail afterwards. Garbage collection does the same, later."""
+        if self.engine.structured is not None:
+            self.engine.structured.close()
+
+    def __enter__(self) -> LLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def generate(self, prompts: Prompt | Sequence[Prompt],
                  sampling_params: SamplingParams | Sequence[SamplingParams] | None = None, *,
                  on_progress: ProgressCallback | None = None) -> list[RequestOutput]:

@@ -29,7 +29,7 @@ class PendingContext:
         self.max_rows = max_rows
         self._items: dict[str, list[tuple[list[int], torch.Tensor]]] = {}
         self._steps: list[tuple[list[str], list[int], list[int], list[int], torch.Tensor]] = []
-        self._dropped: set[str] = set()   # finished while their rows sat in `_steps`
+        self._dropped: dict[str, int] = {}   # id -> buffered steps when it finished (an id may come back)
         self._rows = 0
 
     def __len__(self) -> int:
@@ -59,15 +59,15 @@ class PendingContext:
         for positions, _ in self._items.pop(request_id, []):
             self._rows -= len(positions)
         if self._steps:
-            self._dropped.add(request_id)
+            self._dropped[request_id] = len(self._steps)
 
     def _expand(self) -> None:
         """Splits the buffered steps into per-request rows (`add`'s layout)."""
         steps, self._steps = self._steps, []
-        dropped, self._dropped = self._dropped, set()
-        for request_ids, firsts, counts, starts, features in steps:
+        dropped, self._dropped = self._dropped, {}
+        for number, (request_ids, firsts, counts, starts, features) in enumerate(steps):
             for request_id, first, n, row in zip(request_ids, firsts, counts, starts):
-                if request_id in dropped:
+                if number < dropped.get(request_id, 0):   # observed before its request ended
                     self._rows -= n
                 elif n:
                     self._items.setdefault(request_id, []).append((list(range(first, first + n)), features[row:row + n]))

@@ -25,9 +25,10 @@ masks were laid out for every row). A structured token is reported only once its
 consumed it, as in the synchronous loop: tokens the mask thread consumes are held back one step
 (structured output streams one step late), except a token that ends its request (EOS, a stop
 token id, a length limit): for it step 3 waits for the consume phase, so that the grammar's
-termination or a rejection is known before the request is reported. A rejection fails the
-request with the error, which drops the rejected token, as the synchronous loop does; a length
-limit that ended the request meanwhile is overridden by the error.
+termination or a rejection is known before the request is reported. A rejected token is never
+reported: the request fails with the error, in an output that may carry the valid tokens before
+it, as in the synchronous loop; a length limit that ended the request meanwhile is overridden by
+the error, and `abort` of such a request drops its in-flight last token.
 
 A request that stops on a token in step N was already launched in step N+1: that extra token is
 computed and dropped (its KV blocks are freed; the device finishes writing them before any later
@@ -43,56 +44,17 @@ otherwise the next step first waits for the ids and then proposes.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-
 import torch
 
 from deepinfer_core.engine.engine_core import EngineCore, EngineCoreOutput
+from deepinfer_core.engine.inflight import DeferredSample, InflightStep
 from deepinfer_core.engine.request import Request, RequestStatus
 from deepinfer_core.engine.scheduler import SchedulerOutput
 from deepinfer_core.engine.stop import stop_token_rule
 from deepinfer_core.executor.transfer import to_device
-from deepinfer_core.structured.masks import FillJob, InflightIds, TokenBitmask
+from deepinfer_core.structured.masks import FillJob, InflightIds
 
 PLACEHOLDER = -1
-
-
-@dataclasses.dataclass
-class InflightStep:
-    """A launched step whose sampled ids have not been read on the host.
-
-    Attributes:
-        requests: the sampling requests, in row order of `sampled`.
-        out_index: per request, the index of its placeholder in `output_token_ids`.
-        sampled: `[B]` int64 ids on the device (rows for the next step's `fill_row`).
-        host: `[B]` int64 pinned host copy (valid once `ready` has completed).
-        ready: CUDA event recorded after the copy; None off CUDA (the copy is already done).
-        accept: the grammars of structured requests still have to consume these ids.
-    """
-
-    requests: list[Request]
-    out_index: list[int]
-    sampled: torch.Tensor
-    host: torch.Tensor
-    ready: torch.cuda.Event | None
-    accept: bool = False
-
-
-@dataclasses.dataclass
-class DeferredSample:
-    """A launched step whose grammar rows wait for their masks (the mask thread fills them).
-
-    Attributes:
-        requests, out_index: as in `InflightStep`.
-        draw: applies the masks and samples (`Sampler.prepare_ids`): `[B]` ids on the device.
-        filling: the mask thread's job (`StructuredOutputManager.start_fill`).
-    """
-
-    requests: list[Request]
-    out_index: list[int]
-    draw: Callable[[TokenBitmask | None], torch.Tensor]
-    filling: FillJob
 
 
 class AsyncEngineCore(EngineCore):
@@ -180,16 +142,18 @@ class AsyncEngineCore(EngineCore):
             return
         step, self._deferred = self._deferred, None
         masks = step.filling.result()
-        self._report_held(outputs)
+        self._report_held(outputs, masks.errors if masks is not None else {})
         if masks is not None and masks.errors:   # failed once the next step is launched
             by_id = {r.request_id: r for r in step.requests}
             self._mask_errors.update({rid: (by_id.get(rid), error) for rid, error in masks.errors.items()})
         ids = step.draw(masks)
         self._inflight = InflightStep(step.requests, step.out_index, ids, *self._to_host(ids), accept=True)
 
-    def _report_held(self, outputs: dict[str, EngineCoreOutput]) -> None:
+    def _report_held(self, outputs: dict[str, EngineCoreOutput], rejected: dict[str, str] | None = None) -> None:
+        """Reports the held tokens, except those their grammar rejected (never sent)."""
         for request_id, token in self._held.items():
-            outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).new_token_ids.append(token)
+            if rejected is None or request_id not in rejected:
+                outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).new_token_ids.append(token)
         self._held = {}
 
     def _start_fill(self, sampling: list[Request], previous: InflightStep | None) -> FillJob | None:
@@ -211,6 +175,17 @@ class AsyncEngineCore(EngineCore):
         """Whether the request's row is sampled on the device (no penalties, no logprobs)."""
         return not (request.sampling_params.has_penalties or request.sampling_params.logprobs is not None)
 
+    def abort(self, request_id: str) -> bool:
+        """Aborts a request, also one a length limit ended whose last token is still in flight
+        (that token is then dropped, not reported)."""
+        for step in (self._inflight, self._deferred):
+            for req in () if step is None else step.requests:
+                if req.request_id == request_id and req.status == RequestStatus.FINISHED_LENGTH:
+                    req.status = RequestStatus.FINISHED_ABORTED
+                    self._release(request_id)
+                    return True
+        return super().abort(request_id)
+
     def _release(self, request_id: str) -> None:
         self._held.pop(request_id, None)   # an ended request's held token is never reported
         super()._release(request_id)
@@ -222,17 +197,21 @@ class AsyncEngineCore(EngineCore):
         for request_id, (req, error) in self._mask_errors.items():
             if self.structured.state(request_id) is None:   # released: its end was reported
                 continue
-            out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
-            out.error = error
-            if out.finish_reason is not None:
-                continue
-            if req is not None and req.status == RequestStatus.FINISHED_LENGTH:
-                req.status = RequestStatus.FINISHED_ERROR   # its blocks are already free
-                self._release(request_id)
-                out.finish_reason = RequestStatus.FINISHED_ERROR.value
-            else:
-                self._finish_with_error(out)
+            self._fail(req, outputs.setdefault(request_id, EngineCoreOutput(request_id, [])), error)
         self._mask_errors = {}
+
+    def _fail(self, req: Request | None, out: EngineCoreOutput, error: str) -> None:
+        """Fails a request with `error`, also one a length limit ended while its last token is
+        still in flight (that token is then dropped when resolved)."""
+        out.error = error
+        if out.finish_reason is not None:
+            return
+        if req is not None and req.status == RequestStatus.FINISHED_LENGTH:
+            req.status = RequestStatus.FINISHED_ERROR   # its blocks are already free
+            self._release(req.request_id)
+            out.finish_reason = RequestStatus.FINISHED_ERROR.value
+        else:
+            self._finish_with_error(out)
 
     def _overlapped_step(self, sched: SchedulerOutput, outputs: dict[str, EngineCoreOutput]) -> None:
         previous = self._inflight or self._deferred
@@ -377,6 +356,9 @@ class AsyncEngineCore(EngineCore):
             if req.request_id in held:   # reported once the mask thread has consumed it
                 self._held[req.request_id] = token
                 continue
+            if req.request_id in errors:   # rejected by its grammar: never reported
+                self._pending_logprobs.pop(req.request_id, None)
+                continue
             out = outputs.setdefault(req.request_id, EngineCoreOutput(req.request_id, []))
             out.new_token_ids.append(token)
             logprobs = self._pending_logprobs.pop(req.request_id, None)
@@ -394,8 +376,6 @@ class AsyncEngineCore(EngineCore):
             if req.is_finished and index == req.num_output_tokens - 1:
                 self._release(req.request_id)
                 out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
+        by_id = {req.request_id: req for req, _, _ in placed}
         for request_id, error in errors.items():
-            out = outputs[request_id]
-            out.error = error
-            if out.finish_reason is None:
-                self._finish_with_error(out)
+            self._fail(by_id.get(request_id), outputs.setdefault(request_id, EngineCoreOutput(request_id, [])), error)

@@ -48,7 +48,8 @@ class EngineCoreOutput:
         finish_reason: "stop" | "length" | "abort" | "error" once finished, else None.
         stop_reason: the stop token id that ended it (None for EOS and other reasons).
         error: why the request failed (finish_reason "error"), e.g. a grammar that does not
-            compile; the message names the field.
+            compile or rejected a token; the message names the field. `new_token_ids` of such
+            an output are valid tokens before the failure (a rejected token is never sent).
         spec_counts: (proposed, verified, accepted) draft tokens of this step's verification
             (speculative decoding), else None.
     """
@@ -236,8 +237,13 @@ class EngineCore:
             errors = dict(masks.errors)   # rejected a token consumed before the fill
             errors.update(self.structured.accept_step([(r, tokens[r.request_id]) for r in plain
                                                        if r.request_id not in masks.errors]))
-            for request_id, error in errors.items():
-                outputs[request_id].error = error
+            for request_id, error in errors.items():   # the rejected (or unmasked) token is not reported
+                out = outputs[request_id]
+                out.error = error
+                out.new_token_ids = out.new_token_ids[:-1]
+                if out.new_logprobs is not None:
+                    out.new_logprobs = out.new_logprobs[:-1]
+                tokens[request_id] = []
         spec_reqs = [req for req in sampling if req.request_id in drafts]
         earlier: dict[str, int] = {}
         if spec_reqs:

@@ -167,7 +167,11 @@ class OutputProcessor:
             num_new += len(out.new_token_ids)
             try:
                 if out.error is not None:  # failed in the engine (e.g. its grammar did not compile)
-                    state.fail(out.error)
+                    if out.new_token_ids:  # valid tokens before the failure (a rejected one is never sent)
+                        self._apply(state, index, dataclasses.replace(out, finish_reason=None, stop_reason=None,
+                                                                      error=None), now)
+                    if completion.finish_reason is None:  # else a stop string ended it first, cleanly
+                        state.fail(out.error)
                 else:
                     self._apply(state, index, out, now)
             except Exception as exc:  # noqa: BLE001 - one request fails alone
