@@ -41,7 +41,8 @@ class EngineCoreOutput:
 
     Attributes:
         request_id: the request.
-        new_token_ids: tokens emitted this step (0 or 1; up to k + 1 with speculative decoding).
+        new_token_ids: tokens emitted this step (0 or 1; up to k + 1 with speculative decoding;
+            2 when the asynchronous loop reports a structured token it held back a step).
         new_logprobs: one TokenLogprobs per new token (None unless the request asked).
         prompt_logprobs: logprobs of prompt positions finished this step, in order (position 0
             has none); None unless asked.
