@@ -59,7 +59,74 @@ def random_checkpoint(tokenizer_dir: Path) -> Path:
     return folder
 
 
-def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
+def _trace_steps(manager, timeline: list[dict[str, float]]) -> None:
+    """Records, per mask-thread job, when each phase starts and ends (perf_counter seconds):
+    submit, consume (llguidance, after the ids reached the host), fill (llguidance), end, and
+    when the engine thread asked for the masks and got them."""
+    backend = manager.backend
+    originals = {"consume": backend.consume, "fill_bitmask": backend.fill_bitmask,
+                 "_run_job": manager._run_job, "start_fill": manager.start_fill}
+    current = {}
+
+    def phase(name, fn):
+        def wrapper(*a):
+            record = current.get(threading.get_ident())
+            start = time.perf_counter()
+            result = fn(*a)
+            if record is not None:
+                record.setdefault(name + "_start", start)
+                record[name + "_end"] = time.perf_counter()
+            return result
+        return wrapper
+
+    def run_job(job, *a):
+        record = job.__dict__.setdefault("trace", {})   # the job may start before start_fill returns
+        record["job_start"] = time.perf_counter()
+        current[threading.get_ident()] = record
+        try:
+            return originals["_run_job"](job, *a)
+        finally:
+            record["job_end"] = time.perf_counter()
+            current.pop(threading.get_ident(), None)
+
+    def start_fill(*a):
+        submit = time.perf_counter()
+        job = originals["start_fill"](*a)
+        if job is not None:
+            job.__dict__.setdefault("trace", {})["submit"] = submit
+            timeline.append(job.trace)
+            result = job.result
+
+            def traced_result():
+                job.trace.setdefault("asked", time.perf_counter())
+                value = result()
+                job.trace.setdefault("got", time.perf_counter())
+                return value
+            job.result = traced_result
+        return job
+
+    backend.consume = phase("consume", originals["consume"])
+    backend.fill_bitmask = phase("fill", originals["fill_bitmask"])
+    manager._run_job = run_job
+    manager.start_fill = start_fill
+
+
+def timeline_summary(timeline: list[dict[str, float]]) -> dict[str, float]:
+    """Median and 90th percentile (ms) of each phase of the traced jobs (see `_trace_steps`)."""
+    spans = {"queue": ("submit", "job_start"), "ids": ("job_start", "consume_start"),
+             "consume": ("consume_start", "consume_end"), "between": ("consume_end", "fill_start"),
+             "fill": ("fill_start", "fill_end"), "after": ("fill_end", "job_end"),
+             "job": ("submit", "job_end"), "slack": ("submit", "asked"), "wait": ("asked", "got")}
+    out = {"jobs": len(timeline)}
+    for name, (a, b) in spans.items():
+        values = sorted(1e3 * (t[b] - t[a]) for t in timeline if a in t and b in t)
+        if values:
+            out[f"{name}_p50"] = values[len(values) // 2]
+            out[f"{name}_p90"] = values[int(0.9 * (len(values) - 1))]
+    return out
+
+
+def timed_chat(llm, convs, params, timeline: list | None = None) -> tuple[float, dict[str, float]]:
     """Seconds of one chat call, and milliseconds per masked step spent consuming tokens and
     filling masks (in the mask thread), waiting for them (engine thread) and consuming tokens on
     the engine thread (the ones that end a request, and the synchronous loop's)."""
@@ -99,6 +166,8 @@ def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
     manager._run_job = run_job
     manager.start_fill = start_fill
     manager.accept_step = accept_step
+    if timeline is not None:
+        _trace_steps(manager, timeline)
     try:
         start = time.perf_counter()
         outs = llm.chat(convs, params)
@@ -106,12 +175,37 @@ def timed_chat(llm, convs, params) -> tuple[float, dict[str, float]]:
     finally:
         for name in originals:
             delattr(manager, name)  # back to the class methods
+        for name in ("consume", "fill_bitmask"):
+            manager.backend.__dict__.pop(name, None)
     tokens = params.max_tokens
     for out in outs:
         if out.error is not None or out.outputs[0].finish_reason != "length" or len(out.outputs[0].token_ids) != tokens:
             raise SystemExit(f"run did not produce {tokens} tokens: {out.error or out.outputs[0].finish_reason}")
     steps = max(spent.pop("steps"), 1)
     return seconds, {k: 1e3 * v / steps for k, v in spent.items()}
+
+
+def measure(llm, batch: int, args, free, constrained, threads: int, interval: float) -> None:
+    """Prints one row: `batch` requests, unconstrained against JSON-constrained, best of repeats."""
+    convs = [[{"role": "user", "content": f"List the things needed for {TOPICS[i % len(TOPICS)]} as JSON "
+                                          f"(list {i})."}] for i in range(batch)]
+    best = {"free": None, "json": None}
+    for _ in range(args.repeats):
+        for mode, params in (("free", free), ("json", constrained)):
+            timeline = [] if args.timeline and mode == "json" else None
+            result = timed_chat(llm, convs, params, timeline)
+            if best[mode] is None or result[0] < best[mode][0]:
+                best[mode] = (*result, timeline)
+    tokens = batch * args.tokens
+    (free_s, _, _), (json_s, per_step, timeline) = best["free"], best["json"]
+    row = {"batch": batch, "mask_threads": threads, "switch_interval": interval, "settled": args.settle,
+           "tokens_per_request": args.tokens, "free_ms_per_token": 1e3 * free_s / tokens,
+           "json_ms_per_token": 1e3 * json_s / tokens, "slowdown_pct": 100 * (json_s / free_s - 1),
+           **{f"{k}_ms_per_step": v for k, v in per_step.items()}}
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+    if timeline:
+        summary = timeline_summary(timeline)
+        print("  timeline (ms):", json.dumps({k: round(v, 3) for k, v in summary.items()}), flush=True)
 
 
 def main() -> None:
@@ -125,6 +219,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="seconds: the thread switch interval while grammars are live (0: leave the default)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also print each phase of the mask thread's jobs (median, 90th percentile)")
+    parser.add_argument("--mask-threads", type=int, nargs="+", default=[0],
+                        help="llguidance threads for consuming and filling (0: its default); one row each")
     parser.add_argument("--settle", action="store_true",
                         help="wait until the grammar's extra templates are built before measuring")
     args = parser.parse_args()
@@ -145,24 +243,12 @@ def main() -> None:
     llm.chat([[{"role": "user", "content": "Hi"}]], [constrained])  # warm-up: tokenizer, grammar cache
     if args.settle:
         llm.engine.structured.backend.wait_for_templates()
-    rows = []
-    for batch in args.batch:
-        convs = [[{"role": "user", "content": f"List the things needed for {TOPICS[i % len(TOPICS)]} as JSON "
-                                              f"(list {i})."}] for i in range(batch)]
-        best = {"free": None, "json": None}
-        for _ in range(args.repeats):
-            for mode, params in (("free", free), ("json", constrained)):
-                result = timed_chat(llm, convs, params)
-                if best[mode] is None or result[0] < best[mode][0]:
-                    best[mode] = result
-        tokens = batch * args.tokens
-        (free_s, _), (json_s, per_step) = best["free"], best["json"]
-        row = {"batch": batch, "switch_interval": switch_module.FILL_SWITCH_INTERVAL_S, "settled": args.settle,
-               "tokens_per_request": args.tokens, "free_ms_per_token": 1e3 * free_s / tokens,
-               "json_ms_per_token": 1e3 * json_s / tokens, "slowdown_pct": 100 * (json_s / free_s - 1),
-               **{f"{k}_ms_per_step": v for k, v in per_step.items()}}
-        rows.append(row)
-        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+    backend = llm.engine.structured.backend
+    for threads in args.mask_threads:
+        backend._num_threads = threads or None   # read when the executor is (re)built
+        backend._executor = None
+        for batch in args.batch:
+            measure(llm, batch, args, free, constrained, threads, switch_module.FILL_SWITCH_INTERVAL_S)
     device = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
     print(f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
 

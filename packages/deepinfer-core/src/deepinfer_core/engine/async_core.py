@@ -15,9 +15,9 @@ The loop of `AsyncEngineCore.step`:
   5. advance the scheduler as if step N+1 were done (placeholders for its samples; length limits
      are known without the ids). Host work for step N overlaps device work for step N+1.
 
-Grammar rows: step N+1's masks need step N's ids. Right after step N+1 is launched (2), the
+Grammar rows: step N+1's masks need step N's ids. Just before step N+1 is launched (2), the
 mask thread is given step N+1's sampling rows; it waits for step N's ids to reach the host,
-consumes them in the grammars and fills step N+1's masks, while this thread
+consumes them in the grammars and fills step N+1's masks, while this thread launches step N+1,
 resolves step N, returns its outputs and schedules step N+2. Step N+1's draw is deferred until
 just before step N+2 is launched (step N+2's inputs need its ids): by then the masks are
 normally filled. Rows stopped while resolving step N are sampled too and their ids dropped (the
@@ -224,9 +224,10 @@ class AsyncEngineCore(EngineCore):
             chunks.append(chunk)
         self._finish_deferred(outputs)   # the masks were filled while this thread scheduled
         previous = self._inflight
-        model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
         sampling_rows = [r for (r, _), c in zip(sched.scheduled, chunks) if c.sample]
-        job = self._start_fill(sampling_rows, previous)   # launched first: the job waits for step N's ids
+        # Before the launch: the job waits for step N's ids while this thread launches step N+1.
+        job = self._start_fill(sampling_rows, previous)
+        model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
         self._inflight = None
         self._fail_masked(outputs)
         if previous is not None:  # host work for step N while the device runs step N+1

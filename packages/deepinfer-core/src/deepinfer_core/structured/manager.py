@@ -243,12 +243,15 @@ class StructuredOutputManager:
         wanted = {id(r) for r in masked}
         rows = []
         moves = MAX_MOVES_PER_FILL
+        states = [self._states.get(r.request_id) for r in masked]
+        grammars = {id(state.grammar): state.grammar for state in states if state is not None}
+        unbalanced = {key for key, grammar in grammars.items() if not grammar.balanced}   # once per fill
         for b, request in enumerate(requests):
             state = self._states.get(request.request_id)
             if state is not None and id(request) in wanted:
-                if moves > 0 and not state.grammar.balanced and self._rebalance(state):
+                if moves > 0 and id(state.grammar) in unbalanced and self._rebalance(state):
                     moves -= 1
-                rows.append((state.grammar.key, state.shard, b, state.matcher))
+                rows.append((id(state.grammar), state.shard, b, state.matcher))
         if not rows and not errors:
             return None
         rows.sort(key=lambda row: row[:3])   # rows of one template together (one thread each)
@@ -309,12 +312,13 @@ class StructuredOutputManager:
                     request.grammar_terminated = state.is_terminated
                 else:
                     errors[request.request_id] = self._rejected(request, token_ids, state)
-        singles.sort(key=lambda single: (single[2].grammar.key, single[2].shard))   # one template per thread
+        singles.sort(key=lambda single: (id(single[2].grammar), single[2].shard))   # one template per thread
         oks = self.backend.consume([(state.matcher, ids[0]) for _, ids, state in singles]) if singles else []
         for (request, token_ids, state), ok in zip(singles, oks):
-            if ok and not state.matcher.is_error():
+            if ok:   # False exactly when the matcher is in an error state
                 state.consumed(token_ids[0])
-                request.grammar_terminated = state.is_terminated
+                if token_ids[0] == request.eos_token_id:   # the only token `grammar_terminated` is read for
+                    request.grammar_terminated = state.is_terminated
             else:
                 errors[request.request_id] = self._rejected(request, token_ids, state)
         return errors
