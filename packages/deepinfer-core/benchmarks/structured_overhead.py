@@ -203,9 +203,31 @@ def measure(llm, batch: int, args, free, constrained, threads: int, interval: fl
            "json_ms_per_token": 1e3 * json_s / tokens, "slowdown_pct": 100 * (json_s / free_s - 1),
            **{f"{k}_ms_per_step": v for k, v in per_step.items()}}
     print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+    if args.profile is not None:
+        for mode, params in (("free", free), ("json", constrained)):
+            profile_chat(llm, convs, params, f"batch {batch}, {mode}, mask threads {threads}", args.profile)
     if timeline:
         summary = timeline_summary(timeline)
         print("  timeline (ms):", json.dumps({k: round(v, 3) for k, v in summary.items()}), flush=True)
+
+
+def profile_chat(llm, convs, params, label: str, path: Path) -> None:
+    """Appends to `path` the 30 costliest functions (own time, then cumulative) of one chat call,
+    profiled in the calling thread (the engine's; the mask thread is not profiled)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    llm.chat(convs, params)
+    profiler.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(30)
+    with open(path, "a") as f:
+        f.write(f"==== {label}\n{text.getvalue()}\n")
 
 
 def main() -> None:
@@ -223,6 +245,8 @@ def main() -> None:
                         help="also print each phase of the mask thread's jobs (median, 90th percentile)")
     parser.add_argument("--mask-threads", type=int, nargs="+", default=[0],
                         help="llguidance threads for consuming and filling (0: its default); one row each")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="append a cProfile (engine thread) of one more free and one more JSON run per row")
     parser.add_argument("--settle", action="store_true",
                         help="wait until the grammar's extra templates are built before measuring")
     args = parser.parse_args()

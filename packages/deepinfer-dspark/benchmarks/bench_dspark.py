@@ -83,6 +83,27 @@ def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) ->
     return {**runs[len(runs) // 2], "runs": len(runs)}
 
 
+def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
+    """Appends to `path` the 30 costliest functions (own time, then cumulative) of one more run,
+    profiled in the calling thread (the engine's)."""
+    import cProfile
+    import io
+    import pstats
+
+    from deepinfer_core import SamplingParams
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
+    profiler.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(30)
+    with open(path, "a") as f:
+        f.write(f"==== {label}\n{text.getvalue()}\n")
+
+
 def _numbers(outs: list, wall: float) -> dict:
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
@@ -111,6 +132,8 @@ def main() -> None:
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="append a cProfile of one more run per variant (largest concurrency, engine thread)")
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
     args = parser.parse_args()
     from deepinfer_core import LLM
@@ -154,6 +177,9 @@ def main() -> None:
             rows.append((c, name, r))
             print(c, name, {k: round(v, 2) for k, v in r.items()}, flush=True)
             write_table(rows, args.out)
+        if args.profile is not None:
+            profile_run(llm, pool[:max(args.concurrency)], args.max_tokens, f"{name} at {max(args.concurrency)}",
+                        args.profile)
         del llm
     print("\n".join(table(rows)))
 

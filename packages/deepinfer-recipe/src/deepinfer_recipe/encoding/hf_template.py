@@ -20,6 +20,8 @@ rendered text equals the plain rendering exactly.
 
 from __future__ import annotations
 
+import functools
+
 import json
 import re
 from collections.abc import Sequence
@@ -133,6 +135,20 @@ def _segments(rendered: str, originals: list[str]) -> Prompt:
     return b.build()
 
 
+@functools.lru_cache(maxsize=32)
+def _compiled(template: str) -> object:
+    """The template compiled once per source text (compiling costs milliseconds, more than a
+    render); a compiled jinja2 template renders from any thread."""
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    return env.from_string(template)
+
+
 def render_chat_template(
     template: str,
     conv: Conversation,
@@ -171,13 +187,6 @@ def render_chat_template(
         ValueError: the template split or rewrote protected client text.
         jinja2.TemplateError: the template itself failed (``raise_exception``).
     """
-    from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
     p = _Protector([*special_tokens, bos_token, eos_token])
     messages = [_message_dict(m, p, none_for_empty_call_content) for m in conv.messages]
     tools = [{"type": "function", "function": p.hide_all(t.function_dict())} for t in conv.tools] or None
@@ -191,5 +200,5 @@ def render_chat_template(
     if thinking_variables:
         variables.update(enable_thinking=conv.thinking, thinking=conv.thinking)
     variables.update(template_kwargs)
-    rendered = env.from_string(template).render(**variables)
+    rendered = _compiled(template).render(**variables)
     return _segments(rendered, p.originals)

@@ -18,8 +18,10 @@ Steps 3's tiles are ordered in groups of GROUP_M row tiles (as in Triton's matmu
 that tiles of one expert run together and share its weight tiles through the L2 cache.
 
 Launch configurations are chosen by the expected rows per expert, `T * top_k / E` (see
-`CONFIGS`). A token's result can differ in the last bits between configurations (another tile
-shape may use another MMA instruction); `batch_invariant=True` uses one fixed configuration.
+`CONFIGS`); the down GEMM may have its own block_n, block_k, num_warps and num_stages
+(`MoeConfig.down`), block_m and group_m are shared (block_m fixes the layout of step 2).
+A token's result can differ in the last bits between configurations (another tile shape may
+use another MMA instruction); `batch_invariant=True` uses one fixed configuration.
 """
 
 from __future__ import annotations
@@ -39,12 +41,15 @@ class MoeConfig:
     """Launch parameters of the two grouped GEMMs.
 
     Attributes:
-        block_m: rows (token, slot pairs) per tile; each expert's segment is padded to it.
-        block_n: output columns per tile.
-        block_k: reduction step.
-        group_m: row tiles that share a column tile before moving on (L2 reuse).
-        num_warps: warps per program.
-        num_stages: software-pipeline depth of the reduction loop.
+        block_m: rows (token, slot pairs) per tile, both GEMMs; each expert's segment is
+            padded to it (the layout of `align_by_expert`).
+        block_n: output columns per tile (gate/up GEMM; also down when `down` is None).
+        block_k: reduction step (same).
+        group_m: row tiles that share a column tile before moving on (L2 reuse), both GEMMs.
+        num_warps: warps per program (gate/up; also down when `down` is None).
+        num_stages: software-pipeline depth of the reduction loop (same).
+        down: (block_n, block_k, num_warps, num_stages) of the down GEMM, or None for the
+            gate/up values.
     """
 
     block_m: int
@@ -53,6 +58,15 @@ class MoeConfig:
     group_m: int
     num_warps: int
     num_stages: int
+    down: tuple[int, int, int, int] | None = None
+
+    def down_gemm(self) -> MoeConfig:
+        """The down GEMM's parameters as a config of their own (`down` None)."""
+        if self.down is None:
+            return self
+        block_n, block_k, num_warps, num_stages = self.down
+        return replace(self, block_n=block_n, block_k=block_k, num_warps=num_warps,
+                       num_stages=num_stages, down=None)
 
 
 CONFIGS: tuple[tuple[float, MoeConfig], ...] = (
@@ -63,7 +77,9 @@ CONFIGS: tuple[tuple[float, MoeConfig], ...] = (
 """(largest expected rows per expert `T * top_k / E`, config) buckets, first match wins.
 From benchmarks/tune_moe.py on an H200 (bf16, E=64 top-8 and E=8 top-2, H=2048): each is
 the best of a 64-configuration grid at T = 16, 256, 1024 and 4096, or within 2% of it.
-float32 runs halve block_k (`for_dtype`): the tiles above would not fit in shared memory."""
+float32 runs halve block_k (`for_dtype`): the tiles above would not fit in shared memory.
+`down` is None in all of them (the down GEMM uses the gate/up parameters) until
+`tune_moe.py --per-gemm` on a GPU finds better down parameters."""
 
 FIXED_CONFIG = MoeConfig(64, 64, 64, 8, 4, 4)
 """One configuration for every T: batch-invariant results (at some cost at the extremes)."""
@@ -184,10 +200,15 @@ def _combine_kernel(parts_ptr, out_ptr, hidden, out_stride, TOP_K: tl.constexpr,
 
 
 def for_dtype(cfg: MoeConfig, dtype: torch.dtype) -> MoeConfig:
-    """float32 tiles take twice the shared memory: halve the reduction step, at most 3 stages."""
+    """float32 tiles take twice the shared memory: halve the reduction step, at most 3 stages
+    (for both GEMMs)."""
     if dtype != torch.float32:
         return cfg
-    return replace(cfg, block_k=max(16, cfg.block_k // 2), num_stages=min(cfg.num_stages, 3))
+    down = cfg.down
+    if down is not None:
+        down = (down[0], max(16, down[1] // 2), down[2], min(down[3], 3))
+    return replace(cfg, block_k=max(16, cfg.block_k // 2), num_stages=min(cfg.num_stages, 3),
+                   down=down)
 
 
 def _launch_args(cfg: MoeConfig, device: torch.device, dtype: torch.dtype) -> dict:
@@ -200,7 +221,13 @@ def _launch_args(cfg: MoeConfig, device: torch.device, dtype: torch.dtype) -> di
 def gate_up(hidden: torch.Tensor, w13: torch.Tensor, sorted_pairs: torch.Tensor,
             tile_experts: torch.Tensor, top_k: int, cfg: MoeConfig) -> torch.Tensor:
     """[rows of the sorted layout, I] `silu(x Wg^T) * (x Wu^T)` in `hidden.dtype` (padding
-    rows unwritten)."""
+    rows unwritten).
+
+    Args:
+        hidden: [T, H]; w13: [E, 2I, H], unit stride along H.
+        sorted_pairs, tile_experts: from `align_by_expert(ids, E, cfg.block_m)`.
+        top_k: slots per token. cfg: launch parameters (the gate/up ones; used as given).
+    """
     experts, inter = w13.shape[0], w13.shape[1] // 2
     num_m = tile_experts.shape[0]
     act = torch.empty((num_m * cfg.block_m, inter), dtype=hidden.dtype, device=hidden.device)
@@ -214,7 +241,15 @@ def gate_up(hidden: torch.Tensor, w13: torch.Tensor, sorted_pairs: torch.Tensor,
 
 def down(act: torch.Tensor, w2: torch.Tensor, sorted_pairs: torch.Tensor,
          tile_experts: torch.Tensor, weights: torch.Tensor, cfg: MoeConfig) -> torch.Tensor:
-    """[T * top_k, H] `weight * (act W2^T)` per (token, slot) pair, in `act.dtype`."""
+    """[T * top_k, H] `weight * (act W2^T)` per (token, slot) pair, in `act.dtype`.
+
+    Args:
+        act: [rows of the sorted layout, I], unit stride along I (from `gate_up`).
+        w2: [E, H, I], unit stride along I. weights: [T, top_k] float32, contiguous.
+        sorted_pairs, tile_experts: from `align_by_expert(ids, E, cfg.block_m)`.
+        cfg: launch parameters; `cfg.down_gemm()` is launched.
+    """
+    cfg = cfg.down_gemm()
     experts, size, inter = w2.shape
     pairs = weights.numel()
     num_m = tile_experts.shape[0]
