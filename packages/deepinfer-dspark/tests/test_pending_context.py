@@ -78,3 +78,50 @@ def test_a_request_id_reused_after_drop_keeps_its_new_rows():
     pending.add_step(["x", "y"], [0, 1], [1, 1], [0, 1], rows([0, 1]) + 50.0)   # a new "x"
     out = {rid: (pos, feats[:, 0].tolist()) for rid, pos, feats in pending.take(lambda rid: 0)}
     assert out == {"x": ([0], [50.0]), "y": ([0, 1], [0.0, 51.0])}
+
+
+def test_random_steps_match_a_position_by_position_merge():
+    """Steps with restarts (recomputes), repeats, gaps and drops: each request gets, from
+    `held`, the first buffered copy of every position up to the first missing one."""
+    gen = torch.Generator().manual_seed(1)
+    for trial in range(40):
+        pending, log = PendingContext(), []
+        nxt = {rid: 0 for rid in "abcd"}
+        dropped_at = {}
+        for step in range(int(torch.randint(1, 8, (1,), generator=gen))):
+            ids, firsts, counts, starts, row = [], [], [], [], 0
+            for rid in "abcd":
+                if torch.rand(1, generator=gen) < 0.3:
+                    continue
+                roll = float(torch.rand(1, generator=gen))
+                first = 0 if roll < 0.1 else nxt[rid] + (2 if roll > 0.9 else 0)   # restart, gap
+                n = int(torch.randint(0, 4, (1,), generator=gen))
+                ids.append(rid), firsts.append(first), counts.append(n), starts.append(row)
+                row += n
+                nxt[rid] = max(nxt[rid], first + n)
+            feats = torch.randn(row, 2, generator=gen)
+            pending.add_step(ids, firsts, counts, starts, feats)
+            log.append((ids, firsts, counts, starts, feats))
+            if torch.rand(1, generator=gen) < 0.15:
+                victim = "abcd"[int(torch.randint(0, 4, (1,), generator=gen))]
+                pending.drop(victim)
+                dropped_at[victim] = len(log)
+        held = {rid: int(torch.randint(0, 3, (1,), generator=gen)) for rid in "abcd"}
+        want = {}
+        for rid in "abcd":
+            copies = {}
+            for number, (ids, firsts, counts, starts, feats) in enumerate(log):
+                if number < dropped_at.get(rid, 0):
+                    continue
+                for r, f, n, s in zip(ids, firsts, counts, starts):
+                    for i in range(n if r == rid else 0):
+                        copies.setdefault(f + i, feats[s + i])
+            p = held[rid]
+            while p in copies:
+                p += 1
+            if p > held[rid]:
+                want[rid] = (list(range(held[rid], p)), torch.stack([copies[q] for q in range(held[rid], p)]))
+        got = {rid: (pos, f) for rid, pos, f in pending.take(held.__getitem__)}
+        assert sorted(got) == sorted(want), trial
+        for rid in want:
+            assert got[rid][0] == want[rid][0] and torch.equal(got[rid][1], want[rid][1]), (trial, rid)

@@ -111,6 +111,31 @@ def test_every_config_matches_reference():
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["softmax_odd", "sigmoid_bias_groups"])
+def test_down_config_of_its_own_matches_reference(name, dtype):
+    """The down GEMM launched with other block_n, block_k, num_warps and num_stages than
+    gate/up (odd sizes: masked columns and reduction tails in both GEMMs)."""
+    from deepinfer_kernels.backends.triton.moe import MoeConfig, fused_moe
+
+    cfg = MoeConfig(16, 16, 16, 2, 1, 1, down=(32, 32, 2, 2))
+    args = _inputs(SPECS[name], dtype, seed=5)
+    want = ops.fused_moe(*args, backend="reference")
+    poison_allocator(DEVICE)
+    _assert_close(fused_moe(*args, config=cfg), want, dtype)
+
+
+def test_config_for_dtype_and_down_gemm():
+    from deepinfer_kernels.backends.triton.moe import MoeConfig, for_dtype
+
+    cfg = MoeConfig(64, 128, 64, 8, 4, 4, down=(256, 128, 8, 5))
+    assert cfg.down_gemm() == MoeConfig(64, 256, 128, 8, 8, 5)
+    assert MoeConfig(64, 128, 64, 8, 4, 4).down_gemm() == MoeConfig(64, 128, 64, 8, 4, 4)
+    assert for_dtype(cfg, torch.bfloat16) == cfg
+    assert for_dtype(cfg, torch.float32) == MoeConfig(64, 128, 32, 8, 4, 3, down=(256, 64, 8, 3))
+    assert for_dtype(MoeConfig(16, 16, 16, 2, 1, 1), torch.float32) == MoeConfig(16, 16, 16, 2, 1, 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_fused_moe_is_batch_invariant(dtype):
     from deepinfer_kernels.backends.triton.moe import FIXED_CONFIG, INTERPRETER_CONFIG, fused_moe
 

@@ -21,6 +21,8 @@ only on its own inputs, so draws are seeded and batch invariant.
 
 from __future__ import annotations
 
+import itertools
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -188,7 +190,8 @@ class DSparkDraftRunner:
         if not items:
             return
         features = torch.cat([f.to(device) for _, _, f in items])
-        pos = torch.tensor([p for _, positions, _ in items for p in positions], dtype=torch.int64, device=device)
+        pos = torch.tensor(list(itertools.chain.from_iterable(positions for _, positions, _ in items)),
+                           dtype=torch.int64, device=device)
         k, v = drafter.context_kv(features, pos)                       # [L, sum n, H_kv, D]
         offset = 0
         for request_id, positions, _ in items:

@@ -18,7 +18,13 @@ import torch
 
 
 class PendingContext:
-    """Buffered `(request_id, positions, features)` observations, merged per request on `take`.
+    """Buffered observations in arrival order, merged per request on `take`.
+
+    Every observation is kept as a step: `(request ids, first positions, counts, row starts,
+    features [rows, A])`, request i owning rows `row_starts[i] : row_starts[i] + counts[i]` at
+    positions `first_positions[i], ...`. `take` joins all buffered features once and gathers each
+    request's rows with one `index_select`, so a flush costs a few tensor ops plus Python work per
+    (request, step), not a tensor slice per (request, step).
 
     Args:
         max_rows: buffered rows (all requests) above which `full` turns True (the caller then
@@ -27,9 +33,9 @@ class PendingContext:
 
     def __init__(self, max_rows: int = 16384) -> None:
         self.max_rows = max_rows
-        self._items: dict[str, list[tuple[list[int], torch.Tensor]]] = {}
         self._steps: list[tuple[list[str], list[int], list[int], list[int], torch.Tensor]] = []
         self._dropped: dict[str, int] = {}   # id -> buffered steps when it finished (an id may come back)
+        self._item_rows: dict[str, int] = {}  # id -> rows added by `add` since its last drop
         self._rows = 0
 
     def __len__(self) -> int:
@@ -41,10 +47,20 @@ class PendingContext:
 
     def add(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         """Keeps a step's observations (features `[n, A]`, one row per position)."""
+        ids, firsts, counts, starts, parts, row = [], [], [], [], [], 0
         for request_id, positions, features in items:
-            if len(positions):
-                self._items.setdefault(request_id, []).append((list(positions), features))
-                self._rows += len(positions)
+            positions = list(positions)
+            for lo, hi in _contiguous_runs(positions):
+                ids.append(request_id)
+                firsts.append(positions[lo])
+                counts.append(hi - lo)
+                starts.append(row + lo)
+            if positions:
+                parts.append(features)
+                row += len(positions)
+                self._item_rows[request_id] = self._item_rows.get(request_id, 0) + len(positions)
+        if parts:
+            self.add_step(ids, firsts, counts, starts, torch.cat(parts) if len(parts) > 1 else parts[0])
 
     def add_step(self, request_ids: list[str], first_positions: list[int], counts: list[int],
                  row_starts: list[int], features: torch.Tensor) -> None:
@@ -54,23 +70,11 @@ class PendingContext:
         self._rows += sum(counts)
 
     def drop(self, request_id: str) -> None:
-        """Forgets a request's buffered rows (it finished or was aborted); its rows in buffered
-        steps are skipped when they are split (they count towards `full` until then)."""
-        for positions, _ in self._items.pop(request_id, []):
-            self._rows -= len(positions)
+        """Forgets a request's buffered rows (it finished or was aborted). Rows given by `add`
+        stop counting at once; rows of `add_step` steps count towards `full` until `take`."""
+        self._rows -= self._item_rows.pop(request_id, 0)
         if self._steps:
             self._dropped[request_id] = len(self._steps)
-
-    def _expand(self) -> None:
-        """Splits the buffered steps into per-request rows (`add`'s layout)."""
-        steps, self._steps = self._steps, []
-        dropped, self._dropped = self._dropped, {}
-        for number, (request_ids, firsts, counts, starts, features) in enumerate(steps):
-            for request_id, first, n, row in zip(request_ids, firsts, counts, starts):
-                if number < dropped.get(request_id, 0):   # observed before its request ended
-                    self._rows -= n
-                elif n:
-                    self._items.setdefault(request_id, []).append((list(range(first, first + n)), features[row:row + n]))
 
     def take(self, held: Callable[[str], int]) -> list[tuple[str, list[int], torch.Tensor]]:
         """Empties the buffer into one item per request: positions `held(id), held(id) + 1, ...`.
@@ -82,35 +86,73 @@ class PendingContext:
         Returns:
             `(request_id, positions, features [n, A])` items for `observe_batch`.
         """
-        self._expand()
-        out = []
-        for request_id, chunks in self._items.items():
-            start = held(request_id)
-            first_row: dict[int, tuple[int, int]] = {}
-            for c, (positions, _) in enumerate(chunks):
-                for i, p in enumerate(positions):
-                    if p >= start and p not in first_row:
-                        first_row[p] = (c, i)
-            n = 0
-            while start + n in first_row:
-                n += 1
-            if n:
-                out.append((request_id, list(range(start, start + n)),
-                            _gather(chunks, [first_row[start + j] for j in range(n)])))
-        self._items.clear()
+        steps, self._steps = self._steps, []
+        dropped, self._dropped = self._dropped, {}
+        self._item_rows.clear()
         self._rows = 0
+        segments: dict[str, list[tuple[int, int, int]]] = {}   # id -> (first position, count, joined row)
+        base = 0
+        for number, (request_ids, firsts, counts, starts, features) in enumerate(steps):
+            for request_id, first, n, row in zip(request_ids, firsts, counts, starts):
+                if n and number >= dropped.get(request_id, 0):   # else observed before its request ended
+                    segments.setdefault(request_id, []).append((first, n, base + row))
+            base += features.shape[0]
+        index: list[int] = []
+        runs = []
+        for request_id, segs in segments.items():
+            start = held(request_id)
+            rows = _first_copies(segs, start)
+            if rows:
+                runs.append((request_id, start, len(rows)))
+                index.extend(rows)
+        if not runs:
+            return []
+        joined = torch.cat([s[4] for s in steps]) if len(steps) > 1 else steps[0][4]
+        gathered = joined.index_select(0, torch.tensor(index, dtype=torch.int64, device=joined.device))
+        out, offset = [], 0
+        for request_id, start, n in runs:
+            out.append((request_id, list(range(start, start + n)), gathered[offset:offset + n]))
+            offset += n
         return out
 
 
-def _gather(chunks: list[tuple[list[int], torch.Tensor]], rows: list[tuple[int, int]]) -> torch.Tensor:
-    """Rows `(chunk, index)` in order, copied slice by slice (runs of one chunk are contiguous)."""
-    parts, run_c, run_lo, run_hi = [], None, 0, 0
-    for c, i in rows:
-        if c == run_c and i == run_hi:
-            run_hi += 1
+def _contiguous_runs(positions: list[int]) -> list[tuple[int, int]]:
+    """`[lo, hi)` index ranges of `positions` whose values go up by one."""
+    runs, lo = [], 0
+    for i in range(1, len(positions) + 1):
+        if i == len(positions) or positions[i] != positions[i - 1] + 1:
+            runs.append((lo, i))
+            lo = i
+    return runs
+
+
+def _first_copies(segments: list[tuple[int, int, int]], start: int) -> list[int]:
+    """Joined rows of positions `start, start + 1, ...` (each from the first segment, in order,
+    that holds it) up to the first position no segment holds.
+
+    Args:
+        segments: `(first position, count, first joined row)` in arrival order.
+    """
+    rows: list[int] = []
+    expected = start
+    for first, n, row in segments:
+        if first + n <= expected:        # held already, or a repeat of rows taken
             continue
-        if run_c is not None:
-            parts.append(chunks[run_c][1][run_lo:run_hi])
-        run_c, run_lo, run_hi = c, i, i + 1
-    parts.append(chunks[run_c][1][run_lo:run_hi])
-    return torch.cat(parts)
+        if first > expected:             # a gap so far: a later segment may fill it
+            return _first_copies_slow(segments, start)
+        rows.extend(range(row + expected - first, row + n))
+        expected = first + n
+    return rows
+
+
+def _first_copies_slow(segments: list[tuple[int, int, int]], start: int) -> list[int]:
+    """`_first_copies` position by position (segments out of order)."""
+    first_row: dict[int, int] = {}
+    for first, n, row in segments:
+        for i in range(n):
+            if first + i >= start:
+                first_row.setdefault(first + i, row + i)
+    rows = []
+    while start + len(rows) in first_row:
+        rows.append(first_row[start + len(rows)])
+    return rows

@@ -106,7 +106,7 @@ def _tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
     return first_m + (pid % per_group) % size, (pid % per_group) // size
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_pairs", "num_experts", "top_k", "num_m"])
 def _gate_up_kernel(x_ptr, w_ptr, act_ptr, pairs_ptr, tile_expert_ptr, num_pairs, num_experts,
                     top_k, hidden, inter, num_m, x_stride, w_stride_e, w_stride_n, act_stride,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -150,7 +150,7 @@ def _gate_up_kernel(x_ptr, w_ptr, act_ptr, pairs_ptr, tile_expert_ptr, num_pairs
     tl.store(out, act.to(act_ptr.dtype.element_ty), mask=row_ok[:, None] & n_ok[None, :])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_pairs", "num_experts", "num_m"])
 def _down_kernel(act_ptr, w_ptr, out_ptr, pairs_ptr, tile_expert_ptr, weights_ptr, num_pairs,
                  num_experts, hidden, inter, num_m, act_stride, w_stride_e, w_stride_n,
                  out_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,

@@ -79,7 +79,7 @@ def _top_k(choice, scores, e, num_experts, TOP_K: tl.constexpr, BLOCK_T: tl.cons
     return ids, weights
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_tokens"])
 def _route_kernel(logits_ptr, bias_ptr, weights_ptr, ids_ptr, num_tokens, num_experts,
                   logits_stride, scale, TOP_K: tl.constexpr, SIGMOID: tl.constexpr,
                   HAS_BIAS: tl.constexpr, N_GROUP: tl.constexpr, TOPK_GROUP: tl.constexpr,
@@ -158,7 +158,7 @@ def max_blocks(num_pairs: int, num_experts: int, block_m: int) -> int:
     return triton.cdiv(num_pairs + min(num_experts, num_pairs) * (block_m - 1), block_m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_pairs"])
 def _count_kernel(ids_ptr, counts_ptr, num_pairs, num_experts, CHUNK: tl.constexpr,
                   BLOCK_E: tl.constexpr):
     """counts[c, e]: pairs of chunk c (pairs [c * CHUNK, (c + 1) * CHUNK)) routed to expert e,
@@ -172,7 +172,7 @@ def _count_kernel(ids_ptr, counts_ptr, num_pairs, num_experts, CHUNK: tl.constex
         tl.store(counts_ptr + c * num_experts + e, counts, mask=e < num_experts)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_chunks"])
 def _offsets_kernel(counts_ptr, bounds_ptr, num_chunks, num_experts, BLOCK_M: tl.constexpr,
                     BLOCK_E: tl.constexpr, ROWS: tl.constexpr):
     """One program, two passes over counts [num_chunks, E] (ROWS chunks at a time).
@@ -235,7 +235,7 @@ def _tiles(bounds_ptr, pairs_ptr, tile_expert_ptr, b, num_pairs, num_experts, nu
              mask=rows >= pairs_end[:, None])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_pairs", "num_chunks", "num_tiles"])
 def _place_kernel(ids_ptr, base_ptr, bounds_ptr, pairs_ptr, tile_expert_ptr, num_pairs,
                   num_experts, num_chunks, num_tiles, CHUNK: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, TILES: tl.constexpr):
