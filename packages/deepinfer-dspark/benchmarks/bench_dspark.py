@@ -21,6 +21,7 @@ Usage (GPU machine, repository root, target GGUF or HF folder and a trained draf
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from pathlib import Path
@@ -128,7 +129,7 @@ def main() -> None:
                         help="batch sizes of the SPS measurement (with the concurrencies)")
     parser.add_argument("--save-sps", type=Path, default=None, help="write the SPS profile used here")
     parser.add_argument("--variants", nargs="+", default=None,
-                        help="run only these methods (none, confidence, fixed-K); default all")
+                        help="run only these methods (none, confidence, fixed-K), in this order; default all")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
@@ -163,7 +164,7 @@ def main() -> None:
         unknown = set(args.variants) - set(variants)
         if unknown:
             raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
-        variants = {k: v for k, v in variants.items() if k in args.variants}
+        variants = {k: variants[k] for k in args.variants}   # in the order given
     for name, spec in variants.items():  # one engine per variant, reused across concurrencies
         if args.budget is not None and time.perf_counter() - t0 > args.budget:
             print(f"{name}: skipped (budget spent)", flush=True)
@@ -180,7 +181,9 @@ def main() -> None:
         if args.profile is not None:
             profile_run(llm, pool[:max(args.concurrency)], args.max_tokens, f"{name} at {max(args.concurrency)}",
                         args.profile)
+        llm.close()   # its threads and the switch interval; then its memory, before the next engine
         del llm
+        gc.collect()
     print("\n".join(table(rows)))
 
 

@@ -25,6 +25,7 @@ import itertools
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -110,10 +111,11 @@ def gemm_grid(gemm: str, block_m: int, max_configs: int) -> tuple[list[moe.MoeCo
     every = [moe.MoeConfig(block_m, n, k, 8, w, s) for n, k, w, s in
              itertools.product((64, 128, 256), (64, 128), (4, 8), (3, 4, 5))]
     fits = [cfg for cfg in every if gemm_fits(gemm, cfg)]
+    pruned = len(every) - len(fits)
     if 0 < max_configs < len(fits):
         step = len(fits) / max_configs
         fits = [fits[int(i * step)] for i in range(max_configs)]
-    return fits, len(every) - len([cfg for cfg in every if gemm_fits(gemm, cfg)])
+    return fits, pruned
 
 
 def short(cfg: moe.MoeConfig) -> str:
@@ -137,9 +139,10 @@ def gemm_references(work: tuple, weights: torch.Tensor, ids: torch.Tensor
     return act, parts
 
 
-def sweep_gemm(gemm: str, configs: list[moe.MoeConfig], run, check) -> tuple[list, list, list]:
-    """(timed [(us, err, cfg)] fastest first, failed [(cfg, error)], wrong [(err, cfg)]):
-    `run(cfg)` launches the GEMM, `check(out)` its relative L2 error (wrong if >= 2e-2)."""
+def sweep_gemm(configs: list[moe.MoeConfig], run, check) -> tuple[list, list, list]:
+    """(timed [(us, err, cfg)] fastest first, failed [(cfg, error)], wrong [(us, err, cfg)]):
+    `run(cfg)` launches the GEMM, `check(out)` its relative L2 error (wrong if >= 2e-2).
+    A config that fails to compile or launch (shared memory, registers) is counted as failed."""
     timed, failed, wrong = [], [], []
     for cfg in configs:
         try:
@@ -184,7 +187,7 @@ def per_gemm_block(work, weights, ids, refs, block_m: int, max_configs: int) -> 
     }
     for gemm, (run, check) in gemms.items():
         configs, pruned = gemm_grid(gemm, block_m, max_configs)
-        timed, failed, wrong = sweep_gemm(gemm, configs, run, check)
+        timed, failed, wrong = sweep_gemm(configs, run, check)
         result[gemm] = {"timed": timed, "failed": failed, "wrong": wrong, "pruned": pruned}
         torch.cuda.empty_cache()
     return result
@@ -200,6 +203,9 @@ def print_block(res: dict, dense: tuple[float, float]) -> None:
         print(f"    {gemm:7s} x{ratio:.2f} dense: {best}")
         for us, err, cfg in res[gemm]["wrong"]:
             print(f"    WRONG {gemm} {short(cfg)}: rel err {err:.1e} ({us:.1f} us)")
+        kinds = Counter(why.split(":")[0] for _, why in res[gemm]["failed"])
+        if kinds:
+            print(f"    {gemm} failed: " + ", ".join(f"{k} x{n}" for k, n in kinds.items()))
 
 
 def suggestion(blocks: list[dict]) -> str:
@@ -231,6 +237,11 @@ def count_estimate(shapes: list, token_list: list[int], max_configs: int) -> str
 
 def per_gemm_main(shapes: list, token_list: list[int], max_configs: int, json_path: str,
                   count_only: bool) -> None:
+    """Per shape and T: routing time and dense cuBLAS time of each GEMM; per block_m the align
+    time, then the 3 fastest correct configs of each GEMM (us, `nBLOCK_N kBLOCK_K wWARPS
+    sSTAGES`), every WRONG one (relative L2 error >= 2e-2 against float32 torch) and the
+    failure kinds; then the block_m with the smallest align + GEMM sum as a MoeConfig.
+    `json_path` (rewritten after each shape and T): every timing."""
     print(count_estimate(shapes, token_list, max_configs), flush=True)
     if count_only:
         return
@@ -255,9 +266,9 @@ def per_gemm_main(shapes: list, token_list: list[int], max_configs: int, json_pa
                         "dense_down_us": dense[1], "blocks": [jsonable(b) for b in blocks]})
         del work, refs
         torch.cuda.empty_cache()
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump(results, f, indent=1)
+        if json_path:
+            with open(json_path, "w") as f:
+                json.dump(results, f, indent=1)
 
 
 def jsonable(block: dict) -> dict:

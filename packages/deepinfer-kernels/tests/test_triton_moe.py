@@ -132,7 +132,8 @@ def test_config_for_dtype_and_down_gemm():
     assert MoeConfig(64, 128, 64, 8, 4, 4).down_gemm() == MoeConfig(64, 128, 64, 8, 4, 4)
     assert for_dtype(cfg, torch.bfloat16) == cfg
     assert for_dtype(cfg, torch.float32) == MoeConfig(64, 128, 32, 8, 4, 3, down=(256, 64, 8, 3))
-    assert for_dtype(MoeConfig(16, 16, 16, 2, 1, 1), torch.float32) == MoeConfig(16, 16, 16, 2, 1, 1)
+    small = MoeConfig(16, 16, 16, 2, 1, 1)
+    assert for_dtype(small, torch.float32) == small
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -282,7 +282,8 @@ def align_by_expert(ids: torch.Tensor, num_experts: int, block_m: int
     _count_kernel[(num_chunks,)](ids, counts, pairs, num_experts, CHUNK=CHUNK,
                                  BLOCK_E=min(block_e, 64))
     _offsets_kernel[(1,)](counts, bounds, num_chunks, num_experts, BLOCK_M=block_m,
-                          BLOCK_E=block_e, ROWS=max(1, 16384 // block_e), num_warps=8)
+                          BLOCK_E=block_e, ROWS=min(256, max(1, 8192 // block_e)),
+                          num_warps=8)                 # [ROWS, E] <= 8K: no register spills
     tiles = max(1, 4096 // max(block_e, block_m))          # [TILES, E] and [TILES, BLOCK_M]
     _place_kernel[(num_chunks + triton.cdiv(blocks, tiles),)](
         ids, counts, bounds, sorted_pairs, tile_experts, pairs, num_experts, num_chunks,
