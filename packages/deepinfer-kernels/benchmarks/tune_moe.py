@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+from dataclasses import replace
 import sys
 import time
 from collections import Counter
@@ -42,8 +43,9 @@ HIDDEN = 2048
 
 
 def grid(quick: bool) -> list[moe.MoeConfig]:
-    if quick:
-        return [cfg for _, cfg in moe.CONFIGS] + [moe.FIXED_CONFIG]
+    if quick:   # the buckets, each also without split tiles, and the batch-invariant config
+        buckets = [cfg for _, cfg in moe.CONFIGS]
+        return buckets + [replace(cfg, split_tiles=False) for cfg in buckets] + [moe.FIXED_CONFIG]
     return [moe.MoeConfig(m, n, k, 8, w, s) for m, n, k, w, s in
             itertools.product((16, 32, 64, 128), (64, 128), (64, 128), (4, 8), (3, 4))]
 

@@ -124,6 +124,27 @@ def test_down_config_of_its_own_matches_reference(name, dtype):
     _assert_close(fused_moe(*args, config=cfg), want, dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_split_tiles_match_reference_and_unsplit(dtype):
+    """block_m 32: experts whose last tile holds <= 16 valid rows take the half-tile path, the
+    others the full one (30 tokens x top-3 over 5 experts: 18 rows an expert on average, so both
+    paths run); split and unsplit tiles agree with the reference."""
+    from deepinfer_kernels.backends.triton.moe import MoeConfig, fused_moe
+
+    spec = (30, 32, 24, 5, 3, "softmax", False, None, True, 1.0)
+    args = _inputs(spec, dtype, seed=6)
+    want = ops.fused_moe(*args, backend="reference")
+    split = MoeConfig(32, 16, 16, 2, 1, 1, down=(32, 16, 1, 1))
+    poison_allocator(DEVICE)
+    got = fused_moe(*args, config=split)
+    _assert_close(got, want, dtype)
+    whole = fused_moe(*args, config=MoeConfig(32, 16, 16, 2, 1, 1, down=(32, 16, 1, 1), split_tiles=False))
+    _assert_close(got, whole, dtype)
+    ids = reference_select(*args[1:2], *args[4:])[1]
+    rows = torch.bincount(ids.flatten().long(), minlength=5) % 32
+    assert ((rows > 0) & (rows <= 16)).any() and (rows > 16).any()   # both paths were taken
+
+
 def test_config_for_dtype_and_down_gemm():
     from deepinfer_kernels.backends.triton.moe import MoeConfig, for_dtype
 

@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""The two grouped GEMMs of the Triton fused MoE (see `moe.py` for the whole op).
+
+Rows are (token, slot) pairs in the expert-sorted, BLOCK_M-padded layout of
+`moe_routing.align_by_expert`: a tile of BLOCK_M rows belongs to one expert, its valid rows come
+first and padding rows (pair index `num_pairs`) last. With `split_tiles`, a tile whose second half
+is all padding computes only its first half (a BLOCK_M / 2 tile): the last tile of each expert is
+on average half padding, so this saves about half the padded work (at T=4096, E=64, top-8,
+BLOCK_M=128: 12.5% of the rows are padding). A row's result then depends on its tile's shape,
+which depends on how many rows its expert got in the batch: `FIXED_CONFIG` (batch-invariant
+mode) does not split.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+import triton
+import triton.language as tl
+
+from deepinfer_kernels.backends.triton.attention_common import dot_precision, upcast_dots
+
+if TYPE_CHECKING:
+    from deepinfer_kernels.backends.triton.moe import MoeConfig
+
+
+@triton.jit
+def _tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
+    """(row tile, column tile) of program `pid`: GROUP_M row tiles sweep each column tile."""
+    per_group = GROUP_M * num_n
+    first_m = (pid // per_group) * GROUP_M
+    size = tl.minimum(num_m - first_m, GROUP_M)
+    return first_m + (pid % per_group) % size, (pid % per_group) // size
+
+
+@triton.jit
+def _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first_row, pid_n, num_pairs, top_k,
+                  hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, ROWS: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
+                  PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """`act[rows] = silu(x Wg^T) * (x Wu^T)` for ROWS rows from `first_row`, one column tile."""
+    rows = first_row + tl.arange(0, ROWS)
+    pair = tl.load(pairs_ptr + rows)
+    row_ok = pair < num_pairs
+    token = (pair // top_k).to(tl.int64)
+    n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < inter
+    k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + token[:, None] * x_stride + k[None, :]
+    g_ptrs = w_ptr + expert * w_stride_e + n[None, :].to(tl.int64) * w_stride_n + k[:, None]
+    u_ptrs = g_ptrs + inter * w_stride_n
+    gate = tl.zeros([ROWS, BLOCK_N], tl.float32)
+    up = tl.zeros([ROWS, BLOCK_N], tl.float32)
+    for k0 in range(0, hidden, BLOCK_K):
+        if EVEN_K:
+            a = tl.load(x_ptrs, mask=row_ok[:, None], other=0.0)
+            wg = tl.load(g_ptrs, mask=n_ok[None, :], other=0.0)
+            wu = tl.load(u_ptrs, mask=n_ok[None, :], other=0.0)
+        else:
+            k_ok = k0 + k < hidden
+            a = tl.load(x_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+            wg = tl.load(g_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+            wu = tl.load(u_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        if UPCAST:
+            a, wg, wu = a.to(tl.float32), wg.to(tl.float32), wu.to(tl.float32)
+        gate = tl.dot(a, wg, gate, input_precision=PRECISION)
+        up = tl.dot(a, wu, up, input_precision=PRECISION)
+        x_ptrs += BLOCK_K
+        g_ptrs += BLOCK_K
+        u_ptrs += BLOCK_K
+    act = gate / (1.0 + tl.exp(-gate)) * up
+    out = act_ptr + rows[:, None].to(tl.int64) * act_stride + n[None, :]
+    tl.store(out, act.to(act_ptr.dtype.element_ty), mask=row_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit(do_not_specialize=["num_pairs", "num_experts", "top_k", "num_m"])
+def _gate_up_kernel(x_ptr, w_ptr, act_ptr, pairs_ptr, tile_expert_ptr, num_pairs, num_experts,
+                    top_k, hidden, inter, num_m, x_stride, w_stride_e, w_stride_n, act_stride,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, PRECISION: tl.constexpr,
+                    UPCAST: tl.constexpr, SPLIT: tl.constexpr):
+    pid_m, pid_n = _tile(tl.program_id(0), num_m, tl.cdiv(inter, BLOCK_N), GROUP_M)
+    expert = tl.load(tile_expert_ptr + pid_m).to(tl.int64)
+    if expert >= num_experts:                         # a tile past the last expert's segment
+        return
+    first = pid_m * BLOCK_M
+    if SPLIT:
+        if tl.load(pairs_ptr + first + BLOCK_M // 2) < num_pairs:   # valid rows past the half
+            _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first, pid_n, num_pairs, top_k,
+                          hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, BLOCK_M,
+                          BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+        else:
+            _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first, pid_n, num_pairs, top_k,
+                          hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, BLOCK_M // 2,
+                          BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+    else:
+        _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first, pid_n, num_pairs, top_k,
+                      hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, BLOCK_M,
+                      BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+
+
+@triton.jit
+def _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first_row, pid_n,
+               num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
+               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               EVEN_K: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """`out[pair] = weight * (act W2^T)` for ROWS rows from `first_row`, one column tile."""
+    rows = first_row + tl.arange(0, ROWS)
+    pair = tl.load(pairs_ptr + rows)
+    row_ok = pair < num_pairs
+    n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < hidden
+    k = tl.arange(0, BLOCK_K)
+    a_ptrs = act_ptr + rows[:, None].to(tl.int64) * act_stride + k[None, :]
+    w_ptrs = w_ptr + expert * w_stride_e + n[None, :].to(tl.int64) * w_stride_n + k[:, None]
+    acc = tl.zeros([ROWS, BLOCK_N], tl.float32)
+    for k0 in range(0, inter, BLOCK_K):
+        if EVEN_K:
+            a = tl.load(a_ptrs, mask=row_ok[:, None], other=0.0)
+            w = tl.load(w_ptrs, mask=n_ok[None, :], other=0.0)
+        else:
+            k_ok = k0 + k < inter
+            a = tl.load(a_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+            w = tl.load(w_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        if UPCAST:
+            a, w = a.to(tl.float32), w.to(tl.float32)
+        acc = tl.dot(a, w, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    acc *= tl.load(weights_ptr + pair, mask=row_ok, other=0.0)[:, None]
+    out = out_ptr + pair[:, None].to(tl.int64) * out_stride + n[None, :]
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=row_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit(do_not_specialize=["num_pairs", "num_experts", "num_m"])
+def _down_kernel(act_ptr, w_ptr, out_ptr, pairs_ptr, tile_expert_ptr, weights_ptr, num_pairs,
+                 num_experts, hidden, inter, num_m, act_stride, w_stride_e, w_stride_n,
+                 out_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
+                 PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT: tl.constexpr):
+    pid_m, pid_n = _tile(tl.program_id(0), num_m, tl.cdiv(hidden, BLOCK_N), GROUP_M)
+    expert = tl.load(tile_expert_ptr + pid_m).to(tl.int64)
+    if expert >= num_experts:
+        return
+    first = pid_m * BLOCK_M
+    if SPLIT:
+        if tl.load(pairs_ptr + first + BLOCK_M // 2) < num_pairs:
+            _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first, pid_n,
+                       num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
+                       BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+        else:
+            _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first, pid_n,
+                       num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
+                       BLOCK_M // 2, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+    else:
+        _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first, pid_n,
+                   num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
+                   BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+
+
+def _launch_args(cfg: MoeConfig, device: torch.device, dtype: torch.dtype) -> dict:
+    upcast = upcast_dots(device, dtype)
+    return dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
+                GROUP_M=cfg.group_m, PRECISION=dot_precision(torch.float32 if upcast else dtype),
+                UPCAST=upcast, SPLIT=cfg.split_tiles and cfg.block_m >= 32,
+                num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+
+def gate_up(hidden: torch.Tensor, w13: torch.Tensor, sorted_pairs: torch.Tensor,
+            tile_experts: torch.Tensor, top_k: int, cfg: MoeConfig) -> torch.Tensor:
+    """[rows of the sorted layout, I] `silu(x Wg^T) * (x Wu^T)` in `hidden.dtype` (padding
+    rows unwritten).
+
+    Args:
+        hidden: [T, H]; w13: [E, 2I, H], unit stride along H.
+        sorted_pairs, tile_experts: from `align_by_expert(ids, E, cfg.block_m)`.
+        top_k: slots per token. cfg: launch parameters (the gate/up ones; used as given).
+    """
+    experts, inter = w13.shape[0], w13.shape[1] // 2
+    num_m = tile_experts.shape[0]
+    act = torch.empty((num_m * cfg.block_m, inter), dtype=hidden.dtype, device=hidden.device)
+    _gate_up_kernel[(num_m * triton.cdiv(inter, cfg.block_n),)](
+        hidden, w13, act, sorted_pairs, tile_experts, hidden.shape[0] * top_k, experts, top_k,
+        hidden.shape[1], inter, num_m, hidden.stride(0), w13.stride(0), w13.stride(1),
+        act.stride(0), EVEN_K=hidden.shape[1] % cfg.block_k == 0,
+        **_launch_args(cfg, hidden.device, hidden.dtype))
+    return act
+
+
+def down(act: torch.Tensor, w2: torch.Tensor, sorted_pairs: torch.Tensor,
+         tile_experts: torch.Tensor, weights: torch.Tensor, cfg: MoeConfig) -> torch.Tensor:
+    """[T * top_k, H] `weight * (act W2^T)` per (token, slot) pair, in `act.dtype`.
+
+    Args:
+        act: [rows of the sorted layout, I], unit stride along I (from `gate_up`).
+        w2: [E, H, I], unit stride along I. weights: [T, top_k] float32, contiguous.
+        sorted_pairs, tile_experts: from `align_by_expert(ids, E, cfg.block_m)`.
+        cfg: launch parameters; `cfg.down_gemm()` is launched.
+    """
+    cfg = cfg.down_gemm()
+    experts, size, inter = w2.shape
+    pairs = weights.numel()
+    num_m = tile_experts.shape[0]
+    parts = torch.empty((pairs, size), dtype=act.dtype, device=act.device)
+    _down_kernel[(num_m * triton.cdiv(size, cfg.block_n),)](
+        act, w2, parts, sorted_pairs, tile_experts, weights, pairs, experts, size, inter, num_m,
+        act.stride(0), w2.stride(0), w2.stride(1), parts.stride(0),
+        EVEN_K=inter % cfg.block_k == 0, **_launch_args(cfg, act.device, act.dtype))
+    return parts
