@@ -15,6 +15,9 @@ engine thread's wait for the masks, and token acceptance.
 
 `--random-weights DIR` builds a SmolLM2-135M-shaped Llama with random weights and the tokenizer
 in DIR (for machines without the GGUF); masks still follow the real 49,152-token vocabulary.
+`--shape llama3-8b` (with `--random-weights`) uses a Llama-3-8B-shaped model instead, with the
+same tokenizer and vocabulary, its seeded random weights made on the device (`load_format
+dummy`): a model whose decode step is long enough to be GPU-bound.
 """
 
 from __future__ import annotations
@@ -42,6 +45,24 @@ TOPICS = ["groceries", "a camping trip", "a birthday party", "a workshop", "a ki
 SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
                     num_key_value_heads=3, vocab_size=49152, max_position_embeddings=8192, rms_norm_eps=1e-5,
                     rope_theta=100000.0, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+
+
+LLAMA3_8B_SHAPE = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_size=4096,
+                       intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=8, vocab_size=49152, max_position_embeddings=8192,
+                       rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False,
+                       bos_token_id=1, eos_token_id=2, torch_dtype="bfloat16")
+
+
+def config_only_checkpoint(tokenizer_dir: Path, config: dict) -> Path:
+    """A folder with `config` and the tokenizer files of `tokenizer_dir`, no weights (for
+    `load_format="dummy"`)."""
+    folder = Path(tempfile.mkdtemp(prefix="shape-"))
+    (folder / "config.json").write_text(json.dumps(config))
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (tokenizer_dir / name).is_file():
+            shutil.copy(tokenizer_dir / name, folder / name)
+    return folder
 
 
 def random_checkpoint(tokenizer_dir: Path) -> Path:
@@ -241,6 +262,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="seconds: the thread switch interval while grammars are live (0: leave the default)")
+    parser.add_argument("--shape", choices=["smollm2-135m", "llama3-8b"], default="smollm2-135m",
+                        help="with --random-weights: the model shape (llama3-8b: weights made on the device)")
     parser.add_argument("--timeline", action="store_true",
                         help="also print each phase of the mask thread's jobs (median, 90th percentile)")
     parser.add_argument("--mask-threads", type=int, nargs="+", default=[0],
@@ -258,9 +281,16 @@ def main() -> None:
     if args.switch_interval is not None:
         switch_module.FILL_SWITCH_INTERVAL_S = args.switch_interval or sys.getswitchinterval()
 
-    model = str(random_checkpoint(args.random_weights)) if args.random_weights else args.model
+    extra = {}
+    if args.shape == "llama3-8b":
+        if not args.random_weights:
+            raise SystemExit("--shape llama3-8b needs --random-weights TOKENIZER_DIR")
+        model = str(config_only_checkpoint(args.random_weights, LLAMA3_8B_SHAPE))
+        extra = dict(load_format="dummy", kv_cache_memory=8 << 30)
+    else:
+        model = str(random_checkpoint(args.random_weights)) if args.random_weights else args.model
     llm = LLM(model, device=args.device, dtype=args.dtype, max_model_len=512, max_num_seqs=max(args.batch),
-              max_num_batched_tokens=max(2048, 80 * max(args.batch)), kv_cache_memory=512 << 20)
+              max_num_batched_tokens=max(2048, 80 * max(args.batch)), **{"kv_cache_memory": 512 << 20, **extra})
     free = SamplingParams(temperature=0, max_tokens=args.tokens, ignore_eos=True)
     constrained = SamplingParams(temperature=0, max_tokens=args.tokens, structured_outputs={"json_schema": SCHEMA})
     llm.chat([[{"role": "user", "content": "Hi"}]], [free])  # warm-up: kernels, allocator
