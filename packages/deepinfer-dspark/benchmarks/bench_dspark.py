@@ -13,6 +13,12 @@ Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall ti
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s); per-user tok/s = mean over requests of
 tokens / (finish - arrival); mean verified / accepted lengths from the engine's counters.
 
+`--interleave N` keeps every variant's engine alive and, per concurrency, runs N rounds of one
+call per variant (the order rotated each round); it reports each variant's median and the median
+of its ratio to the first variant within a round. Run one after the other, two engines doing the
+same work measured up to 30% apart on the GPU host (order and process state); paired rounds
+compare them on the same state.
+
 Usage (GPU machine, repository root, target GGUF or HF folder and a trained drafter folder):
     python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target T --drafter D \
         --concurrency 1 8 32 64 128 256 --fixed 1 2 3 4 5 6 7 --out $OUT/dspark.md
@@ -135,6 +141,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="append a cProfile of one more run per variant (largest concurrency, engine thread)")
+    parser.add_argument("--interleave", type=int, default=0, metavar="N",
+                        help="all engines alive at once; N rounds of one call per variant, paired ratios")
+    parser.add_argument("--kv-cache-gib", type=float, default=None,
+                        help="KV cache per engine (GiB); needed with --interleave so that every engine fits")
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
     args = parser.parse_args()
     from deepinfer_core import LLM
@@ -143,6 +153,8 @@ def main() -> None:
     from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
 
     engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len)
+    if args.kv_cache_gib is not None:
+        engine_kw["kv_cache_memory"] = int(args.kv_cache_gib * (1 << 30))
     sizes = sorted(set(args.sps_sizes) | set(args.concurrency))
     decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw)
     spec_sps = (SPSProfile.load(args.spec_sps) if args.spec_sps else
@@ -165,6 +177,10 @@ def main() -> None:
         if unknown:
             raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
         variants = {k: variants[k] for k in args.variants}   # in the order given
+    if args.interleave > 0:
+        rows = run_interleaved(variants, args, engine_kw, pool)
+        print("\n".join(table(rows)))
+        return
     for name, spec in variants.items():  # one engine per variant, reused across concurrencies
         if args.budget is not None and time.perf_counter() - t0 > args.budget:
             print(f"{name}: skipped (budget spent)", flush=True)
@@ -187,11 +203,44 @@ def main() -> None:
     print("\n".join(table(rows)))
 
 
+def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
+    """`--interleave`: every engine alive at once; per concurrency, `args.interleave` rounds of one
+    call per variant, the order rotated each round. Each row holds the variant's median call and
+    `paired`: the median over rounds of its tok/s divided by the first variant's in that round."""
+    from deepinfer_core import LLM, SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
+    llms = {name: LLM(args.target, speculative_config=spec, **engine_kw) for name, spec in variants.items()}
+    names, rows = list(llms), []
+    for c in args.concurrency:
+        prompts = pool[:c]
+        for llm in llms.values():
+            llm.chat(prompts[:1], params)   # warm-up, excluded
+        runs = {name: [] for name in names}
+        for r in range(args.interleave):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                start = time.perf_counter()
+                outs = llms[name].chat(prompts, params)
+                runs[name].append(_numbers(outs, time.perf_counter() - start))
+        for name in names:
+            ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
+            median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
+            rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios)}))
+            print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, flush=True)
+        write_table(rows, args.out)
+    for llm in llms.values():
+        llm.close()
+    return rows
+
+
 def table(rows: list) -> list[str]:
-    lines = ["| concurrency | method | output tok/s | per-user tok/s | mean verified / round | mean accepted length |",
-             "|---|---|---|---|---|---|"]
+    paired = any("paired" in r for _, _, r in rows)
+    lines = ["| concurrency | method | output tok/s | per-user tok/s | mean verified / round | mean accepted length |"
+             + (" paired ratio to the first method |" if paired else ""),
+             "|---|---|---|---|---|---|" + ("---|" if paired else "")]
     lines += [f"| {c} | {n} | {r['tok/s']:.0f} | {r['per-user tok/s']:.1f} | {r['verified/round']:.2f} | "
-              f"{r['accepted len']:.2f} |" for c, n, r in sorted(rows, key=lambda x: x[0])]
+              f"{r['accepted len']:.2f} |" + (f" {r['paired']:.3f} |" if paired else "")
+              for c, n, r in sorted(rows, key=lambda x: x[0])]
     return lines
 
 

@@ -43,9 +43,10 @@ HIDDEN = 2048
 
 
 def grid(quick: bool) -> list[moe.MoeConfig]:
-    if quick:   # the buckets, each also without split tiles, and the batch-invariant config
+    if quick:   # the buckets, each also without split tiles and with TMA weight loads; the batch-invariant one
         buckets = [cfg for _, cfg in moe.CONFIGS]
-        return buckets + [replace(cfg, split_tiles=False) for cfg in buckets] + [moe.FIXED_CONFIG]
+        return (buckets + [replace(cfg, split_tiles=False) for cfg in buckets]
+                + [replace(cfg, tma=True) for cfg in buckets] + [moe.FIXED_CONFIG])
     return [moe.MoeConfig(m, n, k, 8, w, s) for m, n, k, w, s in
             itertools.product((16, 32, 64, 128), (64, 128), (64, 128), (4, 8), (3, 4))]
 

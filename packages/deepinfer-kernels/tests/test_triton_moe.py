@@ -145,6 +145,22 @@ def test_split_tiles_match_reference_and_unsplit(dtype):
     assert ((rows > 0) & (rows <= 16)).any() and (rows > 16).any()   # both paths were taken
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["softmax_odd", "sigmoid_bias_groups", "many_experts_few_tokens"])
+def test_tma_weight_loads_match_reference(name, dtype):
+    """Weight tiles through TMA descriptors (emulated by the interpreter on the CPU): odd I and
+    H make tiles cross into the next weights' rows and past the last column."""
+    from deepinfer_kernels.backends.triton.moe import MoeConfig, fused_moe
+
+    cfg = MoeConfig(32, 16, 16, 2, 1, 1, down=(32, 16, 1, 1), tma=True)
+    spec = list(SPECS[name])
+    spec[1], spec[2] = 40, 24      # H and I: rows 16-byte aligned (TMA), tiles not dividing them
+    args = _inputs(tuple(spec), dtype, seed=7)
+    want = ops.fused_moe(*args, backend="reference")
+    poison_allocator(DEVICE)
+    _assert_close(fused_moe(*args, config=cfg), want, dtype)
+
+
 def test_config_for_dtype_and_down_gemm():
     from deepinfer_kernels.backends.triton.moe import MoeConfig, for_dtype
 

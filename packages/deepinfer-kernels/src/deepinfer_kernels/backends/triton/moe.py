@@ -52,6 +52,8 @@ class MoeConfig:
             gate/up values.
         split_tiles: a tile whose second half is padding computes only its first half (see
             `moe_gemm`; needs block_m >= 32). Not batch invariant, so `FIXED_CONFIG` is False.
+        tma: load weight tiles through TMA descriptors where the layout allows it (Hopper and
+            newer; `moe_gemm._weight_operand`). Off until measured on a GPU.
     """
 
     block_m: int
@@ -62,6 +64,7 @@ class MoeConfig:
     num_stages: int
     down: tuple[int, int, int, int] | None = None
     split_tiles: bool = True
+    tma: bool = False
 
     def down_gemm(self) -> MoeConfig:
         """The down GEMM's parameters as a config of their own (`down` None)."""

@@ -39,7 +39,7 @@ def _tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
 def _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first_row, pid_n, num_pairs, top_k,
                   hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, ROWS: tl.constexpr,
                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
-                  PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                  PRECISION: tl.constexpr, UPCAST: tl.constexpr, TMA: tl.constexpr):
     """`act[rows] = silu(x Wg^T) * (x Wu^T)` for ROWS rows from `first_row`, one column tile."""
     rows = first_row + tl.arange(0, ROWS)
     pair = tl.load(pairs_ptr + rows)
@@ -49,18 +49,26 @@ def _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first_row, pid_n, nu
     n_ok = n < inter
     k = tl.arange(0, BLOCK_K)
     x_ptrs = x_ptr + token[:, None] * x_stride + k[None, :]
-    g_ptrs = w_ptr + expert * w_stride_e + n[None, :].to(tl.int64) * w_stride_n + k[:, None]
-    u_ptrs = g_ptrs + inter * w_stride_n
+    if TMA:   # w_ptr is a descriptor of w13 as [E * 2I, H], blocks [BLOCK_N, BLOCK_K]
+        g_row = (expert * 2 * inter + pid_n * BLOCK_N).to(tl.int32)
+    else:
+        g_ptrs = w_ptr + expert * w_stride_e + n[None, :].to(tl.int64) * w_stride_n + k[:, None]
+        u_ptrs = g_ptrs + inter * w_stride_n
     gate = tl.zeros([ROWS, BLOCK_N], tl.float32)
     up = tl.zeros([ROWS, BLOCK_N], tl.float32)
     for k0 in range(0, hidden, BLOCK_K):
         if EVEN_K:
             a = tl.load(x_ptrs, mask=row_ok[:, None], other=0.0)
+        else:
+            a = tl.load(x_ptrs, mask=row_ok[:, None] & (k0 + k < hidden)[None, :], other=0.0)
+        if TMA:   # rows past the gate (or up) half are other weights, columns past H zeros:
+            wg = w_ptr.load([g_row, k0]).T          # the extra output columns are never stored
+            wu = w_ptr.load([g_row + inter, k0]).T
+        elif EVEN_K:
             wg = tl.load(g_ptrs, mask=n_ok[None, :], other=0.0)
             wu = tl.load(u_ptrs, mask=n_ok[None, :], other=0.0)
         else:
             k_ok = k0 + k < hidden
-            a = tl.load(x_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
             wg = tl.load(g_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
             wu = tl.load(u_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         if UPCAST:
@@ -68,8 +76,9 @@ def _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first_row, pid_n, nu
         gate = tl.dot(a, wg, gate, input_precision=PRECISION)
         up = tl.dot(a, wu, up, input_precision=PRECISION)
         x_ptrs += BLOCK_K
-        g_ptrs += BLOCK_K
-        u_ptrs += BLOCK_K
+        if not TMA:
+            g_ptrs += BLOCK_K
+            u_ptrs += BLOCK_K
     act = gate / (1.0 + tl.exp(-gate)) * up
     out = act_ptr + rows[:, None].to(tl.int64) * act_stride + n[None, :]
     tl.store(out, act.to(act_ptr.dtype.element_ty), mask=row_ok[:, None] & n_ok[None, :])
@@ -80,7 +89,7 @@ def _gate_up_kernel(x_ptr, w_ptr, act_ptr, pairs_ptr, tile_expert_ptr, num_pairs
                     top_k, hidden, inter, num_m, x_stride, w_stride_e, w_stride_n, act_stride,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, PRECISION: tl.constexpr,
-                    UPCAST: tl.constexpr, SPLIT: tl.constexpr):
+                    UPCAST: tl.constexpr, SPLIT: tl.constexpr, TMA: tl.constexpr):
     pid_m, pid_n = _tile(tl.program_id(0), num_m, tl.cdiv(inter, BLOCK_N), GROUP_M)
     expert = tl.load(tile_expert_ptr + pid_m).to(tl.int64)
     if expert >= num_experts:                         # a tile past the last expert's segment
@@ -90,22 +99,22 @@ def _gate_up_kernel(x_ptr, w_ptr, act_ptr, pairs_ptr, tile_expert_ptr, num_pairs
         if tl.load(pairs_ptr + first + BLOCK_M // 2) < num_pairs:   # valid rows past the half
             _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first, pid_n, num_pairs, top_k,
                           hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, BLOCK_M,
-                          BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+                          BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST, TMA)
         else:
             _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first, pid_n, num_pairs, top_k,
                           hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, BLOCK_M // 2,
-                          BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+                          BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST, TMA)
     else:
         _gate_up_rows(x_ptr, w_ptr, act_ptr, pairs_ptr, expert, first, pid_n, num_pairs, top_k,
                       hidden, inter, x_stride, w_stride_e, w_stride_n, act_stride, BLOCK_M,
-                      BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+                      BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST, TMA)
 
 
 @triton.jit
 def _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first_row, pid_n,
                num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
                ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               EVEN_K: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+               EVEN_K: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, TMA: tl.constexpr):
     """`out[pair] = weight * (act W2^T)` for ROWS rows from `first_row`, one column tile."""
     rows = first_row + tl.arange(0, ROWS)
     pair = tl.load(pairs_ptr + rows)
@@ -114,21 +123,28 @@ def _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first_ro
     n_ok = n < hidden
     k = tl.arange(0, BLOCK_K)
     a_ptrs = act_ptr + rows[:, None].to(tl.int64) * act_stride + k[None, :]
-    w_ptrs = w_ptr + expert * w_stride_e + n[None, :].to(tl.int64) * w_stride_n + k[:, None]
+    if TMA:   # w_ptr is a descriptor of w2 as [E * H, I], blocks [BLOCK_N, BLOCK_K]
+        w_row = (expert * hidden + pid_n * BLOCK_N).to(tl.int32)
+    else:
+        w_ptrs = w_ptr + expert * w_stride_e + n[None, :].to(tl.int64) * w_stride_n + k[:, None]
     acc = tl.zeros([ROWS, BLOCK_N], tl.float32)
     for k0 in range(0, inter, BLOCK_K):
         if EVEN_K:
             a = tl.load(a_ptrs, mask=row_ok[:, None], other=0.0)
+        else:
+            a = tl.load(a_ptrs, mask=row_ok[:, None] & (k0 + k < inter)[None, :], other=0.0)
+        if TMA:   # rows past this expert's H are the next expert's (never stored), columns past I zeros
+            w = w_ptr.load([w_row, k0]).T
+        elif EVEN_K:
             w = tl.load(w_ptrs, mask=n_ok[None, :], other=0.0)
         else:
-            k_ok = k0 + k < inter
-            a = tl.load(a_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-            w = tl.load(w_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+            w = tl.load(w_ptrs, mask=(k0 + k < inter)[:, None] & n_ok[None, :], other=0.0)
         if UPCAST:
             a, w = a.to(tl.float32), w.to(tl.float32)
         acc = tl.dot(a, w, acc, input_precision=PRECISION)
         a_ptrs += BLOCK_K
-        w_ptrs += BLOCK_K
+        if not TMA:
+            w_ptrs += BLOCK_K
     acc *= tl.load(weights_ptr + pair, mask=row_ok, other=0.0)[:, None]
     out = out_ptr + pair[:, None].to(tl.int64) * out_stride + n[None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=row_ok[:, None] & n_ok[None, :])
@@ -139,7 +155,8 @@ def _down_kernel(act_ptr, w_ptr, out_ptr, pairs_ptr, tile_expert_ptr, weights_pt
                  num_experts, hidden, inter, num_m, act_stride, w_stride_e, w_stride_n,
                  out_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
-                 PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT: tl.constexpr):
+                 PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT: tl.constexpr,
+                 TMA: tl.constexpr):
     pid_m, pid_n = _tile(tl.program_id(0), num_m, tl.cdiv(hidden, BLOCK_N), GROUP_M)
     expert = tl.load(tile_expert_ptr + pid_m).to(tl.int64)
     if expert >= num_experts:
@@ -149,23 +166,44 @@ def _down_kernel(act_ptr, w_ptr, out_ptr, pairs_ptr, tile_expert_ptr, weights_pt
         if tl.load(pairs_ptr + first + BLOCK_M // 2) < num_pairs:
             _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first, pid_n,
                        num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
-                       BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+                       BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST, TMA)
         else:
             _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first, pid_n,
                        num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
-                       BLOCK_M // 2, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+                       BLOCK_M // 2, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST, TMA)
     else:
         _down_rows(act_ptr, w_ptr, out_ptr, pairs_ptr, weights_ptr, expert, first, pid_n,
                    num_pairs, hidden, inter, act_stride, w_stride_e, w_stride_n, out_stride,
-                   BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST)
+                   BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, PRECISION, UPCAST, TMA)
 
 
-def _launch_args(cfg: MoeConfig, device: torch.device, dtype: torch.dtype) -> dict:
+def _launch_args(cfg: MoeConfig, device: torch.device, dtype: torch.dtype, tma: bool) -> dict:
     upcast = upcast_dots(device, dtype)
     return dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
                 GROUP_M=cfg.group_m, PRECISION=dot_precision(torch.float32 if upcast else dtype),
-                UPCAST=upcast, SPLIT=cfg.split_tiles and cfg.block_m >= 32,
+                UPCAST=upcast, SPLIT=cfg.split_tiles and cfg.block_m >= 32, TMA=tma,
                 num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+
+def _weight_operand(w: torch.Tensor, cfg: MoeConfig) -> tuple[object, bool]:
+    """The GEMM's weight argument and whether it is a TMA descriptor.
+
+    With `cfg.tma`, `w` ([E, N, K], unit stride along K) is described as [E * N, K] in
+    [block_n, block_k] blocks, so the kernel loads weight tiles with the tensor memory
+    accelerator (Hopper and newer; the Triton interpreter emulates it). Otherwise, or when the
+    layout does not allow it (not contiguous, rows not 16-byte aligned, an older GPU, a Triton
+    without host descriptors), `w` itself goes to pointer loads.
+    """
+    if (not cfg.tma or not w.is_contiguous() or w.data_ptr() % 16
+            or (w.shape[-1] * w.element_size()) % 16):
+        return w, False
+    if w.device.type == "cuda" and torch.cuda.get_device_capability(w.device)[0] < 9:
+        return w, False
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return w, False
+    return TensorDescriptor.from_tensor(w.reshape(-1, w.shape[-1]), [cfg.block_n, cfg.block_k]), True
 
 
 def gate_up(hidden: torch.Tensor, w13: torch.Tensor, sorted_pairs: torch.Tensor,
@@ -181,11 +219,12 @@ def gate_up(hidden: torch.Tensor, w13: torch.Tensor, sorted_pairs: torch.Tensor,
     experts, inter = w13.shape[0], w13.shape[1] // 2
     num_m = tile_experts.shape[0]
     act = torch.empty((num_m * cfg.block_m, inter), dtype=hidden.dtype, device=hidden.device)
+    weights, tma = _weight_operand(w13, cfg)
     _gate_up_kernel[(num_m * triton.cdiv(inter, cfg.block_n),)](
-        hidden, w13, act, sorted_pairs, tile_experts, hidden.shape[0] * top_k, experts, top_k,
+        hidden, weights, act, sorted_pairs, tile_experts, hidden.shape[0] * top_k, experts, top_k,
         hidden.shape[1], inter, num_m, hidden.stride(0), w13.stride(0), w13.stride(1),
         act.stride(0), EVEN_K=hidden.shape[1] % cfg.block_k == 0,
-        **_launch_args(cfg, hidden.device, hidden.dtype))
+        **_launch_args(cfg, hidden.device, hidden.dtype, tma))
     return act
 
 
@@ -204,8 +243,9 @@ def down(act: torch.Tensor, w2: torch.Tensor, sorted_pairs: torch.Tensor,
     pairs = weights.numel()
     num_m = tile_experts.shape[0]
     parts = torch.empty((pairs, size), dtype=act.dtype, device=act.device)
+    w2_arg, tma = _weight_operand(w2, cfg)
     _down_kernel[(num_m * triton.cdiv(size, cfg.block_n),)](
-        act, w2, parts, sorted_pairs, tile_experts, weights, pairs, experts, size, inter, num_m,
+        act, w2_arg, parts, sorted_pairs, tile_experts, weights, pairs, experts, size, inter, num_m,
         act.stride(0), w2.stride(0), w2.stride(1), parts.stride(0),
-        EVEN_K=inter % cfg.block_k == 0, **_launch_args(cfg, act.device, act.dtype))
+        EVEN_K=inter % cfg.block_k == 0, **_launch_args(cfg, act.device, act.dtype, tma))
     return parts
