@@ -80,3 +80,40 @@ def test_abort_after_a_length_limit_with_the_last_token_in_flight(tiny_checkpoin
         if aborted is None and any(r.request_id == "v" and r.is_finished for r in pending):
             aborted = core.abort("v")
     assert aborted is True and after == []
+
+
+def test_a_failed_launch_leaves_no_fill_running(tiny_checkpoint) -> None:
+    """The mask thread's job starts before the launch; when the launch raises, the step waits for
+    that job before re-raising, so a caller that keeps stepping never touches a matcher the job
+    still holds (llguidance then raised 'Already mutably borrowed' from every later step)."""
+    core = build(tiny_checkpoint("llama"), True).engine
+    original = core.structured._fill
+
+    def slow_fill(*args):
+        time.sleep(0.05)                  # the job outlives the failed launch
+        return original(*args)
+
+    core.structured._fill = slow_fill
+    launch, launches = core.runner.execute_model, []
+
+    def flaky(*args, **kwargs):
+        launches.append(1)
+        if len(launches) == 4:
+            raise RuntimeError("injected launch failure")
+        return launch(*args, **kwargs)
+
+    core.runner.execute_model = flaky
+    core.add_request("a", [5, 6], SamplingParams(max_tokens=12, temperature=1.0, seed=1,
+                                                 structured_outputs={"regex": "[a-z]{8,12}"}))
+    core.add_request("b", [7], SamplingParams(max_tokens=10, temperature=1.0, seed=2,
+                                              structured_outputs={"choice": ["abcdefg", "abcdxyz"]}))
+    errors = []
+    for _ in range(200):
+        if not core.has_unfinished():
+            break
+        try:
+            core.step()
+        except RuntimeError as exc:
+            errors.append(str(exc))
+    assert errors == ["injected launch failure"]
+    assert not core.has_unfinished()

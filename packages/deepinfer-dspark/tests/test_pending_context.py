@@ -125,3 +125,14 @@ def test_random_steps_match_a_position_by_position_merge():
         assert sorted(got) == sorted(want), trial
         for rid in want:
             assert got[rid][0] == want[rid][0] and torch.equal(got[rid][1], want[rid][1]), (trial, rid)
+
+
+def test_features_need_one_row_per_position():
+    pending = PendingContext()
+    try:
+        pending.add([("a", [0, 1], rows([0, 1, 2])), ("b", [5], rows([5]))])
+    except ValueError as exc:
+        assert "features" in str(exc) and "'a'" in str(exc)
+    else:
+        raise AssertionError("three rows for two positions were accepted")
+    assert len(pending) == 0

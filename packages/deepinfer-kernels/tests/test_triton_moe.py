@@ -161,6 +161,18 @@ def test_tma_weight_loads_match_reference(name, dtype):
     _assert_close(fused_moe(*args, config=cfg), want, dtype)
 
 
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(down=(16, 16)), "down"), (dict(down=(48, 16, 4, 3)), "down block_n"), (dict(block_k=8), "block_k"),
+    (dict(group_m=0), "group_m"), (dict(num_warps=3), "num_warps"), (dict(down=(32, 32, 4, 0)), "down num_stages"),
+])
+def test_bad_configs_name_the_field(kwargs, field):
+    from deepinfer_kernels.backends.triton.moe import MoeConfig
+
+    values = dict(block_m=32, block_n=32, block_k=32, group_m=4, num_warps=4, num_stages=2) | kwargs
+    with pytest.raises(ValueError, match=field):
+        MoeConfig(**values)
+
+
 def test_config_for_dtype_and_down_gemm():
     from deepinfer_kernels.backends.triton.moe import MoeConfig, for_dtype
 

@@ -46,10 +46,17 @@ class PendingContext:
         return self._rows >= self.max_rows
 
     def add(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
-        """Keeps a step's observations (features `[n, A]`, one row per position)."""
+        """Keeps a step's observations (features `[n, A]`, one row per position).
+
+        Raises:
+            ValueError: an item's features do not have one row per position (names `features`).
+        """
         ids, firsts, counts, starts, parts, row = [], [], [], [], [], 0
         for request_id, positions, features in items:
             positions = list(positions)
+            if features.shape[0] != len(positions):
+                raise ValueError(f"features: {features.shape[0]} rows for {len(positions)} positions "
+                                 f"of request {request_id!r}")
             for lo, hi in _contiguous_runs(positions):
                 ids.append(request_id)
                 firsts.append(positions[lo])

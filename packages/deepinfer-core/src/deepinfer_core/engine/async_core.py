@@ -44,6 +44,8 @@ otherwise the next step first waits for the ids and then proposes.
 
 from __future__ import annotations
 
+import concurrent.futures
+
 import torch
 
 from deepinfer_core.engine.engine_core import EngineCore, EngineCoreOutput
@@ -227,7 +229,12 @@ class AsyncEngineCore(EngineCore):
         sampling_rows = [r for (r, _), c in zip(sched.scheduled, chunks) if c.sample]
         # Before the launch: the job waits for step N's ids while this thread launches step N+1.
         job = self._start_fill(sampling_rows, previous)
-        model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
+        try:
+            model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
+        except BaseException:
+            if job is not None:   # the caller may step again: no fill may still hold the grammars then
+                concurrent.futures.wait([job.future])
+            raise
         self._inflight = None
         self._fail_masked(outputs)
         if previous is not None:  # host work for step N while the device runs step N+1

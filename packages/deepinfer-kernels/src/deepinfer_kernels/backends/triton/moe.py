@@ -66,6 +66,24 @@ class MoeConfig:
     split_tiles: bool = True
     tma: bool = False
 
+    def __post_init__(self) -> None:
+        tiles = {"block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k}
+        if self.down is not None:
+            if len(self.down) != 4:
+                raise ValueError(f"down: need (block_n, block_k, num_warps, num_stages), got {self.down}")
+            tiles.update({"down block_n": self.down[0], "down block_k": self.down[1]})
+        for name, value in tiles.items():
+            if not isinstance(value, int) or value < 16 or value & (value - 1):
+                raise ValueError(f"{name}: must be a power of two >= 16, got {value}")
+        warps = [("num_warps", self.num_warps)] + ([("down num_warps", self.down[2])] if self.down else [])
+        for name, value in warps:
+            if value not in (1, 2, 4, 8, 16):
+                raise ValueError(f"{name}: must be 1, 2, 4, 8 or 16, got {value}")
+        stages = [("num_stages", self.num_stages)] + ([("down num_stages", self.down[3])] if self.down else [])
+        for name, value in stages + [("group_m", self.group_m)]:
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: must be an integer >= 1, got {value}")
+
     def down_gemm(self) -> MoeConfig:
         """The down GEMM's parameters as a config of their own (`down` None)."""
         if self.down is None:
