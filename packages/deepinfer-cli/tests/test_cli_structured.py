@@ -48,9 +48,9 @@ def test_per_request_override_and_bad_spec_name_the_field(tmp_path):
 
 
 @pytest.mark.parametrize("content,message", [
-    ("{not json", r"--json-schema: .* is not JSON"),
-    ("[1, 2]", r"--json-schema: .* must hold a JSON object, got list"),
-    (None, r"--json-schema: cannot read"),
+    ("{not json", r"argument --json-schema: \S+ is not JSON"),
+    ("[1, 2]", r"argument --json-schema: \S+ must hold a JSON object, got list"),
+    (None, r"argument --json-schema: cannot read"),
 ])
 def test_bad_schema_files_are_clean_errors(tmp_path, capsys, content, message):
     path = tmp_path / "schema.json"
@@ -58,7 +58,8 @@ def test_bad_schema_files_are_clean_errors(tmp_path, capsys, content, message):
         path.write_text(content)
     with pytest.raises(SystemExit) as exc:
         parse("generate", "x", "--json-schema", str(path))
-    assert exc.value.code == 2 and re.search(message, capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and re.search(message, err) and "--json-schema: --json-schema" not in err
 
 
 def test_structured_flags_are_exclusive(capsys):
@@ -84,3 +85,31 @@ def test_generate_with_json_schema_on_smollm2(tmp_path):
     [row] = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["error"] is None and row["outputs"][0]["finish_reason"] == "stop", row
     jsonschema.validate(json.loads(row["outputs"][0]["text"]), SCHEMA)
+
+
+def _result(text, finish, error=None):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(request_id="r", prompt_token_ids=[1, 2], error=error,
+                           outputs=[SimpleNamespace(text=text, token_ids=[5] * len(text), finish_reason=finish)])
+
+
+def test_report_warns_about_cut_structured_outputs_and_skips_throughput_when_all_failed():
+    import io
+
+    from rich.console import Console
+
+    from deepinfer_cli.commands.generate import report
+
+    def printed(results, structured):
+        console = Console(file=io.StringIO(), width=60)
+        report(console, results, 1.0, None, structured)
+        return console.file.getvalue()
+
+    text = printed([_result('{"zip":1111', "length"), _result("ok", "stop"), _result("x", "length")],
+                   [True, True, False])
+    assert "request 0: 1 output(s) stopped at the token limit" in text
+    assert "request 1:" not in text and "request 2:" not in text and "throughput:" in text
+    failed = printed([_result("", "error", 'regex: cannot compile: at 1(8): invalid regex "(" ' + "x" * 80)], [True])
+    assert "throughput:" not in failed and "warning" not in failed
+    assert any("invalid regex" in line and "x" * 80 in line for line in failed.splitlines())   # one line, not wrapped

@@ -100,16 +100,17 @@ def load_json_schema(path: str) -> dict:
     """Read a JSON Schema file (the `--json-schema` flag).
 
     Raises:
-        argparse.ArgumentTypeError: the file cannot be read, is not JSON, or is not a JSON object.
+        argparse.ArgumentTypeError: the file cannot be read, is not JSON, or is not a JSON object
+            (argparse prefixes the message with the flag's name).
     """
     try:
         schema = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise argparse.ArgumentTypeError(f"--json-schema: cannot read {path}: {exc}") from None
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"--json-schema: {path} is not JSON ({exc.msg}, line {exc.lineno})") from None
+        raise argparse.ArgumentTypeError(f"{path} is not JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(schema, dict):
-        raise argparse.ArgumentTypeError(f"--json-schema: {path} must hold a JSON object, got {type(schema).__name__}")
+        raise argparse.ArgumentTypeError(f"{path} must hold a JSON object, got {type(schema).__name__}")
     return schema
 
 

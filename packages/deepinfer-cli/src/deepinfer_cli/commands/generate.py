@@ -142,13 +142,16 @@ def run(args: argparse.Namespace) -> int:
                 results[i] = out
     elapsed = time.perf_counter() - start
 
-    report(console, results, elapsed, args.output)
+    report(console, results, elapsed, args.output, [p.structured_outputs is not None for p in params])
     return 1 if any(getattr(r, "error", None) for r in results) else 0
 
 
-def report(console: Console, results: list, elapsed: float, output: Path | None) -> None:
+def report(console: Console, results: list, elapsed: float, output: Path | None,
+           structured: list[bool] | None = None) -> None:
     """Print answers (or write JSONL) and one throughput line counting only emitted tokens (and the
-    prompt tokens of requests that did not fail)."""
+    prompt tokens of requests that did not fail); no throughput line when every request failed.
+    A structured output cut by its token limit gets a warning: it does not match its schema or
+    pattern."""
     prompt_tokens = sum(len(r.prompt_token_ids or []) for r in results if not getattr(r, "error", None))
     output_tokens = sum(len(c.token_ids) for r in results for c in r.outputs)
     if output is not None:
@@ -163,9 +166,18 @@ def report(console: Console, results: list, elapsed: float, output: Path | None)
             if len(results) > 1:
                 console.rule(f"request {i}")
             if getattr(r, "error", None):
-                console.print(f"[red]error:[/red] {r.error}")
+                console.print(f"[red]error:[/red] {r.error}", soft_wrap=True, markup=True, highlight=False)
             for c in r.outputs:
                 print(c.text, flush=True)  # the exact text: no wrapping or markup from rich
+    for i, r in enumerate(results):
+        cut = [c for c in r.outputs if c.finish_reason == "length"]
+        if structured is not None and structured[i] and cut and not getattr(r, "error", None):
+            console.print(f"[yellow]warning:[/yellow] request {i}: {len(cut)} output(s) stopped at the token "
+                          "limit, so they may be incomplete (not matching the schema or pattern); raise "
+                          "--max-tokens, or bound the schema (maximum, maxLength, maxItems): small models "
+                          "can repeat inside an unbounded number or string", soft_wrap=True)
+    if results and all(getattr(r, "error", None) for r in results):
+        return
     rate = output_tokens / elapsed if elapsed > 0 else 0.0
     console.print(f"[bold]throughput:[/bold] {len(results)} requests, {prompt_tokens} prompt tokens, "
                   f"{output_tokens} output tokens in {elapsed:.2f} s: {rate:.1f} output tok/s, "
