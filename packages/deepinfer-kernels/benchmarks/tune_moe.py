@@ -43,10 +43,15 @@ HIDDEN = 2048
 
 
 def grid(quick: bool) -> list[moe.MoeConfig]:
-    if quick:   # the buckets, each also without split tiles and with TMA weight loads; the batch-invariant one
+    if quick:   # the buckets, each also without split tiles, with TMA loads, with TMA loads of
+        # gathered inputs; the batch-invariant one
         buckets = [cfg for _, cfg in moe.CONFIGS]
         return (buckets + [replace(cfg, split_tiles=False) for cfg in buckets]
-                + [replace(cfg, tma=True) for cfg in buckets] + [moe.FIXED_CONFIG])
+                + [replace(cfg, tma=True) for cfg in buckets]
+                + [replace(cfg, tma=True, gather_x=True) for cfg in buckets]
+                + [replace(cfg, tma=True, gather_x=True, num_stages=cfg.num_stages + 1) for cfg in buckets]
+                + [replace(cfg, tma=True, num_stages=cfg.num_stages + 1) for cfg in buckets]
+                + [moe.FIXED_CONFIG])
     return [moe.MoeConfig(m, n, k, 8, w, s) for m, n, k, w, s in
             itertools.product((16, 32, 64, 128), (64, 128), (64, 128), (4, 8), (3, 4))]
 
@@ -109,10 +114,16 @@ def gemm_fits(gemm: str, cfg: moe.MoeConfig) -> bool:
     return smem <= SMEM_LIMIT and acc <= ACC_PER_THREAD
 
 
-def gemm_grid(gemm: str, block_m: int, max_configs: int) -> tuple[list[moe.MoeConfig], int]:
-    """(configs, number pruned by `gemm_fits`); with max_configs > 0, an evenly spaced subset."""
-    every = [moe.MoeConfig(block_m, n, k, 8, w, s) for n, k, w, s in
-             itertools.product((64, 128, 256), (64, 128), (4, 8), (3, 4, 5))]
+TMA_MODES = {"off": (False,), "on": (True,), "both": (False, True)}
+
+
+def gemm_grid(gemm: str, block_m: int, max_configs: int, tma: str = "off"
+              ) -> tuple[list[moe.MoeConfig], int]:
+    """(configs, number pruned by `gemm_fits`); with max_configs > 0, an evenly spaced subset.
+    `tma`: "off", "on" (TMA loads; the gate/up GEMM of gathered inputs) or "both"."""
+    every = [moe.MoeConfig(block_m, n, k, 8, w, s, tma=t, gather_x=t and gemm == "gate_up")
+             for t, n, k, w, s in
+             itertools.product(TMA_MODES[tma], (64, 128, 256), (64, 128), (4, 8), (3, 4, 5))]
     fits = [cfg for cfg in every if gemm_fits(gemm, cfg)]
     pruned = len(every) - len(fits)
     if 0 < max_configs < len(fits):
@@ -122,7 +133,8 @@ def gemm_grid(gemm: str, block_m: int, max_configs: int) -> tuple[list[moe.MoeCo
 
 
 def short(cfg: moe.MoeConfig) -> str:
-    return f"n{cfg.block_n}k{cfg.block_k}w{cfg.num_warps}s{cfg.num_stages}"
+    tma = ("g" if cfg.gather_x else "t") if cfg.tma else ""
+    return f"n{cfg.block_n}k{cfg.block_k}w{cfg.num_warps}s{cfg.num_stages}{tma}"
 
 
 def gemm_references(work: tuple, weights: torch.Tensor, ids: torch.Tensor
@@ -169,7 +181,7 @@ def dense_parts_us(tokens: int, top_k: int, inter: int) -> tuple[float, float]:
     return (time_graph([lambda: a @ b13], calls=20), time_graph([lambda: act @ b2], calls=20))
 
 
-def per_gemm_block(work, weights, ids, refs, block_m: int, max_configs: int) -> dict:
+def per_gemm_block(work, weights, ids, refs, block_m: int, max_configs: int, tma: str = "off") -> dict:
     """One block_m: align, then each GEMM's sweep (down fed the reference activations)."""
     x, _, w13, w2, top_k, *_ = work
     experts, pairs = w13.shape[0], ids.numel()
@@ -189,7 +201,7 @@ def per_gemm_block(work, weights, ids, refs, block_m: int, max_configs: int) -> 
                  lambda out: rel_err(out.float(), parts_ref)),
     }
     for gemm, (run, check) in gemms.items():
-        configs, pruned = gemm_grid(gemm, block_m, max_configs)
+        configs, pruned = gemm_grid(gemm, block_m, max_configs, tma)
         timed, failed, wrong = sweep_gemm(configs, run, check)
         result[gemm] = {"timed": timed, "failed": failed, "wrong": wrong, "pruned": pruned}
         torch.cuda.empty_cache()
@@ -222,12 +234,12 @@ def suggestion(blocks: list[dict]) -> str:
     total = best["align_us"] + best["gate_up"]["timed"][0][0] + best["down"]["timed"][0][0]
     return (f"{total:.1f} us align+GEMMs: MoeConfig({up.block_m}, {up.block_n}, {up.block_k}, "
             f"8, {up.num_warps}, {up.num_stages}, down=({dn.block_n}, {dn.block_k}, "
-            f"{dn.num_warps}, {dn.num_stages}))")
+            f"{dn.num_warps}, {dn.num_stages})) [gate_up {short(up)}, down {short(dn)}]")
 
 
-def count_estimate(shapes: list, token_list: list[int], max_configs: int) -> str:
+def count_estimate(shapes: list, token_list: list[int], max_configs: int, tma: str = "off") -> str:
     """Grid sizes and a duration estimate (compiles once per config, runs per shape and T)."""
-    sizes = {(g, m): gemm_grid(g, m, max_configs) for g in ("gate_up", "down")
+    sizes = {(g, m): gemm_grid(g, m, max_configs, tma) for g in ("gate_up", "down")
              for m in GEMM_BLOCK_M}
     configs = sum(len(c) for c, _ in sizes.values())
     pruned = sum(p for _, p in sizes.values())
@@ -239,13 +251,13 @@ def count_estimate(shapes: list, token_list: list[int], max_configs: int) -> str
 
 
 def per_gemm_main(shapes: list, token_list: list[int], max_configs: int, json_path: str,
-                  count_only: bool) -> None:
+                  count_only: bool, tma: str = "off") -> None:
     """Per shape and T: routing time and dense cuBLAS time of each GEMM; per block_m the align
     time, then the 3 fastest correct configs of each GEMM (us, `nBLOCK_N kBLOCK_K wWARPS
     sSTAGES`), every WRONG one (relative L2 error >= 2e-2 against float32 torch) and the
     failure kinds; then the block_m with the smallest align + GEMM sum as a MoeConfig.
     `json_path` (rewritten after each shape and T): every timing."""
-    print(count_estimate(shapes, token_list, max_configs), flush=True)
+    print(count_estimate(shapes, token_list, max_configs, tma), flush=True)
     if count_only:
         return
     start, results = time.time(), []
@@ -261,7 +273,7 @@ def per_gemm_main(shapes: list, token_list: list[int], max_configs: int, json_pa
               f"{dense[0]:.1f} down {dense[1]:.1f} us", flush=True)
         blocks = []
         for block_m in GEMM_BLOCK_M:
-            blocks.append(per_gemm_block(work, weights, ids, refs, block_m, max_configs))
+            blocks.append(per_gemm_block(work, weights, ids, refs, block_m, max_configs, tma))
             print_block(blocks[-1], dense)
         print(f"  best: {suggestion(blocks)}  [{time.time() - start:.0f} s]", flush=True)
         results.append({"experts": experts, "top_k": top_k, "inter": inter, "tokens": tokens,
@@ -296,15 +308,19 @@ def main() -> None:
                         help="--per-gemm: print the grid sizes and estimated duration only")
     parser.add_argument("--tokens", default="", help="default 16,64,256,1024,4096; "
                         "256,1024,4096 with --per-gemm")
+    parser.add_argument("--tma", choices=sorted(TMA_MODES), default="off",
+                        help="--per-gemm: TMA variants to sweep (suffix t; g: gate/up of gathered inputs)")
+    parser.add_argument("--shapes", default="", help="experts:top_k:inter,... (default all)")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
+    shapes = [tuple(int(v) for v in s.split(":")) for s in args.shapes.split(",")] if args.shapes else SHAPES
     if args.per_gemm:
-        per_gemm_main(SHAPES, [int(t) for t in (args.tokens or "256,1024,4096").split(",")],
-                      args.max_configs, args.json, args.count)
+        per_gemm_main(shapes, [int(t) for t in (args.tokens or "256,1024,4096").split(",")],
+                      args.max_configs, args.json, args.count, args.tma)
         return
     results = []
     for (experts, top_k, inter), tokens in itertools.product(
-            SHAPES, [int(t) for t in (args.tokens or "16,64,256,1024,4096").split(",")]):
+            shapes, [int(t) for t in (args.tokens or "16,64,256,1024,4096").split(",")]):
         work = inputs(tokens, experts, top_k, inter)
         ref = ops.fused_moe(*work, backend="reference")
         flops = 6 * tokens * top_k * HIDDEN * inter

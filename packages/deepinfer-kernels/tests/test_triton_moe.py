@@ -145,14 +145,17 @@ def test_split_tiles_match_reference_and_unsplit(dtype):
     assert ((rows > 0) & (rows <= 16)).any() and (rows > 16).any()   # both paths were taken
 
 
+@pytest.mark.parametrize("gather_x", [False, True], ids=["pointer_x", "gathered_x"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("name", ["softmax_odd", "sigmoid_bias_groups", "many_experts_few_tokens"])
-def test_tma_weight_loads_match_reference(name, dtype):
-    """Weight tiles through TMA descriptors (emulated by the interpreter on the CPU): odd I and
-    H make tiles cross into the next weights' rows and past the last column."""
+def test_tma_loads_match_reference(name, dtype, gather_x):
+    """Weight tiles and the down GEMM's activation tiles through TMA descriptors (emulated by the
+    interpreter on the CPU), the input rows too when gathered first: odd I and H make tiles
+    cross into the next weights' rows and past the last column; the poisoned, unwritten padding
+    rows of the activations are loaded (whole and split tiles) but must never reach the output."""
     from deepinfer_kernels.backends.triton.moe import MoeConfig, fused_moe
 
-    cfg = MoeConfig(32, 16, 16, 2, 1, 1, down=(32, 16, 1, 1), tma=True)
+    cfg = MoeConfig(32, 16, 16, 2, 1, 1, down=(32, 16, 1, 1), tma=True, gather_x=gather_x)
     spec = list(SPECS[name])
     spec[1], spec[2] = 40, 24      # H and I: rows 16-byte aligned (TMA), tiles not dividing them
     args = _inputs(tuple(spec), dtype, seed=7)

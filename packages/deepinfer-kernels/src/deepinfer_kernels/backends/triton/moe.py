@@ -52,8 +52,12 @@ class MoeConfig:
             gate/up values.
         split_tiles: a tile whose second half is padding computes only its first half (see
             `moe_gemm`; needs block_m >= 32). Not batch invariant, so `FIXED_CONFIG` is False.
-        tma: load weight tiles through TMA descriptors where the layout allows it (Hopper and
-            newer; `moe_gemm._weight_operand`). Off until measured on a GPU.
+        tma: load weight tiles, and the down GEMM's activation tiles, through TMA descriptors
+            where the layout allows it (Hopper and newer; `moe_gemm._weight_operand`);
+            elsewhere (the interpreter emulates TMA; an older GPU does not have it) pointer loads.
+        gather_x: with `tma`, gather the input rows into the sorted layout first (one
+            `index_select`, T * top_k rows plus padding) so the gate/up GEMM loads them through
+            TMA too, instead of gathering them tile by tile.
     """
 
     block_m: int
@@ -65,6 +69,7 @@ class MoeConfig:
     down: tuple[int, int, int, int] | None = None
     split_tiles: bool = True
     tma: bool = False
+    gather_x: bool = False
 
     def __post_init__(self) -> None:
         tiles = {"block_m": self.block_m, "block_n": self.block_n, "block_k": self.block_k}
@@ -96,14 +101,17 @@ class MoeConfig:
 CONFIGS: tuple[tuple[float, MoeConfig], ...] = (
     (8.0, MoeConfig(16, 64, 128, 8, 4, 4)),         # decode: streams the weights
     (64.0, MoeConfig(64, 64, 64, 8, 4, 4)),
-    (float("inf"), MoeConfig(128, 128, 64, 8, 8, 3, down=(256, 64, 8, 4))),
+    (float("inf"), MoeConfig(128, 128, 64, 8, 8, 4, down=(256, 64, 8, 4), tma=True)),
 )
 """(largest expected rows per expert `T * top_k / E`, config) buckets, first match wins.
 From benchmarks/tune_moe.py on an H200 (bf16, E=64 top-8 and E=8 top-2, H=2048): each is
 the best of a 64-configuration grid at T = 16, 256, 1024 and 4096, or within 2% of it.
 float32 runs halve block_k (`for_dtype`): the tiles above would not fit in shared memory.
 The last bucket's `down` is the best down GEMM of `tune_moe.py --per-gemm` at T = 1024 and 4096
-(E=64, block_m 128; H200, 2026-11-30: 282 us against 308 us with the gate/up parameters)."""
+(E=64, block_m 128; H200, 2026-11-30: 282 us against 308 us with the gate/up parameters). It
+loads through TMA (`tma`; `tune_moe.py --quick`, H200, same run: E=64 top-8 T=4096 828.7 against
+914.6 us without, T=1024 319.2 against 326.1; E=8 top-2 T=4096 182.3 against 199.4), with a
+4-stage gate/up pipeline (another run, E=64 T=4096: 761.7 against 806.4 us with 3 stages)."""
 
 FIXED_CONFIG = MoeConfig(64, 64, 64, 8, 4, 4, split_tiles=False)
 """One configuration for every T, tiles never split: batch-invariant results (at some cost at
