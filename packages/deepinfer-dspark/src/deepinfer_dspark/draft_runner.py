@@ -31,6 +31,7 @@ from deepinfer_kernels import ops
 
 from deepinfer_dspark.confidence import calibrated_confidence
 from deepinfer_dspark.context_cache import ContextCache
+from deepinfer_dspark.draft_graph import DraftBuffers, DraftGraphs, draft_loop, greedy_choice
 from deepinfer_dspark.drafter import DSparkDrafter
 
 # Mixed into each request's seed for draft draws: an arbitrary constant below 2**62, so
@@ -113,16 +114,26 @@ class DSparkDraftRunner:
     Args:
         drafter: a loaded `DSparkDrafter`.
         confidence_temperatures: STS temperatures T_1..T_G (`[block_size]`, > 0), or None for 1.
+        graphs: run all-greedy rounds of <= 64 requests through `DraftGraphs` (captured CUDA
+            graphs on CUDA; on the CPU the same bucketed static round, eagerly: for tests).
+            None: on when the drafter is on CUDA.
+
+    Attributes:
+        graphs: the `DraftGraphs`, or None when disabled.
 
     Raises:
         ValueError: bad `confidence_temperatures` (named).
     """
 
-    def __init__(self, drafter: DSparkDrafter, confidence_temperatures: torch.Tensor | None = None) -> None:
+    def __init__(self, drafter: DSparkDrafter, confidence_temperatures: torch.Tensor | None = None,
+                 graphs: bool | None = None) -> None:
         self.drafter = drafter
         self.caches: dict[str, ContextCache] = {}
         self.confidence_temperatures: torch.Tensor | None = None
         self.set_confidence_temperatures(confidence_temperatures)
+        if graphs is None:
+            graphs = drafter.cos_sin.device.type == "cuda"
+        self.graphs: DraftGraphs | None = DraftGraphs(drafter) if graphs else None
 
     def set_confidence_temperatures(self, temperatures: torch.Tensor | None) -> None:
         """Installs per-position STS temperatures `[block_size]` (None: all 1).
@@ -219,7 +230,8 @@ class DSparkDraftRunner:
         """Drafts `num_tokens` tokens for every request in one batched block forward.
 
         The block is always `block_size` positions long, as in training; the first
-        `num_tokens` outputs are sampled.
+        `num_tokens` outputs are sampled. An all-greedy round that fits `DraftGraphs` runs there
+        (a graph replay on CUDA) and returns CPU tensors; other rounds run eagerly on the device.
 
         Args:
             requests: one `DraftRequest` per request (distinct ids).
@@ -239,6 +251,14 @@ class DSparkDraftRunner:
         if not requests:
             return []
         self._check_requests(requests)
+        lengths = [r.anchor_position for r in requests]
+        if (self.graphs is not None and all(r.sampling.temperature == 0 for r in requests)
+                and self.graphs.fits(len(requests), max(lengths))):
+            caches = [self.caches[r.request_id] for r in requests]
+            tokens, conf_logits = self.graphs.run([r.anchor_token for r in requests], lengths,
+                                                  [c.keys for c in caches], [c.values for c in caches],
+                                                  num_tokens)
+            return self._outputs(tokens, None, conf_logits)
         hidden = self._block_hidden(requests)                          # [R, G, d]
         return self._sample(requests, hidden[:, :num_tokens])
 
@@ -260,75 +280,51 @@ class DSparkDraftRunner:
                                  f"max_position_embeddings ({cfg.max_position_embeddings})")
 
     def _block_hidden(self, requests: Sequence[DraftRequest]) -> torch.Tensor:
-        """Pads the requests' contexts to one batch and runs the parallel backbone."""
-        cfg, drafter = self.drafter.config, self.drafter
-        device, rows, width = drafter.cos_sin.device, len(requests), cfg.block_size
+        """Pads the requests' contexts to one batch `[R, longest]` and runs the parallel backbone."""
         lengths = [r.anchor_position for r in requests]
-        longest = max(lengths)
-        kv_shape = (cfg.num_hidden_layers, rows, longest, cfg.num_key_value_heads, cfg.head_dim)
-        context_k = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
-        context_v = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
-        lens = torch.tensor(lengths, dtype=torch.int64, device=device)
-        if longest:
-            # One gather for all requests (a few kernels, not two copies per request): row r's
-            # positions 0..n_r - 1 go to flat slots r * longest + 0..n_r - 1.
-            rows_of = torch.repeat_interleave(torch.arange(rows, device=device), lens)
-            starts = torch.cumsum(lens, 0) - lens
-            dest = rows_of * longest + torch.arange(rows_of.numel(), device=device) - starts[rows_of]
-            flat = (cfg.num_hidden_layers, rows * longest, cfg.num_key_value_heads, cfg.head_dim)
-            for target, part in ((context_k, "keys"), (context_v, "values")):
-                source = torch.cat([getattr(self.caches[r.request_id], part)[:, :n]
-                                    for r, n in zip(requests, lengths)], dim=1)
-                target.view(flat).index_copy_(1, dest, source)
-        index = torch.arange(longest, device=device)
-        context_valid = index[None, :] < lens[:, None]
-        tokens = torch.full((rows, width), cfg.mask_token_id, dtype=torch.int64, device=device)
-        tokens[:, 0] = torch.tensor([r.anchor_token for r in requests], device=device)
-        anchors = torch.tensor(lengths, dtype=torch.int64, device=device)
-        positions = anchors[:, None] + torch.arange(width, device=device)[None, :]
-        return drafter(tokens, positions, context_k, context_v, context_valid)
+        buffers = DraftBuffers(self.drafter, len(requests), max(lengths))
+        caches = [self.caches[r.request_id] for r in requests]
+        buffers.load([r.anchor_token for r in requests], lengths, [c.keys for c in caches],
+                     [c.values for c in caches])
+        return self.drafter(*buffers.inputs())
 
     def _sample(self, requests: Sequence[DraftRequest], hidden: torch.Tensor) -> list[DraftOutput]:
-        """The sequential pass: Markov bias, filtered law, seeded draw, confidence, per position."""
-        drafter, device = self.drafter, hidden.device
-        rows, gamma = hidden.shape[:2]
+        """The sequential pass (`draft_loop`): Markov bias, filtered law, seeded draw, confidence."""
+        device = hidden.device
+        anchors = torch.tensor([r.anchor_token for r in requests], dtype=torch.int64, device=device)
+        if all(r.sampling.temperature == 0 for r in requests):
+            tokens, conf_logits = draft_loop(self.drafter, hidden, anchors, greedy_choice)
+            packed = torch.cat([tokens.double()] + ([] if conf_logits is None else [conf_logits.double()]), dim=1)
+            packed = packed.cpu()   # one device-to-host copy for the round (exact, see DraftGraphs)
+            gamma = tokens.shape[1]
+            return self._outputs(packed[:, :gamma].to(torch.int64), None,   # q one-hot: left implicit
+                                 None if conf_logits is None else packed[:, gamma:].to(torch.float32))
         params = _sampling_tensors([r.sampling for r in requests], device)
-        base = drafter.compute_logits(hidden)                          # [R, γ, V] float32
-        head = drafter.markov_head
-        prev = torch.tensor([r.anchor_token for r in requests], dtype=torch.int64, device=device)
-        state = None if head is None else head.initial_state(rows, hidden)
-        all_greedy = all(r.sampling.temperature == 0 for r in requests)
-        tokens, probs, conf_logits = [], [], []
-        for k in range(gamma):
-            logits = base[:, k]
-            if head is not None:
-                bias, state = head.step(prev, hidden[:, k], state)
-                logits = logits + bias
-            if all_greedy:  # ops.sample's greedy rule (first maximum), without the random draws
-                token = logits.argmax(dim=-1)
-                q = None   # one-hot on `token`: left implicit (see DraftOutput.probs)
-            else:
-                q = ops.sampling_probs(logits, params["temperature"], params["top_k"],
-                                       params["top_p"], params["min_p"])
-                token = ops.sample(logits, params["temperature"], params["top_k"], params["top_p"],
-                                   params["min_p"], params["seeds"], params["steps"] + k)
-                greedy = (params["temperature"] == 0)[:, None]
-                q = torch.where(greedy, torch.nn.functional.one_hot(token, q.shape[1]).float(), q)
-            conf = drafter.confidence_logits(hidden[:, k], prev)
-            tokens.append(token)
-            probs.append(q)
-            conf_logits.append(conf)
-            prev = token
-        token_t = torch.stack(tokens, dim=1)
-        probs_t = None if all_greedy else torch.stack(probs, dim=1)
-        logits_t = confidences = None
-        if drafter.confidence_head is not None:
-            logits_t = torch.stack(conf_logits, dim=1)                 # [R, γ]
+        greedy = (params["temperature"] == 0)[:, None]
+        probs = []
+
+        def choose(k: int, logits: torch.Tensor) -> torch.Tensor:
+            q = ops.sampling_probs(logits, params["temperature"], params["top_k"], params["top_p"],
+                                   params["min_p"])
+            token = ops.sample(logits, params["temperature"], params["top_k"], params["top_p"],
+                               params["min_p"], params["seeds"], params["steps"] + k)
+            probs.append(torch.where(greedy, torch.nn.functional.one_hot(token, q.shape[1]).float(), q))
+            return token
+
+        tokens, conf_logits = draft_loop(self.drafter, hidden, anchors, choose)
+        return self._outputs(tokens, torch.stack(probs, dim=1), conf_logits)
+
+    def _outputs(self, tokens: torch.Tensor, probs: torch.Tensor | None, conf_logits: torch.Tensor | None
+                 ) -> list[DraftOutput]:
+        """Per-row `DraftOutput`s of a round (`[R, γ]` tokens and logits, `[R, γ, V]` probs),
+        with the logits calibrated by the STS temperatures."""
+        confidences = None
+        if conf_logits is not None:
             temps = self.confidence_temperatures
-            confidences = calibrated_confidence(logits_t, None if temps is None else temps.to(device))
-        return [DraftOutput(token_t[i], None if probs_t is None else probs_t[i],
+            confidences = calibrated_confidence(conf_logits, None if temps is None else temps.to(conf_logits.device))
+        return [DraftOutput(tokens[i], None if probs is None else probs[i],
                             None if confidences is None else confidences[i],
-                            None if logits_t is None else logits_t[i]) for i in range(rows)]
+                            None if conf_logits is None else conf_logits[i]) for i in range(tokens.shape[0])]
 
     def _cache(self, request_id: str) -> ContextCache:
         cache = self.caches.get(request_id)

@@ -208,7 +208,7 @@ class DSparkProposer:
                                   for r in asks], self.num_tokens)
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         if self.sps is not None and all(o.confidences is not None for o in outs):
-            conf = torch.stack([o.confidences.double().cpu() for o in outs])
+            conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
             for row, cap in enumerate(lengths):
                 conf[row, cap:] = 0.0  # positions past a request's room cannot be verified
             survival = prefix_survival(conf)

@@ -73,7 +73,7 @@ def greedy_rollouts(drafter: DSparkDrafter, target: TargetModel, sequences: Sequ
     """
     if drafter.confidence_head is None:
         raise ValueError("drafter: calibration needs a confidence head (enable_confidence_head)")
-    runner = DSparkDraftRunner(drafter.eval())
+    runner = DSparkDraftRunner(drafter.eval(), graphs=False)   # one-off shapes: nothing to replay
     generator = torch.Generator().manual_seed(seed)
     logits, accepted, drafted, where = [], [], [], []
     for start in range(0, len(sequences), batch_size):

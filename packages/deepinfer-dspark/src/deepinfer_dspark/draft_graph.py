@@ -1,0 +1,317 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""The greedy DSpark draft round over fixed-shape buffers, replayed as CUDA graphs.
+
+An eager draft round is about 1,250 small aten calls (the backbone, then γ steps of Markov
+head, argmax and confidence head); on a GPU with a slow host that is dispatch time. The round of
+an all-greedy batch has no data-dependent control flow once its shapes are fixed, so it can be
+captured once per shape and replayed:
+
+  rows      R requests are padded to the bucket Rb in `ROW_BUCKETS` (1, 2, 4, ..., 64);
+  context   the longest context n is padded to Nb = the next power of two >= max(n, 16),
+            capped at `max_context` (default: the drafter's `max_position_embeddings`);
+  draft     k = `num_tokens` is fixed per proposer; the k steps unroll inside the graph.
+
+Per (Rb, Nb) one `DraftBuffers` (zeroed once) holds the round's inputs; per (Rb, Nb, k) one
+graph reads them. Each round writes its anchors, positions, context K/V and visibility into the
+buffers (`DraftBuffers.load`: one host-to-device copy and one gather per K/V tensor), replays,
+and reads one packed `[Rb, 2k]` float64 output back with one device-to-host copy.
+
+Padding: a padded row (index >= R) has anchor `mask_token_id` at position 0 and no visible
+context; its block positions are always visible, so its softmax is finite, and its outputs are
+discarded. Context entries of a real row past its length keep whatever an earlier round left
+there (finite K/V, never NaN: the buffers start at zero and only receive cache entries); they
+are hidden by `context_valid`, which every round rewrites, so their softmax weight is exactly 0.
+
+Kernel ops under capture: `deepinfer_kernels` ops check value ranges only for CPU tensors
+(`ops._checks.host_values`), so on CUDA their dispatch reads no device values; triton kernels
+compile and the `cuda` backend's library loads during the warm-up runs, before capture, as for
+the core's `DecodeGraphs`. Everything else in the round (embedding, linear, einsum, softmax,
+argmax) is plain aten with static shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from deepinfer_dspark.drafter import DSparkDrafter
+
+ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+MIN_CONTEXT = 16
+DEFAULT_MAX_CONTEXT = 4096   # SmolLM2's drafter at Rb=64: 2 x 2 x 64 x 4096 x 3 x 64 x 2 B = 400 MiB of K/V
+WARMUP_RUNS = 2
+
+Choose = Callable[[int, torch.Tensor], torch.Tensor]
+"""(draft index k, corrected logits `[R, V]` float32) -> chosen tokens `[R]` int64."""
+
+
+def greedy_choice(k: int, logits: torch.Tensor) -> torch.Tensor:
+    """`ops.sample`'s greedy rule (the first maximum) without random draws: `[R, V]` -> `[R]` int64."""
+    return logits.argmax(dim=-1)
+
+
+def draft_loop(drafter: DSparkDrafter, hidden: torch.Tensor, anchor_tokens: torch.Tensor,
+               choose: Choose) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The sequential pass of a round: Markov bias, choice, confidence logit, per position.
+
+    Args:
+        drafter: the drafter (its LM head, Markov head and confidence head).
+        hidden: `[R, γ, d]` backbone outputs h_1..h_γ.
+        anchor_tokens: `[R]` int64, x0 of each row.
+        choose: picks x_{k+1} from the corrected logits of position k (`greedy_choice`, or a
+            sampler that may record its distributions).
+
+    Returns:
+        `(tokens [R, γ] int64, confidence logits [R, γ] float32)`; the logits are None without a
+        confidence head.
+    """
+    rows, gamma = hidden.shape[:2]
+    base = drafter.compute_logits(hidden)                              # [R, γ, V] float32
+    head = drafter.markov_head
+    state = None if head is None else head.initial_state(rows, hidden)
+    prev = anchor_tokens
+    tokens, conf = [], []
+    for k in range(gamma):
+        logits = base[:, k]
+        if head is not None:
+            bias, state = head.step(prev, hidden[:, k], state)
+            logits = logits + bias
+        token = choose(k, logits)
+        conf.append(drafter.confidence_logits(hidden[:, k], prev))
+        tokens.append(token)
+        prev = token
+    conf_t = None if drafter.confidence_head is None else torch.stack(conf, dim=1)
+    return torch.stack(tokens, dim=1), conf_t
+
+
+def greedy_round(drafter: DSparkDrafter, tokens: torch.Tensor, positions: torch.Tensor,
+                 context_k: torch.Tensor, context_v: torch.Tensor, context_valid: torch.Tensor,
+                 num_tokens: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One all-greedy draft round with static shapes (what the CUDA graphs capture).
+
+    Args:
+        drafter: the drafter.
+        tokens: `[R, G]` int64, `[x0, MASK, ...]` per row.
+        positions: `[R, G]` int64 block positions `s .. s+G-1`.
+        context_k, context_v: `[L, R, N, H_kv, D]` in the drafter dtype.
+        context_valid: `[R, N]` bool; every row must see its block, which it always does.
+        num_tokens: γ in [1, G].
+
+    Returns:
+        `(draft tokens [R, γ] int64, raw confidence logits [R, γ] float32 or None)`.
+    """
+    hidden = drafter(tokens, positions, context_k, context_v, context_valid)[:, :num_tokens]
+    return draft_loop(drafter, hidden, tokens[:, 0], greedy_choice)
+
+
+def row_bucket(rows: int) -> int | None:
+    """The smallest of `ROW_BUCKETS` >= `rows`, or None when `rows` exceeds them all."""
+    return next((size for size in ROW_BUCKETS if size >= rows), None)
+
+
+def context_bucket(longest: int, max_context: int) -> int | None:
+    """Nb: the next power of two >= max(`longest`, 16), capped at `max_context`; None when
+    `longest` exceeds `max_context`."""
+    if longest > max_context:
+        return None
+    return min(1 << (max(longest, MIN_CONTEXT) - 1).bit_length(), max_context)
+
+
+def context_slots(lengths: Sequence[int], width: int) -> torch.Tensor:
+    """Flat slots `r * width + i` of position i < n_r of every row r: `[sum n]` int64 on the CPU."""
+    lens = torch.tensor(list(lengths), dtype=torch.int64)
+    rows_of = torch.repeat_interleave(torch.arange(len(lengths)), lens)
+    starts = torch.cumsum(lens, 0) - lens
+    return rows_of * width + torch.arange(rows_of.numel()) - starts[rows_of]
+
+
+def gather_context(keys: Sequence[torch.Tensor], values: Sequence[torch.Tensor], lengths: Sequence[int],
+                   slots: torch.Tensor, out_k: torch.Tensor, out_v: torch.Tensor) -> None:
+    """Copies row r's context positions 0..n_r-1 to `out[:, r, :n_r]`: one gather per tensor,
+    not two copies per request. Entries past n_r are left as they are.
+
+    Args:
+        keys, values: per row `[L, >= n_r, H_kv, D]` (a `ContextCache`'s views).
+        lengths: n_r per row.
+        slots: `context_slots(lengths, N)` on the outputs' device.
+        out_k, out_v: contiguous `[L, R', N, H_kv, D]`, R' >= rows, N >= max(lengths).
+    """
+    if not sum(lengths):
+        return
+    layers, rows, width = out_k.shape[:3]
+    flat = (layers, rows * width) + tuple(out_k.shape[3:])
+    for target, parts in ((out_k, keys), (out_v, values)):
+        source = torch.cat([part[:, :n] for part, n in zip(parts, lengths)], dim=1)
+        target.view(flat).index_copy_(1, slots, source)
+
+
+class DraftBuffers:
+    """The inputs of a round `[rows, G]` / `[L, rows, width, H_kv, D]`, zeroed once.
+
+    Args:
+        drafter: sets G, L, H_kv, D, the dtype, the device and the mask token.
+        rows: R' rows (a bucket, or a round's exact count).
+        width: N' context positions per row.
+
+    Attributes:
+        tokens: `[R', G]` int64; column 0 is rewritten by `load`, the rest stay `mask_token_id`.
+        positions: `[R', G]` int64.
+        context_k, context_v: `[L, R', N', H_kv, D]` in the drafter dtype.
+        context_valid: `[R', N']` bool.
+    """
+
+    def __init__(self, drafter: DSparkDrafter, rows: int, width: int) -> None:
+        cfg, device = drafter.config, drafter.cos_sin.device
+        self.rows, self.width, self.mask = rows, width, cfg.mask_token_id
+        kv_shape = (cfg.num_hidden_layers, rows, width, cfg.num_key_value_heads, cfg.head_dim)
+        self.tokens = torch.full((rows, cfg.block_size), cfg.mask_token_id, dtype=torch.int64, device=device)
+        self.positions = torch.zeros((rows, cfg.block_size), dtype=torch.int64, device=device)
+        self.context_k = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
+        self.context_v = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
+        self.context_valid = torch.zeros((rows, width), dtype=torch.bool, device=device)
+        self._offsets = torch.arange(cfg.block_size, device=device)[None, :]
+        self._index = torch.arange(width, device=device)[None, :]
+
+    def inputs(self) -> tuple[torch.Tensor, ...]:
+        """`(tokens, positions, context_k, context_v, context_valid)`, as `greedy_round` takes them."""
+        return self.tokens, self.positions, self.context_k, self.context_v, self.context_valid
+
+    def load(self, anchor_tokens: Sequence[int], lengths: Sequence[int], keys: Sequence[torch.Tensor],
+             values: Sequence[torch.Tensor]) -> None:
+        """Writes a round of R <= `rows` requests in place; rows R.. become padding.
+
+        Args:
+            anchor_tokens: x0 per request.
+            lengths: n_r = s_r per request (the anchor position: context positions 0..s_r-1).
+            keys, values: per request `[L, >= n_r, H_kv, D]` context K/V.
+
+        Raises:
+            ValueError: more requests than rows, or a context longer than `width`.
+        """
+        count, pad = len(lengths), self.rows - len(lengths)
+        if pad < 0 or max(lengths, default=0) > self.width:
+            raise ValueError(f"lengths: {count} rows up to {max(lengths, default=0)} positions do not fit "
+                             f"{self.rows} x {self.width} buffers")
+        head = torch.tensor(list(anchor_tokens) + [self.mask] * pad + list(lengths) + [0] * pad,
+                            dtype=torch.int64)
+        # One host-to-device copy for the anchors, the lengths and the gather's slots; non-blocking:
+        # a pageable source is staged at once, and no stream synchronisation is needed.
+        packed = torch.cat([head, context_slots(lengths, self.width)]).to(self.tokens.device, non_blocking=True)
+        anchors, lens = packed[:self.rows], packed[self.rows:2 * self.rows, None]
+        self.tokens[:, 0].copy_(anchors)
+        torch.add(lens, self._offsets, out=self.positions)
+        torch.lt(self._index, lens, out=self.context_valid)   # every row, so no stale entry stays visible
+        gather_context(keys, values, lengths, packed[2 * self.rows:], self.context_k, self.context_v)
+
+
+class DraftGraphs:
+    """Bucketed static buffers for greedy rounds and, with `capture`, a CUDA graph per bucket.
+
+    Buffers and graphs are made on first use of a bucket; all graphs share one memory pool.
+    Without `capture` (the CPU) the same static round runs eagerly on the bucketed buffers.
+
+    Args:
+        drafter: the drafter, on its final device, with its final weights (graphs read the
+            parameters in place).
+        capture: capture CUDA graphs (needs the drafter on CUDA); default: whether it is.
+        max_context: the largest Nb (default: `max_position_embeddings`, at most
+            `DEFAULT_MAX_CONTEXT`); longer contexts do not `fit` (they run eagerly). It bounds the
+            buffers: `2 * L * 64 * Nb * H_kv * D` elements at the largest row bucket.
+
+    Attributes:
+        rounds: rounds run through the buckets so far.
+        replays: graph replays so far.
+
+    Raises:
+        ValueError: `capture` with the drafter off CUDA, or `max_context` < 1 (named).
+    """
+
+    def __init__(self, drafter: DSparkDrafter, capture: bool | None = None, max_context: int | None = None) -> None:
+        device = drafter.cos_sin.device
+        capture = device.type == "cuda" if capture is None else capture
+        if capture and device.type != "cuda":
+            raise ValueError(f"capture: CUDA graphs need the drafter on CUDA, it is on {device}")
+        if max_context is None:
+            max_context = min(drafter.config.max_position_embeddings, DEFAULT_MAX_CONTEXT)
+        self.max_context = max_context
+        if self.max_context < 1:
+            raise ValueError(f"max_context: must be >= 1, got {self.max_context}")
+        self.drafter, self.capture, self.device = drafter, capture, device
+        self.pool = torch.cuda.graph_pool_handle() if capture else None
+        self.buffers: dict[tuple[int, int], DraftBuffers] = {}
+        self.graphs: dict[tuple[int, int, int], torch.cuda.CUDAGraph] = {}
+        self.outputs: dict[tuple[int, int, int], torch.Tensor] = {}
+        self.rounds = 0
+        self.replays = 0
+
+    def fits(self, rows: int, longest: int) -> bool:
+        """Whether a round of `rows` requests whose longest context is `longest` has a bucket."""
+        return 1 <= rows and row_bucket(rows) is not None and context_bucket(longest, self.max_context) is not None
+
+    @torch.no_grad()
+    def run(self, anchor_tokens: Sequence[int], lengths: Sequence[int], keys: Sequence[torch.Tensor],
+            values: Sequence[torch.Tensor], num_tokens: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One all-greedy round of R requests (arguments as for `DraftBuffers.load`).
+
+        Args:
+            num_tokens: γ in [1, block_size].
+
+        Returns:
+            `(tokens [R, γ] int64, raw confidence logits [R, γ] float32 or None)`, fresh CPU
+            tensors (one device-to-host copy for the round).
+
+        Raises:
+            ValueError: the round does not `fit`, or a bad `num_tokens`.
+        """
+        rows, longest = len(lengths), max(lengths, default=0)
+        if not self.fits(rows, longest):
+            raise ValueError(f"lengths: {rows} requests up to {longest} positions fit no bucket "
+                             f"(rows <= {ROW_BUCKETS[-1]}, context <= {self.max_context})")
+        if not 1 <= num_tokens <= self.drafter.config.block_size:
+            raise ValueError(f"num_tokens: must be in [1, {self.drafter.config.block_size}], got {num_tokens}")
+        shape = (row_bucket(rows), context_bucket(longest, self.max_context))
+        buffers = self.buffers.get(shape)
+        if buffers is None:
+            buffers = self.buffers[shape] = DraftBuffers(self.drafter, *shape)
+        buffers.load(anchor_tokens, lengths, keys, values)
+        self.rounds += 1
+        if self.capture:
+            key = shape + (num_tokens,)
+            if key not in self.graphs:
+                self._capture(key, buffers)
+            self.graphs[key].replay()
+            self.replays += 1
+            packed = self.outputs[key][:rows].cpu()   # copied before the next replay overwrites it
+        else:
+            packed = self._packed_round(buffers, num_tokens)[:rows]
+        tokens = packed[:, :num_tokens].to(torch.int64)
+        conf = packed[:, num_tokens:].to(torch.float32) if packed.shape[1] > num_tokens else None
+        return tokens, conf
+
+    def _packed_round(self, buffers: DraftBuffers, num_tokens: int) -> torch.Tensor:
+        """`greedy_round` with both outputs in one `[Rb, γ or 2γ]` float64 tensor, so one copy
+        reads them back. NOTE: exact: token ids are < 2**53 and float32 widens exactly."""
+        tokens, conf = greedy_round(self.drafter, *buffers.inputs(), num_tokens)
+        return torch.cat([tokens.double()] + ([] if conf is None else [conf.double()]), dim=1)
+
+    def _capture(self, key: tuple[int, int, int], buffers: DraftBuffers) -> None:
+        """Warms up on a side stream (triton compilation, library loads, cuBLAS workspaces), then
+        records the round into the shared pool.
+
+        NOTE: unlike the core's graphs, these are captured lazily, mid-serving, when other threads
+        (the structured-output mask thread: pinned buffers, event waits) may call CUDA; the
+        "thread_local" mode forbids unsafe calls in this thread only."""
+        num_tokens = key[2]
+        current = torch.cuda.current_stream(self.device)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_RUNS):
+                self._packed_round(buffers, num_tokens)
+        current.wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
+            self.outputs[key] = self._packed_round(buffers, num_tokens)
+        self.graphs[key] = graph

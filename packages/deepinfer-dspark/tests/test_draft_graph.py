@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`DraftGraphs`: the greedy draft round over bucketed static buffers equals the eager round.
+
+On the CPU `DSparkDraftRunner(graphs=True)` runs the static round eagerly on the bucketed,
+padded buffers, so the bucketing, padding and buffer reuse are checked here against
+`graphs=False` (the eager path, itself checked against a float64 reference in
+test_drafter_model.py). The captured CUDA graphs are checked only where CUDA is available.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from deepinfer_dspark.checkpoint import load_state_dict
+from deepinfer_dspark.config import DSparkConfig
+from deepinfer_dspark.draft_graph import (DraftGraphs, context_bucket, context_slots, greedy_round,
+                                          row_bucket)
+from deepinfer_dspark.draft_runner import DraftRequest, DraftSampling, DSparkDraftRunner
+from deepinfer_dspark.drafter import DSparkDrafter
+
+torch.set_num_threads(1)
+
+# (markov_head_type, markov_rank, enable_confidence_head, confidence_head_with_markov)
+HEADS = {
+    "vanilla+conf": ("vanilla", 16, True, True),
+    "rnn+conf": ("rnn", 16, True, True),
+    "gated+plain-conf": ("gated", 16, True, False),
+    "no-heads": ("vanilla", 0, False, False),
+}
+
+
+def drafter_for(tiny, heads: str, device: str = "cpu", seed: int = 3) -> tuple[dict, DSparkDrafter]:
+    tiny_config, _, random_state_dict = tiny
+    head_type, rank, conf, conf_markov = HEADS[heads]
+    config = tiny_config(markov_head_type=head_type, markov_rank=rank, enable_confidence_head=conf,
+                         confidence_head_with_markov=conf_markov)
+    drafter = DSparkDrafter(DSparkConfig.from_dict(config))
+    load_state_dict(drafter, random_state_dict(config, seed=seed))
+    return config, drafter.to(device).eval()
+
+
+class Pair:
+    """A bucketed runner and an eager runner over one drafter, fed the same features."""
+
+    def __init__(self, drafter: DSparkDrafter, bucketed: bool | None = True) -> None:
+        self.graphs = DSparkDraftRunner(drafter, torch.tensor([0.8, 1.5, 1.0, 2.0]), graphs=bucketed)
+        self.eager = DSparkDraftRunner(drafter, torch.tensor([0.8, 1.5, 1.0, 2.0]), graphs=False)
+        self.width = drafter.config.feature_size
+        self.gen = torch.Generator().manual_seed(0)
+
+    def observe(self, rid: str, n: int) -> None:
+        start = self.eager.num_positions(rid)
+        feats = torch.randn(n, self.width, generator=self.gen)
+        for runner in (self.graphs, self.eager):
+            runner.observe(rid, list(range(start, start + n)), feats)
+
+    def rollback(self, rid: str, n: int) -> None:
+        for runner in (self.graphs, self.eager):
+            runner.rollback(rid, n)
+
+    def check(self, requests: list[DraftRequest], num_tokens: int, atol: float = 1e-5) -> None:
+        rounds = self.graphs.graphs.rounds
+        got = self.graphs.draft(requests, num_tokens)
+        want = self.eager.draft(requests, num_tokens)
+        assert self.graphs.graphs.rounds == rounds + 1   # the bucketed path ran
+        for req, a, b in zip(requests, got, want, strict=True):
+            assert a.tokens.device.type == "cpu" and a.probs is None and b.probs is None
+            assert a.tokens.tolist() == b.tokens.cpu().tolist(), req
+            if b.confidence_logits is None:
+                assert a.confidence_logits is None and a.confidences is None
+                continue
+            torch.testing.assert_close(a.confidence_logits, b.confidence_logits.cpu(), atol=atol, rtol=0)
+            torch.testing.assert_close(a.confidences, b.confidences.cpu(), atol=atol, rtol=0)
+
+
+def requests_for(lengths: dict[str, int], rng: random.Random, vocab: int) -> list[DraftRequest]:
+    return [DraftRequest(rid, rng.randrange(vocab), n) for rid, n in lengths.items()]
+
+
+def test_buckets() -> None:
+    assert [row_bucket(n) for n in (1, 2, 3, 5, 9, 33, 64)] == [1, 2, 4, 8, 16, 64, 64]
+    assert row_bucket(65) is None
+    assert [context_bucket(n, 512) for n in (0, 1, 16, 17, 100, 256, 257, 500, 512)] == \
+        [16, 16, 16, 32, 128, 256, 512, 512, 512]
+    assert context_bucket(513, 512) is None
+    assert context_bucket(300, 400) == 400 and context_bucket(5, 8) == 8   # capped by max_context
+    assert context_slots([2, 0, 3], 4).tolist() == [0, 1, 8, 9, 10]
+
+
+@pytest.mark.parametrize("heads", list(HEADS))
+def test_bucketed_equals_eager(tiny, heads) -> None:
+    config, drafter = drafter_for(tiny, heads)
+    pair, rng = Pair(drafter), random.Random(heads)
+    block, vocab = config["block_size"], config["vocab_size"]
+    for count in (1, 3, 5, 9):                       # 3, 5 and 9 leave padding rows
+        lengths = {f"r{count}-{i}": rng.choice([0, 1, 7, 16, 17, 40, 70]) for i in range(count)}
+        for rid, n in lengths.items():
+            pair.observe(rid, n + rng.randrange(3))  # the cache may hold more than the anchor sees
+        for num_tokens in (1, block):
+            pair.check(requests_for(lengths, rng, vocab), num_tokens)
+    assert len(pair.graphs.graphs.buffers) >= 4      # several (rows, context) buckets were used
+
+
+def test_reused_buffers_hide_stale_context(tiny) -> None:
+    """Rounds reuse one (4, 64) bucket with shorter contexts in rows that held longer ones, and
+    after rollbacks: an entry left over from an earlier round must stay invisible."""
+    config, drafter = drafter_for(tiny, "rnn+conf")
+    pair, rng = Pair(drafter), random.Random(1)
+    vocab = config["vocab_size"]
+    for rid, n in (("a", 60), ("b", 10), ("c", 37), ("d", 50)):
+        pair.observe(rid, n)
+    pair.check(requests_for({"a": 60, "b": 10, "c": 37, "d": 50}, rng, vocab), 4)
+    pair.check(requests_for({"b": 10, "c": 37, "a": 60}, rng, vocab), 4)   # row 3 now padding
+    pair.rollback("a", 25)
+    pair.observe("a", 5)                             # positions 35..39 of "a" are new features now
+    pair.check(requests_for({"b": 10, "a": 40, "c": 20}, rng, vocab), 4)
+    pair.rollback("d", 30)
+    pair.check(requests_for({"d": 20, "b": 3, "c": 37, "a": 33}, rng, vocab), 3)
+    buffers = pair.graphs.graphs.buffers
+    assert list(buffers) == [(4, 64)]
+    last = buffers[(4, 64)]
+    assert bool(last.context_k[:, 1, 3:].abs().sum() > 0)          # stale entries are there...
+    index = torch.arange(64)
+    for row, n in enumerate((20, 3, 37, 33)):
+        assert torch.equal(last.context_valid[row], index < n)      # ...and hidden
+    tokens, positions = last.tokens[:, 0].tolist(), last.positions[:, 0].tolist()
+    assert positions == [20, 3, 37, 33] and len(tokens) == 4
+
+
+def test_padding_rows_do_not_change_real_rows(tiny) -> None:
+    """The static round over a padded bucket equals the same round over exactly the real rows."""
+    config, drafter = drafter_for(tiny, "vanilla+conf")
+    graphs = DraftGraphs(drafter)
+    caches = DSparkDraftRunner(drafter, graphs=False)
+    gen = torch.Generator().manual_seed(2)
+    for rid, n in (("a", 9), ("b", 0), ("c", 21)):
+        caches.observe(rid, list(range(n)), torch.randn(n, drafter.config.feature_size, generator=gen))
+    rids, lengths, anchors = ["a", "b", "c"], [9, 0, 21], [5, 6, 7]
+    keys = [caches.caches[r].keys for r in rids]
+    values = [caches.caches[r].values for r in rids]
+    tokens, conf = graphs.run(anchors, lengths, keys, values, 4)
+    assert tokens.shape == (3, 4) and conf.shape == (3, 4) and tokens.dtype == torch.int64
+    padded = graphs.buffers[(4, 32)]
+    assert padded.context_valid[3].sum() == 0 and padded.positions[3].tolist() == [0, 1, 2, 3]
+    exact_tokens, exact_conf = greedy_round(drafter, *(t[:3] if t.dim() == 2 else t[:, :3]
+                                                       for t in padded.inputs()), 4)
+    assert torch.equal(tokens, exact_tokens)
+    torch.testing.assert_close(conf, exact_conf, atol=1e-5, rtol=0)
+
+
+def test_eager_path_when_not_greedy_or_too_large(tiny) -> None:
+    config, drafter = drafter_for(tiny, "vanilla+conf")
+    pair = Pair(drafter)
+    for i in range(65):
+        pair.observe(f"r{i}", 3)
+    graphs = pair.graphs.graphs
+    mixed = [DraftRequest("r0", 1, 3), DraftRequest("r1", 2, 3, DraftSampling(temperature=1.0, seed=3))]
+    outs = pair.graphs.draft(mixed, 2)
+    assert graphs.rounds == 0 and outs[1].probs is not None      # a sampled row: eager, with probs
+    many = [DraftRequest(f"r{i}", i, 3) for i in range(65)]
+    got, want = pair.graphs.draft(many, 2), pair.eager.draft(many, 2)
+    assert graphs.rounds == 0                                    # 65 rows fit no bucket
+    assert all(torch.equal(a.tokens, b.tokens) for a, b in zip(got, want))
+    assert not graphs.fits(65, 3) and graphs.fits(64, 512) and not graphs.fits(1, 513)
+    pair.check(many[:64], 2)                                     # 64 rows: the largest bucket
+
+
+def test_errors(tiny) -> None:
+    _, drafter = drafter_for(tiny, "no-heads")
+    with pytest.raises(ValueError, match="capture"):
+        DraftGraphs(drafter, capture=True)
+    with pytest.raises(ValueError, match="max_context"):
+        DraftGraphs(drafter, max_context=0)
+    graphs = DraftGraphs(drafter, max_context=32)
+    empty = torch.zeros(2, 0, 2, 16)
+    with pytest.raises(ValueError, match="lengths"):
+        graphs.run([1], [33], [empty], [empty], 2)
+    with pytest.raises(ValueError, match="num_tokens"):
+        graphs.run([1], [0], [empty], [empty], 5)
+    tokens, conf = graphs.run([1], [0], [empty], [empty], 2)
+    assert tokens.shape == (1, 2) and conf is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@pytest.mark.parametrize("heads", ["vanilla+conf", "no-heads"])
+def test_captured_graphs_equal_eager(tiny, heads) -> None:
+    config, drafter = drafter_for(tiny, heads, device="cuda")
+    pair, rng = Pair(drafter, bucketed=None), random.Random(7)  # graphs default to on with CUDA
+    graphs = pair.graphs.graphs
+    assert graphs is not None and graphs.capture
+    block, vocab = config["block_size"], config["vocab_size"]
+    for count in (1, 3, 5, 9):
+        lengths = {f"r{count}-{i}": rng.choice([0, 1, 7, 16, 17, 40, 70]) for i in range(count)}
+        for rid, n in lengths.items():
+            pair.observe(rid, n)
+        for num_tokens in (1, block):
+            pair.check(requests_for(lengths, rng, vocab), num_tokens, atol=1e-4)
+            captured = len(graphs.graphs)
+            pair.check(requests_for(lengths, rng, vocab), num_tokens, atol=1e-4)  # a replay
+            assert len(graphs.graphs) == captured
+    rid = next(iter(lengths))
+    pair.rollback(rid, lengths[rid] // 2)
+    lengths[rid] -= lengths[rid] // 2
+    pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
+    assert graphs.replays == graphs.rounds > 0
