@@ -297,21 +297,32 @@ class DraftGraphs:
         return torch.cat([tokens.double()] + ([] if conf is None else [conf.double()]), dim=1)
 
     def _capture(self, key: tuple[int, int, int], buffers: DraftBuffers) -> None:
-        """Warms up on a side stream (triton compilation, library loads, cuBLAS workspaces), then
-        records the round into the shared pool.
+        self.graphs[key], self.outputs[key] = capture_graph(
+            lambda: self._packed_round(buffers, key[2]), self.device, self.pool)
 
-        NOTE: unlike the core's graphs, these are captured lazily, mid-serving, when other threads
-        (the structured-output mask thread: pinned buffers, event waits) may call CUDA; the
-        "thread_local" mode forbids unsafe calls in this thread only."""
-        num_tokens = key[2]
-        current = torch.cuda.current_stream(self.device)
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(current)
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_RUNS):
-                self._packed_round(buffers, num_tokens)
-        current.wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
-            self.outputs[key] = self._packed_round(buffers, num_tokens)
-        self.graphs[key] = graph
+
+def capture_graph(fn: Callable[[], object], device: torch.device, pool: object
+                  ) -> tuple[torch.cuda.CUDAGraph, object]:
+    """Captures `fn()` (static inputs, static shapes) as a CUDA graph in memory pool `pool`.
+
+    Warms up `WARMUP_RUNS` times on a side stream first (triton compilation, library loads,
+    cuBLAS workspaces), as the core's `DecodeGraphs` does.
+
+    Returns:
+        `(graph, outputs)`: the outputs of the captured call, rewritten by each `graph.replay()`.
+
+    NOTE: unlike the core's graphs, the drafter's are captured lazily, mid-serving, when other
+    threads (the structured-output mask thread: pinned buffers, event waits) may call CUDA; the
+    "thread_local" mode forbids unsafe calls in this thread only.
+    """
+    current = torch.cuda.current_stream(device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP_RUNS):
+            fn()
+    current.wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
+        outputs = fn()
+    return graph, outputs

@@ -33,6 +33,7 @@ from deepinfer_dspark.confidence import calibrated_confidence
 from deepinfer_dspark.context_cache import ContextCache
 from deepinfer_dspark.draft_graph import DraftBuffers, DraftGraphs, draft_loop, greedy_choice
 from deepinfer_dspark.drafter import DSparkDrafter
+from deepinfer_dspark.observe_graph import ObserveGraphs
 
 # Mixed into each request's seed for draft draws: an arbitrary constant below 2**62, so
 # `seed ^ DRAFT_STREAM` of an int64 seed is again an int64.
@@ -114,12 +115,14 @@ class DSparkDraftRunner:
     Args:
         drafter: a loaded `DSparkDrafter`.
         confidence_temperatures: STS temperatures T_1..T_G (`[block_size]`, > 0), or None for 1.
-        graphs: run all-greedy rounds of <= 64 requests through `DraftGraphs` (captured CUDA
-            graphs on CUDA; on the CPU the same bucketed static round, eagerly: for tests).
-            None: on when the drafter is on CUDA.
+        graphs: run all-greedy rounds of <= 64 requests through `DraftGraphs`, and context
+            projections of <= 512 rows through `ObserveGraphs` (captured CUDA graphs on CUDA; on
+            the CPU the same bucketed static work, eagerly: for tests). None: on when the
+            drafter is on CUDA.
 
     Attributes:
         graphs: the `DraftGraphs`, or None when disabled.
+        observe_graphs: the `ObserveGraphs`, or None when disabled.
 
     Raises:
         ValueError: bad `confidence_temperatures` (named).
@@ -134,6 +137,7 @@ class DSparkDraftRunner:
         if graphs is None:
             graphs = drafter.cos_sin.device.type == "cuda"
         self.graphs: DraftGraphs | None = DraftGraphs(drafter) if graphs else None
+        self.observe_graphs: ObserveGraphs | None = ObserveGraphs(drafter) if graphs else None
 
     def set_confidence_temperatures(self, temperatures: torch.Tensor | None) -> None:
         """Installs per-position STS temperatures `[block_size]` (None: all 1).
@@ -201,9 +205,11 @@ class DSparkDraftRunner:
         if not items:
             return
         features = torch.cat([f.to(device) for _, _, f in items])
-        pos = torch.tensor(list(itertools.chain.from_iterable(positions for _, positions, _ in items)),
-                           dtype=torch.int64, device=device)
-        k, v = drafter.context_kv(features, pos)                       # [L, sum n, H_kv, D]
+        flat = list(itertools.chain.from_iterable(positions for _, positions, _ in items))
+        if self.observe_graphs is not None and self.observe_graphs.fits(len(flat)):
+            k, v = self.observe_graphs.run(features, flat)              # views: appended below
+        else:
+            k, v = drafter.context_kv(features, torch.tensor(flat, dtype=torch.int64, device=device))
         offset = 0
         for request_id, positions, _ in items:
             n = len(positions)

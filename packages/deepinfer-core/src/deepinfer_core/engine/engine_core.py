@@ -14,6 +14,7 @@ from deepinfer_core.engine.kv_cache import BlockPool, KVCacheManager
 from deepinfer_core.engine.request import Request, RequestStatus
 from deepinfer_core.engine.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk
+from deepinfer_core.executor.transfer import to_device
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
 from deepinfer_core.sampling.sampler import Sampler
 from deepinfer_core.sampling.seeds import to_int64
@@ -320,8 +321,7 @@ class EngineCore:
             n = 1 + len(drafts.get(req.request_id, ()))
             (spec if n > 1 or req.request_id in drafts else plain).extend(range(row, row + n))
             row += n
-        return (torch.tensor(plain, dtype=torch.int64, device=device),
-                torch.tensor(spec, dtype=torch.int64, device=device))
+        return to_device(plain, torch.int64, device), to_device(spec, torch.int64, device)   # no device sync
 
     def _chunk(self, req: Request, num_new: int, drafts: list[int]) -> ScheduledChunk:
         start = req.num_computed_tokens

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from deepinfer_core.executor.transfer import to_device
 from deepinfer_core.interfaces import Draft, DraftRequest, Proposer
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
 
@@ -218,15 +219,14 @@ class SpeculativeDecoder:
 
         device = logits.device
         params = [r.sampling_params for r in requests]
-        emitted = verify(
+        emitted = verify(  # pinned copies (`to_device`): no wait for the queued verification pass
             logits, drafts, [r.spec_probs for r in requests],
-            torch.tensor([0.0 if p.greedy else float(p.temperature) for p in params], dtype=torch.float32,
-                         device=device),
-            torch.tensor([p.top_k for p in params], dtype=torch.int64, device=device),
-            torch.tensor([float(p.top_p) for p in params], dtype=torch.float32, device=device),
-            torch.tensor([float(p.min_p) for p in params], dtype=torch.float32, device=device),
-            torch.tensor([r.seed for r in requests], dtype=torch.int64, device=device),
-            torch.tensor([r.num_output_tokens for r in requests], dtype=torch.int64, device=device))
+            to_device([0.0 if p.greedy else float(p.temperature) for p in params], torch.float32, device),
+            to_device([p.top_k for p in params], torch.int64, device),
+            to_device([float(p.top_p) for p in params], torch.float32, device),
+            to_device([float(p.min_p) for p in params], torch.float32, device),
+            to_device([r.seed for r in requests], torch.int64, device),
+            to_device([r.num_output_tokens for r in requests], torch.int64, device))
         logprobs: list[list[TokenLogprobs] | None] = []
         offset = 0
         for r, d, out in zip(requests, drafts, emitted):

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`ObserveGraphs`: the context projection over bucketed static buffers equals `context_kv`.
+
+On the CPU the bucketed projection runs eagerly (padding, bucket reuse with fewer rows than
+the previous step, errors); the captured CUDA graphs are checked only where CUDA is available.
+Through the runner, `test_draft_graph.py` checks drafts made from contexts projected this way.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deepinfer_dspark.checkpoint import load_state_dict
+from deepinfer_dspark.config import DSparkConfig
+from deepinfer_dspark.drafter import DSparkDrafter
+from deepinfer_dspark.observe_graph import OBSERVE_BUCKETS, ObserveGraphs, observe_bucket
+
+torch.set_num_threads(1)
+
+
+def make_drafter(tiny, device: str = "cpu") -> DSparkDrafter:
+    tiny_config, _, random_state_dict = tiny
+    config = tiny_config()
+    drafter = DSparkDrafter(DSparkConfig.from_dict(config))
+    load_state_dict(drafter, random_state_dict(config, seed=5))
+    return drafter.to(device).eval()
+
+
+def test_buckets() -> None:
+    assert [observe_bucket(n) for n in (1, 8, 9, 512)] == [8, 8, 16, 512]
+    assert observe_bucket(513) is None and OBSERVE_BUCKETS == tuple(sorted(OBSERVE_BUCKETS))
+
+
+def check_steps(drafter: DSparkDrafter, graphs: ObserveGraphs, atol: float) -> None:
+    """Steps of decreasing and increasing size through shared buckets (stale padding rows)."""
+    gen = torch.Generator().manual_seed(1)
+    width, limit = drafter.config.feature_size, drafter.config.max_position_embeddings
+    for rows in (9, 16, 3, 1, 8, 100, 17, 512):
+        feats = torch.randn(rows, width, generator=gen).to(drafter.cos_sin.device)
+        positions = torch.randint(0, limit, (rows,), generator=gen).tolist()
+        k, v = graphs.run(feats, positions)
+        with torch.no_grad():
+            want_k, want_v = drafter.context_kv(feats, torch.tensor(positions, device=feats.device))
+        assert k.shape == want_k.shape == (drafter.config.num_hidden_layers, rows,
+                                           drafter.config.num_key_value_heads, drafter.config.head_dim)
+        torch.testing.assert_close(k, want_k, rtol=0, atol=atol)
+        torch.testing.assert_close(v, want_v, rtol=0, atol=atol)
+
+
+def test_bucketed_projection_equals_context_kv(tiny) -> None:
+    drafter = make_drafter(tiny)
+    graphs = ObserveGraphs(drafter)
+    assert not graphs.capture
+    check_steps(drafter, graphs, atol=1e-5)
+    assert sorted(graphs.buffers) == [8, 16, 32, 128, 512]
+
+
+def test_errors(tiny) -> None:
+    drafter = make_drafter(tiny)
+    graphs = ObserveGraphs(drafter)
+    width = drafter.config.feature_size
+    with pytest.raises(ValueError, match="positions"):
+        graphs.run(torch.zeros(0, width), [])
+    with pytest.raises(ValueError, match="positions"):
+        graphs.run(torch.zeros(513, width), list(range(513)))
+    with pytest.raises(ValueError, match="positions"):
+        graphs.run(torch.zeros(3, width), [0, 1])
+    with pytest.raises(ValueError, match="capture"):
+        ObserveGraphs(drafter, capture=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_captured_projection_equals_context_kv(tiny) -> None:
+    drafter = make_drafter(tiny, "cuda")
+    graphs = ObserveGraphs(drafter)
+    assert graphs.capture
+    check_steps(drafter, graphs, atol=1e-4)
+    assert graphs.replays == 8 and len(graphs.graphs) == 5
