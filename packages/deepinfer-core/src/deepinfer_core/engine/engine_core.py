@@ -321,7 +321,8 @@ class EngineCore:
             n = 1 + len(drafts.get(req.request_id, ()))
             (spec if n > 1 or req.request_id in drafts else plain).extend(range(row, row + n))
             row += n
-        return to_device(plain, torch.int64, device), to_device(spec, torch.int64, device)   # no device sync
+        both = to_device(plain + spec, torch.int64, device)   # one pinned copy: no device sync
+        return both[:len(plain)], both[len(plain):]
 
     def _chunk(self, req: Request, num_new: int, drafts: list[int]) -> ScheduledChunk:
         start = req.num_computed_tokens

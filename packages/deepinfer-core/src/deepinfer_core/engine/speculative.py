@@ -219,14 +219,14 @@ class SpeculativeDecoder:
 
         device = logits.device
         params = [r.sampling_params for r in requests]
-        emitted = verify(  # pinned copies (`to_device`): no wait for the queued verification pass
-            logits, drafts, [r.spec_probs for r in requests],
-            to_device([0.0 if p.greedy else float(p.temperature) for p in params], torch.float32, device),
-            to_device([p.top_k for p in params], torch.int64, device),
-            to_device([float(p.top_p) for p in params], torch.float32, device),
-            to_device([float(p.min_p) for p in params], torch.float32, device),
-            to_device([r.seed for r in requests], torch.int64, device),
-            to_device([r.num_output_tokens for r in requests], torch.int64, device))
+        # Two pinned copies (`to_device`), no wait for the queued verification pass.
+        floats = to_device([[0.0 if p.greedy else float(p.temperature) for p in params],
+                            [float(p.top_p) for p in params], [float(p.min_p) for p in params]],
+                           torch.float32, device)
+        ints = to_device([[p.top_k for p in params], [r.seed for r in requests],
+                          [r.num_output_tokens for r in requests]], torch.int64, device)
+        emitted = verify(logits, drafts, [r.spec_probs for r in requests], floats[0], ints[0], floats[1],
+                         floats[2], ints[1], ints[2])
         logprobs: list[list[TokenLogprobs] | None] = []
         offset = 0
         for r, d, out in zip(requests, drafts, emitted):
