@@ -131,6 +131,37 @@ def test_reused_buffers_hide_stale_context(tiny) -> None:
     assert positions == [20, 3, 37, 33] and len(tokens) == 4
 
 
+def test_non_finite_stale_entries_do_not_reach_other_requests(tiny) -> None:
+    """A request whose context holds an inf leaves it in the bucket's buffers; a later request
+    reusing that row with a shorter context must not see it (0 weight x inf = NaN otherwise)."""
+    config, drafter = drafter_for(tiny, "vanilla+conf")
+    pair, rng = Pair(drafter), random.Random(4)
+    bad = torch.randn(20, pair.width)
+    bad[18] = float("inf")                           # e.g. an overflowed 16-bit target feature
+    for runner in (pair.graphs, pair.eager):
+        runner.observe("a", list(range(20)), bad)
+    pair.graphs.draft(requests_for({"a": 20}, rng, config["vocab_size"]), 4)   # bucket (1, 32)
+    for runner in (pair.graphs, pair.eager):
+        runner.remove("a")
+    pair.observe("b", 17)                            # bucket (1, 32) again: entry 18 is stale
+    stale = pair.graphs.graphs.buffers[(1, 32)].context_v[:, 0, 18]
+    assert not bool(torch.isfinite(stale).all())
+    pair.check(requests_for({"b": 17}, rng, config["vocab_size"]), 4)
+    out = pair.graphs.draft(requests_for({"b": 17}, rng, config["vocab_size"]), 4)[0]
+    assert bool(torch.isfinite(out.confidences).all())
+
+
+def test_buffer_load_checks_its_lists(tiny) -> None:
+    _, drafter = drafter_for(tiny, "no-heads")
+    graphs = DraftGraphs(drafter, capture=False)
+    cfg = drafter.config
+    kv = torch.zeros(cfg.num_hidden_layers, 4, cfg.num_key_value_heads, cfg.head_dim)
+    with pytest.raises(ValueError, match="one entry per request"):
+        graphs.run([1, 2], [0], [kv], [kv], 2)
+    with pytest.raises(ValueError, match="lengths: row 0 asks for 5"):
+        graphs.run([1], [5], [kv], [kv], 2)
+
+
 def test_padding_rows_do_not_change_real_rows(tiny) -> None:
     """The static round over a padded bucket equals the same round over exactly the real rows."""
     config, drafter = drafter_for(tiny, "vanilla+conf")
@@ -183,6 +214,11 @@ def test_errors(tiny) -> None:
         graphs.run([1], [0], [empty], [empty], 5)
     tokens, conf = graphs.run([1], [0], [empty], [empty], 2)
     assert tokens.shape == (1, 2) and conf is None
+    runner = DSparkDraftRunner(drafter, graphs=True)
+    runner.observe("r", [0, 1, 2], torch.zeros(3, drafter.config.feature_size))
+    for bad, field in ((DraftRequest("r", 1, 3.0), "anchor_position"), (DraftRequest("r", True, 3), "anchor_token")):
+        with pytest.raises(ValueError, match=f"{field}: must be an int"):
+            runner.draft([bad], 2)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")

@@ -188,9 +188,17 @@ class DraftBuffers:
             keys, values: per request `[L, >= n_r, H_kv, D]` context K/V.
 
         Raises:
-            ValueError: more requests than rows, or a context longer than `width`.
+            ValueError: more requests than rows, a context longer than `width` or than its
+                K/V, or lists of different lengths (names the argument).
         """
         count, pad = len(lengths), self.rows - len(lengths)
+        if not len(anchor_tokens) == count == len(keys) == len(values):
+            raise ValueError(f"anchor_tokens, lengths, keys, values: one entry per request, got "
+                             f"{len(anchor_tokens)}, {count}, {len(keys)}, {len(values)}")
+        short = [i for i, (n, k, v) in enumerate(zip(lengths, keys, values)) if not 0 <= n <= min(k.shape[1], v.shape[1])]
+        if short:
+            raise ValueError(f"lengths: row {short[0]} asks for {lengths[short[0]]} context positions, its "
+                             f"keys/values hold {keys[short[0]].shape[1]}/{values[short[0]].shape[1]}")
         if pad < 0 or max(lengths, default=0) > self.width:
             raise ValueError(f"lengths: {count} rows up to {max(lengths, default=0)} positions do not fit "
                              f"{self.rows} x {self.width} buffers")

@@ -275,6 +275,10 @@ class DSparkDraftRunner:
             raise ValueError(f"request_id: repeated in one draft call: {ids}")
         for r in requests:
             cache = self._cache(r.request_id)
+            for name in ("anchor_token", "anchor_position"):
+                value = getattr(r, name)
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ValueError(f"{name}: must be an int, got {type(value).__name__} {value!r}")
             if not 0 <= r.anchor_token < cfg.vocab_size:
                 raise ValueError(f"anchor_token: {r.anchor_token} outside [0, {cfg.vocab_size})")
             if not 0 <= r.anchor_position <= len(cache):

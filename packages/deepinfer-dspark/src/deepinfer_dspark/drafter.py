@@ -118,7 +118,9 @@ def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: t
     """
     groups = q.shape[2] // keys.shape[2]
     keys = keys.repeat_interleave(groups, dim=2).float()
-    values = values.repeat_interleave(groups, dim=2).float()
+    # Hidden entries get weight exactly 0; zeroing their values too keeps a non-finite hidden
+    # entry (stale buffer rows of another request, see `draft_graph`) out of 0 * inf = NaN.
+    values = values.repeat_interleave(groups, dim=2).float().masked_fill(~visible[:, :, None, None], 0.0)
     scores = torch.einsum("rghd,rshd->rhgs", q.float(), keys) * scale
     scores = scores.masked_fill(~visible[:, None, None, :], float("-inf"))
     return torch.einsum("rhgs,rshd->rghd", scores.softmax(dim=-1), values).to(q.dtype)
