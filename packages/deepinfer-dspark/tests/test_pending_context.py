@@ -38,6 +38,20 @@ def test_drop_and_full():
     pending.add([("b", [1, 2, 3], rows([1, 2, 3]))])
     assert pending.full
     assert [rid for rid, _, _ in pending.take(lambda rid: 0)] == ["b"]
+    assert not pending.full and len(pending) == 0
+
+
+def test_full_by_bytes():
+    """The memory bound: features held, dropped requests' rows included, until `take`."""
+    feats = torch.zeros(3, 8, dtype=torch.bfloat16)                 # 48 bytes a step
+    pending = PendingContext(max_rows=100, max_bytes=96)
+    pending.add_step(["a", "b", "c"], [0, 0, 0], [1, 1, 1], [0, 1, 2], feats)
+    pending.drop("a")
+    assert not pending.full
+    pending.add_step(["b", "c"], [1, 1], [1, 1], [1, 2], feats)
+    assert pending.full and len(pending) == 5
+    pending.take(lambda rid: 0)
+    assert not pending.full
 
 
 def test_whole_steps_split_like_per_request_items():
