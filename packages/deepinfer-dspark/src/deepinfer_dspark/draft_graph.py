@@ -40,7 +40,7 @@ from deepinfer_dspark.drafter import DSparkDrafter
 
 ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 MIN_CONTEXT = 16
-DEFAULT_MAX_CONTEXT = 4096   # SmolLM2's drafter at Rb=64: 2 x 2 x 64 x 4096 x 3 x 64 x 2 B = 400 MiB of K/V
+DEFAULT_MAX_CONTEXT = 4096   # SmolLM2's drafter at Rb=64: 2 x 2 x 64 x 4096 x 3 x 64 x 2 B = 384 MiB of K/V
 WARMUP_RUNS = 2
 
 Choose = Callable[[int, torch.Tensor], torch.Tensor]
