@@ -192,7 +192,8 @@ def run_train(args: argparse.Namespace) -> dict:
     train_start = time.time()
     history = DraftTrainer(drafter, target, train_seqs, train_cfg).train(
         on_log=lambda e: _log(f"step {e['step']}/{args.steps} loss {e['loss']:.4f} ce {e['ce']:.3f} "
-                              f"tv {e['tv']:.3f} conf {e['conf']:.3f} accept {e['acceptance']:.3f}"),
+                              f"tv {e['tv']:.3f} conf {e['conf']:.3f} accept {e['acceptance']:.3f} "
+                              f"[{time.time() - train_start:.0f} s, {e['step'] / max(time.time() - train_start, 1e-9):.1f} steps/s]"),
         max_seconds=args.max_train_seconds)
     train_time = time.time() - train_start
     out = save_checkpoint(drafter, config, args.out)
