@@ -309,3 +309,13 @@ def test_profiles_as_dicts_and_bad_profile_values(folders) -> None:
     with pytest.raises(ValueError, match="^speculative_config.decode_profile: cannot load"):
         build(target, {**spec, "decode_profile": {"format": "deepinfer-sps-profile", "version": 1,
                                                   "batch_tokens": [True, 2], "steps_per_s": [1.0, 1.0]}})
+
+
+def test_unknown_keys_are_refused_by_name(folders) -> None:
+    """A misspelt knob must not be ignored silently, for either proposer."""
+    target, drafter = folders
+    with pytest.raises(ValueError, match="^speculative_config.prompt_lookup_maximum: unknown key for method 'ngram'"):
+        build(target, {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_maximum": 2})
+    with pytest.raises(ValueError, match="^speculative_config.probe_evry: unknown key for method 'dspark'"):
+        build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 2, "probe_evry": 4})
+    assert build(target, {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 2}).engine.speculative

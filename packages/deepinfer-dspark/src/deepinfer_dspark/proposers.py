@@ -263,9 +263,11 @@ def ngram_factory(spec_config: dict, model_info: dict) -> NgramSpecProposer:
     """Entry point `ngram`.
 
     Raises:
-        ValueError: `prompt_lookup_min` is not an int >= 1, or `prompt_lookup_max` not an int
-            >= it (the message names `speculative_config.<key>`).
+        ValueError: `prompt_lookup_min` is not an int >= 1, `prompt_lookup_max` not an int >= it,
+            or a key the n-gram proposer does not know (a misspelt knob would otherwise do
+            nothing); the message names `speculative_config.<key>`.
     """
+    _check_keys(spec_config, "ngram", NGRAM_KEYS)
     low = _int_key(spec_config, "prompt_lookup_min", 1, 1)
     return NgramSpecProposer(low, _int_key(spec_config, "prompt_lookup_max", max(4, low), low))
 
@@ -275,9 +277,11 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
 
     Raises:
         ValueError: `speculative_config.model` missing or not a loadable checkpoint for this
-            target, a bad scheduling / profile / calibration setting, or `num_speculative_tokens`
-            above the drafter's block size (the message names `speculative_config.<key>`).
+            target, a bad scheduling / profile / calibration setting, `num_speculative_tokens`
+            above the drafter's block size, or an unknown key (the message names
+            `speculative_config.<key>`).
     """
+    _check_keys(spec_config, "dspark", DSPARK_KEYS)
     path = spec_config.get("model")
     if not isinstance(path, (str, Path)) or not Path(path).is_dir():
         raise ValueError(f"speculative_config.model: a DeepSpec DSpark checkpoint folder is required, got {path!r}")
@@ -318,6 +322,20 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                           max_batch=model_info.get("max_num_seqs"))
+
+
+ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core
+NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
+DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "calibration", "probe_every",
+                         "decode_profile", "max_probe_every"})
+
+
+def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
+    """Raises ValueError naming the first key neither the engine nor `method` reads."""
+    unknown = sorted(str(key) for key in spec_config if key not in ENGINE_KEYS | known)
+    if unknown:
+        raise ValueError(f"speculative_config.{unknown[0]}: unknown key for method {method!r} "
+                         f"(known: {', '.join(sorted(ENGINE_KEYS | known))})")
 
 
 def _profile(key: str, value: Any) -> SPSProfile:

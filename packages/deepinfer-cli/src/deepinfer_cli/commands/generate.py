@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prompts-file", type=Path, default=None,
                    help='JSONL: one {"prompt": str} | {"messages": [...]} | {"prompt_token_ids": [...]} per line, '
                         'optional "sampling_params": {...} overrides')
-    p.add_argument("--output", type=Path, default=None, help="write one JSON result per line here")
+    p.add_argument("--output", type=Path, default=None,
+                   help="write one JSON result per line here (the texts then go to this file only, not to the terminal)")
     add_engine_args(p)
     add_sampling_args(p)
     add_structured_args(p)
