@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from deepinfer_dspark.pending_context import PendingContext
@@ -51,7 +52,15 @@ def test_full_by_bytes():
     pending.add_step(["b", "c"], [1, 1], [1, 1], [1, 2], feats)
     assert pending.full and len(pending) == 5
     pending.take(lambda rid: 0)
-    assert not pending.full
+    assert not pending.full and not pending.holds
+    pending.add_step(["d"], [0], [1], [0], feats[:1])
+    pending.drop("d")
+    assert pending.holds                                            # held until `take`
+    for bad in (0, -1, None, True):
+        with pytest.raises(ValueError, match="max_bytes: must be an int >= 1"):
+            PendingContext(max_bytes=bad)
+    with pytest.raises(ValueError, match="max_rows"):
+        PendingContext(max_rows=0)
 
 
 def test_whole_steps_split_like_per_request_items():

@@ -31,10 +31,17 @@ class PendingContext:
             flushes).
         max_bytes: buffered feature bytes from which `full` turns True: the bound on the memory
             held (256 MiB: 46,603 rows of SmolLM2-135M's five bf16 feature layers, 5,461 of a
-            target with three 8,192-wide layers). Fewer, larger flushes cost less per row.
+            target with three 8,192-wide layers). Fewer, larger flushes cost less per row. The
+            bytes counted are those of the features given (a view's rows, not its whole base).
+
+    Raises:
+        ValueError: `max_rows` or `max_bytes` not an int >= 1 (names it).
     """
 
     def __init__(self, max_rows: int = 65536, max_bytes: int = 256 << 20) -> None:
+        for name, value in (("max_rows", max_rows), ("max_bytes", max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: must be an int >= 1, got {value!r}")
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self._bytes = 0
@@ -45,6 +52,11 @@ class PendingContext:
 
     def __len__(self) -> int:
         return self._rows
+
+    @property
+    def holds(self) -> bool:
+        """Whether any step is buffered (possibly with no rows left to project: `take` frees it)."""
+        return bool(self._steps)
 
     @property
     def full(self) -> bool:

@@ -197,7 +197,7 @@ class DSparkProposer:
             self._pause = self.probe_every - 1   # this round plus the next ones: no drafts
             self.skipped_rounds += 1
             return drafts
-        if len(self.pending):
+        if self.pending.holds:   # also frees steps whose rows all belong to finished requests
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
         if not ready:
