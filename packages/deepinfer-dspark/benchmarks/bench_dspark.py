@@ -31,6 +31,10 @@ import gc
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from deepinfer_dspark.sps import SPSProfile
 
 
 def measure_sps(target: str, sizes: list[int], engine_kw: dict) -> "SPSProfile":
@@ -111,6 +115,22 @@ def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> 
         f.write(f"==== {label}\n{text.getvalue()}\n")
 
 
+def torch_profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
+    """Appends to `path` the 30 costliest ops by device time of one more run (`torch.profiler`,
+    CPU and CUDA activities): where the GPU time goes, which a cProfile of the host cannot say."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from deepinfer_core import SamplingParams
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
+    sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
+    with open(path, "a") as f:
+        f.write(f"==== {label}\n{prof.key_averages().table(sort_by=sort, row_limit=30)}\n")
+
+
 def _numbers(outs: list, wall: float) -> dict:
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
@@ -141,6 +161,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="append a cProfile of one more run per variant (largest concurrency, engine thread)")
+    parser.add_argument("--torch-profile", type=Path, default=None,
+                        help="append a torch.profiler op table (by device time) of one more run per variant "
+                             "(largest concurrency)")
     parser.add_argument("--interleave", type=int, default=0, metavar="N",
                         help="all engines alive at once; N rounds of one call per variant, paired ratios")
     parser.add_argument("--kv-cache-gib", type=float, default=None,
@@ -168,6 +191,9 @@ def main() -> None:
     variants = {"none": None, "confidence": {"method": "dspark", "model": args.drafter,
                                              "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
                                              "sps_profile": spec_sps, "decode_profile": decode}}
+    # Asked for by name only: confidence scheduling that projects the drafter's context every step
+    # while paused, instead of buffering the features (`defer_context`).
+    variants["confidence-direct"] = {**variants["confidence"], "defer_context": False}
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
     rows = []
@@ -177,6 +203,8 @@ def main() -> None:
         if unknown:
             raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
         variants = {k: variants[k] for k in args.variants}   # in the order given
+    else:
+        variants.pop("confidence-direct")
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)
         print("\n".join(table(rows)))
@@ -197,6 +225,9 @@ def main() -> None:
         if args.profile is not None:
             profile_run(llm, pool[:max(args.concurrency)], args.max_tokens, f"{name} at {max(args.concurrency)}",
                         args.profile)
+        if args.torch_profile is not None:
+            torch_profile_run(llm, pool[:max(args.concurrency)], args.max_tokens,
+                              f"{name} at {max(args.concurrency)}", args.torch_profile)
         llm.close()   # its threads and the switch interval; then its memory, before the next engine
         del llm
         gc.collect()

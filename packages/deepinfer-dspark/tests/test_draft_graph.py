@@ -17,8 +17,7 @@ import torch
 
 from deepinfer_dspark.checkpoint import load_state_dict
 from deepinfer_dspark.config import DSparkConfig
-from deepinfer_dspark.draft_graph import (DraftGraphs, context_bucket, context_slots, greedy_round,
-                                          row_bucket)
+from deepinfer_dspark.draft_graph import DraftGraphs, context_bucket, greedy_round, row_bucket
 from deepinfer_dspark.draft_runner import DraftRequest, DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.drafter import DSparkDrafter
 
@@ -88,7 +87,6 @@ def test_buckets() -> None:
         [16, 16, 16, 32, 128, 256, 512, 512, 512]
     assert context_bucket(513, 512) is None
     assert context_bucket(300, 400) == 400 and context_bucket(5, 8) == 8   # capped by max_context
-    assert context_slots([2, 0, 3], 4).tolist() == [0, 1, 8, 9, 10]
 
 
 @pytest.mark.parametrize("heads", list(HEADS))
@@ -122,8 +120,8 @@ def test_reused_buffers_hide_stale_context(tiny) -> None:
     pair.check(requests_for({"d": 20, "b": 3, "c": 37, "a": 33}, rng, vocab), 3)
     buffers = pair.graphs.graphs.buffers
     assert list(buffers) == [(4, 64)]
-    last = buffers[(4, 64)]
-    assert bool(last.context_k[:, 1, 3:].abs().sum() > 0)          # stale entries are there...
+    last, pool = buffers[(4, 64)], pair.graphs.context
+    assert bool(pool.k[:, pool.block_table("b")[0], 3:10].abs().sum() > 0)   # stale entries are there...
     index = torch.arange(64)
     for row, n in enumerate((20, 3, 37, 33)):
         assert torch.equal(last.context_valid[row], index < n)      # ...and hidden
@@ -144,41 +142,43 @@ def test_non_finite_stale_entries_do_not_reach_other_requests(tiny) -> None:
     for runner in (pair.graphs, pair.eager):
         runner.remove("a")
     pair.observe("b", 17)                            # bucket (1, 32) again: entry 18 is stale
-    stale = pair.graphs.graphs.buffers[(1, 32)].context_v[:, 0, 18]
+    pool = pair.graphs.context
+    stale = pool.v[:, pool.block_table("b")[0], 18]
     assert not bool(torch.isfinite(stale).all())
     pair.check(requests_for({"b": 17}, rng, config["vocab_size"]), 4)
     out = pair.graphs.draft(requests_for({"b": 17}, rng, config["vocab_size"]), 4)[0]
     assert bool(torch.isfinite(out.confidences).all())
 
 
-def test_buffer_load_checks_its_lists(tiny) -> None:
+def test_round_checks_its_lists(tiny) -> None:
     _, drafter = drafter_for(tiny, "no-heads")
-    graphs = DraftGraphs(drafter, capture=False)
-    cfg = drafter.config
-    kv = torch.zeros(cfg.num_hidden_layers, 4, cfg.num_key_value_heads, cfg.head_dim)
-    with pytest.raises(ValueError, match="one entry per request"):
-        graphs.run([1, 2], [0], [kv], [kv], 2)
-    with pytest.raises(ValueError, match="lengths: row 0 asks for 5"):
-        graphs.run([1], [5], [kv], [kv], 2)
+    runner = DSparkDraftRunner(drafter, graphs=False)
+    runner.observe("a", [0, 1, 2], torch.randn(3, drafter.config.feature_size))
+    graphs = DraftGraphs(drafter, runner.context, capture=False)
+    with pytest.raises(ValueError, match="anchor_tokens, lengths: one entry per request"):
+        graphs.run(["a"], [1, 2], [0], 2)
+    with pytest.raises(ValueError, match="request_ids, lengths: one entry per request"):
+        graphs.run(["a"], [1, 2], [0, 1], 2)
+    with pytest.raises(ValueError, match="request_id: 'b' has no draft context"):
+        graphs.run(["b"], [1], [0], 2)
 
 
 def test_padding_rows_do_not_change_real_rows(tiny) -> None:
     """The static round over a padded bucket equals the same round over exactly the real rows."""
     config, drafter = drafter_for(tiny, "vanilla+conf")
-    graphs = DraftGraphs(drafter)
-    caches = DSparkDraftRunner(drafter, graphs=False)
+    runner = DSparkDraftRunner(drafter, graphs=False)
+    graphs = DraftGraphs(drafter, runner.context)
     gen = torch.Generator().manual_seed(2)
     for rid, n in (("a", 9), ("b", 0), ("c", 21)):
-        caches.observe(rid, list(range(n)), torch.randn(n, drafter.config.feature_size, generator=gen))
+        runner.observe(rid, list(range(n)), torch.randn(n, drafter.config.feature_size, generator=gen))
     rids, lengths, anchors = ["a", "b", "c"], [9, 0, 21], [5, 6, 7]
-    keys = [caches.caches[r].keys for r in rids]
-    values = [caches.caches[r].values for r in rids]
-    tokens, conf = graphs.run(anchors, lengths, keys, values, 4)
+    tokens, conf = graphs.run(rids, anchors, lengths, 4)
     assert tokens.shape == (3, 4) and conf.shape == (3, 4) and tokens.dtype == torch.int64
     padded = graphs.buffers[(4, 32)]
     assert padded.context_valid[3].sum() == 0 and padded.positions[3].tolist() == [0, 1, 2, 3]
-    exact_tokens, exact_conf = greedy_round(drafter, *(t[:3] if t.dim() == 2 else t[:, :3]
-                                                       for t in padded.inputs()), 4)
+    context_k, context_v = runner.context.gather(padded.blocks, 4, 32)
+    exact_tokens, exact_conf = greedy_round(drafter, padded.tokens[:3], padded.positions[:3], context_k[:, :3],
+                                            context_v[:, :3], padded.context_valid[:3], 4)
     assert torch.equal(tokens, exact_tokens)
     torch.testing.assert_close(conf, exact_conf, atol=1e-5, rtol=0)
 
@@ -202,19 +202,19 @@ def test_eager_path_when_not_greedy_or_too_large(tiny) -> None:
 
 def test_errors(tiny) -> None:
     _, drafter = drafter_for(tiny, "no-heads")
-    with pytest.raises(ValueError, match="capture"):
-        DraftGraphs(drafter, capture=True)
-    with pytest.raises(ValueError, match="max_context"):
-        DraftGraphs(drafter, max_context=0)
-    graphs = DraftGraphs(drafter, max_context=32)
-    empty = torch.zeros(2, 0, 2, 16)
-    with pytest.raises(ValueError, match="lengths"):
-        graphs.run([1], [33], [empty], [empty], 2)
-    with pytest.raises(ValueError, match="num_tokens"):
-        graphs.run([1], [0], [empty], [empty], 5)
-    tokens, conf = graphs.run([1], [0], [empty], [empty], 2)
-    assert tokens.shape == (1, 2) and conf is None
     runner = DSparkDraftRunner(drafter, graphs=True)
+    with pytest.raises(ValueError, match="capture"):
+        DraftGraphs(drafter, runner.context, capture=True)
+    with pytest.raises(ValueError, match="max_context"):
+        DraftGraphs(drafter, runner.context, max_context=0)
+    graphs = DraftGraphs(drafter, runner.context, max_context=32)
+    runner.observe("e", [], torch.zeros(0, drafter.config.feature_size))
+    with pytest.raises(ValueError, match="lengths"):
+        graphs.run(["e"], [1], [33], 2)
+    with pytest.raises(ValueError, match="num_tokens"):
+        graphs.run(["e"], [1], [0], 5)
+    tokens, conf = graphs.run(["e"], [1], [0], 2)
+    assert tokens.shape == (1, 2) and conf is None
     runner.observe("r", [0, 1, 2], torch.zeros(3, drafter.config.feature_size))
     for bad, field in ((DraftRequest("r", 1, 3.0), "anchor_position"), (DraftRequest("r", True, 3), "anchor_token")):
         with pytest.raises(ValueError, match=f"{field}: must be an int"):
@@ -243,3 +243,10 @@ def test_captured_graphs_equal_eager(tiny, heads) -> None:
     lengths[rid] -= lengths[rid] // 2
     pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
     assert graphs.replays == graphs.rounds > 0
+    # The pool outgrows its blocks: its tensors move, so the graphs must be re-captured.
+    generation, pool = graphs.generation, pair.graphs.context
+    for i in range(pool.num_blocks + 1):
+        pair.observe(f"grow{i}", pool.block_size)
+    assert pool.generation > generation
+    pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
+    assert graphs.generation == pool.generation

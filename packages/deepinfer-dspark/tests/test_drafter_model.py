@@ -224,15 +224,16 @@ def test_cache_append_crop_equals_fresh(tiny):
     feats = features(config, 150, seed=7)
     grown = build(config, state)
     grown.observe("r", list(range(40)), feats[:40])
-    grown.observe("r", list(range(40, 100)), feats[40:100])             # grows past capacity 64
+    grown.observe("r", list(range(40, 100)), feats[40:100])             # spans several pool blocks
     grown.observe("r", list(range(100, 120)), torch.randn(20, feats.shape[1]))  # rejected
     grown.rollback("r", 20)
     grown.observe("r", list(range(100, 150)), feats[100:150])
     fresh = build(config, state)
     fresh.observe("r", list(range(150)), feats)
-    cache_a, cache_b = grown.caches["r"], fresh.caches["r"]
-    torch.testing.assert_close(cache_a.keys, cache_b.keys, atol=1e-6, rtol=0)
-    torch.testing.assert_close(cache_a.values, cache_b.values, atol=1e-6, rtol=0)
+    (keys_a, values_a), (keys_b, values_b) = grown.context_of("r"), fresh.context_of("r")
+    assert keys_a.shape[1] == keys_b.shape[1] == 150
+    torch.testing.assert_close(keys_a, keys_b, atol=1e-6, rtol=0)
+    torch.testing.assert_close(values_a, values_b, atol=1e-6, rtol=0)
     req = DraftRequest("r", 11, 150, DraftSampling(temperature=1.0, seed=4, step=150))
     a, b = grown.draft([req], 4)[0], fresh.draft([req], 4)[0]
     assert torch.equal(a.tokens, b.tokens)

@@ -221,20 +221,29 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders)
     assert llm.engine.num_overlapped_steps >= proposer.skipped_rounds - len(rounds) > 0
     assert greedy(build(target, spec, async_scheduling=False), batch) == expected
     # Lazy context == eager context: the same request generated with the gate off.
+    # And with `defer_context` off: projected every step while paused, nothing buffered.
+    direct_spec = {**spec, "defer_context": False}
+    assert greedy(build(target, direct_spec), batch) == expected
     eager = build(target, {**spec, "decode_profile": SPSProfile([1, 64], [1.0, 1.0])})
-    lazy = build(target, spec)
+    lazy, direct = build(target, spec), build(target, direct_spec)
     p = [{"prompt_token_ids": batch[0]}]
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
-    for engine in (eager, lazy):
-        engine.engine.speculative.proposer.remove = lambda request_id: None   # keep the caches to compare
+    for engine in (eager, lazy, direct):
+        engine.engine.speculative.proposer.remove = lambda request_id: None   # keep the contexts to compare
         engine.generate(p, params)
+    assert not direct.engine.speculative.proposer.pending.holds and direct.engine.speculative.proposer.skipped_rounds
     with torch.inference_mode():   # as inside the engine's step
         lazy.engine.speculative.proposer._flush()
-    (rid_e, cache_e), = eager.engine.speculative.proposer.runner.caches.items()
-    (rid_l, cache_l), = lazy.engine.speculative.proposer.runner.caches.items()
-    assert len(cache_e) == len(cache_l) > len(batch[0])
-    torch.testing.assert_close(cache_l.keys, cache_e.keys, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(cache_l.values, cache_e.values, rtol=1e-5, atol=1e-5)
+    runner_e = eager.engine.speculative.proposer.runner
+    (rid_e,) = runner_e.context.request_ids
+    keys_e, values_e = runner_e.context_of(rid_e)
+    assert keys_e.shape[1] > len(batch[0])
+    for other in (lazy, direct):
+        runner = other.engine.speculative.proposer.runner
+        (rid,) = runner.context.request_ids
+        keys, values = runner.context_of(rid)
+        torch.testing.assert_close(keys, keys_e, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(values, values_e, rtol=1e-5, atol=1e-5)
 
 
 def test_no_drafting_when_even_full_acceptance_cannot_pay(folders) -> None:
@@ -261,6 +270,46 @@ def test_no_drafting_when_even_full_acceptance_cannot_pay(folders) -> None:
     assert steps >= 21, steps
     paying = build(target, {**spec, "sps_profile": SPSProfile([1, 64], [600.0, 590.0])})
     assert not paying.engine.speculative.proposer.cannot_pay(3)   # 3 x 5 x 600 > 3 x 1000
+
+
+def test_measured_round_times_stop_drafting_that_the_profiles_favour(folders) -> None:
+    """The profiles say drafted rounds cost no more than plain steps, but on this (fake) clock a
+    round takes 10x its predicted time and a plain step 1x: once measured, drafting cannot pay
+    even with every draft accepted (5 tokens a round < 10 plain steps), so the proposer stops
+    probing. Output stays that of plain decoding, also on the real clock; with the engine's
+    deterministic mode the step times are not measured unless asked for."""
+    from deepinfer_dspark.measured_rates import SPEC
+
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 64], [1000.0, 990.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0]),
+            "probe_every": 2, "measure_step_times": True}   # off by default in deterministic mode
+    batch = prompts(3, seed=8)
+    expected = greedy(build(target), batch)
+    llm = build(target, spec)
+    proposer = llm.engine.speculative.proposer
+    rates, now = proposer.rates, [0.0]
+
+    def clock() -> float:   # the step that is open now took its predicted time, x10 for a round
+        if rates._open is not None:
+            began, kind, _, predicted = rates._open
+            now[0] = began + predicted * (10.0 if kind == SPEC else 1.0)
+        return now[0]
+
+    rates.clock = clock
+    rounds = []
+    original = proposer.runner.draft
+    proposer.runner.draft = lambda requests, k: rounds.append(len(requests)) or original(requests, k)
+    assert not proposer.cannot_pay(3)                    # by the profiles alone, drafting can pay
+    assert greedy(llm, batch) == expected
+    assert proposer.cannot_pay(3) and rates.ratio(3) == pytest.approx(10.0)
+    assert 1 <= len(rounds) <= 4, rounds                 # probes until the rounds were measured
+    again = len(rounds)
+    assert greedy(llm, batch) == expected
+    assert len(rounds) == again                          # the second batch: no probe at all
+    assert greedy(build(target, spec), batch) == expected    # the real clock: whatever it decides
+    unmeasured = build(target, {key: value for key, value in spec.items() if key != "measure_step_times"})
+    assert greedy(unmeasured, batch) == expected and not unmeasured.engine.speculative.proposer.rates.samples
 
 
 def test_a_proposer_that_can_never_pay_retires_and_the_engine_runs_plain(folders) -> None:
@@ -306,6 +355,8 @@ def test_profiles_as_dicts_and_bad_profile_values(folders) -> None:
     assert proposer.sps.batch_tokens == [1, 64] and proposer.decode.steps_per_s == [1000.0, 990.0]
     with pytest.raises(ValueError, match="^speculative_config.sps_profile: expected an SPSProfile"):
         build(target, {**spec, "sps_profile": 3})
+    with pytest.raises(ValueError, match="^speculative_config.defer_context: must be a bool, got 'no'"):
+        build(target, {**spec, "defer_context": "no"})
     with pytest.raises(ValueError, match="^speculative_config.decode_profile: cannot load"):
         build(target, {**spec, "decode_profile": {"format": "deepinfer-sps-profile", "version": 1,
                                                   "batch_tokens": [True, 2], "steps_per_s": [1.0, 1.0]}})

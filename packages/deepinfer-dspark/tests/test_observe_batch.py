@@ -36,10 +36,10 @@ def test_batched_observation_equals_one_by_one(tiny) -> None:
             one.observe(*item)
         many.observe_batch(items)
     for rid in ("a", "b", "c"):
-        a, b = one.caches[rid], many.caches[rid]
-        assert len(a) == len(b) > 0
-        torch.testing.assert_close(a.keys, b.keys, rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(a.values, b.values, rtol=1e-5, atol=1e-5)
+        (ka, va), (kb, vb) = one.context_of(rid), many.context_of(rid)
+        assert one.num_positions(rid) == many.num_positions(rid) == ka.shape[1] == kb.shape[1] > 0
+        torch.testing.assert_close(ka, kb, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(va, vb, rtol=1e-5, atol=1e-5)
 
 
 def test_a_bad_item_stores_nothing(tiny) -> None:

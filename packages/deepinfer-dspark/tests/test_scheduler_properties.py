@@ -147,3 +147,31 @@ def test_bad_confidences_and_capacity():
         top_k_prefixes(torch.tensor([[0.5]]), -1)
     with pytest.raises(ValueError, match="delay"):
         StaleCapacityScheduler(linear_sps(1.0, 0.1), delay=0)
+
+
+def test_small_batches_schedule_the_same_in_python() -> None:
+    """Small rounds with an `SPSProfile` take the plain-Python path (`_schedule_small`); it must
+    return exactly what the tensor path returns (a wrapper without `at` forces that path),
+    including ties, dead candidates and errors."""
+    import random
+
+    from deepinfer_dspark.scheduler import SMALL_SCHEDULE
+
+    rng = random.Random(3)
+    for case in range(300):
+        sizes = sorted(rng.sample(range(1, 200), rng.randint(1, 5)))
+        profile = SPSProfile(sizes, [rng.uniform(10.0, 1000.0) for _ in sizes])
+        rows, gamma = rng.randint(1, 9), rng.randint(1, 7)
+        levels = [0.0, 0.25, 0.5, 0.9, 1.0]   # repeated values: ties in the ranking
+        conf = torch.tensor([[rng.choice(levels) if case % 2 else rng.random() for _ in range(gamma)]
+                             for _ in range(rows)], dtype=torch.float64)
+        s = prefix_survival(conf)
+        assert s.numel() <= SMALL_SCHEDULE
+        fast = schedule_prefixes(s, profile)
+        slow = schedule_prefixes(s, lambda b: profile(b))
+        assert fast.dtype == slow.dtype == torch.int64 and fast.tolist() == slow.tolist(), (sizes, conf)
+    for bad, message in ((torch.tensor([[0.5, 0.9]]), "non-increasing"), (torch.tensor([[1.5]]), r"\[0, 1\]"),
+                         (torch.tensor([[float("nan")]]), r"\[0, 1\]")):
+        for sps in (SPSProfile([1], [1.0]), lambda b: torch.ones_like(b, dtype=torch.float64)):
+            with pytest.raises(ValueError, match=message):
+                schedule_prefixes(bad, sps)

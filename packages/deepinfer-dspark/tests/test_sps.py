@@ -95,3 +95,16 @@ def test_bad_measure_arguments():
         measure(lambda b: None, [2, 1])
     with pytest.raises(ValueError, match="step_fn"):
         measure(lambda b: None, [1], clock=lambda: 0.0)
+
+
+def test_scalar_lookup_equals_the_tensor_lookup() -> None:
+    """`at` (plain Python, used per round) agrees with the tensor interpolation everywhere:
+    below, between, at and above the measured sizes, and for a one-point table."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(50):
+        sizes = sorted(rng.sample(range(1, 600), rng.randint(1, 6)))
+        profile = SPSProfile(sizes, [rng.uniform(1.0, 2000.0) for _ in sizes])
+        for b in [1, sizes[0], sizes[-1], sizes[-1] + 1, 4096] + [rng.randint(1, 700) for _ in range(20)]:
+            assert profile.at(b) == pytest.approx(float(profile(b)), rel=1e-12), (sizes, b)

@@ -164,6 +164,26 @@ def test_bf16_autocast_steps(setup) -> None:
     assert drafter.fc.weight.dtype == torch.float32
 
 
+def test_a_time_budget_sets_the_schedule_length(setup, monkeypatch) -> None:
+    """With `max_seconds` the cosine schedule spans the steps that fit the budget (measured rate),
+    so the learning rate ends near 0, not at the value step `steps`' schedule has there."""
+    import deepinfer_dspark.train.trainer as trainer_module
+
+    _, seqs, target, config = setup
+    clock = iter(range(10**6))
+    monkeypatch.setattr(trainer_module.time, "monotonic", lambda: 0.5 * next(clock))   # 1 s per step
+    drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=2)
+    trainer = DraftTrainer(drafter, target, seqs, TrainConfig(steps=1000, batch_size=2, anchors_per_sequence=4,
+                                                              lr=1e-3, log_every=1))
+    history = trainer.train(max_seconds=20)
+    assert 8 <= trainer.step_count <= 25 and trainer.horizon < 30   # other callers of the clock use ticks too
+    assert history[-1]["lr"] < 0.05 * 1e-3                   # decayed by the deadline
+    assert history[len(history) // 2]["lr"] > 0.3 * 1e-3     # a cosine over ~20 steps, not 1000
+    untimed = DraftTrainer(drafter, target, seqs, TrainConfig(steps=3, batch_size=2, anchors_per_sequence=4))
+    untimed.train()
+    assert untimed.horizon == 3
+
+
 def test_invalid_settings_raise(setup) -> None:
     _, seqs, target, config = setup
     with pytest.raises(ValueError, match="steps"):

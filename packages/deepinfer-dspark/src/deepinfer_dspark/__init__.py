@@ -15,7 +15,7 @@ from deepinfer_dspark.calibration import SequentialTemperatureScaling, cumulativ
 from deepinfer_dspark.checkpoint import load_checkpoint, load_state_dict
 from deepinfer_dspark.confidence import calibrated_confidence
 from deepinfer_dspark.config import DSparkConfig
-from deepinfer_dspark.context_cache import ContextCache
+from deepinfer_dspark.context_pool import ContextPool
 from deepinfer_dspark.draft_runner import DraftOutput, DraftRequest, DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.drafter import DSparkDrafter
 from deepinfer_dspark.metrics import SpecMetrics
@@ -31,7 +31,7 @@ from deepinfer_dspark.scheduler import (
 from deepinfer_dspark.sps import SPSProfile, measure
 
 __all__ = [
-    "ContextCache",
+    "ContextPool",
     "DSparkConfig",
     "DSparkDraftRunner",
     "DSparkDrafter",

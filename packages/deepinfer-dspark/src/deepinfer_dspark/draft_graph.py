@@ -13,15 +13,17 @@ captured once per shape and replayed:
   draft     k = `num_tokens` is fixed per proposer; the k steps unroll inside the graph.
 
 Per (Rb, Nb) one `DraftBuffers` (zeroed once) holds the round's inputs; per (Rb, Nb, k) one
-graph reads them. Each round writes its anchors, positions, context K/V and visibility into the
-buffers (`DraftBuffers.load`: one host-to-device copy and one gather per K/V tensor), replays,
-and reads one packed `[Rb, 2k]` float64 output back with one device-to-host copy.
+graph reads them. Each round writes its anchors, positions, visibility and block ids into the
+buffers (`DraftBuffers.load`: one host-to-device copy), replays (the graph gathers the rows'
+contexts from the `ContextPool`, one `index_select` per K/V tensor), and reads one packed
+`[Rb, 2k]` float64 output back with one device-to-host copy.
 
 Padding: a padded row (index >= R) has anchor `mask_token_id` at position 0 and no visible
 context; its block positions are always visible, so its softmax is finite, and its outputs are
-discarded. Context entries of a real row past its length keep whatever an earlier round left
-there (finite K/V, never NaN: the buffers start at zero and only receive cache entries); they
-are hidden by `context_valid`, which every round rewrites, so their softmax weight is exactly 0.
+discarded. Context entries of a row past its length are whatever the pool holds there (block 0
+as padding, the rest of a partly filled block, another request's old positions); they are
+hidden by `context_valid`, which every round rewrites, so their softmax weight is exactly 0 and
+`drafter.attend` zeroes their values (a non-finite stale entry cannot leak in as 0 * inf).
 
 Kernel ops under capture: `deepinfer_kernels` ops check value ranges only for CPU tensors
 (`ops._checks.host_values`), so on CUDA their dispatch reads no device values; triton kernels
@@ -36,6 +38,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from deepinfer_dspark.context_pool import ContextPool
 from deepinfer_dspark.drafter import DSparkDrafter
 
 ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
@@ -119,99 +122,73 @@ def context_bucket(longest: int, max_context: int) -> int | None:
     return min(1 << (max(longest, MIN_CONTEXT) - 1).bit_length(), max_context)
 
 
-def context_slots(lengths: Sequence[int], width: int) -> torch.Tensor:
-    """Flat slots `r * width + i` of position i < n_r of every row r: `[sum n]` int64 on the CPU."""
-    lens = torch.tensor(list(lengths), dtype=torch.int64)
-    rows_of = torch.repeat_interleave(torch.arange(len(lengths)), lens)
-    starts = torch.cumsum(lens, 0) - lens
-    return rows_of * width + torch.arange(rows_of.numel()) - starts[rows_of]
-
-
-def gather_context(keys: Sequence[torch.Tensor], values: Sequence[torch.Tensor], lengths: Sequence[int],
-                   slots: torch.Tensor, out_k: torch.Tensor, out_v: torch.Tensor) -> None:
-    """Copies row r's context positions 0..n_r-1 to `out[:, r, :n_r]`: one gather per tensor,
-    not two copies per request. Entries past n_r are left as they are.
-
-    Args:
-        keys, values: per row `[L, >= n_r, H_kv, D]` (a `ContextCache`'s views).
-        lengths: n_r per row.
-        slots: `context_slots(lengths, N)` on the outputs' device.
-        out_k, out_v: contiguous `[L, R', N, H_kv, D]`, R' >= rows, N >= max(lengths).
-    """
-    if not sum(lengths):
-        return
-    layers, rows, width = out_k.shape[:3]
-    flat = (layers, rows * width) + tuple(out_k.shape[3:])
-    for target, parts in ((out_k, keys), (out_v, values)):
-        source = torch.cat([part[:, :n] for part, n in zip(parts, lengths)], dim=1)
-        target.view(flat).index_copy_(1, slots, source)
-
-
 class DraftBuffers:
-    """The inputs of a round `[rows, G]` / `[L, rows, width, H_kv, D]`, zeroed once.
+    """The inputs of a round of `[rows, G]` blocks over `[rows, width]` contexts, zeroed once.
 
     Args:
-        drafter: sets G, L, H_kv, D, the dtype, the device and the mask token.
+        drafter: sets G, the device and the mask token.
         rows: R' rows (a bucket, or a round's exact count).
         width: N' context positions per row.
+        block_size: B of the `ContextPool` the contexts are read from.
 
     Attributes:
         tokens: `[R', G]` int64; column 0 is rewritten by `load`, the rest stay `mask_token_id`.
         positions: `[R', G]` int64.
-        context_k, context_v: `[L, R', N', H_kv, D]` in the drafter dtype.
         context_valid: `[R', N']` bool.
+        blocks: `[R' * ceil(N' / B)]` int64, the `ContextPool.gather_index` of the round.
     """
 
-    def __init__(self, drafter: DSparkDrafter, rows: int, width: int) -> None:
+    def __init__(self, drafter: DSparkDrafter, rows: int, width: int, block_size: int) -> None:
         cfg, device = drafter.config, drafter.cos_sin.device
         self.rows, self.width, self.mask = rows, width, cfg.mask_token_id
-        kv_shape = (cfg.num_hidden_layers, rows, width, cfg.num_key_value_heads, cfg.head_dim)
         self.tokens = torch.full((rows, cfg.block_size), cfg.mask_token_id, dtype=torch.int64, device=device)
         self.positions = torch.zeros((rows, cfg.block_size), dtype=torch.int64, device=device)
-        self.context_k = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
-        self.context_v = torch.zeros(kv_shape, dtype=drafter.dtype, device=device)
         self.context_valid = torch.zeros((rows, width), dtype=torch.bool, device=device)
+        self.blocks = torch.zeros(rows * -(-width // block_size), dtype=torch.int64, device=device)
         self._offsets = torch.arange(cfg.block_size, device=device)[None, :]
         self._index = torch.arange(width, device=device)[None, :]
 
-    def inputs(self) -> tuple[torch.Tensor, ...]:
-        """`(tokens, positions, context_k, context_v, context_valid)`, as `greedy_round` takes them."""
-        return self.tokens, self.positions, self.context_k, self.context_v, self.context_valid
-
-    def load(self, anchor_tokens: Sequence[int], lengths: Sequence[int], keys: Sequence[torch.Tensor],
-             values: Sequence[torch.Tensor]) -> None:
+    def load(self, anchor_tokens: Sequence[int], lengths: Sequence[int], blocks: Sequence[int]) -> None:
         """Writes a round of R <= `rows` requests in place; rows R.. become padding.
 
         Args:
             anchor_tokens: x0 per request.
             lengths: n_r = s_r per request (the anchor position: context positions 0..s_r-1).
-            keys, values: per request `[L, >= n_r, H_kv, D]` context K/V.
+            blocks: the round's `ContextPool.gather_index(ids, rows, width)`.
 
         Raises:
-            ValueError: more requests than rows, a context longer than `width` or than its
-                K/V, or lists of different lengths (names the argument).
+            ValueError: more requests than rows, a context longer than `width`, lists of
+                different lengths or a block index of another size (names the argument).
         """
         count, pad = len(lengths), self.rows - len(lengths)
-        if not len(anchor_tokens) == count == len(keys) == len(values):
-            raise ValueError(f"anchor_tokens, lengths, keys, values: one entry per request, got "
-                             f"{len(anchor_tokens)}, {count}, {len(keys)}, {len(values)}")
-        short = [i for i, (n, k, v) in enumerate(zip(lengths, keys, values)) if not 0 <= n <= min(k.shape[1], v.shape[1])]
-        if short:
-            raise ValueError(f"lengths: row {short[0]} asks for {lengths[short[0]]} context positions, its "
-                             f"keys/values hold {keys[short[0]].shape[1]}/{values[short[0]].shape[1]}")
-        if pad < 0 or max(lengths, default=0) > self.width:
-            raise ValueError(f"lengths: {count} rows up to {max(lengths, default=0)} positions do not fit "
-                             f"{self.rows} x {self.width} buffers")
-        head = torch.tensor(list(anchor_tokens) + [self.mask] * pad + list(lengths) + [0] * pad,
+        if len(anchor_tokens) != count:
+            raise ValueError(f"anchor_tokens, lengths: one entry per request, got {len(anchor_tokens)}, {count}")
+        if pad < 0 or max(lengths, default=0) > self.width or min(lengths, default=0) < 0:
+            raise ValueError(f"lengths: {count} rows of {min(lengths, default=0)}..{max(lengths, default=0)} "
+                             f"positions do not fit {self.rows} x {self.width} buffers")
+        if len(blocks) != self.blocks.numel():
+            raise ValueError(f"blocks: {len(blocks)} block ids, the buffers take {self.blocks.numel()}")
+        host = torch.tensor(list(anchor_tokens) + [self.mask] * pad + list(lengths) + [0] * pad + list(blocks),
                             dtype=torch.int64)
-        # One host-to-device copy for the anchors, the lengths and the gather's slots; non-blocking:
-        # a pageable source is staged at once, and no stream synchronisation is needed.
-        packed = torch.cat([head, context_slots(lengths, self.width)]).to(self.tokens.device, non_blocking=True)
+        if self.tokens.device.type == "cuda":
+            host = host.pin_memory()
+        # One host-to-device copy for the anchors, the lengths and the block ids; pinned and
+        # non-blocking: no wait for the kernels already queued.
+        packed = host.to(self.tokens.device, non_blocking=True)
         anchors, lens = packed[:self.rows], packed[self.rows:2 * self.rows, None]
         self.tokens[:, 0].copy_(anchors)
         torch.add(lens, self._offsets, out=self.positions)
         torch.lt(self._index, lens, out=self.context_valid)   # every row, so no stale entry stays visible
-        gather_context(keys, values, lengths, packed[2 * self.rows:], self.context_k, self.context_v)
+        self.blocks.copy_(packed[2 * self.rows:])
+
+
+def buffered_round(drafter: DSparkDrafter, pool: ContextPool, buffers: DraftBuffers, num_tokens: int
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`greedy_round` over the buffers' rows, reading the contexts from `pool` (one gather per
+    K/V tensor, inside the graph when captured)."""
+    context_k, context_v = pool.gather(buffers.blocks, buffers.rows, buffers.width)
+    return greedy_round(drafter, buffers.tokens, buffers.positions, context_k, context_v,
+                        buffers.context_valid, num_tokens)
 
 
 class DraftGraphs:
@@ -219,14 +196,17 @@ class DraftGraphs:
 
     Buffers and graphs are made on first use of a bucket; all graphs share one memory pool.
     Without `capture` (the CPU) the same static round runs eagerly on the bucketed buffers.
+    Graphs read `context.k` / `context.v` in place: when the context pool reallocates them (its
+    `generation` changes), every graph is dropped and re-captured on next use.
 
     Args:
         drafter: the drafter, on its final device, with its final weights (graphs read the
             parameters in place).
+        context: the `ContextPool` holding the requests' draft contexts.
         capture: capture CUDA graphs (needs the drafter on CUDA); default: whether it is.
         max_context: the largest Nb (default: `max_position_embeddings`, at most
             `DEFAULT_MAX_CONTEXT`); longer contexts do not `fit` (they run eagerly). It bounds the
-            buffers: `2 * L * 64 * Nb * H_kv * D` elements at the largest row bucket.
+            gathered context: `2 * L * 64 * Nb * H_kv * D` elements at the largest row bucket.
 
     Attributes:
         rounds: rounds run through the buckets so far.
@@ -236,7 +216,8 @@ class DraftGraphs:
         ValueError: `capture` with the drafter off CUDA, or `max_context` < 1 (named).
     """
 
-    def __init__(self, drafter: DSparkDrafter, capture: bool | None = None, max_context: int | None = None) -> None:
+    def __init__(self, drafter: DSparkDrafter, context: ContextPool, capture: bool | None = None,
+                 max_context: int | None = None) -> None:
         device = drafter.cos_sin.device
         capture = device.type == "cuda" if capture is None else capture
         if capture and device.type != "cuda":
@@ -246,11 +227,12 @@ class DraftGraphs:
         self.max_context = max_context
         if self.max_context < 1:
             raise ValueError(f"max_context: must be >= 1, got {self.max_context}")
-        self.drafter, self.capture, self.device = drafter, capture, device
+        self.drafter, self.context, self.capture, self.device = drafter, context, capture, device
         self.pool = torch.cuda.graph_pool_handle() if capture else None
         self.buffers: dict[tuple[int, int], DraftBuffers] = {}
         self.graphs: dict[tuple[int, int, int], torch.cuda.CUDAGraph] = {}
         self.outputs: dict[tuple[int, int, int], torch.Tensor] = {}
+        self.generation = context.generation
         self.rounds = 0
         self.replays = 0
 
@@ -259,11 +241,14 @@ class DraftGraphs:
         return 1 <= rows and row_bucket(rows) is not None and context_bucket(longest, self.max_context) is not None
 
     @torch.no_grad()
-    def run(self, anchor_tokens: Sequence[int], lengths: Sequence[int], keys: Sequence[torch.Tensor],
-            values: Sequence[torch.Tensor], num_tokens: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One all-greedy round of R requests (arguments as for `DraftBuffers.load`).
+    def run(self, request_ids: Sequence[str], anchor_tokens: Sequence[int], lengths: Sequence[int],
+            num_tokens: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One all-greedy round of R requests.
 
         Args:
+            request_ids: the requests (known to the context pool, distinct).
+            anchor_tokens: x0 per request.
+            lengths: n_r = s_r per request (context positions 0..s_r-1; at most what the pool holds).
             num_tokens: γ in [1, block_size].
 
         Returns:
@@ -271,7 +256,8 @@ class DraftGraphs:
             tensors (one device-to-host copy for the round).
 
         Raises:
-            ValueError: the round does not `fit`, or a bad `num_tokens`.
+            ValueError: the round does not `fit`, a bad `num_tokens`, or an unknown request
+                (named).
         """
         rows, longest = len(lengths), max(lengths, default=0)
         if not self.fits(rows, longest):
@@ -279,13 +265,19 @@ class DraftGraphs:
                              f"(rows <= {ROW_BUCKETS[-1]}, context <= {self.max_context})")
         if not 1 <= num_tokens <= self.drafter.config.block_size:
             raise ValueError(f"num_tokens: must be in [1, {self.drafter.config.block_size}], got {num_tokens}")
+        if len(request_ids) != rows:
+            raise ValueError(f"request_ids, lengths: one entry per request, got {len(request_ids)}, {rows}")
         shape = (row_bucket(rows), context_bucket(longest, self.max_context))
         buffers = self.buffers.get(shape)
         if buffers is None:
-            buffers = self.buffers[shape] = DraftBuffers(self.drafter, *shape)
-        buffers.load(anchor_tokens, lengths, keys, values)
+            buffers = self.buffers[shape] = DraftBuffers(self.drafter, *shape, self.context.block_size)
+        buffers.load(anchor_tokens, lengths, self.context.gather_index(request_ids, *shape))
         self.rounds += 1
         if self.capture:
+            if self.generation != self.context.generation:   # the pool moved: graphs read stale tensors
+                self.graphs.clear()
+                self.outputs.clear()
+                self.generation = self.context.generation
             key = shape + (num_tokens,)
             if key not in self.graphs:
                 self._capture(key, buffers)
@@ -299,9 +291,9 @@ class DraftGraphs:
         return tokens, conf
 
     def _packed_round(self, buffers: DraftBuffers, num_tokens: int) -> torch.Tensor:
-        """`greedy_round` with both outputs in one `[Rb, γ or 2γ]` float64 tensor, so one copy
+        """`buffered_round` with both outputs in one `[Rb, γ or 2γ]` float64 tensor, so one copy
         reads them back. NOTE: exact: token ids are < 2**53 and float32 widens exactly."""
-        tokens, conf = greedy_round(self.drafter, *buffers.inputs(), num_tokens)
+        tokens, conf = buffered_round(self.drafter, self.context, buffers, num_tokens)
         return torch.cat([tokens.double()] + ([] if conf is None else [conf.double()]), dim=1)
 
     def _capture(self, key: tuple[int, int, int], buffers: DraftBuffers) -> None:

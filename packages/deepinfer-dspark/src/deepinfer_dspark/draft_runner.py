@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""DSparkDraftRunner: per-request draft context caches and the batched `draft()` round.
+"""DSparkDraftRunner: the requests' draft contexts (a `ContextPool`) and the batched `draft()` round.
 
 One speculative round for request r with anchor x0 at position s (DeepSpec's evaluation
 dataflow, Cheng et al. 2026, "DSpark", section 3):
   1. `observe` has projected the target features of positions 0 .. s-1 into the request's
-     `ContextCache` (every draft layer's context K/V);
+     context in the `ContextPool` (every draft layer's context K/V);
   2. one batched block forward over `[x0, MASK, ...]` at positions s .. s+G-1 gives h_k and the
      base logits U_k;
   3. a left-to-right pass samples x_1..x_γ from `q_k = filter(softmax((U_k + B_k) / T))` (the
@@ -21,8 +21,6 @@ only on its own inputs, so draws are seeded and batch invariant.
 
 from __future__ import annotations
 
-import itertools
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,7 +28,7 @@ import torch
 from deepinfer_kernels import ops
 
 from deepinfer_dspark.confidence import calibrated_confidence
-from deepinfer_dspark.context_cache import ContextCache
+from deepinfer_dspark.context_pool import ContextPool
 from deepinfer_dspark.draft_graph import DraftBuffers, DraftGraphs, draft_loop, greedy_choice
 from deepinfer_dspark.drafter import DSparkDrafter
 from deepinfer_dspark.observe_graph import ObserveGraphs
@@ -78,7 +76,7 @@ class DraftRequest:
     Attributes:
         request_id: a request previously `observe`d.
         anchor_token: x0, the last sampled (bonus/correction) token.
-        anchor_position: s, x0's position; the context cache must hold positions 0 .. s-1.
+        anchor_position: s, x0's position; the draft context must hold positions 0 .. s-1.
         sampling: the request's sampling settings.
     """
 
@@ -110,7 +108,7 @@ class DraftOutput:
 
 
 class DSparkDraftRunner:
-    """Owns the drafter's per-request context caches and runs batched draft rounds.
+    """Owns the drafter's context pool and runs batched draft rounds.
 
     Args:
         drafter: a loaded `DSparkDrafter`.
@@ -119,8 +117,10 @@ class DSparkDraftRunner:
             projections of <= 512 rows through `ObserveGraphs` (captured CUDA graphs on CUDA; on
             the CPU the same bucketed static work, eagerly: for tests). None: on when the
             drafter is on CUDA.
+        block_size: positions per block of the context pool.
 
     Attributes:
+        context: the `ContextPool` (every request's draft context K/V).
         graphs: the `DraftGraphs`, or None when disabled.
         observe_graphs: the `ObserveGraphs`, or None when disabled.
 
@@ -129,14 +129,16 @@ class DSparkDraftRunner:
     """
 
     def __init__(self, drafter: DSparkDrafter, confidence_temperatures: torch.Tensor | None = None,
-                 graphs: bool | None = None) -> None:
+                 graphs: bool | None = None, block_size: int = 32) -> None:
         self.drafter = drafter
-        self.caches: dict[str, ContextCache] = {}
+        cfg = drafter.config
+        self.context = ContextPool(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, drafter.dtype,
+                                   drafter.cos_sin.device, block_size)
         self.confidence_temperatures: torch.Tensor | None = None
         self.set_confidence_temperatures(confidence_temperatures)
         if graphs is None:
             graphs = drafter.cos_sin.device.type == "cuda"
-        self.graphs: DraftGraphs | None = DraftGraphs(drafter) if graphs else None
+        self.graphs: DraftGraphs | None = DraftGraphs(drafter, self.context) if graphs else None
         self.observe_graphs: ObserveGraphs | None = ObserveGraphs(drafter) if graphs else None
 
     def set_confidence_temperatures(self, temperatures: torch.Tensor | None) -> None:
@@ -154,82 +156,106 @@ class DSparkDraftRunner:
         self.confidence_temperatures = temperatures
 
     def num_positions(self, request_id: str) -> int:
-        """Positions in the request's context cache (0 for an unknown request)."""
-        cache = self.caches.get(request_id)
-        return 0 if cache is None else len(cache)
+        """Positions in the request's draft context (0 for an unknown request)."""
+        return self.context.length(request_id)
 
     @torch.no_grad()
     def observe(self, request_id: str, positions: Sequence[int], target_features: torch.Tensor) -> None:
-        """Appends committed positions' target features to the request's context cache.
+        """Appends committed positions' target features to the request's draft context.
 
         Args:
-            request_id: creates the cache on first use.
+            request_id: registered on first use.
             positions: the absolute positions of the rows, consecutive and starting at
                 `num_positions(request_id)`.
             target_features: `[n, m*d]` concatenated features of the target layers
                 `target_layer_ids` at those positions.
 
         Raises:
-            ValueError: positions not consecutive from the cache length, beyond the RoPE
+            ValueError: positions not consecutive from the context length, beyond the RoPE
                 table, or features of the wrong shape (names the field).
         """
         self.observe_batch([(request_id, positions, target_features)])
 
     @torch.no_grad()
     def observe_batch(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
-        """`observe` for several requests with one context projection over all their rows
-        (a step's worth of committed tokens: a few large kernels instead of a few per request).
+        """`observe` for several requests with one context projection over all their rows and
+        one write into the pool (a step's worth of committed tokens: a few large kernels, none
+        per request).
 
         Raises:
             ValueError: as `observe`, for the first bad item; nothing is stored then.
         """
-        cfg, drafter = self.drafter.config, self.drafter
-        device = drafter.cos_sin.device
+        feature_size = self.drafter.config.feature_size
         for request_id, positions, target_features in items:
-            n = len(positions)
-            start = self.num_positions(request_id)
-            if list(positions) != list(range(start, start + n)):
+            if target_features.shape != (len(positions), feature_size):
+                raise ValueError(f"target_features: shape {tuple(target_features.shape)}, expected "
+                                 f"{(len(positions), feature_size)} for request {request_id!r}")
+        parts = [f for _, positions, f in items if len(positions)]
+        device = self.drafter.cos_sin.device
+        features = (torch.cat([f.to(device) for f in parts]) if len(parts) > 1 else parts[0] if parts
+                    else torch.zeros(0, feature_size, dtype=self.drafter.dtype, device=device))
+        self.observe_rows([(request_id, positions) for request_id, positions, _ in items], features)
+
+    @torch.no_grad()
+    def observe_rows(self, items: Sequence[tuple[str, Sequence[int]]], features: torch.Tensor) -> None:
+        """`observe_batch` with the features already joined: item i owns the next `len(positions)`
+        rows of `features` `[sum n, m*d]` (no per-request tensor slices).
+
+        Raises:
+            ValueError: positions not consecutive from a request's context length, beyond the
+                RoPE table, a repeated request, or a row count that does not match (names the
+                field); nothing is stored then.
+        """
+        cfg, drafter = self.drafter.config, self.drafter
+        flat: list[int] = []
+        for request_id, positions in items:
+            n, start = len(positions), self.context.length(request_id)
+            if n and (positions[0] != start or positions[-1] != start + n - 1 or
+                      list(positions) != list(range(start, start + n))):
                 raise ValueError(f"positions: must be {start}..{start + n - 1} for request "
                                  f"{request_id!r}, got {list(positions)[:8]}")
             if start + n > cfg.max_position_embeddings:
                 raise ValueError(f"positions: {start + n - 1} >= max_position_embeddings "
                                  f"({cfg.max_position_embeddings})")
-            if target_features.shape != (n, cfg.feature_size):
-                raise ValueError(f"target_features: shape {tuple(target_features.shape)}, expected "
-                                 f"{(n, cfg.feature_size)}")
-        for request_id, _, _ in items:  # an empty observation still creates the cache
-            if request_id not in self.caches:
-                self.caches[request_id] = ContextCache(cfg.num_hidden_layers, cfg.num_key_value_heads,
-                                                       cfg.head_dim, drafter.dtype, device)
-        items = [item for item in items if len(item[1])]
-        if not items:
+            flat.extend(positions)
+        if features.shape != (len(flat), cfg.feature_size):
+            raise ValueError(f"target_features: shape {tuple(features.shape)}, expected {(len(flat), cfg.feature_size)}")
+        ids = [request_id for request_id, _ in items]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"request_id: repeated in one observation: {ids[:8]}")
+        for request_id in ids:  # an empty observation still registers the request
+            self.context.add(request_id)
+        if not flat:
             return
-        features = torch.cat([f.to(device) for _, _, f in items])
-        flat = list(itertools.chain.from_iterable(positions for _, positions, _ in items))
+        features = features.to(drafter.cos_sin.device, drafter.dtype)
         if self.observe_graphs is not None and self.observe_graphs.fits(len(flat)):
-            k, v = self.observe_graphs.run(features, flat)              # views: appended below
+            k, v = self.observe_graphs.run(features, flat)              # views: written below
         else:
-            k, v = drafter.context_kv(features, torch.tensor(flat, dtype=torch.int64, device=device))
-        offset = 0
-        for request_id, positions, _ in items:
-            n = len(positions)
-            self.caches[request_id].append(k[:, offset:offset + n], v[:, offset:offset + n])
-            offset += n
+            k, v = drafter.context_kv(features, torch.tensor(flat, dtype=torch.int64, device=features.device))
+        self.context.write([(request_id, len(positions)) for request_id, positions in items if len(positions)], k, v)
 
     def rollback(self, request_id: str, num_positions: int) -> None:
-        """Forgets the last `num_positions` positions of the request's context cache.
+        """Forgets the last `num_positions` positions of the request's draft context.
 
         Raises:
-            ValueError: unknown `request_id`, or `num_positions` outside [0, cache length].
+            ValueError: unknown `request_id`, or `num_positions` outside [0, context length].
         """
-        cache = self._cache(request_id)
-        if not 0 <= num_positions <= len(cache):
-            raise ValueError(f"num_positions: must be in [0, {len(cache)}], got {num_positions}")
-        cache.crop(len(cache) - num_positions)
+        held = self._length(request_id)
+        if not 0 <= num_positions <= held:
+            raise ValueError(f"num_positions: must be in [0, {held}], got {num_positions}")
+        self.context.crop(request_id, held - num_positions)
 
     def remove(self, request_id: str) -> None:
-        """Drops the request's cache (a no-op for an unknown request)."""
-        self.caches.pop(request_id, None)
+        """Frees the request's draft context (a no-op for an unknown request)."""
+        self.context.release(request_id)
+
+    def context_of(self, request_id: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """The request's draft context `(keys, values)`, each `[L, n, H_kv, D]` (copies).
+
+        Raises:
+            ValueError: unknown `request_id`.
+        """
+        return self.context.context(request_id)
 
     @torch.no_grad()
     def draft(self, requests: Sequence[DraftRequest], num_tokens: int) -> list[DraftOutput]:
@@ -248,7 +274,7 @@ class DSparkDraftRunner:
 
         Raises:
             ValueError: bad `num_tokens`, unknown or repeated `request_id`, an anchor token
-                outside the vocabulary, or an anchor position the cache does not reach or the
+                outside the vocabulary, or an anchor position the context does not reach or the
                 RoPE table does not cover (names the field).
         """
         cfg = self.drafter.config
@@ -260,10 +286,8 @@ class DSparkDraftRunner:
         lengths = [r.anchor_position for r in requests]
         if (self.graphs is not None and all(r.sampling.temperature == 0 for r in requests)
                 and self.graphs.fits(len(requests), max(lengths))):
-            caches = [self.caches[r.request_id] for r in requests]
-            tokens, conf_logits = self.graphs.run([r.anchor_token for r in requests], lengths,
-                                                  [c.keys for c in caches], [c.values for c in caches],
-                                                  num_tokens)
+            tokens, conf_logits = self.graphs.run([r.request_id for r in requests],
+                                                  [r.anchor_token for r in requests], lengths, num_tokens)
             return self._outputs(tokens, None, conf_logits)
         hidden = self._block_hidden(requests)                          # [R, G, d]
         return self._sample(requests, hidden[:, :num_tokens])
@@ -274,29 +298,29 @@ class DSparkDraftRunner:
         if len(set(ids)) != len(ids):
             raise ValueError(f"request_id: repeated in one draft call: {ids}")
         for r in requests:
-            cache = self._cache(r.request_id)
+            held = self._length(r.request_id)
             for name in ("anchor_token", "anchor_position"):
                 value = getattr(r, name)
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise ValueError(f"{name}: must be an int, got {type(value).__name__} {value!r}")
             if not 0 <= r.anchor_token < cfg.vocab_size:
                 raise ValueError(f"anchor_token: {r.anchor_token} outside [0, {cfg.vocab_size})")
-            if not 0 <= r.anchor_position <= len(cache):
+            if not 0 <= r.anchor_position <= held:
                 raise ValueError(f"anchor_position: {r.anchor_position} of {r.request_id!r} needs "
-                                 f"the context cache to hold positions 0..{r.anchor_position - 1}, "
-                                 f"it holds {len(cache)}")
+                                 f"the draft context to hold positions 0..{r.anchor_position - 1}, "
+                                 f"it holds {held}")
             if r.anchor_position + cfg.block_size > cfg.max_position_embeddings:
                 raise ValueError(f"anchor_position: {r.anchor_position} + block_size exceeds "
                                  f"max_position_embeddings ({cfg.max_position_embeddings})")
 
     def _block_hidden(self, requests: Sequence[DraftRequest]) -> torch.Tensor:
         """Pads the requests' contexts to one batch `[R, longest]` and runs the parallel backbone."""
-        lengths = [r.anchor_position for r in requests]
-        buffers = DraftBuffers(self.drafter, len(requests), max(lengths))
-        caches = [self.caches[r.request_id] for r in requests]
-        buffers.load([r.anchor_token for r in requests], lengths, [c.keys for c in caches],
-                     [c.values for c in caches])
-        return self.drafter(*buffers.inputs())
+        lengths, ids = [r.anchor_position for r in requests], [r.request_id for r in requests]
+        rows, width = len(requests), max(max(lengths), 1)
+        buffers = DraftBuffers(self.drafter, rows, width, self.context.block_size)
+        buffers.load([r.anchor_token for r in requests], lengths, self.context.gather_index(ids, rows, width))
+        context_k, context_v = self.context.gather(buffers.blocks, rows, width)
+        return self.drafter(buffers.tokens, buffers.positions, context_k, context_v, buffers.context_valid)
 
     def _sample(self, requests: Sequence[DraftRequest], hidden: torch.Tensor) -> list[DraftOutput]:
         """The sequential pass (`draft_loop`): Markov bias, filtered law, seeded draw, confidence."""
@@ -336,11 +360,10 @@ class DSparkDraftRunner:
                             None if confidences is None else confidences[i],
                             None if conf_logits is None else conf_logits[i]) for i in range(tokens.shape[0])]
 
-    def _cache(self, request_id: str) -> ContextCache:
-        cache = self.caches.get(request_id)
-        if cache is None:
+    def _length(self, request_id: str) -> int:
+        if request_id not in self.context:
             raise ValueError(f"request_id: {request_id!r} has no draft context (observe it first)")
-        return cache
+        return self.context.length(request_id)
 
 
 def _sampling_tensors(sampling: Sequence[DraftSampling], device: torch.device) -> dict[str, torch.Tensor]:

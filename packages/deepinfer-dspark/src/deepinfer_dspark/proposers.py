@@ -17,7 +17,11 @@ through entry-point group `deepinfer.proposers`:
           decode_profile (JSON path or an `SPSProfile` of plain decode steps, batch tokens =
           requests; with it, confidence scheduling also compares a drafted round with plain
           decoding and pauses drafting, with exponential backoff, while plain decoding wins),
-          max_probe_every (256: the longest pause).
+          max_probe_every (256: the longest pause),
+          defer_context (True: while drafting is paused, buffer the target features and project
+          them when drafting resumes; False: project every step, paused or not),
+          measure_step_times (default: on, off with the engine's `deterministic`: correct the
+          two profiles by the step times measured while serving, see `MeasuredRates`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
+from deepinfer_dspark.measured_rates import PLAIN, SPEC, MeasuredRates
 from deepinfer_dspark.ngram import NgramProposer
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
@@ -77,9 +82,17 @@ class DSparkProposer:
             projected; the features wait in `pending`. Before drafting, a round is also skipped
             (and the next `probe_every - 1` with it) when even acceptance of every draft could not
             beat plain decoding at the current batch size (`cannot_pay`): no probe is spent then.
+            Both comparisons scale the plain side by `rates.ratio(B)`: how much slower than
+            the profiles predict the drafted rounds ran, relative to the plain steps, in this
+            engine so far (`MeasuredRates`).
         max_probe_every: the longest pause, in rounds.
         max_batch: the engine's largest batch (`max_num_seqs`); default: the decode profile's
             largest measured size.
+        defer_context: while paused, keep the observed features in `pending` (True) instead of
+            projecting them into the drafter's context every step (False).
+        measure_step_times: with both profiles, time every step into `rates` and use its
+            correction; off, the decisions depend on the profiles and the confidences only (the
+            same inputs give the same verification lengths, run after run).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -92,11 +105,13 @@ class DSparkProposer:
         target_layer_ids: the target layers whose outputs the drafter reads.
         lengths: the verification length chosen for each request in the last round (metrics).
         skipped_rounds: rounds in which drafting was skipped (metrics).
+        rates: the measured step times (`MeasuredRates`), used with both profiles.
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
                  probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256,
-                 max_batch: int | None = None) -> None:
+                 max_batch: int | None = None, defer_context: bool = True,
+                 measure_step_times: bool = True) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -114,6 +129,9 @@ class DSparkProposer:
         self._last_batch = 0                 # requests in the last propose call
         self._backoff = probe_every          # the next pause when drafting keeps losing
         self.pending = PendingContext()      # features observed while paused, projected on resume
+        self.rates = MeasuredRates()
+        self.measure_step_times = measure_step_times
+        self.defer_context = defer_context
         self.retired = False
         self.retired_reason = ""
         if decode is not None and sps is not None:
@@ -133,7 +151,7 @@ class DSparkProposer:
     def observe_many(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         """`observe` for a whole step, with one batched context projection (deferred while
         drafting is paused: see `PendingContext`)."""
-        if self._pause > 0 or len(self.pending):
+        if self.defer_context and (self._pause > 0 or len(self.pending)):
             self.pending.add(items)
             if self.pending.full:
                 self._flush()
@@ -144,13 +162,21 @@ class DSparkProposer:
                      row_starts: list[int], features: torch.Tensor) -> None:
         """`observe_many` for a whole step's features unsliced (see `deepinfer_core.Proposer`):
         while drafting is paused the step is buffered with one append."""
-        if self._pause > 0 or len(self.pending):
+        if self.defer_context and (self._pause > 0 or len(self.pending)):
             self.pending.add_step(request_ids, first_positions, counts, row_starts, features)
             if self.pending.full:
                 self._flush()
             return
-        self._observe_now([(rid, list(range(first, first + n)), features[row:row + n])
-                           for rid, first, n, row in zip(request_ids, first_positions, counts, row_starts)])
+        items, rows = [], []
+        for rid, first, n, row in zip(request_ids, first_positions, counts, row_starts):
+            skip = max(0, self.runner.num_positions(rid) - first)   # held already (a recomputed preemption)
+            if n > skip:
+                items.append((rid, range(first + skip, first + n)))
+                rows.extend(range(row + skip, row + n))
+        if items:   # one row gather for the step (none when the rows are the step's first ones, in order)
+            same = rows[-1] == len(rows) - 1 and rows == list(range(len(rows)))
+            kept = features[:len(rows)] if same else features.index_select(0, _index(rows, features.device))
+            self.runner.observe_rows(items, kept)
 
     def _flush(self) -> None:
         items = self.pending.take(self.runner.num_positions)
@@ -181,12 +207,15 @@ class DSparkProposer:
     def idle_round(self, num_requests: int) -> None:
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
         does while paused."""
+        self._record(self.rates.start(), num_requests, 0)
         self._last_batch = num_requests
         if self._pause > 0 and num_requests:
             self._pause -= 1
             self.skipped_rounds += 1
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        began = self.rates.start()
+        self._record(began, len(requests), 0)   # a plain step, unless drafts are verified below
         drafts = [Draft([]) for _ in requests]
         self._last_batch = len(requests)
         if self._pause > 0 and requests:
@@ -209,13 +238,13 @@ class DSparkProposer:
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         if self.sps is not None and all(o.confidences is not None for o in outs):
             conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
-            for row, cap in enumerate(lengths):
-                conf[row, cap:] = 0.0  # positions past a request's room cannot be verified
-            survival = prefix_survival(conf)
+            room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
+            survival = prefix_survival(conf.masked_fill_(room, 0.0))   # past a request's room: not verifiable
             lengths = schedule_prefixes(survival, self.sps).tolist()
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             self._plan_pause(survival, lengths, len(requests))
         self.lengths = lengths
+        self._record(began, len(requests), sum(lengths))
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts
@@ -227,8 +256,20 @@ class DSparkProposer:
         profile. The bound depends on the batch size only, so skipping is lossless."""
         if self.decode is None or self.sps is None:
             return False
-        plain = batch * float(self.decode(batch))
-        return all(batch * (1 + n) * float(self.sps(batch * (1 + n))) <= plain for n in range(1, self.num_tokens + 1))
+        plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
+        return all(batch * (1 + n) * self.sps.at(batch * (1 + n)) <= plain for n in range(1, self.num_tokens + 1))
+
+    def _record(self, began: float, batch: int, verified: int) -> None:
+        """Declares the step that started at `began` to `rates`: a drafted round verifying
+        `verified` drafts, or a plain step (only with both profiles: nothing else reads it)."""
+        if self.decode is None or self.sps is None or not self.measure_step_times:
+            return
+        if not batch:
+            self.rates.pause()
+        elif verified:
+            self.rates.record(began, SPEC, batch, 1.0 / self.sps.at(batch + verified))
+        else:
+            self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
 
     def _plan_pause(self, survival: torch.Tensor, lengths: list[int], batch: int) -> None:
         """Pauses drafting for the next rounds when this round could not pay for itself.
@@ -242,9 +283,11 @@ class DSparkProposer:
         if self.decode is None:
             losing = verified == 0
         else:
-            tau = batch + sum(float(survival[r, :n].sum()) for r, n in enumerate(lengths))
-            speculative = tau * float(self.sps(batch + verified))
-            losing = verified == 0 or speculative <= batch * float(self.decode(batch))
+            verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
+            tau = batch + float(survival.masked_fill(~verified_mask, 0.0).sum())
+            speculative = tau * self.sps.at(batch + verified)
+            plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
+            losing = verified == 0 or speculative <= plain
         if losing:
             self._pause = self._backoff
             self._backoff = min(2 * self._backoff, self.max_probe_every) if self.decode is not None else self._backoff
@@ -321,13 +364,16 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
-                          max_batch=model_info.get("max_num_seqs"))
+                          max_batch=model_info.get("max_num_seqs"),
+                          defer_context=_bool_key(spec_config, "defer_context", True),
+                          measure_step_times=_bool_key(spec_config, "measure_step_times",
+                                                       not model_info.get("deterministic", False)))
 
 
 ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core
 NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "calibration", "probe_every",
-                         "decode_profile", "max_probe_every"})
+                         "decode_profile", "max_probe_every", "defer_context", "measure_step_times"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -354,6 +400,22 @@ def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
     value = spec_config.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"speculative_config.{key}: must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _index(values: list[int], device: torch.device) -> torch.Tensor:
+    """An int64 index tensor on `device`; on CUDA through pinned memory, non-blocking (a pageable
+    copy would wait for the kernels already queued)."""
+    host = torch.tensor(values, dtype=torch.int64)
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
+
+
+def _bool_key(spec_config: dict, key: str, default: bool) -> bool:
+    value = spec_config.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"speculative_config.{key}: must be a bool, got {value!r}")
     return value
 
 

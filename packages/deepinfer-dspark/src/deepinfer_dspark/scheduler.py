@@ -37,6 +37,9 @@ import torch
 
 # sps(batch_tokens: int64 tensor) -> steps per second (float tensor of the same shape).
 SPSFn = Callable[[torch.Tensor], torch.Tensor]
+# Candidates (requests x draft positions) up to which an `sps` with a scalar `at(b)` (an
+# `SPSProfile`) is scheduled by `_schedule_small`.
+SMALL_SCHEDULE = 64
 
 
 def prefix_survival(confidences: torch.Tensor) -> torch.Tensor:
@@ -76,6 +79,9 @@ def schedule_prefixes(survivals: torch.Tensor, sps: SPSFn, *, early_stop: bool =
     Raises:
         ValueError: malformed survivals (field `survivals`).
     """
+    if early_stop and callable(getattr(sps, "at", None)) and isinstance(survivals, torch.Tensor) \
+            and 0 < survivals.numel() <= SMALL_SCHEDULE:
+        return torch.tensor(_schedule_small(survivals, sps.at), dtype=torch.int64)
     a, req, depth = _ranked_candidates(survivals)
     num_req = survivals.shape[0]
     if a.numel() == 0:
@@ -89,6 +95,33 @@ def schedule_prefixes(survivals: torch.Tensor, sps: SPSFn, *, early_stop: bool =
     else:
         count = int(torch.argmax(theta))  # first maximum: ties keep the shorter prefix
     return _lengths(num_req, req[:count], depth[:count])
+
+
+def _schedule_small(survivals: torch.Tensor, rate: Callable[[int], float]) -> list[int]:
+    """`schedule_prefixes` with the early stop, in plain Python: for the few candidates of a
+    small batch (the round's decision is on the host's critical path; the tensor version costs
+    about 100 small ops whatever the size). Same ranking, same float64 arithmetic in the same
+    order (tau = R + the running sum of admitted survivals), so the same lengths; checked
+    against it in test_scheduler_properties.py. `rate(b)` = SPS(b), e.g. `SPSProfile.at`."""
+    if survivals.dim() != 2:
+        raise ValueError("survivals: expected a [R, gamma] tensor")
+    rows = survivals.detach().to("cpu", torch.float64).tolist()
+    if any(not 0 <= a <= 1 for row in rows for a in row):   # also catches NaN
+        raise ValueError("survivals: values must lie in [0, 1]")
+    if any(b > a for row in rows for a, b in zip(row, row[1:])):
+        raise ValueError("survivals: must be non-increasing along each row (prefix products)")
+    num_req = len(rows)
+    ranked = sorted((-a, j, r) for r, row in enumerate(rows) for j, a in enumerate(row) if a > 0)
+    lengths = [0] * num_req
+    best, admitted = num_req * rate(num_req), 0.0
+    for count, (neg_a, depth, request) in enumerate(ranked, start=1):
+        total = admitted - neg_a
+        theta = (num_req + total) * rate(num_req + count)
+        if theta <= best:
+            break
+        best, admitted = theta, total
+        lengths[request] = depth + 1
+    return lengths
 
 
 def verify_capacity(survivals: torch.Tensor, sps: SPSFn) -> int:

@@ -9,6 +9,7 @@ the step. The table is measured once on the target hardware (`measure`) and stor
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import statistics
@@ -53,6 +54,7 @@ class SPSProfile:
         self.meta = dict(meta or {})
         self._sizes = torch.tensor(sizes, dtype=torch.float64)
         self._times = 1.0 / torch.tensor(rates, dtype=torch.float64)
+        self._time_list = self._times.tolist()
 
     def step_time(self, batch_tokens: torch.Tensor | int) -> torch.Tensor:
         """Seconds per engine step at each batch token count.
@@ -72,6 +74,17 @@ class SPSProfile:
         t = t0 + (t1 - t0) * (b - x0) / (x1 - x0)
         t = torch.where(b > sizes[-1], t.clamp(min=float(times[-1])), t)
         return torch.where(b <= sizes[0], times[0], t)
+
+    def at(self, batch_tokens: int) -> float:
+        """Steps per second at one batch token count: `float(self(batch_tokens))` in plain Python
+        (the per-round decisions call it a few times a round; a tensor call costs ~10 ops)."""
+        sizes, times = self.batch_tokens, self._time_list
+        if len(sizes) == 1 or batch_tokens <= sizes[0]:
+            return 1.0 / times[0]
+        hi = min(max(bisect.bisect_right(sizes, batch_tokens), 1), len(sizes) - 1)
+        x0, x1, t0, t1 = sizes[hi - 1], sizes[hi], times[hi - 1], times[hi]
+        t = t0 + (t1 - t0) * (batch_tokens - x0) / (x1 - x0)
+        return 1.0 / (max(t, times[-1]) if batch_tokens > sizes[-1] else t)
 
     def __call__(self, batch_tokens: torch.Tensor | int) -> torch.Tensor:
         """Steps per second at each batch token count (float64, shaped like the input)."""

@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--num-calibration-prompts", type=int, default=128, help="held-out prompts for STS (0: skip)")
     train.add_argument("--steps", type=int, default=3000)
     train.add_argument("--max-train-seconds", type=float, default=None,
-                       help="stop training after this many seconds (the steps run are recorded)")
+                       help="stop training after this many seconds; the cosine learning-rate schedule then "
+                            "spans the steps expected to fit (at most --steps; the steps run are recorded)")
     train.add_argument("--batch-size", type=int, default=16, help="sequences per step")
     train.add_argument("--anchors", type=int, default=32, help="draft blocks per sequence per step")
     train.add_argument("--lr", type=float, default=6e-4)

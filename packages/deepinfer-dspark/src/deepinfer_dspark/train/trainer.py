@@ -154,6 +154,7 @@ class DraftTrainer:
                                            lr=config.lr, betas=config.betas)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.step_count = 0
+        self.horizon = config.steps   # the schedule's length: `config.steps`, or what fits a time budget
         self._order: list[int] = []
 
     def next_batch(self) -> list[TrainingSequence]:
@@ -215,7 +216,7 @@ class DraftTrainer:
         """
         self.drafter.train()
         for group in self.optimizer.param_groups:
-            group["lr"] = self.config.lr * lr_factor(self.step_count, self.config.steps, self.config.warmup_ratio)
+            group["lr"] = self.config.lr * lr_factor(self.step_count, self.horizon, self.config.warmup_ratio)
         self.optimizer.zero_grad(set_to_none=True)
         out = self.loss(self.next_batch())
         out.total.backward()
@@ -234,20 +235,33 @@ class DraftTrainer:
 
         Args:
             on_log: called with each history entry.
-            max_seconds: wall-clock budget; training stops after the step that exceeds it (the
-                learning-rate schedule is still the one for `config.steps`; `step_count` says how
-                many steps ran).
+            max_seconds: wall-clock budget; training stops after the step that exceeds it
+                (`step_count` says how many steps ran). The cosine schedule then spans the steps
+                expected to fit (`horizon`: the step rate measured after the first 5% of the
+                budget, which holds the warm-up's compilations, times the time left), at most
+                `config.steps`, so the learning rate decays to about 0 at the deadline instead of
+                being cut off mid-schedule.
 
         Returns:
             History entries `{"step", "lr", "loss", "ce", "tv", "conf", "acceptance", "top1"}`,
             averaged over the last `log_every` steps (and the final step's window).
         """
         history, window = [], []
-        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        begin = time.monotonic()
+        deadline = None if max_seconds is None else begin + max_seconds
+        mark = None   # (time, step) from which the step rate is measured
         for _ in range(self.config.steps):
             if deadline is not None and time.monotonic() > deadline:
                 break
             out = self.step()
+            if deadline is not None:
+                now = time.monotonic()
+                if mark is None and now - begin >= 0.05 * max_seconds:
+                    mark = (now, self.step_count)
+                elif mark is not None and now > mark[0]:
+                    rate = (self.step_count - mark[1]) / (now - mark[0])
+                    expected = self.step_count + int(rate * max(0.0, deadline - now))
+                    self.horizon = max(self.step_count + 1, min(self.config.steps, expected))
             window.append((float(out.total.detach()), out.ce, out.tv, out.conf, out.acceptance, out.top1))
             last = self.step_count == self.config.steps or (deadline is not None and time.monotonic() > deadline)
             if self.step_count % self.config.log_every == 0 or last:

@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""MeasuredRates: the SPS profiles corrected by the step times measured while serving.
+
+Confidence scheduling compares a drafted round with a plain decode step through two offline
+profiles (`SPSProfile`: speculative rounds and plain steps). Measured on synthetic batches, they
+can be off by different amounts under real traffic: on the H200 with SmolLM2-135M and chat
+prompts, real plain steps at 64 requests took 1.4x the profile's time and real drafted rounds
+1.8x (`packages/deepinfer-dspark/BENCHMARKS.md`, session 8), which turned a losing round into a
+predicted win. So the proposer times every step: the wall time from one call of the proposer to
+the next is one engine step (a drafted round, or a plain step while paused), including the
+host work around it. Per batch-size bucket (powers of two) and kind, an exponential moving
+average keeps measured / predicted seconds; `ratio(B)` = (round correction) / (plain correction)
+multiplies the plain side of every comparison (equivalently, divides the drafted side). Only the
+ratio matters (both sides of a comparison are rates at one batch size). A kind not yet measured
+at a bucket counts as its profile (correction 1): an engine that only drafts learns from its
+rounds alone that they are slow, pauses, and then measures its plain steps too. A step that
+carries prefill chunks counts as the kind of step it is asked about; such steps are few once
+requests decode.
+
+Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
+verification stays lossless (the paper's stale-decision argument).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+SPEC, PLAIN = "spec", "plain"
+
+
+def batch_bucket(batch: int) -> int:
+    """The power of two >= `batch` (1 for 0 or 1)."""
+    return 1 << max(batch - 1, 0).bit_length()
+
+
+class MeasuredRates:
+    """Per bucket and kind, an EMA of measured over predicted step seconds.
+
+    Args:
+        alpha: weight of a new sample in the moving average, in (0, 1].
+        max_ratio: samples above this many times the prediction are dropped (the engine was
+            idle between two batches, not stepping).
+        clock: seconds, monotonic (tests pass a fake).
+
+    Raises:
+        ValueError: `alpha` outside (0, 1] or `max_ratio` <= 0 (named).
+    """
+
+    def __init__(self, alpha: float = 0.2, max_ratio: float = 50.0,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        if not 0 < alpha <= 1:
+            raise ValueError(f"alpha: must be in (0, 1], got {alpha}")
+        if not max_ratio > 0:
+            raise ValueError(f"max_ratio: must be > 0, got {max_ratio}")
+        self.alpha, self.max_ratio, self.clock = alpha, max_ratio, clock
+        self.corrections: dict[tuple[str, int], float] = {}
+        self.samples: dict[tuple[str, int], int] = {}
+        self._open: tuple[float, str, int, float] | None = None   # (start, kind, bucket, predicted s)
+
+    def start(self) -> float:
+        """Called as the proposer is asked about a step: closes the previous step (its time is
+        the time since it started) and returns the current time, the start of this step."""
+        now = self.clock()
+        if self._open is not None:
+            began, kind, bucket, predicted = self._open
+            ratio = (now - began) / predicted
+            if 0 < ratio <= self.max_ratio:
+                key = (kind, bucket)
+                old = self.corrections.get(key)
+                self.corrections[key] = ratio if old is None else old + self.alpha * (ratio - old)
+                self.samples[key] = self.samples.get(key, 0) + 1
+            self._open = None
+        return now
+
+    def record(self, began: float, kind: str, batch: int, predicted_seconds: float) -> None:
+        """Declares the step that started at `began` (`start`'s value): its kind (`SPEC` or
+        `PLAIN`), its batch size in requests and the seconds the profile predicts for it."""
+        if predicted_seconds > 0 and batch > 0:
+            self._open = (began, kind, batch_bucket(batch), predicted_seconds)
+
+    def pause(self) -> None:
+        """Forgets the open step (the engine stops stepping, e.g. no requests)."""
+        self._open = None
+
+    def ratio(self, batch: int) -> float:
+        """Round correction over plain-step correction at `batch`'s bucket (an unmeasured kind
+        counts 1.0)."""
+        bucket = batch_bucket(batch)
+        return self.corrections.get((SPEC, bucket), 1.0) / self.corrections.get((PLAIN, bucket), 1.0)
