@@ -334,6 +334,48 @@ def test_a_proposer_that_can_never_pay_retires_and_the_engine_runs_plain(folders
         assert proposer.retired_reason.startswith("dspark:") == proposer.retired
 
 
+def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
+    """With a decode profile: a round whose scheduler verifies nothing pauses for
+    `max_probe_every` rounds at once, and the pause ends early when the batch falls to a smaller
+    power-of-two bucket; the drafted round is timed as a round even though nothing was verified."""
+    from deepinfer_core.interfaces import DraftRequest as CoreRequest
+
+    from deepinfer_dspark.draft_runner import DraftOutput
+    from deepinfer_dspark.measured_rates import SPEC
+
+    target, drafter = folders
+    runner = build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4}
+                   ).engine.speculative.proposer.runner
+    # Under these profiles a confident draft is worth verifying; a zero-confidence one never is.
+    flat = SPSProfile([1, 512], [1000.0, 500.0])
+    proposer = DSparkProposer(runner, 4, flat, decode=SPSProfile([1, 512], [1000.0, 999.0]), probe_every=2,
+                              max_probe_every=16)
+    now = [0.0]
+    proposer.rates.clock = lambda: now[0]
+    confidence = [0.0]
+    runner.num_positions = lambda request_id: 9
+    runner.draft = lambda requests, k: [DraftOutput(torch.tensor([1, 2, 3, 4]), None,
+                                                    torch.full((4,), confidence[0]), torch.zeros(4))
+                                        for _ in requests]
+
+    def requests(count: int) -> list:
+        return [CoreRequest(f"r{i}", list(range(10)), 4, 0.0, 0, 1.0, 0.0, 0, 10) for i in range(count)]
+
+    def step(count: int) -> int:
+        now[0] += 0.001
+        return sum(len(d.token_ids) for d in proposer.propose(requests(count)))
+
+    assert step(64) == 0 and proposer.idle_rounds() == 16          # nothing verified: the longest pause
+    assert proposer.rates.samples == {} and step(64) == 0         # the round closes with this step...
+    assert proposer.rates.samples == {(SPEC, 64): 1}              # ...timed as a drafted round
+    for _ in range(3):
+        step(64)
+    assert proposer.idle_rounds() == 12
+    confidence[0] = 0.99
+    assert step(2) > 0                                            # a lighter bucket: the pause ends
+    assert proposer.idle_rounds() == 0
+
+
 def test_decode_profile_needs_confidence_scheduling(folders) -> None:
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,

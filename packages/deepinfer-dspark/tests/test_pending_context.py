@@ -159,3 +159,50 @@ def test_features_need_one_row_per_position():
     else:
         raise AssertionError("three rows for two positions were accepted")
     assert len(pending) == 0
+
+
+def test_vectorized_split_equals_the_pair_by_pair_split():
+    """Clean arrivals (a prefill chunk, then one row a step, some requests finishing and coming
+    back, `held` anywhere in the first rows) take the tensor path, with the slow path's result;
+    a repeat or a gap makes it step aside."""
+    from deepinfer_dspark.pending_context import _take_runs, _take_runs_slow
+
+    gen, fast = torch.Generator().manual_seed(7), 0
+    for trial in range(60):
+        pending, nxt = PendingContext(), {}
+        for step in range(int(torch.randint(1, 12, (1,), generator=gen))):
+            ids, firsts, counts, starts, row = [], [], [], [], 0
+            for rid in "abcdef":
+                if torch.rand(1, generator=gen) < 0.2:
+                    continue
+                n = int(torch.randint(1, 9, (1,), generator=gen)) if rid not in nxt else 1
+                ids.append(rid), firsts.append(nxt.get(rid, 0)), counts.append(n), starts.append(row)
+                nxt[rid] = nxt.get(rid, 0) + n
+                row += n
+            pending.add_step(ids, firsts, counts, starts, torch.randn(row, 3, generator=gen))
+            if torch.rand(1, generator=gen) < 0.1 and nxt:
+                victim = sorted(nxt)[int(torch.randint(0, len(nxt), (1,), generator=gen))]
+                pending.drop(victim)
+                del nxt[victim]                                  # it may come back from position 0
+        held = {rid: int(torch.randint(0, 4, (1,), generator=gen)) for rid in "abcdef"}
+        steps, dropped = list(pending._steps), dict(pending._dropped)
+        runs, index = _take_runs(steps, dropped, held.__getitem__)
+        slow_runs, slow_index = _take_runs_slow(steps, dropped, held.__getitem__)
+        if runs is None:                       # held past a request's first rows leaves a gap
+            continue
+        fast += 1
+        assert sorted(runs) == sorted(slow_runs), trial
+        by_id = {}
+        offset = 0
+        for rid, start, n in slow_runs:
+            by_id[rid] = slow_index[offset:offset + n].tolist()
+            offset += n
+        offset = 0
+        for rid, start, n in runs:
+            assert index[offset:offset + n].tolist() == by_id[rid], (trial, rid)
+            offset += n
+    assert fast >= 20
+    repeat = [(["a"], [0], [2], [0], torch.zeros(2, 1)), (["a"], [1], [1], [0], torch.zeros(1, 1))]
+    gap = [(["a"], [0], [2], [0], torch.zeros(2, 1)), (["a"], [3], [1], [0], torch.zeros(1, 1))]
+    for steps in (repeat, gap):
+        assert _take_runs(steps, {}, lambda rid: 0) == (None, None)

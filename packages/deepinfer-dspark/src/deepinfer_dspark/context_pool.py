@@ -125,8 +125,17 @@ class ContextPool:
             table, start = self._tables[request_id], self._lengths[request_id]
             while len(table) * size < start + n:
                 table.append(self._free.pop())
-            slots.extend(table[p // size] * size + p % size for p in range(start, start + n))
-            self._lengths[request_id] = start + n
+            position, end = start, start + n
+            if n == 1:   # a decode step's row
+                slots.append(table[start // size] * size + start % size)
+                position = end
+            while position < end:   # block by block: a long prefill costs a few ranges, not a loop per row
+                offset = position % size
+                run = min(size - offset, end - position)
+                first = table[position // size] * size + offset
+                slots.extend(range(first, first + run))
+                position += run
+            self._lengths[request_id] = end
         index = torch.tensor(slots, dtype=torch.int64)
         if self.k.device.type == "cuda":   # pinned and non-blocking: no wait for queued kernels
             index = index.pin_memory()

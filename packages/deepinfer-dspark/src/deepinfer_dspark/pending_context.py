@@ -106,7 +106,9 @@ class PendingContext:
 
         Rows before `held(id)` (already projected) and repeated positions (a preempted request
         recomputed) are dropped, the first copy kept; the run stops at the first missing
-        position.
+        position. When every request's buffered rows continue one another from `held(id)` (the
+        usual case: no recompute, no gap), the split is computed with a few tensor ops over all
+        (request, step) pairs at once (`_take_runs`); otherwise pair by pair in Python.
 
         Returns:
             `(request_id, positions, features [n, A])` items for `observe_batch`.
@@ -115,30 +117,88 @@ class PendingContext:
         dropped, self._dropped = self._dropped, {}
         self._item_rows.clear()
         self._rows = self._bytes = 0
-        segments: dict[str, list[tuple[int, int, int]]] = {}   # id -> (first position, count, joined row)
-        base = 0
-        for number, (request_ids, firsts, counts, starts, features) in enumerate(steps):
-            for request_id, first, n, row in zip(request_ids, firsts, counts, starts):
-                if n and number >= dropped.get(request_id, 0):   # else observed before its request ended
-                    segments.setdefault(request_id, []).append((first, n, base + row))
-            base += features.shape[0]
-        index: list[int] = []
-        runs = []
-        for request_id, segs in segments.items():
-            start = held(request_id)
-            rows = _first_copies(segs, start)
-            if rows:
-                runs.append((request_id, start, len(rows)))
-                index.extend(rows)
+        if not steps:
+            return []
+        runs, index = _take_runs(steps, dropped, held)
+        if runs is None:
+            runs, index = _take_runs_slow(steps, dropped, held)
         if not runs:
             return []
         joined = torch.cat([s[4] for s in steps]) if len(steps) > 1 else steps[0][4]
-        gathered = joined.index_select(0, torch.tensor(index, dtype=torch.int64, device=joined.device))
+        gathered = joined.index_select(0, index.to(joined.device))
         out, offset = [], 0
         for request_id, start, n in runs:
             out.append((request_id, list(range(start, start + n)), gathered[offset:offset + n]))
             offset += n
         return out
+
+
+Runs = list[tuple[str, int, int]]   # (request id, first position, count), in first-arrival order
+
+
+def _take_runs(steps: list, dropped: dict[str, int], held: Callable[[str], int]
+               ) -> tuple[Runs | None, torch.Tensor | None]:
+    """`take`'s runs and joined-row index when every request's kept rows continue one another
+    from `held(id)`; `(None, None)` otherwise (the caller then takes the slow path)."""
+    ids, firsts, counts, starts, numbers, bases, sizes, base = [], [], [], [], [], [], [], 0
+    for number, (request_ids, step_firsts, step_counts, step_starts, features) in enumerate(steps):
+        ids += request_ids
+        firsts += step_firsts
+        counts += step_counts
+        starts += step_starts
+        numbers.append(number)
+        bases.append(base)
+        sizes.append(len(request_ids))
+        base += features.shape[0]
+    codes: dict[str, int] = {}
+    code = torch.tensor([codes.setdefault(r, len(codes)) for r in ids], dtype=torch.int64)
+    names = list(codes)
+    per_step = torch.tensor(sizes, dtype=torch.int64)
+    number = torch.tensor(numbers, dtype=torch.int64).repeat_interleave(per_step)
+    first = torch.tensor(firsts, dtype=torch.int64)
+    count = torch.tensor(counts, dtype=torch.int64)
+    row = torch.tensor(starts, dtype=torch.int64) + torch.tensor(bases, dtype=torch.int64).repeat_interleave(per_step)
+    since = torch.tensor([dropped.get(r, 0) for r in names], dtype=torch.int64)
+    start = torch.tensor([held(r) for r in names], dtype=torch.int64)
+    skip = (start[code] - first).clamp(min=0)
+    keep = (count > skip) & (number >= since[code])             # rows left after the held ones, not dropped
+    code, first, count, row, skip = code[keep], first[keep], count[keep], row[keep], skip[keep]
+    if not code.numel():
+        return [], torch.zeros(0, dtype=torch.int64)
+    order = torch.sort(code, stable=True).indices                # each request's pairs, in arrival order
+    code, first, count, row = code[order], first[order] + skip[order], count[order] - skip[order], row[order] + skip[order]
+    lead = torch.ones_like(code, dtype=torch.bool)
+    lead[1:] = code[1:] != code[:-1]
+    expected = torch.where(lead, start[code], torch.roll(first + count, 1))
+    if not bool((first == expected).all()):                      # a gap, a repeat or a recompute
+        return None, None
+    total = int(count.sum())
+    offsets = torch.cumsum(count, 0) - count
+    index = row.repeat_interleave(count) + torch.arange(total) - offsets.repeat_interleave(count)
+    lengths = torch.zeros(len(names), dtype=torch.int64).index_add_(0, code, count)
+    runs = [(names[c], int(start[c]), int(n)) for c, n in enumerate(lengths.tolist()) if n]
+    return runs, index
+
+
+def _take_runs_slow(steps: list, dropped: dict[str, int], held: Callable[[str], int]
+                    ) -> tuple[Runs, torch.Tensor]:
+    """`_take_runs` pair by pair, for any arrival pattern (restarts, repeats, gaps)."""
+    segments: dict[str, list[tuple[int, int, int]]] = {}   # id -> (first position, count, joined row)
+    base = 0
+    for number, (request_ids, firsts, counts, starts, features) in enumerate(steps):
+        for request_id, first, n, row in zip(request_ids, firsts, counts, starts):
+            if n and number >= dropped.get(request_id, 0):   # else observed before its request ended
+                segments.setdefault(request_id, []).append((first, n, base + row))
+        base += features.shape[0]
+    index: list[int] = []
+    runs = []
+    for request_id, segs in segments.items():
+        start = held(request_id)
+        rows = _first_copies(segs, start)
+        if rows:
+            runs.append((request_id, start, len(rows)))
+            index.extend(rows)
+    return runs, torch.tensor(index, dtype=torch.int64)
 
 
 def _contiguous_runs(positions: list[int]) -> list[tuple[int, int]]:

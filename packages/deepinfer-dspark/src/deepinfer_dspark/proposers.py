@@ -37,7 +37,7 @@ from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
-from deepinfer_dspark.measured_rates import PLAIN, SPEC, MeasuredRates
+from deepinfer_dspark.measured_rates import PLAIN, SPEC, MeasuredRates, batch_bucket
 from deepinfer_dspark.ngram import NgramProposer
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
@@ -128,6 +128,7 @@ class DSparkProposer:
         self._pause = 0                      # rounds still to skip
         self._last_batch = 0                 # requests in the last propose call
         self._backoff = probe_every          # the next pause when drafting keeps losing
+        self._pause_bucket = 0               # batch bucket the pause was decided at
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.rates = MeasuredRates()
         self.measure_step_times = measure_step_times
@@ -201,13 +202,14 @@ class DSparkProposer:
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
         if self._pause == 0 and self._last_batch and self.cannot_pay(self._last_batch):
-            self._pause = self.probe_every
+            self._pause_for(self.probe_every, self._last_batch)
         return self._pause
 
     def idle_round(self, num_requests: int) -> None:
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
         does while paused."""
-        self._record(self.rates.start(), num_requests, 0)
+        self._record(self.rates.start(), num_requests, None)
+        self._resume_if_lighter(num_requests)
         self._last_batch = num_requests
         if self._pause > 0 and num_requests:
             self._pause -= 1
@@ -215,7 +217,8 @@ class DSparkProposer:
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         began = self.rates.start()
-        self._record(began, len(requests), 0)   # a plain step, unless drafts are verified below
+        self._record(began, len(requests), None)   # a plain step, unless the drafter runs below
+        self._resume_if_lighter(len(requests))
         drafts = [Draft([]) for _ in requests]
         self._last_batch = len(requests)
         if self._pause > 0 and requests:
@@ -223,7 +226,7 @@ class DSparkProposer:
             self.skipped_rounds += 1
             return drafts
         if requests and self.cannot_pay(len(requests)):
-            self._pause = self.probe_every - 1   # this round plus the next ones: no drafts
+            self._pause_for(self.probe_every - 1, len(requests))   # this round plus the next ones: no drafts
             self.skipped_rounds += 1
             return drafts
         if self.pending.holds:   # also frees steps whose rows all belong to finished requests
@@ -244,7 +247,7 @@ class DSparkProposer:
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             self._plan_pause(survival, lengths, len(requests))
         self.lengths = lengths
-        self._record(began, len(requests), sum(lengths))
+        self._record(began, len(requests), sum(lengths))   # the drafter ran: a drafted round
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts
@@ -259,17 +262,27 @@ class DSparkProposer:
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
         return all(batch * (1 + n) * self.sps.at(batch * (1 + n)) <= plain for n in range(1, self.num_tokens + 1))
 
-    def _record(self, began: float, batch: int, verified: int) -> None:
-        """Declares the step that started at `began` to `rates`: a drafted round verifying
-        `verified` drafts, or a plain step (only with both profiles: nothing else reads it)."""
+    def _record(self, began: float, batch: int, verified: int | None) -> None:
+        """Declares the step that started at `began` to `rates`: a round in which the drafter ran
+        and `verified` drafts go to the target (0 included: the draft was paid for), or a plain
+        step (None). Only with both profiles and `measure_step_times`: nothing else reads it."""
         if self.decode is None or self.sps is None or not self.measure_step_times:
             return
         if not batch:
             self.rates.pause()
-        elif verified:
+        elif verified is not None:
             self.rates.record(began, SPEC, batch, 1.0 / self.sps.at(batch + verified))
         else:
             self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
+
+    def _pause_for(self, rounds: int, batch: int) -> None:
+        self._pause, self._pause_bucket = rounds, batch_bucket(batch)
+
+    def _resume_if_lighter(self, batch: int) -> None:
+        """Ends a pause when the batch fell to a smaller bucket than the one it was decided at:
+        drafting may pay at the lighter load (a decision from the batch size only: lossless)."""
+        if self._pause > 0 and batch and batch_bucket(batch) < self._pause_bucket:
+            self._pause, self._backoff = 0, self.probe_every
 
     def _plan_pause(self, survival: torch.Tensor, lengths: list[int], batch: int) -> None:
         """Pauses drafting for the next rounds when this round could not pay for itself.
@@ -278,6 +291,9 @@ class DSparkProposer:
         expected emitted tokens per second of the round, tau * SPS(B + drafts) with tau = the
         batch plus the verified prefixes' survivals, do not beat plain decoding, B * SPS_decode(B).
         A losing round doubles the next pause (up to `max_probe_every`); a winning one resets it.
+        With a decode profile, a round in which the scheduler verified nothing at all pauses for
+        `max_probe_every` rounds at once (at this load not one draft was worth its cost), unless
+        the batch shrinks to a smaller bucket first (`_resume_if_lighter`).
         """
         verified = sum(lengths)
         if self.decode is None:
@@ -288,8 +304,11 @@ class DSparkProposer:
             speculative = tau * self.sps.at(batch + verified)
             plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
             losing = verified == 0 or speculative <= plain
-        if losing:
-            self._pause = self._backoff
+        if losing and self.decode is not None and verified == 0:
+            self._pause_for(self.max_probe_every, batch)
+            self._backoff = self.max_probe_every
+        elif losing:
+            self._pause_for(self._backoff, batch)
             self._backoff = min(2 * self._backoff, self.max_probe_every) if self.decode is not None else self._backoff
         else:
             self._backoff = self.probe_every
