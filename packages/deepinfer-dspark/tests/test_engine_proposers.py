@@ -302,8 +302,9 @@ def test_measured_round_times_stop_drafting_that_the_profiles_favour(folders) ->
     proposer.runner.draft = lambda requests, k: rounds.append(len(requests)) or original(requests, k)
     assert not proposer.cannot_pay(3)                    # by the profiles alone, drafting can pay
     assert greedy(llm, batch) == expected
-    assert proposer.cannot_pay(3) and rates.ratio(3) == pytest.approx(10.0)
-    assert 1 <= len(rounds) <= 4, rounds                 # probes until the rounds were measured
+    # Each sample is clipped to 4x the running estimate, so a few rounds are needed to learn 10x.
+    assert proposer.cannot_pay(3) and 5.0 < rates.ratio(3) <= 10.0
+    assert 3 <= len(rounds) <= 8, rounds                 # probes until the rounds were measured
     again = len(rounds)
     assert greedy(llm, batch) == expected
     assert len(rounds) == again                          # the second batch: no probe at all
@@ -362,8 +363,10 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
         return [CoreRequest(f"r{i}", list(range(10)), 4, 0.0, 0, 1.0, 0.0, 0, 10) for i in range(count)]
 
     def step(count: int) -> int:
+        drafted = sum(len(d.token_ids) for d in proposer.propose(requests(count)))
         now[0] += 0.001
-        return sum(len(d.token_ids) for d in proposer.propose(requests(count)))
+        proposer.rates.observed(True)    # the engine shows the proposer each step's committed rows
+        return drafted
 
     assert step(64) == 0 and proposer.idle_rounds() == 16          # nothing verified: the longest pause
     assert proposer.rates.samples == {} and step(64) == 0         # the round closes with this step...
@@ -374,6 +377,44 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
     confidence[0] = 0.99
     assert step(2) > 0                                            # a lighter bucket: the pause ends
     assert proposer.idle_rounds() == 0
+
+
+def test_a_slow_spell_does_not_rule_drafting_out_for_good(folders) -> None:
+    """Drafted rounds run 30x their profile for a while, long enough that the measured ratio rules
+    drafting out; after `max_probe_every` rounds without drafting the proposer drafts once again,
+    and once rounds are back on profile the correction fades and drafting resumes."""
+    from deepinfer_core.interfaces import DraftRequest as CoreRequest
+
+    from deepinfer_dspark.draft_runner import DraftOutput
+    from deepinfer_dspark.measured_rates import SPEC
+
+    target, drafter = folders
+    runner = build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4}
+                   ).engine.speculative.proposer.runner
+    profile = SPSProfile([1, 512], [1000.0, 999.0])
+    proposer = DSparkProposer(runner, 4, profile, decode=profile, probe_every=2, max_probe_every=8)
+    rates, now, slow = proposer.rates, [0.0], [30.0]
+
+    def clock() -> float:   # the open step took its predicted time; a drafted round `slow` times that
+        if rates._open is not None:
+            began, kind, _, predicted = rates._open
+            now[0] = began + predicted * (slow[0] if kind == SPEC else 1.0)
+        return now[0]
+
+    rates.clock = clock
+    runner.num_positions = lambda request_id: 9
+    runner.draft = lambda requests, k: [DraftOutput(torch.tensor([1, 2, 3, 4]), None, torch.full((4,), 0.99),
+                                                    torch.zeros(4)) for _ in requests]
+    request = [CoreRequest("r", list(range(10)), 4, 0.0, 0, 1.0, 0.0, 0, 10)]
+    drafted = []
+    for round_ in range(400):
+        if round_ == 100:
+            slow[0] = 1.0                                  # the slow spell ends
+        drafted.append(sum(len(d.token_ids) for d in proposer.propose(request)) > 0)
+        rates.observed(True)
+    assert not any(drafted[60:100]) or sum(drafted[60:100]) <= 5   # ruled out, probing at most every 8
+    assert proposer.cannot_pay(1) is False and rates.ratio(1) < 1.5
+    assert all(drafted[-50:])                                      # drafting resumed for good
 
 
 def test_decode_profile_needs_confidence_scheduling(folders) -> None:

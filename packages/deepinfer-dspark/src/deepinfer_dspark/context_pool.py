@@ -101,6 +101,8 @@ class ContextPool:
             ValueError: a shape, dtype or device that does not match, a repeated id or a negative
                 n (names `k`/`v`/`items`); nothing is written then.
         """
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for _, n in items):
+            raise ValueError(f"items: counts must be ints >= 0, got {[n for _, n in items][:8]}")
         total = sum(n for _, n in items)
         expected = (self.k.shape[0], total) + tuple(self.k.shape[3:])
         for name, t in (("k", k), ("v", v)):
@@ -109,8 +111,8 @@ class ContextPool:
             if t.dtype != self.k.dtype or t.device != self.k.device:
                 raise ValueError(f"{name}: {t.dtype} on {t.device} != pool {self.k.dtype} on {self.k.device}")
         ids = [request_id for request_id, _ in items]
-        if len(set(ids)) != len(ids) or any(n < 0 for _, n in items):
-            raise ValueError(f"items: request ids must be distinct and counts >= 0, got {list(items)[:8]}")
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"items: request ids must be distinct, got {ids[:8]}")
         if not total:
             for request_id in ids:
                 self.add(request_id)
@@ -151,7 +153,7 @@ class ContextPool:
             ValueError: unknown `request_id`, or `length` outside [0, held length].
         """
         table = self._table(request_id)
-        if not 0 <= length <= self._lengths[request_id]:
+        if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self._lengths[request_id]:
             raise ValueError(f"length: must be in [0, {self._lengths[request_id]}], got {length}")
         keep = -(-length // self.block_size)
         self._free.extend(reversed(table[keep:]))
@@ -188,8 +190,15 @@ class ContextPool:
     def gather(self, index: torch.Tensor, rows: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Dense `(keys, values)`, each `[L, rows, width, H_kv, D]`, read through `index` (a
         `gather_index` on the pool's device): one `index_select` per tensor (capturable in a CUDA
-        graph while `generation` is unchanged). Entries past a row's length are stale."""
-        per_row = index.numel() // rows
+        graph while `generation` is unchanged). Entries past a row's length are stale.
+
+        Raises:
+            ValueError: `rows` < 1, or an index of another size than `rows * ceil(width / B)`.
+        """
+        per_row = -(-width // self.block_size)
+        if rows < 1 or width < 1 or index.numel() != rows * per_row:
+            raise ValueError(f"index: {index.numel()} block ids do not read {rows} rows x {width} positions "
+                             f"({per_row} blocks a row)")
         out = []
         for pool in (self.k, self.v):
             dense = pool.index_select(1, index).view((pool.shape[0], rows, per_row * self.block_size) + tuple(pool.shape[3:]))

@@ -7,16 +7,21 @@ profiles (`SPSProfile`: speculative rounds and plain steps). Measured on synthet
 can be off by different amounts under real traffic: on the H200 with SmolLM2-135M and chat
 prompts, real plain steps at 64 requests took 1.4x the profile's time and real drafted rounds
 1.8x (`packages/deepinfer-dspark/BENCHMARKS.md`, session 8), which turned a losing round into a
-predicted win. So the proposer times every step: the wall time from one call of the proposer to
-the next is one engine step (a drafted round, or a plain step while paused), including the
-host work around it. Per batch-size bucket (powers of two) and kind, an exponential moving
-average keeps measured / predicted seconds; `ratio(B)` = (round correction) / (plain correction)
+predicted win. So the proposer times engine steps: the wall time from one call of the proposer to
+the next is one engine step (a drafted round, or a plain step while paused), including the host
+work around it. Per batch-size bucket (powers of two) and kind, an exponential moving average
+keeps measured / predicted seconds; `ratio(B)` = (round correction) / (plain correction)
 multiplies the plain side of every comparison (equivalently, divides the drafted side). Only the
 ratio matters (both sides of a comparison are rates at one batch size). A kind not yet measured
-at a bucket counts as its profile (correction 1): an engine that only drafts learns from its
-rounds alone that they are slow, pauses, and then measures its plain steps too. A step that
-carries prefill chunks counts as the kind of step it is asked about; such steps are few once
-requests decode.
+at a bucket counts as its profile (correction 1).
+
+Which intervals count: exactly one engine step must lie between the two calls, and it must be a
+clean one (`observed`: no prefill chunk; the proposer sees every step's committed rows). An
+interval that spans several steps (prefill-only steps the proposer was not asked about, an idle
+engine between batches) or a prefill is dropped. Each sample is clipped to [1/4, 4] times the
+current estimate before it enters the average, so one outlier (a CUDA graph captured during the
+round, a page fault) moves the estimate by at most `alpha` x 3, while a lasting change still
+takes over within a few samples.
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument).
@@ -28,6 +33,7 @@ import time
 from collections.abc import Callable
 
 SPEC, PLAIN = "spec", "plain"
+CLIP = 4.0
 
 
 def batch_bucket(batch: int) -> int:
@@ -40,38 +46,44 @@ class MeasuredRates:
 
     Args:
         alpha: weight of a new sample in the moving average, in (0, 1].
-        max_ratio: samples above this many times the prediction are dropped (the engine was
-            idle between two batches, not stepping).
         clock: seconds, monotonic (tests pass a fake).
 
     Raises:
-        ValueError: `alpha` outside (0, 1] or `max_ratio` <= 0 (named).
+        ValueError: `alpha` outside (0, 1] (named).
     """
 
-    def __init__(self, alpha: float = 0.2, max_ratio: float = 50.0,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, alpha: float = 0.2, clock: Callable[[], float] = time.perf_counter) -> None:
         if not 0 < alpha <= 1:
             raise ValueError(f"alpha: must be in (0, 1], got {alpha}")
-        if not max_ratio > 0:
-            raise ValueError(f"max_ratio: must be > 0, got {max_ratio}")
-        self.alpha, self.max_ratio, self.clock = alpha, max_ratio, clock
+        self.alpha, self.clock = alpha, clock
         self.corrections: dict[tuple[str, int], float] = {}
         self.samples: dict[tuple[str, int], int] = {}
         self._open: tuple[float, str, int, float] | None = None   # (start, kind, bucket, predicted s)
+        self._steps = 0        # engine steps observed since the open step started
+        self._clean = True     # ... and whether all of them were free of prefill
+
+    def observed(self, clean: bool) -> None:
+        """One engine step finished (the proposer was shown its committed rows); `clean`: it
+        carried no prefill chunk."""
+        self._steps += 1
+        self._clean = self._clean and clean
 
     def start(self) -> float:
         """Called as the proposer is asked about a step: closes the previous step (its time is
-        the time since it started) and returns the current time, the start of this step."""
+        the time since it started, kept when exactly one clean engine step ran in between) and
+        returns the current time, the start of this step."""
         now = self.clock()
-        if self._open is not None:
+        if self._open is not None and self._steps == 1 and self._clean:
             began, kind, bucket, predicted = self._open
             ratio = (now - began) / predicted
-            if 0 < ratio <= self.max_ratio:
+            if ratio > 0:
                 key = (kind, bucket)
-                old = self.corrections.get(key)
-                self.corrections[key] = ratio if old is None else old + self.alpha * (ratio - old)
+                old = self.corrections.get(key, 1.0)
+                ratio = min(max(ratio, old / CLIP), old * CLIP)
+                self.corrections[key] = old + self.alpha * (ratio - old)
                 self.samples[key] = self.samples.get(key, 0) + 1
-            self._open = None
+        self._open = None
+        self._steps, self._clean = 0, True
         return now
 
     def record(self, began: float, kind: str, batch: int, predicted_seconds: float) -> None:

@@ -161,10 +161,18 @@ def _take_runs(steps: list, dropped: dict[str, int], held: Callable[[str], int]
     since = torch.tensor([dropped.get(r, 0) for r in names], dtype=torch.int64)
     start = torch.tensor([held(r) for r in names], dtype=torch.int64)
     skip = (start[code] - first).clamp(min=0)
-    keep = (count > skip) & (number >= since[code])             # rows left after the held ones, not dropped
+    live = (count > 0) & (number >= since[code])                 # rows observed since the request (re)started
+    # Renumber the requests by the arrival of their first live pair (the slow path's order).
+    arrival = torch.full((len(names),), code.numel(), dtype=torch.int64).scatter_reduce_(
+        0, code[live], torch.arange(code.numel())[live], reduce="amin")
+    keep = live & (count > skip)                                 # and not projected already
     code, first, count, row, skip = code[keep], first[keep], count[keep], row[keep], skip[keep]
     if not code.numel():
         return [], torch.zeros(0, dtype=torch.int64)
+    by_arrival = torch.argsort(arrival)
+    names = [names[i] for i in by_arrival.tolist()]
+    start = start[by_arrival]
+    code = torch.argsort(by_arrival)[code]
     order = torch.sort(code, stable=True).indices                # each request's pairs, in arrival order
     code, first, count, row = code[order], first[order] + skip[order], count[order] - skip[order], row[order] + skip[order]
     lead = torch.ones_like(code, dtype=torch.bool)

@@ -129,6 +129,7 @@ class DSparkProposer:
         self._last_batch = 0                 # requests in the last propose call
         self._backoff = probe_every          # the next pause when drafting keeps losing
         self._pause_bucket = 0               # batch bucket the pause was decided at
+        self._undrafted = 0                  # rounds since the drafter last ran
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.rates = MeasuredRates()
         self.measure_step_times = measure_step_times
@@ -152,6 +153,7 @@ class DSparkProposer:
     def observe_many(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         """`observe` for a whole step, with one batched context projection (deferred while
         drafting is paused: see `PendingContext`)."""
+        self.rates.observed(max((len(positions) for _, positions, _ in items), default=0) <= 1 + self.num_tokens)
         if self.defer_context and (self._pause > 0 or len(self.pending)):
             self.pending.add(items)
             if self.pending.full:
@@ -163,6 +165,7 @@ class DSparkProposer:
                      row_starts: list[int], features: torch.Tensor) -> None:
         """`observe_many` for a whole step's features unsliced (see `deepinfer_core.Proposer`):
         while drafting is paused the step is buffered with one append."""
+        self.rates.observed(max(counts, default=0) <= 1 + self.num_tokens)   # no prefill chunk
         if self.defer_context and (self._pause > 0 or len(self.pending)):
             self.pending.add_step(request_ids, first_positions, counts, row_starts, features)
             if self.pending.full:
@@ -201,7 +204,8 @@ class DSparkProposer:
         When the pause is over but drafting still cannot pay at the last round's batch size
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
-        if self._pause == 0 and self._last_batch and self.cannot_pay(self._last_batch):
+        if self._pause == 0 and self._last_batch and self.cannot_pay(self._last_batch) \
+                and not self._probe_due(self._last_batch):
             self._pause_for(self.probe_every, self._last_batch)
         return self._pause
 
@@ -211,6 +215,7 @@ class DSparkProposer:
         self._record(self.rates.start(), num_requests, None)
         self._resume_if_lighter(num_requests)
         self._last_batch = num_requests
+        self._undrafted += 1
         if self._pause > 0 and num_requests:
             self._pause -= 1
             self.skipped_rounds += 1
@@ -221,11 +226,12 @@ class DSparkProposer:
         self._resume_if_lighter(len(requests))
         drafts = [Draft([]) for _ in requests]
         self._last_batch = len(requests)
+        self._undrafted += 1
         if self._pause > 0 and requests:
             self._pause -= 1
             self.skipped_rounds += 1
             return drafts
-        if requests and self.cannot_pay(len(requests)):
+        if requests and self.cannot_pay(len(requests)) and not self._probe_due(len(requests)):
             self._pause_for(self.probe_every - 1, len(requests))   # this round plus the next ones: no drafts
             self.skipped_rounds += 1
             return drafts
@@ -235,6 +241,7 @@ class DSparkProposer:
         if not ready:
             return drafts
         asks = [requests[i] for i in ready]
+        self._undrafted = 0
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
                                   for r in asks], self.num_tokens)
@@ -261,6 +268,16 @@ class DSparkProposer:
             return False
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
         return all(batch * (1 + n) * self.sps.at(batch * (1 + n)) <= plain for n in range(1, self.num_tokens + 1))
+
+    def _probe_due(self, batch: int) -> bool:
+        """Whether to draft once although `cannot_pay(batch)` holds: only the measured step times
+        rule drafting out (the profiles alone would not), and the drafter has not run for
+        `max_probe_every` rounds, so a round is timed again (a slow round measured once, e.g. one
+        that captured a CUDA graph, must not rule drafting out for good)."""
+        if self._undrafted < self.max_probe_every or not self.measure_step_times:
+            return False
+        plain = batch * self.decode.at(batch)
+        return any(batch * (1 + n) * self.sps.at(batch * (1 + n)) > plain for n in range(1, self.num_tokens + 1))
 
     def _record(self, began: float, batch: int, verified: int | None) -> None:
         """Declares the step that started at `began` to `rates`: a round in which the drafter ran
@@ -376,9 +393,10 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
         raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
                          f"(the drafter's block_size), got {k}")
     decode = spec_config.get("decode_profile")
+    for key in ("decode_profile", "defer_context", "measure_step_times"):
+        if spec_config.get(key) is not None and scheduling != "confidence":
+            raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
-        if scheduling != "confidence":
-            raise ValueError("speculative_config.decode_profile: only used with scheduling='confidence'")
         decode = _profile("decode_profile", decode)
     return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
@@ -432,7 +450,10 @@ def _index(values: list[int], device: torch.device) -> torch.Tensor:
 
 
 def _bool_key(spec_config: dict, key: str, default: bool) -> bool:
-    value = spec_config.get(key, default)
+    """The bool at `key` (absent or None: `default`)."""
+    value = spec_config.get(key)
+    if value is None:
+        return default
     if not isinstance(value, bool):
         raise ValueError(f"speculative_config.{key}: must be a bool, got {value!r}")
     return value

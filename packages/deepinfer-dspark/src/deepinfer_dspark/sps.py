@@ -71,7 +71,8 @@ class SPSProfile:
             return times[0].expand_as(b).clone()
         hi = torch.searchsorted(sizes, b, right=True).clamp(1, sizes.numel() - 1)
         x0, x1, t0, t1 = sizes[hi - 1], sizes[hi], times[hi - 1], times[hi]
-        t = t0 + (t1 - t0) * (b - x0) / (x1 - x0)
+        w = (b - x0) / (x1 - x0)
+        t = t0 * (1 - w) + t1 * w   # exact at the measured points, whatever the two times' scales
         t = torch.where(b > sizes[-1], t.clamp(min=float(times[-1])), t)
         return torch.where(b <= sizes[0], times[0], t)
 
@@ -83,7 +84,8 @@ class SPSProfile:
             return 1.0 / times[0]
         hi = min(max(bisect.bisect_right(sizes, batch_tokens), 1), len(sizes) - 1)
         x0, x1, t0, t1 = sizes[hi - 1], sizes[hi], times[hi - 1], times[hi]
-        t = t0 + (t1 - t0) * (batch_tokens - x0) / (x1 - x0)
+        w = (batch_tokens - x0) / (x1 - x0)
+        t = t0 * (1 - w) + t1 * w
         return 1.0 / (max(t, times[-1]) if batch_tokens > sizes[-1] else t)
 
     def __call__(self, batch_tokens: torch.Tensor | int) -> torch.Tensor:
