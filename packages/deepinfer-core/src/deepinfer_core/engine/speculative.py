@@ -215,18 +215,21 @@ class SpeculativeDecoder:
             Per request the emitted tokens (accepted drafts + 1), and their logprobs (None unless
             the request asked for logprobs).
         """
-        from deepinfer_core.spec.rejection import verify
+        from deepinfer_core.spec.rejection import verify, verify_greedy
 
         device = logits.device
         params = [r.sampling_params for r in requests]
-        # Two pinned copies (`to_device`), no wait for the queued verification pass.
-        floats = to_device([[0.0 if p.greedy else float(p.temperature) for p in params],
-                            [float(p.top_p) for p in params], [float(p.min_p) for p in params]],
-                           torch.float32, device)
-        ints = to_device([[p.top_k for p in params], [r.seed for r in requests],
-                          [r.num_output_tokens for r in requests]], torch.int64, device)
-        emitted = verify(logits, drafts, [r.spec_probs for r in requests], floats[0], ints[0], floats[1],
-                         floats[2], ints[1], ints[2])
+        if all(p.greedy for p in params):   # known on the host: no parameter tensors, one device read
+            emitted = verify_greedy(logits, drafts)
+        else:
+            # Two pinned copies (`to_device`), no wait for the queued verification pass.
+            floats = to_device([[0.0 if p.greedy else float(p.temperature) for p in params],
+                                [float(p.top_p) for p in params], [float(p.min_p) for p in params]],
+                               torch.float32, device)
+            ints = to_device([[p.top_k for p in params], [r.seed for r in requests],
+                              [r.num_output_tokens for r in requests]], torch.int64, device)
+            emitted = verify(logits, drafts, [r.spec_probs for r in requests], floats[0], ints[0], floats[1],
+                             floats[2], ints[1], ints[2])
         logprobs: list[list[TokenLogprobs] | None] = []
         offset = 0
         for r, d, out in zip(requests, drafts, emitted):

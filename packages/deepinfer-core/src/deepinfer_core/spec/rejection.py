@@ -144,7 +144,7 @@ def verify(target_logits: torch.Tensor, drafts: list[list[int]],
         return []
     device = target_logits.device
     if all(t == 0 for t in temperature.tolist()):
-        return _verify_greedy(target_logits, drafts)
+        return verify_greedy(target_logits, drafts)
     lens = torch.tensor([len(d) for d in drafts], dtype=torch.int64, device=device)
     offsets = torch.cumsum(lens + 1, 0) - (lens + 1)
     row_req = torch.repeat_interleave(torch.arange(num_req, device=device), lens + 1)
@@ -242,10 +242,18 @@ def _check_inputs(target_logits, drafts, draft_probs, temperature, top_k, top_p,
             raise ValueError(f"draft_probs[{r}]: on {q.device}, target_logits on {device}")
 
 
-def _verify_greedy(target_logits: torch.Tensor, drafts: list[list[int]]) -> list[list[int]]:
+def verify_greedy(target_logits: torch.Tensor, drafts: list[list[int]]) -> list[list[int]]:
     """`verify` when every request is greedy: accept drafts while they equal the target's argmax
     (first maximum, `ops.sample`'s greedy rule), then emit the argmax of the first mismatch or the
-    bonus row. One device-to-host copy; no probabilities or random draws."""
+    bonus row. One device-to-host copy; no probabilities or random draws.
+
+    Args:
+        target_logits: `[N, V]`, N = sum(len(d) + 1 for d in drafts), rows laid out as for `verify`.
+        drafts: R lists of draft token ids (validated by the caller).
+
+    Returns:
+        R lists: the accepted draft prefix followed by the target's token.
+    """
     best = target_logits.argmax(dim=-1).tolist()
     out, offset = [], 0
     for draft in drafts:
