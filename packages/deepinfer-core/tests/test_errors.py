@@ -280,6 +280,17 @@ def test_engine_knob_types_name_the_field(field: str, value) -> None:
         EngineConfig(**{field: value})
 
 
+def test_speculative_config_names_a_missing_or_misspelt_draft_length() -> None:
+    from deepinfer_core.config import EngineConfig
+
+    with pytest.raises(ValueError, match=r"^speculative_config.num_speculative_tokens: required.*'num_speculative_token'"):
+        EngineConfig(speculative_config={"method": "ngram", "num_speculative_token": 3})
+    with pytest.raises(ValueError, match=r"^speculative_config.num_speculative_tokens: required, an int in \[1, 64\]$"):
+        EngineConfig(speculative_config={"method": "ngram"})
+    with pytest.raises(ValueError, match="^speculative_config.num_speculative_tokens: must be an int in"):
+        EngineConfig(speculative_config={"method": "ngram", "num_speculative_tokens": 0})
+
+
 def test_unavailable_device_is_a_value_error() -> None:
     import torch
 

@@ -153,7 +153,8 @@ def main() -> None:
     parser.add_argument("--spec-sps", default=None, help="speculative-round SPS profile JSON; measured when absent")
     parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
                         help="batch sizes of the SPS measurement (with the concurrencies)")
-    parser.add_argument("--save-sps", type=Path, default=None, help="write the SPS profile used here")
+    parser.add_argument("--save-sps", type=Path, default=None,
+                        help="write the plain-decode profile used here to this path, the speculative one to spec_<name>")
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods (none, confidence, fixed-K), in this order; default all")
     parser.add_argument("--dtype", default="auto")

@@ -123,6 +123,10 @@ def _check_speculative(spec: object) -> None:
     if spec.get("proposer") is None and not isinstance(spec.get("method"), str):
         raise ValueError("speculative_config.method: a proposer name (e.g. 'ngram', 'dspark') is required")
     k = spec.get("num_speculative_tokens")
+    if "num_speculative_tokens" not in spec:
+        near = [key for key in spec if isinstance(key, str) and "speculative" in key]
+        hint = f" (a misspelling? got {near[0]!r})" if near else ""
+        raise ValueError(f"speculative_config.num_speculative_tokens: required, an int in [1, 64]{hint}")
     if not _is_int(k) or not 1 <= k <= 64:
         raise ValueError(f"speculative_config.num_speculative_tokens: must be an int in [1, 64], got {k!r}")
 

@@ -67,27 +67,34 @@ def build_parser() -> argparse.ArgumentParser:
     """The `deepinfer-dspark` argument parser."""
     parser = argparse.ArgumentParser(prog="deepinfer-dspark", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="generate data, train a drafter, calibrate it")
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    train = sub.add_parser("train", help="generate data, train a drafter, calibrate it", formatter_class=defaults,
+                           description="Generates the target's replies to docstring prompts, trains a drafter "
+                                       "on them and calibrates it (calibration.json; no separate `calibrate` "
+                                       "step needed). On a CPU keep it tiny, e.g. --num-prompts 16 "
+                                       "--max-new-tokens 16 --steps 5 --num-calibration-prompts 4 (minutes).")
     _data_args(train, 2048)
     train.add_argument("--out", required=True, help="checkpoint folder to write")
     train.add_argument("--num-calibration-prompts", type=int, default=128, help="held-out prompts for STS (0: skip)")
-    train.add_argument("--steps", type=int, default=3000)
+    train.add_argument("--steps", type=int, default=3000, help="optimizer steps (at most)")
     train.add_argument("--max-train-seconds", type=float, default=None,
                        help="stop training after this many seconds; the cosine learning-rate schedule then "
                             "spans the steps expected to fit (at most --steps; the steps run are recorded)")
     train.add_argument("--batch-size", type=int, default=16, help="sequences per step")
     train.add_argument("--anchors", type=int, default=32, help="draft blocks per sequence per step")
-    train.add_argument("--lr", type=float, default=6e-4)
+    train.add_argument("--lr", type=float, default=6e-4, help="peak learning rate (warmup, then cosine to 0)")
     train.add_argument("--block-size", type=int, default=7, help="draft block size (max speculative tokens)")
     train.add_argument("--layers", type=int, default=2, help="draft decoder layers")
-    train.add_argument("--markov-rank", type=int, default=256)
+    train.add_argument("--markov-rank", type=int, default=256, help="rank of the Markov head (0: none)")
     train.add_argument("--target-layer-ids", type=_layer_ids, default=None,
                        help="comma-separated target layers (default: 5 spread from 1 to L-3)")
     train.add_argument("--mask-token-id", type=int, default=None, help="default: an unused special token")
-    train.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto")
+    train.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+                       help="bf16 autocast on CUDA with auto; float32 master weights always")
     train.add_argument("--calibration-anchors", type=int, default=16, help="rollouts per held-out reply")
-    train.add_argument("--log-every", type=int, default=50)
-    cal = sub.add_parser("calibrate", help="fit calibration.json for a trained drafter")
+    train.add_argument("--log-every", type=int, default=50, help="steps between log lines")
+    cal = sub.add_parser("calibrate", help="refit calibration.json for a trained drafter (train already fits it)",
+                         formatter_class=defaults)
     _data_args(cal, 128)
     cal.add_argument("--drafter", required=True, help="checkpoint folder (calibration.json is written there)")
     cal.add_argument("--prompt-offset", type=int, default=None,
@@ -187,7 +194,7 @@ def run_train(args: argparse.Namespace) -> dict:
     history = DraftTrainer(drafter, target, train_seqs, train_cfg).train(
         on_log=lambda e: _log(f"step {e['step']}/{args.steps} loss {e['loss']:.4f} ce {e['ce']:.3f} "
                               f"tv {e['tv']:.3f} conf {e['conf']:.3f} accept {e['acceptance']:.3f} "
-                              f"[{time.time() - train_start:.0f} s, {e['step'] / max(time.time() - train_start, 1e-9):.1f} steps/s]"),
+                              f"[{time.time() - train_start:.0f} s, {e['step'] / max(time.time() - train_start, 1e-9):.3g} steps/s]"),
         max_seconds=args.max_train_seconds)
     train_time = time.time() - train_start
     out = save_checkpoint(drafter, config, args.out)
