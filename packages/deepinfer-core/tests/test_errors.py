@@ -285,8 +285,11 @@ def test_speculative_config_names_a_missing_or_misspelt_draft_length() -> None:
 
     with pytest.raises(ValueError, match=r"^speculative_config.num_speculative_tokens: required.*'num_speculative_token'"):
         EngineConfig(speculative_config={"method": "ngram", "num_speculative_token": 3})
-    with pytest.raises(ValueError, match=r"^speculative_config.num_speculative_tokens: required, an int in \[1, 64\]$"):
-        EngineConfig(speculative_config={"method": "ngram"})
+    with pytest.raises(ValueError, match=r"^speculative_config.num_speculative_tokens: required.*'num_spec_tokens'"):
+        EngineConfig(speculative_config={"method": "ngram", "num_spec_tokens": 3})
+    for spec in ({"method": "ngram"}, {"method": "ngram", "speculative_model": "x"}):   # no near miss: no hint
+        with pytest.raises(ValueError, match=r"^speculative_config.num_speculative_tokens: required, an int in \[1, 64\]$"):
+            EngineConfig(speculative_config=spec)
     with pytest.raises(ValueError, match="^speculative_config.num_speculative_tokens: must be an int in"):
         EngineConfig(speculative_config={"method": "ngram", "num_speculative_tokens": 0})
 

@@ -195,6 +195,8 @@ def main() -> None:
     # Asked for by name only: confidence scheduling that projects the drafter's context every step
     # while paused, instead of buffering the features (`defer_context`).
     variants["confidence-direct"] = {**variants["confidence"], "defer_context": False}
+    # ... and with the profiles corrected by measured step times (`measure_step_times`, opt-in).
+    variants["confidence-measured"] = {**variants["confidence"], "measure_step_times": True}
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
     rows = []
@@ -206,6 +208,7 @@ def main() -> None:
         variants = {k: variants[k] for k in args.variants}   # in the order given
     else:
         variants.pop("confidence-direct")
+        variants.pop("confidence-measured")
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)
         print("\n".join(table(rows)))

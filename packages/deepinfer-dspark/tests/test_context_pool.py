@@ -94,7 +94,7 @@ def test_errors_name_the_field() -> None:
         pool.write([("a", 1), ("a", 2)], k, v)
     assert "a" not in pool and pool.num_blocks == 1       # nothing was written
     pool.write([("a", 3)], k, v)
-    with pytest.raises(ValueError, match=r"length: must be in \[0, 3\]"):
+    with pytest.raises(ValueError, match=r"length: must be an int in \[0, 3\]"):
         pool.crop("a", 4)
     with pytest.raises(ValueError, match="request_id: 'b' has no draft context"):
         pool.crop("b", 0)
@@ -104,3 +104,20 @@ def test_errors_name_the_field() -> None:
         with pytest.raises(ValueError, match=name):
             ContextPool(L, H, D, torch.float32, "cpu", **{name: value})
     pool.release("zzz")                                   # unknown: a no-op
+
+
+def test_integer_like_lengths_are_accepted_and_named_otherwise() -> None:
+    """A numpy or 0-d tensor count works for rollback (it did with the per-request caches); a
+    float or a bool is refused by name, with nothing changed."""
+    import numpy as np
+
+    pool = ContextPool(L, H, D, torch.float32, "cpu", block_size=4, num_blocks=2)
+    k, v = rows(5, torch.Generator().manual_seed(0))
+    pool.write([("a", 5)], k, v)
+    pool.crop("a", np.int64(4))
+    pool.crop("a", torch.tensor(3))
+    assert pool.length("a") == 3
+    for bad in (2.0, True, "1"):
+        with pytest.raises(ValueError, match=r"^length: must be an int in \[0, 3\]"):
+            pool.crop("a", bad)
+    assert pool.length("a") == 3

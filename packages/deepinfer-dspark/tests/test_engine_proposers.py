@@ -276,14 +276,14 @@ def test_measured_round_times_stop_drafting_that_the_profiles_favour(folders) ->
     """The profiles say drafted rounds cost no more than plain steps, but on this (fake) clock a
     round takes 10x its predicted time and a plain step 1x: once measured, drafting cannot pay
     even with every draft accepted (5 tokens a round < 10 plain steps), so the proposer stops
-    probing. Output stays that of plain decoding, also on the real clock; with the engine's
-    deterministic mode the step times are not measured unless asked for."""
+    probing. Output stays that of plain decoding, also on the real clock; without the key the
+    step times are not measured."""
     from deepinfer_dspark.measured_rates import SPEC
 
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
             "sps_profile": SPSProfile([1, 64], [1000.0, 990.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0]),
-            "probe_every": 2, "measure_step_times": True}   # off by default in deterministic mode
+            "probe_every": 2, "measure_step_times": True}   # opt-in
     batch = prompts(3, seed=8)
     expected = greedy(build(target), batch)
     llm = build(target, spec)
@@ -350,7 +350,7 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
     # Under these profiles a confident draft is worth verifying; a zero-confidence one never is.
     flat = SPSProfile([1, 512], [1000.0, 500.0])
     proposer = DSparkProposer(runner, 4, flat, decode=SPSProfile([1, 512], [1000.0, 999.0]), probe_every=2,
-                              max_probe_every=16)
+                              max_probe_every=16, measure_step_times=True)
     now = [0.0]
     proposer.rates.clock = lambda: now[0]
     confidence = [0.0]
@@ -392,7 +392,8 @@ def test_a_slow_spell_does_not_rule_drafting_out_for_good(folders) -> None:
     runner = build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4}
                    ).engine.speculative.proposer.runner
     profile = SPSProfile([1, 512], [1000.0, 999.0])
-    proposer = DSparkProposer(runner, 4, profile, decode=profile, probe_every=2, max_probe_every=8)
+    proposer = DSparkProposer(runner, 4, profile, decode=profile, probe_every=2, max_probe_every=8,
+                              measure_step_times=True)
     rates, now, slow = proposer.rates, [0.0], [30.0]
 
     def clock() -> float:   # the open step took its predicted time; a drafted round `slow` times that

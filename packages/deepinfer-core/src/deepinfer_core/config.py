@@ -10,6 +10,7 @@ architecture description the model code needs, built from a Hugging Face `config
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,7 @@ def _check_speculative(spec: object) -> None:
         raise ValueError("speculative_config.method: a proposer name (e.g. 'ngram', 'dspark') is required")
     k = spec.get("num_speculative_tokens")
     if "num_speculative_tokens" not in spec:
-        near = [key for key in spec if isinstance(key, str) and "speculative" in key]
+        near = difflib.get_close_matches("num_speculative_tokens", [k for k in spec if isinstance(k, str)], 1, 0.75)
         hint = f" (a misspelling? got {near[0]!r})" if near else ""
         raise ValueError(f"speculative_config.num_speculative_tokens: required, an int in [1, 64]{hint}")
     if not _is_int(k) or not 1 <= k <= 64:

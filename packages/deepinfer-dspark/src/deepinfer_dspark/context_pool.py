@@ -17,6 +17,7 @@ and `generation` increases (CUDA graphs that read the old tensors must be re-cap
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import torch
@@ -153,8 +154,12 @@ class ContextPool:
             ValueError: unknown `request_id`, or `length` outside [0, held length].
         """
         table = self._table(request_id)
-        if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self._lengths[request_id]:
-            raise ValueError(f"length: must be in [0, {self._lengths[request_id]}], got {length}")
+        try:   # an int, or an integer-like value (numpy, a 0-d tensor), not a bool or a float
+            length = operator.index(length) if not isinstance(length, bool) else None
+        except TypeError:
+            length = None
+        if length is None or not 0 <= length <= self._lengths[request_id]:
+            raise ValueError(f"length: must be an int in [0, {self._lengths[request_id]}]")
         keep = -(-length // self.block_size)
         self._free.extend(reversed(table[keep:]))
         del table[keep:]

@@ -21,6 +21,7 @@ only on its own inputs, so draws are seeded and batch invariant.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -241,9 +242,13 @@ class DSparkDraftRunner:
             ValueError: unknown `request_id`, or `num_positions` outside [0, context length].
         """
         held = self._length(request_id)
-        if not 0 <= num_positions <= held:
-            raise ValueError(f"num_positions: must be in [0, {held}], got {num_positions}")
-        self.context.crop(request_id, held - num_positions)
+        try:   # an int, or an integer-like value (numpy, a 0-d tensor), not a bool or a float
+            count = operator.index(num_positions) if not isinstance(num_positions, bool) else None
+        except TypeError:
+            count = None
+        if count is None or not 0 <= count <= held:
+            raise ValueError(f"num_positions: must be an int in [0, {held}], got {num_positions!r}")
+        self.context.crop(request_id, held - count)
 
     def remove(self, request_id: str) -> None:
         """Frees the request's draft context (a no-op for an unknown request)."""

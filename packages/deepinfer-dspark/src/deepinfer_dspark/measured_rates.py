@@ -25,6 +25,18 @@ takes over within a few samples.
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument).
+
+Opt-in (`measure_step_times`), not yet measured on a GPU, with known limits found by review on a
+simulated engine (fake clocks):
+- with asynchronous scheduling the proposer's calls do not line up with device steps at a switch
+  between pausing and drafting (one interval covers two steps, the next almost none), which can
+  bias the plain-step correction enough to keep drafting when it loses;
+- while drafting, plain steps are not timed, so a plain-step correction that is too high (one
+  slow spell) keeps drafting on; the re-timing probe covers only the other direction, moves the
+  estimate by `alpha` per probe, and its counter is shared by all batch buckets;
+- a prefill chunk of at most 1 + k tokens counts as a clean step.
+Left to do: drop the intervals next to a switch, time a few plain steps while drafting, keep the
+probe counter per bucket.
 """
 
 from __future__ import annotations

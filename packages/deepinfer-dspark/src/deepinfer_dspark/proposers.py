@@ -20,8 +20,9 @@ through entry-point group `deepinfer.proposers`:
           max_probe_every (256: the longest pause),
           defer_context (True: while drafting is paused, buffer the target features and project
           them when drafting resumes; False: project every step, paused or not),
-          measure_step_times (default: on, off with the engine's `deterministic`: correct the
-          two profiles by the step times measured while serving, see `MeasuredRates`).
+          measure_step_times (False: opt in to correcting the two profiles by the step times
+          measured while serving, see `MeasuredRates` and its known limits; never with the
+          engine's `deterministic` unless asked for explicitly).
 """
 
 from __future__ import annotations
@@ -91,8 +92,9 @@ class DSparkProposer:
         defer_context: while paused, keep the observed features in `pending` (True) instead of
             projecting them into the drafter's context every step (False).
         measure_step_times: with both profiles, time every step into `rates` and use its
-            correction; off, the decisions depend on the profiles and the confidences only (the
-            same inputs give the same verification lengths, run after run).
+            correction (opt-in: see `MeasuredRates` for its known limits); off, the decisions
+            depend on the profiles and the confidences only (the same inputs give the same
+            verification lengths, run after run).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -111,7 +113,7 @@ class DSparkProposer:
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
                  probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256,
                  max_batch: int | None = None, defer_context: bool = True,
-                 measure_step_times: bool = True) -> None:
+                 measure_step_times: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -403,8 +405,7 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                           max_batch=model_info.get("max_num_seqs"),
                           defer_context=_bool_key(spec_config, "defer_context", True),
-                          measure_step_times=_bool_key(spec_config, "measure_step_times",
-                                                       not model_info.get("deterministic", False)))
+                          measure_step_times=_bool_key(spec_config, "measure_step_times", False))
 
 
 ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core
