@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""The engine-facing proposers (`deepinfer_core.interfaces.Proposer`), found by the engine
-through entry-point group `deepinfer.proposers`:
+"""The engine-facing proposers (`deepinfer_core.interfaces.Proposer`), built by the factories of
+`deepinfer_dspark.factories` (entry-point group `deepinfer.proposers`):
 
 - `ngram`: prompt lookup (`NgramProposer`), deterministic drafts.
 - `dspark`: the DSpark drafter (`DSparkDraftRunner`) with fixed-length or confidence-scheduled
@@ -21,21 +21,16 @@ through entry-point group `deepinfer.proposers`:
           defer_context (True: while drafting is paused, buffer the target features and project
           them when drafting resumes; False: project every step, paused or not),
           measure_step_times (False: opt in to correcting the two profiles by the step times
-          measured while serving, see `MeasuredRates` and its known limits; never with the
-          engine's `deterministic` unless asked for explicitly).
+          measured while serving, see `MeasuredRates` and its known limits).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 from deepinfer_core.interfaces import Draft, DraftRequest
 
-from deepinfer_dspark.calibration import SequentialTemperatureScaling
-from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import PLAIN, SPEC, MeasuredRates, batch_bucket
@@ -340,107 +335,6 @@ class DSparkProposer:
         self.runner.remove(request_id)
 
 
-def ngram_factory(spec_config: dict, model_info: dict) -> NgramSpecProposer:
-    """Entry point `ngram`.
-
-    Raises:
-        ValueError: `prompt_lookup_min` is not an int >= 1, `prompt_lookup_max` not an int >= it,
-            or a key the n-gram proposer does not know (a misspelt knob would otherwise do
-            nothing); the message names `speculative_config.<key>`.
-    """
-    _check_keys(spec_config, "ngram", NGRAM_KEYS)
-    low = _int_key(spec_config, "prompt_lookup_min", 1, 1)
-    return NgramSpecProposer(low, _int_key(spec_config, "prompt_lookup_max", max(4, low), low))
-
-
-def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
-    """Entry point `dspark`: loads the drafter next to the target (sharing its embedding and LM head).
-
-    Raises:
-        ValueError: `speculative_config.model` missing or not a loadable checkpoint for this
-            target, a bad scheduling / profile / calibration setting, `num_speculative_tokens`
-            above the drafter's block size, or an unknown key (the message names
-            `speculative_config.<key>`).
-    """
-    _check_keys(spec_config, "dspark", DSPARK_KEYS)
-    path = spec_config.get("model")
-    if not isinstance(path, (str, Path)) or not Path(path).is_dir():
-        raise ValueError(f"speculative_config.model: a DeepSpec DSpark checkpoint folder is required, got {path!r}")
-    scheduling = spec_config.get("scheduling", "fixed")
-    if scheduling not in ("fixed", "confidence"):
-        raise ValueError(f"speculative_config.scheduling: expected 'fixed' or 'confidence', got {scheduling!r}")
-    sps = None
-    if scheduling == "confidence":
-        profile = spec_config.get("sps_profile")
-        if profile is None:
-            raise ValueError("speculative_config.sps_profile: confidence scheduling needs a measured profile")
-        sps = _profile("sps_profile", profile)
-    elif spec_config.get("sps_profile") is not None:
-        raise ValueError("speculative_config.sps_profile: only used with scheduling='confidence'")
-    drafter = _load("model", lambda p: load_checkpoint(
-        p, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
-        target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head")), path)
-    calibration = spec_config.get("calibration")
-    if calibration is None and (Path(path) / "calibration.json").is_file():
-        calibration = Path(path) / "calibration.json"  # STS temperatures stored with the checkpoint
-    temperatures = None
-    if calibration is not None:
-        temperatures = _load("calibration", SequentialTemperatureScaling.load, calibration).temperatures
-        if len(temperatures) != drafter.config.block_size:
-            raise ValueError(f"speculative_config.calibration: {calibration} holds {len(temperatures)} "
-                             f"temperatures, the drafter's block_size is {drafter.config.block_size}")
-        temperatures = torch.as_tensor(temperatures)
-    k = spec_config["num_speculative_tokens"]
-    if not 1 <= k <= drafter.config.block_size:
-        raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
-                         f"(the drafter's block_size), got {k}")
-    decode = spec_config.get("decode_profile")
-    for key in ("decode_profile", "defer_context", "measure_step_times"):
-        if spec_config.get(key) is not None and scheduling != "confidence":
-            raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
-    if decode is not None:
-        decode = _profile("decode_profile", decode)
-    return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
-                          probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
-                          max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
-                          max_batch=model_info.get("max_num_seqs"),
-                          defer_context=_bool_key(spec_config, "defer_context", True),
-                          measure_step_times=_bool_key(spec_config, "measure_step_times", False))
-
-
-ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core
-NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
-DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "calibration", "probe_every",
-                         "decode_profile", "max_probe_every", "defer_context", "measure_step_times"})
-
-
-def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
-    """Raises ValueError naming the first key neither the engine nor `method` reads."""
-    unknown = sorted(str(key) for key in spec_config if key not in ENGINE_KEYS | known)
-    if unknown:
-        raise ValueError(f"speculative_config.{unknown[0]}: unknown key for method {method!r} "
-                         f"(known: {', '.join(sorted(ENGINE_KEYS | known))})")
-
-
-def _profile(key: str, value: Any) -> SPSProfile:
-    """An `SPSProfile` given as one, as its dict form (`SPSProfile.to_dict`), or as a JSON path."""
-    if isinstance(value, SPSProfile):
-        return value
-    if isinstance(value, dict):
-        return _load(key, SPSProfile.from_dict, value)
-    if not isinstance(value, (str, Path)):
-        raise ValueError(f"speculative_config.{key}: expected an SPSProfile, its dict form or a JSON path, "
-                         f"got {type(value).__name__}")
-    return _load(key, SPSProfile.load, value)
-
-
-def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
-    value = spec_config.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"speculative_config.{key}: must be an int >= {minimum}, got {value!r}")
-    return value
-
-
 def _index(values: list[int], device: torch.device) -> torch.Tensor:
     """An int64 index tensor on `device`; on CUDA through pinned memory, non-blocking (a pageable
     copy would wait for the kernels already queued)."""
@@ -448,21 +342,3 @@ def _index(values: list[int], device: torch.device) -> torch.Tensor:
     if device.type != "cuda":
         return host.to(device)
     return host.pin_memory().to(device, non_blocking=True)
-
-
-def _bool_key(spec_config: dict, key: str, default: bool) -> bool:
-    """The bool at `key` (absent or None: `default`)."""
-    value = spec_config.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise ValueError(f"speculative_config.{key}: must be a bool, got {value!r}")
-    return value
-
-
-def _load(key: str, loader: Callable[[Any], Any], source: Any) -> Any:
-    """`loader(source)`, with a read or format error reported as a ValueError naming `speculative_config.<key>`."""
-    try:
-        return loader(source)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"speculative_config.{key}: cannot load {source!r}: {exc}") from exc
