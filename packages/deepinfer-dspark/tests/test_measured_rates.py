@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""`MeasuredRates`: measured / predicted step times per batch bucket, with a fake clock."""
+"""`MeasuredRates`: measured / predicted step times per kind and batch bucket, with a fake clock.
+(The proposer's use of it, and the engines' call orders, are in test_engine_proposers.py.)"""
 
 from __future__ import annotations
 
 import pytest
 
-from deepinfer_dspark.measured_rates import CLIP, PLAIN, SPEC, MeasuredRates, batch_bucket
+from deepinfer_dspark.measured_rates import PLAIN, RUN, SPEC, WINDOW, MeasuredRates, batch_bucket
 
 
 class Clock:
@@ -17,7 +18,7 @@ class Clock:
         return self.now
 
 
-def step(rates: MeasuredRates, clock: Clock, kind: str, batch: int, predicted: float, took: float,
+def step(rates: MeasuredRates, clock: Clock, kind: str, batch: int, took: float, predicted: float = 1.0,
          engine_steps: int = 1, clean: bool = True) -> None:
     """The proposer is asked about a step of `kind`; `engine_steps` engine steps then run."""
     rates.record(rates.start(), kind, batch, predicted)
@@ -30,60 +31,64 @@ def test_buckets() -> None:
     assert [batch_bucket(b) for b in (0, 1, 2, 3, 4, 5, 64, 65)] == [1, 1, 2, 4, 4, 8, 64, 128]
 
 
-def test_ratio_is_round_correction_over_plain_correction() -> None:
+def test_steady_steps_give_the_ratio_of_the_two_corrections() -> None:
     clock = Clock()
-    rates = MeasuredRates(alpha=0.5, clock=clock)
+    rates = MeasuredRates(clock=clock)
     assert rates.ratio(7) == 1.0
-    for _ in range(20):
-        step(rates, clock, PLAIN, 7, predicted=0.001, took=0.002)     # 2x the plain profile
-    rates.start()
-    assert rates.ratio(7) == pytest.approx(0.5)                        # rounds not measured yet: 1 / 2
-    for _ in range(40):
-        step(rates, clock, SPEC, 6, predicted=0.002, took=0.012)       # 6x the round profile
-    rates.start()
-    assert rates.ratio(8) == pytest.approx(3.0) and rates.ratio(5) == pytest.approx(3.0)
-    assert rates.ratio(9) == 1.0 and rates.ratio(4) == 1.0             # other buckets: unmeasured
-    assert rates.samples[(SPEC, 8)] == 40 and rates.samples[(PLAIN, 8)] == 20
+    for _ in range(12):
+        step(rates, clock, PLAIN, 7, took=2.0)                 # 2x the plain profile
+    assert rates.ratio(7) == pytest.approx(0.5)                # rounds not measured yet: 1 / 2
+    for _ in range(12):
+        step(rates, clock, SPEC, 6, took=6.0, predicted=0.5)   # 12x the round profile
+    step(rates, clock, PLAIN, 7, took=2.0)
+    assert rates.ratio(8) == pytest.approx(6.0) and rates.ratio(5) == pytest.approx(6.0)
+    assert rates.ratio(9) == 1.0 and rates.ratio(4) == 1.0     # other buckets: unmeasured
+    # The first plain step has no step before it, the last a round after it; the first round a
+    # plain step before it, the last one after it: intervals next to a switch are not samples.
+    assert rates.samples == {(PLAIN, 8): 10, (SPEC, 8): 10}
 
 
-def test_an_outlier_is_clipped_and_fades() -> None:
-    """One round 50x its profile (a CUDA graph captured in it) moves the estimate by at most
-    alpha x (CLIP - 1); rounds on profile then bring it back to 1."""
+def test_an_outlier_does_not_move_the_median_and_a_lasting_change_takes_over() -> None:
     clock = Clock()
-    rates = MeasuredRates(alpha=0.25, clock=clock)
-    step(rates, clock, SPEC, 1, predicted=1.0, took=50.0)
-    step(rates, clock, SPEC, 1, predicted=1.0, took=1.0)
-    assert rates.corrections[(SPEC, 1)] == pytest.approx(1 + 0.25 * (CLIP - 1))
-    for _ in range(60):
-        step(rates, clock, SPEC, 1, predicted=1.0, took=1.0)
-    rates.start()
-    assert rates.corrections[(SPEC, 1)] == pytest.approx(1.0, abs=1e-6)
+    rates = MeasuredRates(clock=clock)
+    for took in [1.0] * 6 + [50.0] + [1.0] * 3:                # a CUDA graph captured in one round
+        step(rates, clock, SPEC, 1, took=took)
+    assert rates.correction(SPEC, 1) == 1.0
+    for _ in range(WINDOW // 2 + 3):                           # rounds now take 3x: half a window
+        step(rates, clock, SPEC, 1, took=3.0)                  # (+ 2: a sample is kept a step later)
+    assert rates.correction(SPEC, 1) == pytest.approx(3.0)
 
 
-def test_only_single_clean_engine_steps_count() -> None:
+def test_only_single_clean_engine_steps_between_like_neighbours_count() -> None:
     """An interval over several engine steps (prefill-only steps the proposer was not asked
-    about, an idle engine between batches), over none, or over a step with a prefill chunk, is
-    not a step time."""
+    about, an idle engine), over none, with a prefill chunk, or next to a switch of kind or
+    bucket, is not a step time."""
     clock = Clock()
-    rates = MeasuredRates(alpha=1.0, clock=clock)
-    step(rates, clock, PLAIN, 1, predicted=1.0, took=2.0)
-    step(rates, clock, PLAIN, 1, predicted=1.0, took=30.0, engine_steps=12)   # closes the first: 2
-    step(rates, clock, PLAIN, 1, predicted=1.0, took=3.0, engine_steps=0)     # 12 steps: dropped
-    step(rates, clock, PLAIN, 1, predicted=1.0, took=3.0, clean=False)        # no step: dropped
-    step(rates, clock, PLAIN, 1, predicted=1.0, took=3.0)                     # a prefill: dropped
-    rates.start()                                                             # closes a clean step: 3
-    assert rates.samples[(PLAIN, 1)] == 2 and rates.corrections[(PLAIN, 1)] == pytest.approx(3.0)
-    step(rates, clock, PLAIN, 1, predicted=1.0, took=5.0)
-    rates.pause()                                                             # no requests: nothing open
+    rates = MeasuredRates(clock=clock)
+    for took, steps, clean in [(2.0, 1, True), (2.0, 1, True), (30.0, 12, True), (2.0, 0, True),
+                               (2.0, 1, False), (2.0, 1, True), (2.0, 1, True)]:
+        step(rates, clock, PLAIN, 1, took=took, engine_steps=steps, clean=clean)
     rates.start()
-    assert rates.samples[(PLAIN, 1)] == 2
-    rates.record(0.0, PLAIN, 0, 1.0)                                          # no batch: not recorded
-    rates.record(0.0, PLAIN, 1, 0.0)                                          # no prediction: not recorded
+    assert rates.samples == {(PLAIN, 1): 2} and rates.correction(PLAIN, 1) == 2.0   # the 2nd and 6th
+    step(rates, clock, PLAIN, 2, took=5.0)                     # a bucket switch: neither side counts
+    step(rates, clock, PLAIN, 1, took=5.0)
+    step(rates, clock, PLAIN, 1, took=2.0)
+    rates.pause()                                              # no requests: nothing stays open
+    rates.start()
+    rates.record(0.0, PLAIN, 0, 1.0)                           # no batch: not recorded
+    rates.record(0.0, PLAIN, 1, 0.0)                           # no prediction: not recorded
     rates.observed(True)
     rates.start()
-    assert rates.samples[(PLAIN, 1)] == 2
+    assert rates.samples == {(PLAIN, 1): 2}
 
 
-def test_bad_settings_are_named() -> None:
-    with pytest.raises(ValueError, match="alpha"):
-        MeasuredRates(alpha=0.0)
+def test_rounds_of_each_kind_are_counted_for_re_timing_runs() -> None:
+    rates = MeasuredRates(clock=Clock())
+    for _ in range(5):
+        rates.count(PLAIN, 3)
+    assert rates.due(SPEC, 4, 5) and not rates.due(SPEC, 4, 6) and not rates.due(SPEC, 8, 5)
+    assert not rates.due(PLAIN, 3, 1)
+    rates.begin_run()
+    assert rates.run_left == RUN
+    rates.count(SPEC, 3)
+    assert rates.run_left == RUN - 1 and not rates.due(SPEC, 3, 1) and rates.due(PLAIN, 3, 1)

@@ -16,36 +16,37 @@ ratio matters (both sides of a comparison are rates at one batch size). A kind n
 at a bucket counts as its profile (correction 1).
 
 Which intervals count: exactly one engine step must lie between the two calls, and it must be a
-clean one (`observed`: no prefill chunk; the proposer sees every step's committed rows). An
-interval that spans several steps (prefill-only steps the proposer was not asked about, an idle
-engine between batches) or a prefill is dropped. Each sample is clipped to [1/4, 4] times the
-current estimate before it enters the average, so one outlier (a CUDA graph captured during the
-round, a page fault) moves the estimate by at most `alpha` x 3, while a lasting change still
-takes over within a few samples.
+clean one (`observed`: no prefill chunk; the proposer sees every step's committed rows), and the
+steps before and after it must be of the same kind and batch bucket: with asynchronous scheduling the proposer's
+calls do not line up with device steps at a switch between pausing and drafting (the interval
+before a drafted round also holds the drain of the step in flight; the one after it, almost only
+a launch). An interval over several steps (prefill-only steps the proposer was not asked about,
+an idle engine) or with a prefill is dropped. Each kind and bucket keeps its last `WINDOW`
+samples and uses their median: one outlier (a CUDA graph captured during the round) never moves
+it, and a lasting change takes over after half the window.
+
+Both kinds must keep being timed, or a stale estimate would stay for good. So (`runs`): a
+proposer ruled out by the measured times alone drafts a run of `RUN` rounds every
+`max_probe_every` rounds spent without drafting at that bucket, and a proposer that keeps drafting
+pauses for `RUN` rounds every `max_probe_every` drafted rounds at that bucket; a run of `RUN`
+rounds yields `RUN - 2` samples.
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
-verification stays lossless (the paper's stale-decision argument).
-
-Opt-in (`measure_step_times`), not yet measured on a GPU, with known limits found by review on a
-simulated engine (fake clocks):
-- with asynchronous scheduling the proposer's calls do not line up with device steps at a switch
-  between pausing and drafting (one interval covers two steps, the next almost none), which can
-  bias the plain-step correction enough to keep drafting when it loses;
-- while drafting, plain steps are not timed, so a plain-step correction that is too high (one
-  slow spell) keeps drafting on; the re-timing probe covers only the other direction, moves the
-  estimate by `alpha` per probe, and its counter is shared by all batch buckets;
-- a prefill chunk of at most 1 + k tokens counts as a clean step.
-Left to do: drop the intervals next to a switch, time a few plain steps while drafting, keep the
-probe counter per bucket.
+verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`):
+checked on simulated engines (fake clocks, synchronous and asynchronous call orders), not yet
+measured on a GPU.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 
 SPEC, PLAIN = "spec", "plain"
-CLIP = 4.0
+WINDOW = 5      # samples kept per kind and bucket (their median is the estimate)
+RUN = 4         # rounds of a re-timing run (RUN - 2 samples: the first and last are switches)
 
 
 def batch_bucket(batch: int) -> int:
@@ -54,23 +55,27 @@ def batch_bucket(batch: int) -> int:
 
 
 class MeasuredRates:
-    """Per bucket and kind, an EMA of measured over predicted step seconds.
+    """Per bucket and kind, the median of the last `WINDOW` measured / predicted step times, and
+    the counters that schedule re-timing runs.
 
     Args:
-        alpha: weight of a new sample in the moving average, in (0, 1].
         clock: seconds, monotonic (tests pass a fake).
 
-    Raises:
-        ValueError: `alpha` outside (0, 1] (named).
+    Attributes:
+        samples: samples taken per (kind, bucket).
+        run_left: rounds left in the current re-timing run (drafted or plain).
     """
 
-    def __init__(self, alpha: float = 0.2, clock: Callable[[], float] = time.perf_counter) -> None:
-        if not 0 < alpha <= 1:
-            raise ValueError(f"alpha: must be in (0, 1], got {alpha}")
-        self.alpha, self.clock = alpha, clock
-        self.corrections: dict[tuple[str, int], float] = {}
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.windows: dict[tuple[str, int], deque[float]] = {}
         self.samples: dict[tuple[str, int], int] = {}
-        self._open: tuple[float, str, int, float] | None = None   # (start, kind, bucket, predicted s)
+        self.run_left = 0
+        self._since: dict[tuple[str, int], int] = {}   # (kind, bucket) -> rounds of the other kind since
+        Step = tuple[str, int]   # (kind, bucket)
+        self._open: tuple[float, str, int, float, Step | None] | None = None   # start, kind, bucket, predicted, step before
+        self._closed: tuple[str, int, float, Step | None] | None = None        # a sample waiting for the next step
+        self._last: Step | None = None
         self._steps = 0        # engine steps observed since the open step started
         self._clean = True     # ... and whether all of them were free of prefill
 
@@ -81,35 +86,63 @@ class MeasuredRates:
         self._clean = self._clean and clean
 
     def start(self) -> float:
-        """Called as the proposer is asked about a step: closes the previous step (its time is
-        the time since it started, kept when exactly one clean engine step ran in between) and
-        returns the current time, the start of this step."""
+        """Called as the proposer is asked about a step: closes the previous step and returns the
+        current time, the start of this step. The step closed before it becomes a sample if its
+        neighbours were of its kind; the one closing now waits for its next neighbour."""
         now = self.clock()
-        if self._open is not None and self._steps == 1 and self._clean:
-            began, kind, bucket, predicted = self._open
-            ratio = (now - began) / predicted
-            if ratio > 0:
-                key = (kind, bucket)
-                old = self.corrections.get(key, 1.0)
-                ratio = min(max(ratio, old / CLIP), old * CLIP)
-                self.corrections[key] = old + self.alpha * (ratio - old)
-                self.samples[key] = self.samples.get(key, 0) + 1
+        if self._open is not None:
+            began, kind, bucket, predicted, before = self._open
+            if self._closed is not None:
+                last_kind, last_bucket, ratio, last_before = self._closed
+                if last_before == (last_kind, last_bucket) == (kind, bucket) and ratio > 0:
+                    window = self.windows.setdefault((last_kind, last_bucket), deque(maxlen=WINDOW))
+                    window.append(ratio)
+                    self.samples[(last_kind, last_bucket)] = self.samples.get((last_kind, last_bucket), 0) + 1
+            one_clean_step = self._steps == 1 and self._clean
+            self._closed = (kind, bucket, (now - began) / predicted, before) if one_clean_step else None
+            self._last = (kind, bucket)
         self._open = None
         self._steps, self._clean = 0, True
         return now
 
     def record(self, began: float, kind: str, batch: int, predicted_seconds: float) -> None:
-        """Declares the step that started at `began` (`start`'s value): its kind (`SPEC` or
-        `PLAIN`), its batch size in requests and the seconds the profile predicts for it."""
+        """Declares (or re-declares: the last call wins) the step that started at `began`
+        (`start`'s value): its kind (`SPEC` or `PLAIN`), its batch size in requests and the
+        seconds the profile predicts for it."""
         if predicted_seconds > 0 and batch > 0:
-            self._open = (began, kind, batch_bucket(batch), predicted_seconds)
+            self._open = (began, kind, batch_bucket(batch), predicted_seconds, self._last)
 
     def pause(self) -> None:
         """Forgets the open step (the engine stops stepping, e.g. no requests)."""
-        self._open = None
+        self._open, self._closed, self._last = None, None, None
+
+    @property
+    def corrections(self) -> dict[tuple[str, int], float]:
+        """The current estimate of every measured (kind, bucket)."""
+        return {key: statistics.median(window) for key, window in self.windows.items()}
+
+    def correction(self, kind: str, batch: int) -> float:
+        """Median measured / predicted time of `kind` at `batch`'s bucket (1.0 unmeasured)."""
+        window = self.windows.get((kind, batch_bucket(batch)))
+        return statistics.median(window) if window else 1.0
 
     def ratio(self, batch: int) -> float:
-        """Round correction over plain-step correction at `batch`'s bucket (an unmeasured kind
-        counts 1.0)."""
+        """Round correction over plain-step correction at `batch`'s bucket."""
+        return self.correction(SPEC, batch) / self.correction(PLAIN, batch)
+
+    def count(self, kind: str, batch: int) -> None:
+        """Counts a round of `kind` at `batch` for the re-timing runs (and one round of a run)."""
         bucket = batch_bucket(batch)
-        return self.corrections.get((SPEC, bucket), 1.0) / self.corrections.get((PLAIN, bucket), 1.0)
+        other = PLAIN if kind == SPEC else SPEC
+        self._since[(other, bucket)] = self._since.get((other, bucket), 0) + 1
+        self._since[(kind, bucket)] = 0
+        self.run_left = max(0, self.run_left - 1)
+
+    def due(self, kind: str, batch: int, every: int) -> bool:
+        """Whether `kind` has not run at `batch`'s bucket for `every` rounds of the other kind
+        (a re-timing run of `kind` is due there)."""
+        return self._since.get((kind, batch_bucket(batch)), 0) >= every
+
+    def begin_run(self) -> None:
+        """Starts a re-timing run of `RUN` rounds."""
+        self.run_left = RUN

@@ -21,7 +21,7 @@
           defer_context (True: while drafting is paused, buffer the target features and project
           them when drafting resumes; False: project every step, paused or not),
           measure_step_times (False: opt in to correcting the two profiles by the step times
-          measured while serving, see `MeasuredRates` and its known limits).
+          measured while serving, see `MeasuredRates`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
-from deepinfer_dspark.measured_rates import PLAIN, SPEC, MeasuredRates, batch_bucket
+from deepinfer_dspark.measured_rates import PLAIN, RUN, SPEC, MeasuredRates, batch_bucket
 from deepinfer_dspark.ngram import NgramProposer
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
@@ -78,18 +78,18 @@ class DSparkProposer:
             projected; the features wait in `pending`. Before drafting, a round is also skipped
             (and the next `probe_every - 1` with it) when even acceptance of every draft could not
             beat plain decoding at the current batch size (`cannot_pay`): no probe is spent then.
-            Both comparisons scale the plain side by `rates.ratio(B)`: how much slower than
-            the profiles predict the drafted rounds ran, relative to the plain steps, in this
-            engine so far (`MeasuredRates`).
+            With `measure_step_times`, both comparisons scale the plain side by
+            `rates.ratio(B)`: how much slower than the profiles predict the drafted rounds ran,
+            relative to the plain steps, in this engine so far (`MeasuredRates`).
         max_probe_every: the longest pause, in rounds.
         max_batch: the engine's largest batch (`max_num_seqs`); default: the decode profile's
             largest measured size.
         defer_context: while paused, keep the observed features in `pending` (True) instead of
             projecting them into the drafter's context every step (False).
         measure_step_times: with both profiles, time every step into `rates` and use its
-            correction (opt-in: see `MeasuredRates` for its known limits); off, the decisions
-            depend on the profiles and the confidences only (the same inputs give the same
-            verification lengths, run after run).
+            correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
+            and the confidences only (the same inputs give the same verification lengths, run
+            after run).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -126,7 +126,6 @@ class DSparkProposer:
         self._last_batch = 0                 # requests in the last propose call
         self._backoff = probe_every          # the next pause when drafting keeps losing
         self._pause_bucket = 0               # batch bucket the pause was decided at
-        self._undrafted = 0                  # rounds since the drafter last ran
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.rates = MeasuredRates()
         self.measure_step_times = measure_step_times
@@ -150,7 +149,7 @@ class DSparkProposer:
     def observe_many(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         """`observe` for a whole step, with one batched context projection (deferred while
         drafting is paused: see `PendingContext`)."""
-        self.rates.observed(max((len(positions) for _, positions, _ in items), default=0) <= 1 + self.num_tokens)
+        self.rates.observed(all(0 < len(p) <= 1 + self.num_tokens and p[0] > 0 for _, p, _ in items))   # no prefill
         if self.defer_context and (self._pause > 0 or len(self.pending)):
             self.pending.add(items)
             if self.pending.full:
@@ -162,7 +161,7 @@ class DSparkProposer:
                      row_starts: list[int], features: torch.Tensor) -> None:
         """`observe_many` for a whole step's features unsliced (see `deepinfer_core.Proposer`):
         while drafting is paused the step is buffered with one append."""
-        self.rates.observed(max(counts, default=0) <= 1 + self.num_tokens)   # no prefill chunk
+        self.rates.observed(max(counts, default=0) <= 1 + self.num_tokens and min(first_positions, default=1) > 0)
         if self.defer_context and (self._pause > 0 or len(self.pending)):
             self.pending.add_step(request_ids, first_positions, counts, row_starts, features)
             if self.pending.full:
@@ -201,7 +200,7 @@ class DSparkProposer:
         When the pause is over but drafting still cannot pay at the last round's batch size
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
-        if self._pause == 0 and self._last_batch and self.cannot_pay(self._last_batch) \
+        if self._pause == 0 and self._last_batch and not self._probing() and self.cannot_pay(self._last_batch) \
                 and not self._probe_due(self._last_batch):
             self._pause_for(self.probe_every, self._last_batch)
         return self._pause
@@ -212,7 +211,7 @@ class DSparkProposer:
         self._record(self.rates.start(), num_requests, None)
         self._resume_if_lighter(num_requests)
         self._last_batch = num_requests
-        self._undrafted += 1
+        self._count(PLAIN, num_requests)
         if self._pause > 0 and num_requests:
             self._pause -= 1
             self.skipped_rounds += 1
@@ -222,23 +221,29 @@ class DSparkProposer:
         self._record(began, len(requests), None)   # a plain step, unless the drafter runs below
         self._resume_if_lighter(len(requests))
         drafts = [Draft([]) for _ in requests]
-        self._last_batch = len(requests)
-        self._undrafted += 1
-        if self._pause > 0 and requests:
+        self._last_batch = batch = len(requests)
+        probing = self._probing()
+        if self._pause > 0 and requests and not probing:
             self._pause -= 1
             self.skipped_rounds += 1
+            self._count(PLAIN, batch)
             return drafts
-        if requests and self.cannot_pay(len(requests)) and not self._probe_due(len(requests)):
-            self._pause_for(self.probe_every - 1, len(requests))   # this round plus the next ones: no drafts
-            self.skipped_rounds += 1
-            return drafts
+        if requests and not probing and self.cannot_pay(batch):
+            if self._probe_due(batch):   # ruled out by measured times alone: re-time a run of rounds
+                self.rates.begin_run()
+                probing = True
+            else:
+                self._pause_for(self.probe_every - 1, batch)   # this round plus the next ones: no drafts
+                self.skipped_rounds += 1
+                self._count(PLAIN, batch)
+                return drafts
         if self.pending.holds:   # also frees steps whose rows all belong to finished requests
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
         if not ready:
+            self._count(PLAIN, batch)
             return drafts
         asks = [requests[i] for i in ready]
-        self._undrafted = 0
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
                                   for r in asks], self.num_tokens)
@@ -249,9 +254,14 @@ class DSparkProposer:
             survival = prefix_survival(conf.masked_fill_(room, 0.0))   # past a request's room: not verifiable
             lengths = schedule_prefixes(survival, self.sps).tolist()
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
-            self._plan_pause(survival, lengths, len(requests))
+            if not probing:
+                self._plan_pause(survival, lengths, batch)
         self.lengths = lengths
-        self._record(began, len(requests), sum(lengths))   # the drafter ran: a drafted round
+        self._record(began, batch, sum(lengths))   # the drafter ran: a drafted round
+        self._count(SPEC, batch)
+        if not probing and self.measure_step_times and self.decode is not None and self.rates.due(
+                PLAIN, batch, self.max_probe_every):
+            self._pause_for(max(self._pause, RUN), batch)   # plain steps are timed again too
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts
@@ -266,12 +276,20 @@ class DSparkProposer:
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
         return all(batch * (1 + n) * self.sps.at(batch * (1 + n)) <= plain for n in range(1, self.num_tokens + 1))
 
+    def _probing(self) -> bool:
+        """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
+        return self.measure_step_times and self.rates.run_left > 0
+
+    def _count(self, kind: str, batch: int) -> None:
+        if self.measure_step_times and batch:
+            self.rates.count(kind, batch)
+
     def _probe_due(self, batch: int) -> bool:
-        """Whether to draft once although `cannot_pay(batch)` holds: only the measured step times
-        rule drafting out (the profiles alone would not), and the drafter has not run for
-        `max_probe_every` rounds, so a round is timed again (a slow round measured once, e.g. one
-        that captured a CUDA graph, must not rule drafting out for good)."""
-        if self._undrafted < self.max_probe_every or not self.measure_step_times:
+        """Whether to draft a re-timing run although `cannot_pay(batch)` holds: only the measured
+        step times rule drafting out (the profiles alone would not), and the drafter has not run at
+        this bucket for `max_probe_every` rounds (a slow spell measured once must not rule
+        drafting out for good)."""
+        if not self.measure_step_times or not self.rates.due(SPEC, batch, self.max_probe_every):
             return False
         plain = batch * self.decode.at(batch)
         return any(batch * (1 + n) * self.sps.at(batch * (1 + n)) > plain for n in range(1, self.num_tokens + 1))

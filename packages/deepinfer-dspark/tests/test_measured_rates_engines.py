@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`DSparkProposer` with `measure_step_times` under the call orders of the two engine loops, on a
+fake clock: the synchronous loop (observe, then propose, after every step) and the asynchronous
+one on a GPU (a step without drafts is launched before the previous one is read; the proposer is
+asked at once while paused, else only after the in-flight step is drained). Every step takes its
+profile's time times a factor; the decisions must follow the true costs in both loops, and a slow
+spell must not switch drafting off (or on) for good.
+
+Thresholds at B = 1, k = 4, confidences 0.95 under the profiles below: drafting loses when drafted
+rounds take at least about 1.63x their profile's time (plain steps on profile).
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+from deepinfer_core.interfaces import DraftRequest
+
+from deepinfer_dspark.draft_runner import DraftOutput
+from deepinfer_dspark.measured_rates import SPEC, MeasuredRates
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+SPS = SPSProfile([1, 2, 3, 4, 5, 16, 64], [1000.0, 600.0, 466.7, 400.0, 360.0, 150.0, 50.0])
+DECODE = SPSProfile([1, 4, 16, 64], [1000.0, 980.0, 900.0, 700.0])
+K = 4
+
+
+class FakeRunner:
+    """Drafts K tokens of confidence 0.95 for every request; holds every observed position."""
+
+    def __init__(self) -> None:
+        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=K, target_layer_ids=[1]),
+                                             dtype=torch.float32)
+        self.held: dict[str, int] = {}
+
+    def num_positions(self, request_id: str) -> int:
+        return self.held.get(request_id, 0)
+
+    def observe_rows(self, items, features) -> None:
+        for request_id, positions in items:
+            self.held[request_id] = positions[-1] + 1
+
+    def observe_batch(self, items) -> None:
+        self.observe_rows([(r, p) for r, p, _ in items], None)
+
+    def draft(self, requests, k):
+        return [DraftOutput(torch.full((k,), 7), None, torch.full((k,), 0.95), None) for _ in requests]
+
+    def remove(self, request_id: str) -> None:
+        self.held.pop(request_id, None)
+
+
+class Loop:
+    """One request decoding forever; `step(spec, plain)` runs an engine step whose device time is
+    its profile's times `spec` (drafted) or `plain` (not drafted)."""
+
+    def __init__(self, asynchronous: bool, max_probe_every: int = 64) -> None:
+        self.proposer = DSparkProposer(FakeRunner(), K, SPS, decode=DECODE, max_probe_every=max_probe_every,
+                                       measure_step_times=True)
+        self.now = 0.0
+        self.proposer.rates = MeasuredRates(clock=lambda: self.now)
+        self.asynchronous, self.inflight_end, self.propose_due = asynchronous, None, False
+        self.tokens, self.drafts, self.drafted = [1, 2, 3], [], []
+        self.proposer.observe_step(["a"], [0], [3], [0], torch.zeros(3, 1))   # the prefill
+
+    def _ask(self) -> None:
+        request = [DraftRequest("a", self.tokens, K, 0.0, 0, 1.0, 0.0, 0, len(self.tokens) - 1)]
+        if self.proposer.idle_rounds() > 0:
+            self.proposer.idle_round(1)
+            self.drafts = []
+        else:
+            self.drafts = self.proposer.propose(request)[0].token_ids
+
+    def _commit(self) -> tuple[float, list]:
+        drafted = bool(self.drafts)
+        seconds = 1 / SPS.at(1 + len(self.drafts)) if drafted else 1 / DECODE.at(1)
+        new = list(self.drafts) + [5]
+        observation = (["a"], [len(self.tokens) - 1], [len(new)], [0], torch.zeros(len(new), 1))
+        self.tokens.extend(new)
+        self.drafted.append(drafted)
+        self.drafts = []
+        return seconds, observation
+
+    def _drain(self) -> None:
+        if self.inflight_end is not None:
+            self.now, self.inflight_end = max(self.now, self.inflight_end), None
+
+    def step(self, spec: float = 1.0, plain: float = 1.0) -> None:
+        if not self.asynchronous:
+            drafted = bool(self.drafts)
+            seconds, observation = self._commit()
+            self.now += seconds * (spec if drafted else plain)
+            self.proposer.observe_step(*observation)
+            self._ask()
+            return
+        if self.propose_due:
+            self.propose_due = False
+            self._drain()
+            self._ask()
+        if self.drafts:                          # a verification step runs synchronously
+            self._drain()
+            seconds, observation = self._commit()
+            self.now += seconds * spec
+            self.proposer.observe_step(*observation)
+            self._ask()
+            return
+        seconds, observation = self._commit()    # launched behind the step in flight
+        begin = max(self.now, self.inflight_end or self.now)
+        previous, self.inflight_end = self.inflight_end, begin + seconds * plain
+        if previous is not None:
+            self.now = max(self.now, previous)   # reads the previous step
+        self.proposer.observe_step(*observation)
+        if self.proposer.idle_rounds() > 0:
+            self._ask()
+        else:
+            self.propose_due = True
+
+    def drafted_share(self, last: int) -> float:
+        return sum(self.drafted[-last:]) / last
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("spec,drafts", [(1.0, True), (1.4, True), (1.9, False), (3.0, False)])
+def test_decisions_follow_the_true_costs_in_both_loops(asynchronous, spec, drafts) -> None:
+    loop = Loop(asynchronous)
+    for _ in range(3000):
+        loop.step(spec=spec)
+    share = loop.drafted_share(2000)
+    assert (share > 0.9) if drafts else (share < 0.1), share
+    assert loop.proposer.rates.ratio(1) == pytest.approx(spec, rel=0.02)
+    # Every sample kept is a true step time: none of the intervals next to a switch (in the
+    # asynchronous loop one of them also holds the drain of the step in flight, the next one
+    # almost nothing).
+    for (kind, _), window in loop.proposer.rates.windows.items():
+        assert all(v == pytest.approx(spec if kind == SPEC else 1.0) for v in window), (kind, list(window))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("spell", ["rounds", "plain"])
+def test_a_slow_spell_is_forgotten(asynchronous, spell) -> None:
+    """Rounds 10x slow for a while (drafting off meanwhile), or plain steps 3x slow (drafting on
+    meanwhile although rounds truly take 2x): within a few `max_probe_every` afterwards the
+    decisions are those of the true costs again."""
+    loop = Loop(asynchronous, max_probe_every=64)
+    slow, after = ({"spec": 10.0}, 1.0) if spell == "rounds" else ({"spec": 2.0, "plain": 3.0}, 2.0)
+    for _ in range(1000):
+        loop.step(**slow)
+    for _ in range(64 * 6):
+        loop.step(spec=after)
+    share = loop.drafted_share(100)
+    assert (share > 0.9) if after == 1.0 else (share < 0.1), share
