@@ -83,12 +83,41 @@ def test_only_single_clean_engine_steps_between_like_neighbours_count() -> None:
 
 
 def test_rounds_of_each_kind_are_counted_for_re_timing_runs() -> None:
-    rates = MeasuredRates(clock=Clock())
+    """A kind is due for a run after `every` rounds of the other kind with no sample and no run
+    of it at that bucket; a lone round of it does not restart the count (it yields no sample)."""
+    clock = Clock()
+    rates = MeasuredRates(clock=clock)
     for _ in range(5):
         rates.count(PLAIN, 3)
     assert rates.due(SPEC, 4, 5) and not rates.due(SPEC, 4, 6) and not rates.due(SPEC, 8, 5)
     assert not rates.due(PLAIN, 3, 1)
-    rates.begin_run()
-    assert rates.run_left == RUN
+    rates.count(SPEC, 3)                                      # a lone drafted round
+    assert rates.due(SPEC, 3, 5) and rates.due(PLAIN, 3, 1)
+    rates.started(SPEC, 3)
+    assert rates.run_left == RUN and not rates.due(SPEC, 3, 1)
     rates.count(SPEC, 3)
-    assert rates.run_left == RUN - 1 and not rates.due(SPEC, 3, 1) and rates.due(PLAIN, 3, 1)
+    assert rates.run_left == RUN - 1
+    rates.started(PLAIN, 3)                                   # a plain run: run_left is for drafted runs
+    assert rates.run_left == RUN - 1 and not rates.due(PLAIN, 3, 1)
+    for _ in range(4):                                        # plain steps: the second and third are samples
+        step(rates, clock, PLAIN, 3, took=1.0)
+        rates.count(PLAIN, 3)
+    step(rates, clock, PLAIN, 3, took=1.0)
+    assert rates.samples[(PLAIN, 4)] >= 1 and rates._since[(PLAIN, 4)] == 0
+
+
+def test_an_estimate_no_run_can_refresh_is_dropped() -> None:
+    """When the batch keeps changing bucket, re-timing runs give no sample: after STALE_RUNS of
+    them the old estimate goes, and the profile decides there again."""
+    from deepinfer_dspark.measured_rates import STALE_RUNS
+
+    clock = Clock()
+    rates = MeasuredRates(clock=clock)
+    for _ in range(8):
+        step(rates, clock, SPEC, 2, took=3.0)
+    assert rates.correction(SPEC, 2) == pytest.approx(3.0)
+    for _ in range(STALE_RUNS):
+        rates.started(SPEC, 2)
+    assert rates.correction(SPEC, 2) == pytest.approx(3.0)
+    rates.started(SPEC, 2)
+    assert rates.correction(SPEC, 2) == 1.0 and rates.ratio(2) == 1.0

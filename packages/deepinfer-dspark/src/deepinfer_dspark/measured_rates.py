@@ -25,16 +25,21 @@ an idle engine) or with a prefill is dropped. Each kind and bucket keeps its las
 samples and uses their median: one outlier (a CUDA graph captured during the round) never moves
 it, and a lasting change takes over after half the window.
 
-Both kinds must keep being timed, or a stale estimate would stay for good. So (`runs`): a
-proposer ruled out by the measured times alone drafts a run of `RUN` rounds every
-`max_probe_every` rounds spent without drafting at that bucket, and a proposer that keeps drafting
-pauses for `RUN` rounds every `max_probe_every` drafted rounds at that bucket; a run of `RUN`
-rounds yields `RUN - 2` samples.
+Both kinds must keep being timed, or a stale estimate would stay for good. So a kind with no
+sample at a bucket for `max_probe_every` rounds (at least `MIN_PERIOD`) of the other kind gets a
+re-timing run there: `RUN` drafted rounds (also when pausing rules drafting out), or `RUN` plain
+steps; a run yields `RUN - 2` samples. When the batch keeps changing bucket, runs give no samples:
+after `STALE_RUNS` such runs the estimate is dropped and the profile decides there again.
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`):
 checked on simulated engines (fake clocks, synchronous and asynchronous call orders), not yet
-measured on a GPU.
+measured on a GPU. Known limits (review on simulated loops): paused steps are counted at the
+whole running batch (`idle_round`), drafted ones at the requests asked for drafts, so with
+requests that are never asked (penalties, structured output) the two land in different buckets
+and the plain re-timing runs more often than needed (drafting share 0.94 instead of 1.0 in one
+case); with asynchronous scheduling, a late ask that then decides not to draft can keep a sample
+that is not a step time (the median absorbs single ones).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ from collections.abc import Callable
 SPEC, PLAIN = "spec", "plain"
 WINDOW = 5      # samples kept per kind and bucket (their median is the estimate)
 RUN = 4         # rounds of a re-timing run (RUN - 2 samples: the first and last are switches)
+MIN_PERIOD = 8 * RUN   # rounds between re-timing runs at least (their cost stays <= 1 / 8)
+STALE_RUNS = 2  # runs without a sample after which an estimate is dropped
 
 
 def batch_bucket(batch: int) -> int:
@@ -72,6 +79,7 @@ class MeasuredRates:
         self.samples: dict[tuple[str, int], int] = {}
         self.run_left = 0
         self._since: dict[tuple[str, int], int] = {}   # (kind, bucket) -> rounds of the other kind since
+        self._fruitless: dict[tuple[str, int], int] = {}   # (kind, bucket) -> runs started since its last sample
         Step = tuple[str, int]   # (kind, bucket)
         self._open: tuple[float, str, int, float, Step | None] | None = None   # start, kind, bucket, predicted, step before
         self._closed: tuple[str, int, float, Step | None] | None = None        # a sample waiting for the next step
@@ -98,6 +106,8 @@ class MeasuredRates:
                     window = self.windows.setdefault((last_kind, last_bucket), deque(maxlen=WINDOW))
                     window.append(ratio)
                     self.samples[(last_kind, last_bucket)] = self.samples.get((last_kind, last_bucket), 0) + 1
+                    self._since[(last_kind, last_bucket)] = 0
+                    self._fruitless[(last_kind, last_bucket)] = 0
             one_clean_step = self._steps == 1 and self._clean
             self._closed = (kind, bucket, (now - began) / predicted, before) if one_clean_step else None
             self._last = (kind, bucket)
@@ -131,18 +141,27 @@ class MeasuredRates:
         return self.correction(SPEC, batch) / self.correction(PLAIN, batch)
 
     def count(self, kind: str, batch: int) -> None:
-        """Counts a round of `kind` at `batch` for the re-timing runs (and one round of a run)."""
+        """Counts a round of `kind` at `batch` for the re-timing runs (and one round of a run):
+        the other kind's counter at that bucket grows; it restarts when a sample of that kind is
+        taken there or a run of it starts (`started`), not on a lone round, which is no sample."""
         bucket = batch_bucket(batch)
         other = PLAIN if kind == SPEC else SPEC
         self._since[(other, bucket)] = self._since.get((other, bucket), 0) + 1
-        self._since[(kind, bucket)] = 0
         self.run_left = max(0, self.run_left - 1)
 
     def due(self, kind: str, batch: int, every: int) -> bool:
-        """Whether `kind` has not run at `batch`'s bucket for `every` rounds of the other kind
-        (a re-timing run of `kind` is due there)."""
+        """Whether `kind` has had no sample and no run at `batch`'s bucket for `every` rounds of
+        the other kind (a re-timing run of `kind` is due there)."""
         return self._since.get((kind, batch_bucket(batch)), 0) >= every
 
-    def begin_run(self) -> None:
-        """Starts a re-timing run of `RUN` rounds."""
-        self.run_left = RUN
+    def started(self, kind: str, batch: int) -> None:
+        """A re-timing run of `kind` starts at `batch` (drafted runs count down `run_left`). When
+        the last runs there gave no sample (the batch keeps changing bucket), the estimate is
+        stale: it is dropped, and the profile (correction 1) decides there until a sample comes."""
+        key = (kind, batch_bucket(batch))
+        self._since[key] = 0
+        self._fruitless[key] = self._fruitless.get(key, 0) + 1
+        if self._fruitless[key] > STALE_RUNS:
+            self.windows.pop(key, None)
+        if kind == SPEC:
+            self.run_left = RUN

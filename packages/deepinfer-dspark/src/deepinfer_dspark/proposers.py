@@ -33,7 +33,7 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
-from deepinfer_dspark.measured_rates import PLAIN, RUN, SPEC, MeasuredRates, batch_bucket
+from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates, batch_bucket
 from deepinfer_dspark.ngram import NgramProposer
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
@@ -122,6 +122,7 @@ class DSparkProposer:
         self.skipped_rounds = 0
         self.decode = decode
         self.max_probe_every = max(max_probe_every, probe_every)
+        self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
         self._pause = 0                      # rounds still to skip
         self._last_batch = 0                 # requests in the last propose call
         self._backoff = probe_every          # the next pause when drafting keeps losing
@@ -230,13 +231,17 @@ class DSparkProposer:
             return drafts
         if requests and not probing and self.cannot_pay(batch):
             if self._probe_due(batch):   # ruled out by measured times alone: re-time a run of rounds
-                self.rates.begin_run()
+                self.rates.started(SPEC, batch)
                 probing = True
             else:
                 self._pause_for(self.probe_every - 1, batch)   # this round plus the next ones: no drafts
                 self.skipped_rounds += 1
                 self._count(PLAIN, batch)
                 return drafts
+        if requests and not probing and self.measure_step_times and self.decode is not None \
+                and self.rates.due(SPEC, batch, self._retime_every):   # a lone round is no sample: a run
+            self.rates.started(SPEC, batch)
+            probing = True
         if self.pending.holds:   # also frees steps whose rows all belong to finished requests
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
@@ -260,7 +265,8 @@ class DSparkProposer:
         self._record(began, batch, sum(lengths))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
         if not probing and self.measure_step_times and self.decode is not None and self.rates.due(
-                PLAIN, batch, self.max_probe_every):
+                PLAIN, batch, self._retime_every):
+            self.rates.started(PLAIN, batch)
             self._pause_for(max(self._pause, RUN), batch)   # plain steps are timed again too
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
@@ -289,7 +295,7 @@ class DSparkProposer:
         step times rule drafting out (the profiles alone would not), and the drafter has not run at
         this bucket for `max_probe_every` rounds (a slow spell measured once must not rule
         drafting out for good)."""
-        if not self.measure_step_times or not self.rates.due(SPEC, batch, self.max_probe_every):
+        if not self.measure_step_times or not self.rates.due(SPEC, batch, self._retime_every):
             return False
         plain = batch * self.decode.at(batch)
         return any(batch * (1 + n) * self.sps.at(batch * (1 + n)) > plain for n in range(1, self.num_tokens + 1))
