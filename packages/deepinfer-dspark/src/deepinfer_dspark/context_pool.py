@@ -23,6 +23,17 @@ from collections.abc import Sequence
 import torch
 
 
+def integer(value: object) -> int | None:
+    """`value` as an int when it is one or integer-like (numpy, a 0-d tensor); None for a bool, a
+    float or anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 class ContextPool:
     """Paged `[L, num_blocks, B, H_kv, D]` key and value tensors with per-request block tables.
 
@@ -154,10 +165,7 @@ class ContextPool:
             ValueError: unknown `request_id`, or `length` outside [0, held length].
         """
         table = self._table(request_id)
-        try:   # an int, or an integer-like value (numpy, a 0-d tensor), not a bool or a float
-            length = operator.index(length) if not isinstance(length, bool) else None
-        except TypeError:
-            length = None
+        length = integer(length)
         if length is None or not 0 <= length <= self._lengths[request_id]:
             raise ValueError(f"length: must be an int in [0, {self._lengths[request_id]}]")
         keep = -(-length // self.block_size)

@@ -21,7 +21,6 @@ only on its own inputs, so draws are seeded and batch invariant.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ import torch
 from deepinfer_kernels import ops
 
 from deepinfer_dspark.confidence import calibrated_confidence
-from deepinfer_dspark.context_pool import ContextPool
+from deepinfer_dspark.context_pool import ContextPool, integer
 from deepinfer_dspark.draft_graph import DraftBuffers, DraftGraphs, draft_loop, greedy_choice
 from deepinfer_dspark.drafter import DSparkDrafter
 from deepinfer_dspark.observe_graph import ObserveGraphs
@@ -242,10 +241,7 @@ class DSparkDraftRunner:
             ValueError: unknown `request_id`, or `num_positions` outside [0, context length].
         """
         held = self._length(request_id)
-        try:   # an int, or an integer-like value (numpy, a 0-d tensor), not a bool or a float
-            count = operator.index(num_positions) if not isinstance(num_positions, bool) else None
-        except TypeError:
-            count = None
+        count = integer(num_positions)
         if count is None or not 0 <= count <= held:
             raise ValueError(f"num_positions: must be an int in [0, {held}], got {num_positions!r}")
         self.context.crop(request_id, held - count)
