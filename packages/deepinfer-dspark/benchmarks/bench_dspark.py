@@ -37,28 +37,51 @@ if TYPE_CHECKING:
     from deepinfer_dspark.sps import SPSProfile
 
 
-def measure_sps(target: str, sizes: list[int], engine_kw: dict) -> "SPSProfile":
-    """Steps per second of plain decode at each batch size (one token per request per step)."""
-    from deepinfer_core import LLM, SamplingParams
+def _workload(prompts: list | None, b: int) -> tuple[list, bool]:
+    """The batch of `b` requests a profile is measured on, and whether it is a chat batch:
+    `prompts` (chat conversations, cycled) or, when None, synthetic 16-token prompts."""
+    if prompts is None:
+        return [{"prompt_token_ids": [1 + (i % 50)] * 16} for i in range(b)], False
+    return [prompts[i % len(prompts)] for i in range(b)], True
+
+
+def _timed(llm, batch: list, chat: bool, max_tokens: int) -> list:
+    from deepinfer_core import SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+    run = llm.chat if chat else llm.generate
+    run(batch[:1], params)  # warm-up
+    return run(batch, params)
+
+
+def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | None = None,
+                max_tokens: int = 33) -> "SPSProfile":
+    """Steps per second of plain decode at each batch size (one token per request per step): the
+    median over requests of (finish - first token) / (tokens - 1), every request generating
+    `max_tokens` (EOS ignored) from `prompts` (chat conversations; None: synthetic 16-token
+    prompts). Real prompt lengths matter: attention reads the whole context every step."""
+    from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
 
     llm = LLM(target, **engine_kw)
     rates = []
     for b in sizes:
-        prompts = [{"prompt_token_ids": [1 + (i % 50)] * 16} for i in range(b)]
-        params = SamplingParams(temperature=0, max_tokens=33, ignore_eos=True)
-        llm.generate(prompts[:1], params)  # warm-up
-        outs = llm.generate(prompts, params)
-        steps = [(o.metrics.finished_time - o.metrics.first_token_time) / 32 for o in outs]
+        outs = _timed(llm, *_workload(prompts, b), max_tokens)
+        steps = [(o.metrics.finished_time - o.metrics.first_token_time) / max(len(o.outputs[0].token_ids) - 1, 1)
+                 for o in outs]
         rates.append(1.0 / statistics.median(steps))
-    return SPSProfile(sizes, rates, {"target": target, "method": "decode steps, 32 per size"})
+    llm.close()
+    method = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
+    return SPSProfile(sizes, rates, {"target": target, "method": method})
 
 
-def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict) -> "SPSProfile":
-    """Steps per second of SPECULATIVE rounds (draft k + verify) at batch tokens b * (k + 1):
-    the cost confidence scheduling must weigh against plain decoding (`measure_sps`)."""
-    from deepinfer_core import LLM, SamplingParams
+def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
+                     prompts: list | None = None, max_tokens: int = 33) -> "SPSProfile":
+    """Steps per second of SPECULATIVE rounds (draft k + verify k) at batch tokens b * (k + 1):
+    the cost confidence scheduling must weigh against plain decoding (`measure_sps`); the median
+    over requests of (finish - first token) / rounds, on the workload of `measure_sps`."""
+    from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
 
@@ -66,14 +89,13 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
               **engine_kw)
     tokens, rates = [], []
     for b in sizes:
-        prompts = [{"prompt_token_ids": [1 + (i % 50)] * 16} for i in range(b)]
-        params = SamplingParams(temperature=0, max_tokens=33, ignore_eos=True)
-        llm.generate(prompts[:1], params)  # warm-up
-        outs = llm.generate(prompts, params)
+        outs = _timed(llm, *_workload(prompts, b), max_tokens)
         rounds = [(o.metrics.finished_time - o.metrics.first_token_time) / max(o.metrics.spec_rounds, 1) for o in outs]
         tokens.append(b * (k + 1))
         rates.append(1.0 / statistics.median(rounds))
-    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": f"dspark rounds, k={k}"})
+    llm.close()
+    method = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
+    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": method})
 
 
 def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) -> dict:
@@ -153,6 +175,9 @@ def main() -> None:
     parser.add_argument("--spec-sps", default=None, help="speculative-round SPS profile JSON; measured when absent")
     parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
                         help="batch sizes of the SPS measurement (with the concurrencies)")
+    parser.add_argument("--sps-workload", choices=["chat", "synthetic"], default="chat",
+                        help="what the profiles are measured on: chat prompts (another shuffle than the "
+                             "benchmark's, --max-tokens each, EOS ignored) or synthetic 16-token prompts, 33 tokens")
     parser.add_argument("--save-sps", type=Path, default=None,
                         help="write the plain-decode profile used here to this path, the speculative one to spec_<name>")
     parser.add_argument("--variants", nargs="+", default=None,
@@ -179,10 +204,15 @@ def main() -> None:
     engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len)
     if args.kv_cache_gib is not None:
         engine_kw["kv_cache_memory"] = int(args.kv_cache_gib * (1 << 30))
-    sizes = sorted(set(args.sps_sizes) | set(args.concurrency))
-    decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw)
+    # Sizes above max_num_seqs would run in waves (a smaller batch than b at the end).
+    sizes = sorted(b for b in set(args.sps_sizes) | set(args.concurrency) if b <= max(args.concurrency))
+    # The profiles' own prompts: chat conversations from another shuffle than the benchmark's.
+    profile_prompts = None if args.sps_workload == "synthetic" else [
+        [{"role": "user", "content": p}] for p in build_prompts(stdlib_docstrings(max(sizes), seed=777))]
+    profile_kw = dict(prompts=profile_prompts, max_tokens=33 if profile_prompts is None else args.max_tokens)
+    decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw, **profile_kw)
     spec_sps = (SPSProfile.load(args.spec_sps) if args.spec_sps else
-                measure_spec_sps(args.target, args.drafter, max(args.fixed), sizes, engine_kw))
+                measure_spec_sps(args.target, args.drafter, max(args.fixed), sizes, engine_kw, **profile_kw))
     if args.save_sps is not None:
         decode.save(args.save_sps)
         spec_sps.save(args.save_sps.with_name("spec_" + args.save_sps.name))
