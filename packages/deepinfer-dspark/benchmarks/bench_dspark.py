@@ -186,10 +186,12 @@ def main() -> None:
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
     parser.add_argument("--profile", type=Path, default=None,
-                        help="append a cProfile of one more run per variant (largest concurrency, engine thread)")
+                        help="append a cProfile of one more run per variant (engine thread; see --profile-at)")
     parser.add_argument("--torch-profile", type=Path, default=None,
                         help="append a torch.profiler op table (by device time) of one more run per variant "
-                             "(largest concurrency)")
+                             "(see --profile-at)")
+    parser.add_argument("--profile-at", type=int, nargs="+", default=None, metavar="C",
+                        help="concurrencies of the --profile / --torch-profile runs (default: the largest)")
     parser.add_argument("--interleave", type=int, default=0, metavar="N",
                         help="all engines alive at once; N rounds of one call per variant, paired ratios")
     parser.add_argument("--kv-cache-gib", type=float, default=None,
@@ -256,12 +258,11 @@ def main() -> None:
             rows.append((c, name, r))
             print(c, name, {k: round(v, 2) for k, v in r.items()}, flush=True)
             write_table(rows, args.out)
-        if args.profile is not None:
-            profile_run(llm, pool[:max(args.concurrency)], args.max_tokens, f"{name} at {max(args.concurrency)}",
-                        args.profile)
-        if args.torch_profile is not None:
-            torch_profile_run(llm, pool[:max(args.concurrency)], args.max_tokens,
-                              f"{name} at {max(args.concurrency)}", args.torch_profile)
+        for c in args.profile_at or [max(args.concurrency)]:
+            if args.profile is not None:
+                profile_run(llm, pool[:c], args.max_tokens, f"{name} at {c}", args.profile)
+            if args.torch_profile is not None:
+                torch_profile_run(llm, pool[:c], args.max_tokens, f"{name} at {c}", args.torch_profile)
         llm.close()   # its threads and the switch interval; then its memory, before the next engine
         del llm
         gc.collect()
