@@ -33,8 +33,9 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
-from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates, batch_bucket
+from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.ngram import NgramProposer
+from deepinfer_dspark.pause_ledger import PauseLedger
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
 from deepinfer_dspark.sps import SPSProfile
@@ -72,9 +73,10 @@ class DSparkProposer:
             depends only on earlier rounds' confidences, never on the drafts it governs, so
             verification stays lossless (the same argument as the paper's stale-capacity variant).
         decode: steps-per-second profile of PLAIN decode steps (batch tokens = requests, e.g.
-            CUDA-graph replays), when `sps` was measured on speculative steps: a drafted round
-            whose expected token rate does not beat plain decoding pauses drafting, each loss
-            doubling the pause (see `_plan_pause`). While paused the drafter's context is not
+            CUDA-graph replays), when `sps` was measured on speculative steps: while the drafted
+            rounds' expected token rate (averaged over rounds, per batch-size bucket) does not
+            beat plain decoding, drafting pauses at that bucket, each loss doubling the pause
+            (see `_plan_pause` and `PauseLedger`). While paused the drafter's context is not
             projected; the features wait in `pending`. Before drafting, a round is also skipped
             (and the next `probe_every - 1` with it) when even acceptance of every draft could not
             beat plain decoding at the current batch size (`cannot_pay`): no probe is spent then.
@@ -103,6 +105,7 @@ class DSparkProposer:
         lengths: the verification length chosen for each request in the last round (metrics).
         skipped_rounds: rounds in which drafting was skipped (metrics).
         rates: the measured step times (`MeasuredRates`), used with both profiles.
+        pauses: the per-bucket pauses, backoffs and expected gains (`PauseLedger`).
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
@@ -123,10 +126,8 @@ class DSparkProposer:
         self.decode = decode
         self.max_probe_every = max(max_probe_every, probe_every)
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
-        self._pause = 0                      # rounds still to skip
+        self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket
         self._last_batch = 0                 # requests in the last propose call
-        self._backoff = probe_every          # the next pause when drafting keeps losing
-        self._pause_bucket = 0               # batch bucket the pause was decided at
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.rates = MeasuredRates()
         self.measure_step_times = measure_step_times
@@ -206,26 +207,27 @@ class DSparkProposer:
             self._pause_for(self.probe_every, self._last_batch)
         return self._pause
 
+    @property
+    def _pause(self) -> int:
+        """Rounds still to skip at the last round's batch bucket (`PauseLedger`)."""
+        return self.pauses.left(self._last_batch)
+
     def idle_round(self, num_requests: int) -> None:
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
         does while paused."""
         self._record(self.rates.start(), num_requests, None)
-        self._resume_if_lighter(num_requests)
         self._last_batch = num_requests
         self._count(PLAIN, num_requests)
-        if self._pause > 0 and num_requests:
-            self._pause -= 1
+        if num_requests and self.pauses.skip(num_requests):
             self.skipped_rounds += 1
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         began = self.rates.start()
         self._record(began, len(requests), None)   # a plain step, unless the drafter runs below
-        self._resume_if_lighter(len(requests))
         drafts = [Draft([]) for _ in requests]
         self._last_batch = batch = len(requests)
         probing = self._probing()
-        if self._pause > 0 and requests and not probing:
-            self._pause -= 1
+        if requests and not probing and self.pauses.skip(batch):
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
@@ -314,42 +316,36 @@ class DSparkProposer:
             self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
 
     def _pause_for(self, rounds: int, batch: int) -> None:
-        self._pause, self._pause_bucket = rounds, batch_bucket(batch)
-
-    def _resume_if_lighter(self, batch: int) -> None:
-        """Ends a pause when the batch fell to a smaller bucket than the one it was decided at:
-        drafting may pay at the lighter load (a decision from the batch size only: lossless)."""
-        if self._pause > 0 and batch and batch_bucket(batch) < self._pause_bucket:
-            self._pause, self._backoff = 0, self.probe_every
+        self.pauses.pause(batch, rounds)
 
     def _plan_pause(self, survival: torch.Tensor, lengths: list[int], batch: int) -> None:
-        """Pauses drafting for the next rounds when this round could not pay for itself.
+        """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
+        there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
-        Without a decode profile: when the scheduler verified nothing. With one: when the
-        expected emitted tokens per second of the round, tau * SPS(B + drafts) with tau = the
-        batch plus the verified prefixes' survivals, do not beat plain decoding, B * SPS_decode(B).
-        A losing round doubles the next pause (up to `max_probe_every`); a winning one resets it.
-        With a decode profile, a round in which the scheduler verified nothing at all pauses for
-        `max_probe_every` rounds at once (at this load not one draft was worth its cost), unless
-        the batch shrinks to a smaller bucket first (`_resume_if_lighter`).
+        Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
+        smoothed expected gain, this round's expected emitted tokens per second tau * SPS(B +
+        drafts) (tau = the batch plus the verified prefixes' survivals) over plain decoding's
+        B * SPS_decode(B) folded into the average of earlier rounds, is at most 1. A loss doubles
+        the bucket's next pause (up to `max_probe_every`); a win resets it. With a decode profile,
+        a round in which the scheduler verified nothing at all pauses for `max_probe_every` rounds
+        at once (at this load not one draft was worth its cost).
         """
         verified = sum(lengths)
         if self.decode is None:
-            losing = verified == 0
-        else:
-            verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
-            tau = batch + float(survival.masked_fill(~verified_mask, 0.0).sum())
-            speculative = tau * self.sps.at(batch + verified)
-            plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
-            losing = verified == 0 or speculative <= plain
-        if losing and self.decode is not None and verified == 0:
-            self._pause_for(self.max_probe_every, batch)
-            self._backoff = self.max_probe_every
+            if verified == 0:
+                self.pauses.lost(batch, double=False)
+            return
+        verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
+        tau = batch + float(survival.masked_fill(~verified_mask, 0.0).sum())
+        speculative = tau * self.sps.at(batch + verified)
+        plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
+        losing = self.pauses.judge(batch, speculative / plain)
+        if verified == 0:
+            self.pauses.lost(batch, longest=True)
         elif losing:
-            self._pause_for(self._backoff, batch)
-            self._backoff = min(2 * self._backoff, self.max_probe_every) if self.decode is not None else self._backoff
+            self.pauses.lost(batch)
         else:
-            self._backoff = self.probe_every
+            self.pauses.won(batch)
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         pass  # the context cache only ever holds committed positions (see observe)

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`PauseLedger` (per-bucket pauses, backoffs, smoothed gains) and the pause policy it gives
+`DSparkProposer`: a pause decided at one load never holds at another and is remembered when the
+load comes back; one round predicted to lose among rounds predicted to win does not stop drafting.
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+from deepinfer_core.interfaces import DraftRequest
+
+from deepinfer_dspark.draft_runner import DraftOutput
+from deepinfer_dspark.pause_ledger import SMOOTH, PauseLedger
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+K = 4
+# One request: a round of K drafts runs at half a plain step's rate, so it wins when the expected
+# accepted length is above 1 (confidence 0.95: gain 2.26; 0.3: gain 0.71). 64 requests: plain
+# decoding emits 44.8k tokens/s; a round of 320 tokens at 150 rounds/s could only beat it with
+# every draft accepted (48k), so drafting is not ruled out up front but every real round loses.
+SPS = SPSProfile([1, 5, 64, 320], [500.0, 500.0, 400.0, 150.0])
+DECODE = SPSProfile([1, 64], [1000.0, 700.0])
+
+
+def test_buckets_are_independent() -> None:
+    ledger = PauseLedger(probe_every=2, max_probe_every=16)
+    ledger.lost(64)
+    assert ledger.left(64) == ledger.left(33) == 2 and ledger.left(1) == 0 and ledger.left(32) == 0
+    assert not ledger.skip(1) and not ledger.skip(20)            # other buckets: not paused
+    assert ledger.skip(40) and ledger.left(64) == 1               # 40 is in the bucket of 64
+    assert ledger.skip(64) and not ledger.skip(64)
+    ledger.pause(3, 5)
+    assert ledger.left(4) == 5 and ledger.left(64) == 0
+
+
+def test_backoff_doubles_caps_and_resets_per_bucket() -> None:
+    ledger = PauseLedger(probe_every=2, max_probe_every=16)
+    pauses = []
+    for _ in range(6):
+        ledger.lost(8)
+        pauses.append(ledger.left(8))
+    assert pauses == [2, 4, 8, 16, 16, 16]
+    ledger.lost(1)
+    assert ledger.left(1) == 2                                    # its own backoff
+    ledger.won(8)
+    ledger.lost(8)
+    assert ledger.left(8) == 2
+    ledger.lost(8, longest=True)
+    assert ledger.left(8) == 16
+    ledger.lost(8)
+    assert ledger.left(8) == 16                                   # after the longest: the cap
+    flat = PauseLedger(probe_every=3, max_probe_every=16)
+    for _ in range(3):
+        flat.lost(2, double=False)
+        assert flat.left(2) == 3
+
+
+def test_smoothed_gain() -> None:
+    ledger = PauseLedger(probe_every=2, max_probe_every=16)
+    assert ledger.gain(1) is None
+    assert ledger.judge(1, 0.8)                                   # the first round decides alone
+    assert ledger.gain(1) == 0.8
+    assert not ledger.judge(1, 1.5)                               # the first rounds: their mean
+    assert ledger.gain(1) == pytest.approx(1.15)
+    ledger = PauseLedger(probe_every=2, max_probe_every=16)
+    for _ in range(10):
+        assert not ledger.judge(1, 1.5)
+    assert not ledger.judge(1, 0.5)                               # one loss among wins
+    assert ledger.gain(1) == pytest.approx(1.5 + SMOOTH * (0.5 - 1.5))
+    assert ledger.gain(64) is None                                # per bucket
+    losses = [ledger.judge(1, 0.5) for _ in range(30)]
+    assert not losses[0] and losses[-1]                           # a lasting loss takes over
+
+
+class FakeRunner:
+    """Drafts K tokens per request; each call's confidences are the next of `levels` (cycled)."""
+
+    def __init__(self, levels: list[float]) -> None:
+        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=K, target_layer_ids=[1]),
+                                             dtype=torch.float32)
+        self.levels, self.calls = levels, 0
+
+    def num_positions(self, request_id: str) -> int:
+        return 9
+
+    def draft(self, requests, k):
+        level = self.levels[self.calls % len(self.levels)]
+        self.calls += 1
+        return [DraftOutput(torch.full((k,), 7), None, torch.full((k,), level), None) for _ in requests]
+
+    def remove(self, request_id: str) -> None:
+        pass
+
+
+def _round(proposer: DSparkProposer, batch: int) -> bool:
+    """One engine round of `batch` requests (as the engine calls the proposer); True if drafted."""
+    if proposer.idle_rounds() > 0:
+        proposer.idle_round(batch)
+        return False
+    requests = [DraftRequest(f"r{i}", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9) for i in range(batch)]
+    return any(d.token_ids for d in proposer.propose(requests))
+
+
+def test_one_losing_round_among_winning_ones_does_not_pause() -> None:
+    """Alone, rounds alternate between gain 2.26 and 0.71 (mean 1.48): drafting goes on."""
+    proposer = DSparkProposer(FakeRunner([0.95, 0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    drafted = [_round(proposer, 1) for _ in range(200)]
+    assert sum(drafted[20:]) >= 0.95 * 180, sum(drafted[20:])
+    # A first round predicted to lose pauses; the next one, predicted to win, resumes drafting.
+    proposer = DSparkProposer(FakeRunner([0.3] + [0.95] * 7), K, SPS, decode=DECODE, probe_every=8,
+                              max_probe_every=64)
+    drafted = [_round(proposer, 1) for _ in range(100)]
+    assert drafted[:10] == [True] + [False] * 8 + [True] and sum(drafted) == 100 - 8
+    # Every round predicted to lose: drafting pauses, the pauses growing to the cap.
+    losing = DSparkProposer(FakeRunner([0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    drafted = [_round(losing, 1) for _ in range(400)]
+    assert sum(drafted) <= 4 + 400 // 64, sum(drafted)           # pauses of 8, 16, 32, then 64
+
+
+def test_a_pause_is_kept_per_load_across_batches() -> None:
+    """Chat batches: 16 rounds at 64 requests (drafting loses), then 16 rounds at 1 request
+    (drafting wins), 24 times. Once learnt, drafting at 64 is a rare probe and at 1 runs on: the
+    pause at 64 neither holds at 1 nor is forgotten by going there."""
+    proposer = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    heavy, light = [], []
+    for cycle in range(24):
+        heavy.append(sum(_round(proposer, 64) for _ in range(16)))
+        light.append(sum(_round(proposer, 1) for _ in range(16)))
+    assert sum(heavy[8:]) <= 5, heavy                             # a probe every 64 rounds at 64
+    assert sum(light[8:]) >= 0.9 * 16 * 16, light
