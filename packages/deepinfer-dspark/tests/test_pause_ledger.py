@@ -133,3 +133,48 @@ def test_a_pause_is_kept_per_load_across_batches() -> None:
         light.append(sum(_round(proposer, 1) for _ in range(16)))
     assert sum(heavy[8:]) <= 5, heavy                             # a probe every 64 rounds at 64
     assert sum(light[8:]) >= 0.9 * 16 * 16, light
+
+
+class RandomRunner(FakeRunner):
+    """Fresh random confidences (some exactly 0 or 1) for every request of every call."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__([0.0])
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def draft(self, requests, k):
+        conf = torch.rand(len(requests), k, generator=self.gen)
+        conf[conf < 0.05] = 0.0
+        conf[conf > 0.95] = 1.0
+        return [DraftOutput(torch.full((k,), 7), None, conf[i], None) for i in range(len(requests))]
+
+
+def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None:
+    """Rounds of up to SMALL_SCHEDULE candidates are scheduled and judged with Python floats: the
+    same verified lengths and the same pause decisions as the tensor path, request rooms included."""
+    import deepinfer_dspark.proposers as proposers
+
+    def run(small: bool) -> list:
+        monkeypatch.setattr(proposers, "SMALL_SCHEDULE", 64 if small else 0)
+        proposer = DSparkProposer(RandomRunner(3), K, SPSProfile([1, 4, 16, 64], [900.0, 800.0, 600.0, 150.0]),
+                                  decode=SPSProfile([1, 16], [700.0, 650.0]), probe_every=2, max_probe_every=4)
+        seen = []
+        for step in range(300):
+            batch = 1 + step % 16
+            requests = [DraftRequest(f"r{i}", list(range(10)), 1 + (i + step) % (K + 1), 0.0, 0, 1.0, 0.0, 0, 9)
+                        for i in range(batch)]
+            if proposer.idle_rounds() > 0:
+                proposer.idle_round(batch)
+                seen.append(None)
+            else:
+                seen.append([len(d.token_ids) for d in proposer.propose(requests)])
+        return seen
+
+    small, tensor = run(True), run(False)
+    assert small == tensor
+    assert sum(s is None for s in small) > 10 and sum(s is not None and sum(s) > 0 for s in small) > 50
+    nan = DSparkProposer(FakeRunner([float("nan")]), K, SPS, decode=DECODE)
+    for limit in (64, 0):
+        monkeypatch.setattr(proposers, "SMALL_SCHEDULE", limit)
+        with pytest.raises(ValueError, match="^confidences: values must lie in"):
+            nan.propose([DraftRequest("r", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9)])

@@ -37,7 +37,7 @@ from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, Measur
 from deepinfer_dspark.ngram import NgramProposer
 from deepinfer_dspark.pause_ledger import PauseLedger
 from deepinfer_dspark.pending_context import PendingContext
-from deepinfer_dspark.scheduler import prefix_survival, schedule_prefixes
+from deepinfer_dspark.scheduler import SMALL_SCHEDULE, prefix_survival, schedule_prefixes, schedule_rows
 from deepinfer_dspark.sps import SPSProfile
 
 
@@ -256,13 +256,20 @@ class DSparkProposer:
                                   for r in asks], self.num_tokens)
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         if self.sps is not None and all(o.confidences is not None for o in outs):
-            conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
-            room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
-            survival = prefix_survival(conf.masked_fill_(room, 0.0))   # past a request's room: not verifiable
-            lengths = schedule_prefixes(survival, self.sps).tolist()
+            if len(outs) * self.num_tokens <= SMALL_SCHEDULE:   # the host's critical path: no tensor op
+                rows = [_survivals(o.confidences.tolist(), room) for o, room in zip(outs, lengths)]
+                lengths = schedule_rows(rows, self.sps.at)
+                tau = batch + sum(sum(row[:n]) for row, n in zip(rows, lengths))
+            else:
+                conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
+                room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
+                survival = prefix_survival(conf.masked_fill_(room, 0.0))   # past a request's room: not verifiable
+                lengths = schedule_prefixes(survival, self.sps).tolist()
+                verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
+                tau = batch + float(survival.masked_fill(~verified_mask, 0.0).sum())
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:
-                self._plan_pause(survival, lengths, batch)
+                self._plan_pause(tau, lengths, batch)
         self.lengths = lengths
         self._record(began, batch, sum(lengths))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
@@ -318,13 +325,13 @@ class DSparkProposer:
     def _pause_for(self, rounds: int, batch: int) -> None:
         self.pauses.pause(batch, rounds)
 
-    def _plan_pause(self, survival: torch.Tensor, lengths: list[int], batch: int) -> None:
+    def _plan_pause(self, tau: float, lengths: list[int], batch: int) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
         Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
         smoothed expected gain, this round's expected emitted tokens per second tau * SPS(B +
-        drafts) (tau = the batch plus the verified prefixes' survivals) over plain decoding's
+        drafts) (`tau` = the batch plus the verified prefixes' survivals) over plain decoding's
         B * SPS_decode(B) folded into the average of earlier rounds, is at most 1. A loss doubles
         the bucket's next pause (up to `max_probe_every`); a win resets it. With a decode profile,
         a round in which the scheduler verified nothing at all pauses for `max_probe_every` rounds
@@ -335,8 +342,6 @@ class DSparkProposer:
             if verified == 0:
                 self.pauses.lost(batch, double=False)
             return
-        verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
-        tau = batch + float(survival.masked_fill(~verified_mask, 0.0).sum())
         speculative = tau * self.sps.at(batch + verified)
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
         losing = self.pauses.judge(batch, speculative / plain)
@@ -353,6 +358,19 @@ class DSparkProposer:
     def remove(self, request_id: str) -> None:
         self.pending.drop(request_id)
         self.runner.remove(request_id)
+
+
+def _survivals(confidences: list[float], room: int) -> list[float]:
+    """`prefix_survival` of one request in Python floats (the same float64 products in the same
+    order), 0 past its `room` (drafts it may not verify). Raises ValueError (field `confidences`)
+    on a value outside [0, 1]."""
+    if any(not 0 <= c <= 1 for c in confidences):   # also catches NaN
+        raise ValueError("confidences: values must lie in [0, 1]")
+    out, a = [], 1.0
+    for j, c in enumerate(confidences):
+        a = a * c if j < room else 0.0
+        out.append(a)
+    return out
 
 
 def _index(values: list[int], device: torch.device) -> torch.Tensor:

@@ -105,7 +105,14 @@ def _schedule_small(survivals: torch.Tensor, rate: Callable[[int], float]) -> li
     against it in test_scheduler_properties.py. `rate(b)` = SPS(b), e.g. `SPSProfile.at`."""
     if survivals.dim() != 2:
         raise ValueError("survivals: expected a [R, gamma] tensor")
-    rows = survivals.detach().to("cpu", torch.float64).tolist()
+    return schedule_rows(survivals.detach().to("cpu", torch.float64).tolist(), rate)
+
+
+def schedule_rows(rows: list[list[float]], rate: Callable[[int], float]) -> list[int]:
+    """`schedule_prefixes` with the early stop on survivals given as Python lists (`[R][gamma]`
+    floats, as `prefix_survival` would give them): the host path of small rounds, with no tensor
+    op at all. Returns the R draft counts; raises ValueError (field `survivals`) on values
+    outside [0, 1] or rows that increase."""
     if any(not 0 <= a <= 1 for row in rows for a in row):   # also catches NaN
         raise ValueError("survivals: values must lie in [0, 1]")
     if any(b > a for row in rows for a, b in zip(row, row[1:])):
