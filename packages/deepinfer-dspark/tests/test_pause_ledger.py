@@ -80,8 +80,8 @@ def test_smoothed_gain() -> None:
 class FakeRunner:
     """Drafts K tokens per request; each call's confidences are the next of `levels` (cycled)."""
 
-    def __init__(self, levels: list[float]) -> None:
-        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=K, target_layer_ids=[1]),
+    def __init__(self, levels: list[float], block_size: int = K) -> None:
+        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=block_size, target_layer_ids=[1]),
                                              dtype=torch.float32)
         self.levels, self.calls = levels, 0
 
@@ -102,7 +102,8 @@ def _round(proposer: DSparkProposer, batch: int) -> bool:
     if proposer.idle_rounds() > 0:
         proposer.idle_round(batch)
         return False
-    requests = [DraftRequest(f"r{i}", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9) for i in range(batch)]
+    requests = [DraftRequest(f"r{i}", list(range(10)), proposer.num_tokens, 0.0, 0, 1.0, 0.0, 0, 9)
+                for i in range(batch)]
     return any(d.token_ids for d in proposer.propose(requests))
 
 
@@ -178,3 +179,24 @@ def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None
         monkeypatch.setattr(proposers, "SMALL_SCHEDULE", limit)
         with pytest.raises(ValueError, match="^confidences: values must lie in"):
             nan.propose([DraftRequest("r", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9)])
+
+
+# Profiles measured on the H200 (SmolLM2-135M-Instruct, chat prompts, k = 7; benchmarks/results/
+# h200-2026-11-30f/run6-quick-drafter-ledger): plain steps by requests, rounds by B * 8 tokens.
+H200_DECODE = SPSProfile([1, 2, 4, 8, 16, 32, 64, 128, 256], [838, 803, 761, 692, 558, 460, 457, 265, 94])
+H200_ROUNDS = SPSProfile([8, 16, 32, 64, 128, 256, 512, 1024, 2048], [291, 223, 199, 178, 159, 133, 79, 21, 15])
+
+
+def test_pausing_weighs_a_round_of_all_its_requests() -> None:
+    """At 256 requests a drafted round (15 rounds/s measured) loses 3x to plain decoding even at
+    confidence 0.6; the profile read at the round's verified tokens alone (~550: the rate of a
+    round of 64-128 requests) would call it a win. At 1 request, confidence 0.7 (3.1 tokens a
+    round at 291 rounds/s against 838 plain steps/s) wins and drafting runs on."""
+    heavy = DSparkProposer(FakeRunner([0.6], block_size=7), 7, H200_ROUNDS, decode=H200_DECODE)
+    assert not heavy.cannot_pay(256) and heavy.round_rate(256) == 15
+    drafted = [_round(heavy, 256) for _ in range(300)]
+    assert sum(drafted) <= 8, sum(drafted)
+    assert heavy.pauses.gain(256) < 0.5
+    light = DSparkProposer(FakeRunner([0.7], block_size=7), 7, H200_ROUNDS, decode=H200_DECODE)
+    drafted = [_round(light, 1) for _ in range(300)]
+    assert sum(drafted) == 300 and light.pauses.gain(1) > 1

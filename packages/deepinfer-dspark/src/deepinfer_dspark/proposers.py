@@ -136,8 +136,8 @@ class DSparkProposer:
         self.retired_reason = ""
         if decode is not None and sps is not None:
             largest = max_batch if max_batch is not None else max(decode.batch_tokens)
-            batch = torch.arange(1, largest + 1, dtype=torch.float64)[:, None]     # `cannot_pay` for all at once
-            tokens = batch * (1 + torch.arange(1, num_tokens + 1, dtype=torch.float64))[None, :]
+            batch = torch.arange(1, largest + 1, dtype=torch.float64)   # `cannot_pay` for all at once
+            tokens = batch * (1 + num_tokens)
             self.retired = bool((tokens * sps(tokens) <= batch * decode(batch)).all())
             if self.retired:
                 self.retired_reason = (f"dspark: even accepting all {num_tokens} drafts would not beat plain "
@@ -281,15 +281,30 @@ class DSparkProposer:
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts
 
+    def round_rate(self, batch: int) -> float:
+        """Drafted rounds per second at `batch` requests, for the decisions to draft or not: the
+        speculative profile's rate at B (1 + k) tokens, where it was measured on rounds of B
+        requests drafting and verifying k tokens each (as `bench_dspark.py` measures it).
+
+        A round's cost depends on the requests drafted, not only on the tokens verified: drafting
+        is k sequential drafter steps over all B rows, and the verification reads B contexts. The
+        profile at the round's verified token count (what Algorithm 1 reads to choose the lengths)
+        is the rate of a round of fewer requests: at 256 requests verifying 1.1 tokens each it
+        read about 5x the measured rate on the H200 (BENCHMARKS.md, session 9), and drafting that
+        lost 5x was judged a win. So pausing compares at the rate of a full round of B requests:
+        exact when every draft is verified, an upper bound on the cost otherwise (the choice to
+        draft errs towards plain decoding)."""
+        return self.sps.at(batch * (1 + self.num_tokens))
+
     def cannot_pay(self, batch: int) -> bool:
         """Whether drafting loses to plain decoding at `batch` requests even if every draft were
-        accepted: for every verified length n <= k, B (1 + n) tokens a round at SPS(B (1 + n))
-        rounds/s is at most the B SPS_decode(B) tokens/s of plain decoding. False without a decode
-        profile. The bound depends on the batch size only, so skipping is lossless."""
+        accepted: B (1 + k) tokens a round at `round_rate(B)` rounds/s is at most the
+        B SPS_decode(B) tokens/s of plain decoding. False without a decode profile. The bound
+        depends on the batch size only, so skipping is lossless."""
         if self.decode is None or self.sps is None:
             return False
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
-        return all(batch * (1 + n) * self.sps.at(batch * (1 + n)) <= plain for n in range(1, self.num_tokens + 1))
+        return batch * (1 + self.num_tokens) * self.round_rate(batch) <= plain
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
@@ -306,8 +321,7 @@ class DSparkProposer:
         drafting out for good)."""
         if not self.measure_step_times or not self.rates.due(SPEC, batch, self._retime_every):
             return False
-        plain = batch * self.decode.at(batch)
-        return any(batch * (1 + n) * self.sps.at(batch * (1 + n)) > plain for n in range(1, self.num_tokens + 1))
+        return batch * (1 + self.num_tokens) * self.round_rate(batch) > batch * self.decode.at(batch)
 
     def _record(self, began: float, batch: int, verified: int | None) -> None:
         """Declares the step that started at `began` to `rates`: a round in which the drafter ran
@@ -318,7 +332,7 @@ class DSparkProposer:
         if not batch:
             self.rates.pause()
         elif verified is not None:
-            self.rates.record(began, SPEC, batch, 1.0 / self.sps.at(batch + verified))
+            self.rates.record(began, SPEC, batch, 1.0 / self.round_rate(batch))
         else:
             self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
 
@@ -330,8 +344,8 @@ class DSparkProposer:
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
         Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
-        smoothed expected gain, this round's expected emitted tokens per second tau * SPS(B +
-        drafts) (`tau` = the batch plus the verified prefixes' survivals) over plain decoding's
+        smoothed expected gain, this round's expected emitted tokens per second
+        tau * `round_rate(B)` (`tau` = the batch plus the verified prefixes' survivals) over plain decoding's
         B * SPS_decode(B) folded into the average of earlier rounds, is at most 1. A loss doubles
         the bucket's next pause (up to `max_probe_every`); a win resets it. With a decode profile,
         a round in which the scheduler verified nothing at all pauses for `max_probe_every` rounds
@@ -342,7 +356,7 @@ class DSparkProposer:
             if verified == 0:
                 self.pauses.lost(batch, double=False)
             return
-        speculative = tau * self.sps.at(batch + verified)
+        speculative = tau * self.round_rate(batch)
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
         losing = self.pauses.judge(batch, speculative / plain)
         if verified == 0:
