@@ -336,8 +336,9 @@ def test_a_proposer_that_can_never_pay_retires_and_the_engine_runs_plain(folders
 
 def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
     """With a decode profile: a round whose scheduler verifies nothing pauses for
-    `max_probe_every` rounds at once, and the pause ends early when the batch falls to a smaller
-    power-of-two bucket; the drafted round is timed as a round even though nothing was verified."""
+    `max_probe_every` rounds at once, at its batch bucket only (a smaller batch drafts, and the
+    pause is still there when the batch comes back); the drafted round is timed as a round even
+    though nothing was verified."""
     from deepinfer_core.interfaces import DraftRequest as CoreRequest
 
     from deepinfer_dspark.draft_runner import DraftOutput
@@ -373,8 +374,9 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
         step(64)
     assert proposer.idle_rounds() == 12
     confidence[0] = 0.99
-    assert step(2) > 0                                            # a lighter bucket: the pause ends
+    assert step(2) > 0                                            # a lighter bucket: not paused
     assert proposer.idle_rounds() == 0
+    assert proposer.pauses.left(64) == 12                         # the pause at 64 is kept
 
 
 def test_a_slow_spell_does_not_rule_drafting_out_for_good(folders) -> None:
