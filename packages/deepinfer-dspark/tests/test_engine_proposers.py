@@ -335,10 +335,10 @@ def test_a_proposer_that_can_never_pay_retires_and_the_engine_runs_plain(folders
 
 
 def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
-    """With a decode profile: a round whose scheduler verifies nothing pauses for
-    `max_probe_every` rounds at once, at its batch bucket only (a smaller batch drafts, and the
-    pause is still there when the batch comes back); the drafted round is timed as a round even
-    though nothing was verified."""
+    """With a decode profile: a round whose scheduler verifies nothing is a loss (the pause
+    doubles each time), at its batch bucket only (a smaller batch drafts, and the pause is still
+    there when the batch comes back); the drafted round is timed as a round even though nothing
+    was verified."""
     from deepinfer_core.interfaces import DraftRequest as CoreRequest
 
     from deepinfer_dspark.draft_runner import DraftOutput
@@ -368,15 +368,17 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
         proposer.rates.observed(True)    # the engine shows the proposer each step's committed rows
         return drafted
 
-    assert step(64) == 0 and proposer.idle_rounds() == 16          # nothing verified: the longest pause
+    assert step(64) == 0 and proposer.idle_rounds() == 2           # nothing verified: a loss
     assert proposer.rates._open[1] == SPEC                        # the round is timed as a drafted one
-    for _ in range(4):
-        step(64)
-    assert proposer.idle_rounds() == 12
+    step(64)
+    step(64)
+    assert step(64) == 0 and proposer.idle_rounds() == 4           # lost again: the pause doubles
+    step(64)
+    assert proposer.idle_rounds() == 3
     confidence[0] = 0.99
     assert step(2) > 0                                            # a lighter bucket: not paused
     assert proposer.idle_rounds() == 0
-    assert proposer.pauses.left(64) == 12                         # the pause at 64 is kept
+    assert proposer.pauses.left(64) == 3                          # the pause at 64 is kept
 
 
 def test_a_slow_spell_does_not_rule_drafting_out_for_good(folders) -> None:

@@ -14,7 +14,7 @@ import torch
 from deepinfer_core.interfaces import DraftRequest
 
 from deepinfer_dspark.draft_runner import DraftOutput
-from deepinfer_dspark.pause_ledger import SMOOTH, PauseLedger
+from deepinfer_dspark.pause_ledger import SMOOTH, PauseLedger, ledger_bucket
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -28,14 +28,16 @@ DECODE = SPSProfile([1, 64], [1000.0, 700.0])
 
 
 def test_buckets_are_independent() -> None:
+    assert [ledger_bucket(b) for b in (0, 1, 2, 3, 4, 5, 7, 9, 13, 17, 33, 49, 65, 97, 200)] == \
+        [1, 1, 2, 3, 4, 6, 8, 12, 16, 24, 48, 64, 96, 128, 256]
     ledger = PauseLedger(probe_every=2, max_probe_every=16)
     ledger.lost(64)
-    assert ledger.left(64) == ledger.left(33) == 2 and ledger.left(1) == 0 and ledger.left(32) == 0
-    assert not ledger.skip(1) and not ledger.skip(20)            # other buckets: not paused
-    assert ledger.skip(40) and ledger.left(64) == 1               # 40 is in the bucket of 64
+    assert ledger.left(64) == ledger.left(49) == 2 and ledger.left(48) == 0 and ledger.left(1) == 0
+    assert not ledger.skip(1) and not ledger.skip(40)             # other buckets: not paused
+    assert ledger.skip(50) and ledger.left(64) == 1               # 50 is in the bucket of 64
     assert ledger.skip(64) and not ledger.skip(64)
     ledger.pause(3, 5)
-    assert ledger.left(4) == 5 and ledger.left(64) == 0
+    assert ledger.left(3) == 5 and ledger.left(4) == 0 and ledger.left(64) == 0
 
 
 def test_backoff_doubles_caps_and_resets_per_bucket() -> None:
@@ -50,10 +52,6 @@ def test_backoff_doubles_caps_and_resets_per_bucket() -> None:
     ledger.won(8)
     ledger.lost(8)
     assert ledger.left(8) == 2
-    ledger.lost(8, longest=True)
-    assert ledger.left(8) == 16
-    ledger.lost(8)
-    assert ledger.left(8) == 16                                   # after the longest: the cap
     flat = PauseLedger(probe_every=3, max_probe_every=16)
     for _ in range(3):
         flat.lost(2, double=False)
@@ -68,7 +66,7 @@ def test_smoothed_gain() -> None:
     assert not ledger.judge(1, 1.5)                               # the first rounds: their mean
     assert ledger.gain(1) == pytest.approx(1.15)
     ledger = PauseLedger(probe_every=2, max_probe_every=16)
-    for _ in range(10):
+    for _ in range(20):
         assert not ledger.judge(1, 1.5)
     assert not ledger.judge(1, 0.5)                               # one loss among wins
     assert ledger.gain(1) == pytest.approx(1.5 + SMOOTH * (0.5 - 1.5))
@@ -154,9 +152,11 @@ def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None
     """Rounds of up to SMALL_SCHEDULE candidates are scheduled and judged with Python floats: the
     same verified lengths and the same pause decisions as the tensor path, request rooms included."""
     import deepinfer_dspark.proposers as proposers
+    import deepinfer_dspark.scheduler as scheduler
 
     def run(small: bool) -> list:
         monkeypatch.setattr(proposers, "SMALL_SCHEDULE", 64 if small else 0)
+        monkeypatch.setattr(scheduler, "SMALL_SCHEDULE", 64 if small else 0)   # the tensor Algorithm 1 too
         proposer = DSparkProposer(RandomRunner(3), K, SPSProfile([1, 4, 16, 64], [900.0, 800.0, 600.0, 150.0]),
                                   decode=SPSProfile([1, 16], [700.0, 650.0]), probe_every=2, max_probe_every=4)
         seen = []
@@ -200,3 +200,41 @@ def test_pausing_weighs_a_round_of_all_its_requests() -> None:
     light = DSparkProposer(FakeRunner([0.7], block_size=7), 7, H200_ROUNDS, decode=H200_DECODE)
     drafted = [_round(light, 1) for _ in range(300)]
     assert sum(drafted) == 300 and light.pauses.gain(1) > 1
+
+
+def test_close_calls_and_recovery() -> None:
+    """Rounds that verify nothing among winning ones, rounds of random confidence with a mean
+    gain well above 1, and a losing spell followed by a winning one."""
+    zeros = DSparkProposer(FakeRunner([0.95, 0.95, 0.95, 0.0]), K, SPS, decode=DECODE)
+    for _ in range(200):
+        _round(zeros, 1)
+    assert zeros.skipped_rounds == 0 and zeros.runner.calls == 200   # the average wins: no pause
+    gen = torch.Generator().manual_seed(0)
+    levels = (0.3 + 0.65 * torch.rand(400, generator=gen)).tolist()   # gains 0.71 .. 2.1, mean ~1.3
+    noisy = DSparkProposer(FakeRunner(levels), K, SPS, decode=DECODE)
+    assert sum(_round(noisy, 1) for _ in range(400)) >= 0.9 * 400
+    runner = FakeRunner([0.3])
+    spell = DSparkProposer(runner, K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    assert sum(_round(spell, 1) for _ in range(300)) <= 8         # losing: rare probes
+    runner.levels = [0.95]
+    drafted = [_round(spell, 1) for _ in range(300)]
+    assert sum(drafted[64 + 16:]) == 300 - 64 - 16, drafted       # back within one longest pause
+
+
+def test_confidences_past_a_requests_room_are_ignored(monkeypatch) -> None:
+    """A value outside [0, 1] past a request's room (drafts it may not verify) is ignored by both
+    scheduling paths; within the room it is refused by name."""
+    import deepinfer_dspark.proposers as proposers
+    import deepinfer_dspark.scheduler as scheduler
+
+    for limit in (64, 0):
+        monkeypatch.setattr(proposers, "SMALL_SCHEDULE", limit)
+        monkeypatch.setattr(scheduler, "SMALL_SCHEDULE", limit)
+        proposer = DSparkProposer(FakeRunner([0.9]), K, SPS, decode=DECODE)
+        proposer.runner.draft = lambda requests, k: [
+            DraftOutput(torch.full((k,), 7), None, torch.tensor([0.9, 0.9, float("nan"), 2.0]), None)
+            for _ in requests]
+        roomy = [DraftRequest("r", list(range(10)), 2, 0.0, 0, 1.0, 0.0, 0, 9)]
+        assert [len(d.token_ids) for d in proposer.propose(roomy)] == [2]
+        with pytest.raises(ValueError, match="^confidences: values must lie in"):
+            proposer.propose([DraftRequest("r", list(range(10)), 3, 0.0, 0, 1.0, 0.0, 0, 9)])

@@ -8,17 +8,20 @@ SmolLM2-135M a round pays at 1 request and loses at 8 and above
 that: every time the batch moved to another size it had to be reset (or kept a pause decided at
 another load), and each chat batch, whose requests finish one by one, went through all the sizes
 again, re-learning with probe rounds that cost up to 6x a plain step. So the ledger keeps, per
-power-of-two bucket of the batch size (`batch_bucket`):
+bucket of the batch size (`ledger_bucket`: 1, 2, 3, 4, 6, 8, 12, 16, ..., powers of two and
+3/4 of them, so that one bucket spans at most 1.5x in load):
 
 - the rounds still to skip there (decremented only by rounds at that bucket);
-- the next pause after a loss there (exponential backoff from `probe_every` up to
-  `max_probe_every`; a win resets it);
 - the smoothed expected gain of drafting there: the mean of each drafted round's expected tokens
   per second over plain decoding's, over the bucket's first 1 / `SMOOTH` rounds, then an
-  exponential moving average of weight `SMOOTH`. One round's
-  confidences say little about the next round's, so a round predicted to lose right after rounds
-  predicted to win does not pause drafting on its own; at a load where every round loses, the
-  average stays below 1 and the pauses grow to `max_probe_every`.
+  exponential moving average of weight `SMOOTH`. One round's confidences say little about the
+  next round's, so a round predicted to lose among rounds predicted to win does not pause
+  drafting on its own;
+- the next pause (exponential backoff from `probe_every` up to `max_probe_every`). The proposer
+  pauses only when both the average and the round just drafted lose, and resets the backoff
+  otherwise: a round that wins while the average loses drafts on, so the average catches up
+  within a few rounds when the load or the drafts turn favourable; a close call is probed every
+  `probe_every` rounds, a clear loss (no round ever wins) ever more rarely.
 
 Every decision reads earlier rounds only, never the drafts it governs, so verification stays
 lossless (the argument of the paper's stale-capacity variant). Device-free.
@@ -26,9 +29,14 @@ lossless (the argument of the paper's stale-capacity variant). Device-free.
 
 from __future__ import annotations
 
-from deepinfer_dspark.measured_rates import batch_bucket
+SMOOTH = 1 / 16   # weight of the newest round in the expected-gain average
 
-SMOOTH = 0.125   # weight of the newest round in the expected-gain average
+
+def ledger_bucket(batch: int) -> int:
+    """The smallest of 1, 2, 3, 4, 6, 8, 12, 16, ... (2^i and 3 * 2^(i-2)) that is >= `batch`
+    (1 for 0)."""
+    power = 1 << max(batch - 1, 0).bit_length()          # the power of two >= batch
+    return power * 3 // 4 if power >= 4 and batch <= power * 3 // 4 else power
 
 
 class PauseLedger:
@@ -48,11 +56,11 @@ class PauseLedger:
 
     def left(self, batch: int) -> int:
         """Rounds still to skip at `batch`'s bucket."""
-        return self._left.get(batch_bucket(batch), 0)
+        return self._left.get(ledger_bucket(batch), 0)
 
     def skip(self, batch: int) -> bool:
         """Whether a round of `batch` requests is skipped (paused); counts it when it is."""
-        bucket = batch_bucket(batch)
+        bucket = ledger_bucket(batch)
         if self._left.get(bucket, 0) <= 0:
             return False
         self._left[bucket] -= 1
@@ -60,12 +68,12 @@ class PauseLedger:
 
     def pause(self, batch: int, rounds: int) -> None:
         """Skips the next `rounds` rounds at `batch`'s bucket (replaces what was left there)."""
-        self._left[batch_bucket(batch)] = max(int(rounds), 0)
+        self._left[ledger_bucket(batch)] = max(int(rounds), 0)
 
     def judge(self, batch: int, gain: float) -> bool:
         """Folds one drafted round's expected gain (its expected tokens/s over plain decoding's)
         into the bucket's average; True when the average says drafting loses there (<= 1)."""
-        bucket = batch_bucket(batch)
+        bucket = ledger_bucket(batch)
         mean, rounds = self._gain.get(bucket, (0.0, 0))
         rounds += 1
         mean += max(SMOOTH, 1.0 / rounds) * (gain - mean)
@@ -74,18 +82,17 @@ class PauseLedger:
 
     def gain(self, batch: int) -> float | None:
         """The smoothed expected gain at `batch`'s bucket (None before its first drafted round)."""
-        entry = self._gain.get(batch_bucket(batch))
+        entry = self._gain.get(ledger_bucket(batch))
         return None if entry is None else entry[0]
 
-    def lost(self, batch: int, longest: bool = False, double: bool = True) -> None:
-        """Drafting lost at `batch`'s bucket: pause there for the bucket's backoff (or, with
-        `longest`, for `max_probe_every` rounds), and double the backoff (capped) unless
-        `double` is False."""
-        bucket = batch_bucket(batch)
-        backoff = self.max_probe_every if longest else self._backoff.get(bucket, self.probe_every)
+    def lost(self, batch: int, double: bool = True) -> None:
+        """Drafting lost at `batch`'s bucket: pause there for the bucket's backoff, and double the
+        backoff (capped) unless `double` is False (then the next pause is `probe_every` again)."""
+        bucket = ledger_bucket(batch)
+        backoff = self._backoff.get(bucket, self.probe_every)
         self._left[bucket] = backoff
-        self._backoff[bucket] = min(2 * backoff, self.max_probe_every) if double else backoff
+        self._backoff[bucket] = min(2 * backoff, self.max_probe_every) if double else self.probe_every
 
     def won(self, batch: int) -> None:
         """Drafting won at `batch`'s bucket: the next loss there pauses for `probe_every`."""
-        self._backoff[batch_bucket(batch)] = self.probe_every
+        self._backoff[ledger_bucket(batch)] = self.probe_every

@@ -218,7 +218,8 @@ class DSparkProposer:
         self._record(self.rates.start(), num_requests, None)
         self._last_batch = num_requests
         self._count(PLAIN, num_requests)
-        if num_requests and self.pauses.skip(num_requests):
+        if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
+            self.pauses.skip(num_requests)   # asked by the last round's bucket, a lag of one round)
             self.skipped_rounds += 1
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
@@ -345,23 +346,21 @@ class DSparkProposer:
 
         Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
         smoothed expected gain, this round's expected emitted tokens per second
-        tau * `round_rate(B)` (`tau` = the batch plus the verified prefixes' survivals) over plain decoding's
-        B * SPS_decode(B) folded into the average of earlier rounds, is at most 1. A loss doubles
-        the bucket's next pause (up to `max_probe_every`); a win resets it. With a decode profile,
-        a round in which the scheduler verified nothing at all pauses for `max_probe_every` rounds
-        at once (at this load not one draft was worth its cost).
+        tau * `round_rate(B)` (`tau` = the batch plus the verified prefixes' survivals) over plain
+        decoding's B * SPS_decode(B) folded into the average of earlier rounds, is at most 1, and
+        so is this round's own gain (both the long-run estimate and the latest evidence say
+        drafting loses): then drafting pauses for the bucket's backoff, which doubles (up to
+        `max_probe_every`). Otherwise the backoff is reset: a round that wins while the average
+        loses drafts on, so the average catches up within a few rounds, and a close call is
+        probed every `probe_every` rounds while a clear loss is probed rarely.
         """
         verified = sum(lengths)
         if self.decode is None:
             if verified == 0:
                 self.pauses.lost(batch, double=False)
             return
-        speculative = tau * self.round_rate(batch)
-        plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
-        losing = self.pauses.judge(batch, speculative / plain)
-        if verified == 0:
-            self.pauses.lost(batch, longest=True)
-        elif losing:
+        gain = tau * self.round_rate(batch) / (batch * self.decode.at(batch) * self.rates.ratio(batch))
+        if self.pauses.judge(batch, gain) and gain <= 1:
             self.pauses.lost(batch)
         else:
             self.pauses.won(batch)
@@ -377,8 +376,8 @@ class DSparkProposer:
 def _survivals(confidences: list[float], room: int) -> list[float]:
     """`prefix_survival` of one request in Python floats (the same float64 products in the same
     order), 0 past its `room` (drafts it may not verify). Raises ValueError (field `confidences`)
-    on a value outside [0, 1]."""
-    if any(not 0 <= c <= 1 for c in confidences):   # also catches NaN
+    on a value outside [0, 1] within the room (past it values are ignored, as by the tensor path)."""
+    if any(not 0 <= c <= 1 for c in confidences[:room]):   # also catches NaN; past the room: ignored
         raise ValueError("confidences: values must lie in [0, 1]")
     out, a = [], 1.0
     for j, c in enumerate(confidences):
