@@ -177,15 +177,18 @@ def _numbers(outs: list, wall: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", required=True)
-    parser.add_argument("--drafter", required=True)
+    parser.add_argument("--target", required=True,
+                        help="target model: a GGUF file or HF folder (the engine's default model is "
+                             "~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf once `deepinfer generate` ran)")
+    parser.add_argument("--drafter", required=True, help="DSpark checkpoint folder (`deepinfer-dspark train --out`)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64, 128, 256])
     parser.add_argument("--fixed", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7])
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--sps", default=None, help="plain-decode SPS profile JSON; measured here when absent")
     parser.add_argument("--spec-sps", default=None, help="speculative-round SPS profile JSON; measured when absent")
     parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
-                        help="batch sizes of the SPS measurement (with the concurrencies)")
+                        help="batch sizes (requests) at which both profiles are measured, besides every "
+                             "--concurrency; sizes above the largest concurrency are dropped")
     parser.add_argument("--sps-workload", choices=["chat", "synthetic"], default="chat",
                         help="what the profiles are measured on: chat prompts (another shuffle than the "
                              "benchmark's, --max-tokens each, EOS ignored) or synthetic 16-token prompts, 33 tokens")

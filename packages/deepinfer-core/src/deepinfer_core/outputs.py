@@ -38,7 +38,9 @@ class RequestMetrics:
         first_token_time: when its first output token was sampled (TTFT = this - arrival_time).
         finished_time: when it finished.
         num_generated_tokens: output tokens over all completions.
-        spec_proposed: draft tokens proposed for it (speculative decoding; 0 without).
+        spec_proposed: draft tokens the proposer returned for it (speculative decoding; 0 without;
+            a proposer that schedules, like DSpark's confidence scheduling, returns only the
+            drafts it chose to have verified, not all it drafted).
         spec_verified: draft tokens the target scored (proposed minus those the budget dropped).
         spec_accepted: draft tokens accepted.
         spec_rounds: verification steps (each emits accepted + 1 tokens unless a stop cuts it).
