@@ -66,12 +66,12 @@ def test_smoothed_gain() -> None:
     assert not ledger.judge(1, 1.5)                               # the first rounds: their mean
     assert ledger.gain(1) == pytest.approx(1.15)
     ledger = PauseLedger(probe_every=2, max_probe_every=16)
-    for _ in range(20):
+    for _ in range(round(1 / SMOOTH)):                           # past the first rounds' mean
         assert not ledger.judge(1, 1.5)
     assert not ledger.judge(1, 0.5)                               # one loss among wins
     assert ledger.gain(1) == pytest.approx(1.5 + SMOOTH * (0.5 - 1.5))
     assert ledger.gain(64) is None                                # per bucket
-    losses = [ledger.judge(1, 0.5) for _ in range(30)]
+    losses = [ledger.judge(1, 0.5) for _ in range(round(1 / SMOOTH))]
     assert not losses[0] and losses[-1]                           # a lasting loss takes over
 
 

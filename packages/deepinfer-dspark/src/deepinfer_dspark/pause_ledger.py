@@ -29,7 +29,7 @@ lossless (the argument of the paper's stale-capacity variant). Device-free.
 
 from __future__ import annotations
 
-SMOOTH = 1 / 16   # weight of the newest round in the expected-gain average
+SMOOTH = 1 / 64   # weight of the newest round in the expected-gain average
 
 
 def ledger_bucket(batch: int) -> int:
