@@ -20,7 +20,8 @@ bucket of the batch size (`ledger_bucket`: 1, 2, 3, 4, 6, 8, 12, 16, ..., powers
 - the next pause (exponential backoff from `probe_every` up to `max_probe_every`). The proposer
   pauses only when both the average and the round just drafted lose, and resets the backoff
   otherwise: a round that wins while the average loses drafts on, so the average catches up
-  within a few rounds when the load or the drafts turn favourable; a close call is probed every
+  as drafted rounds accumulate when the load or the drafts turn favourable (about 100 rounds
+  after a long losing spell in simulations); a close call is probed every
   `probe_every` rounds, a clear loss (no round ever wins) ever more rarely.
 
 Every decision reads earlier rounds only, never the drafts it governs, so verification stays

@@ -351,7 +351,7 @@ class DSparkProposer:
         so is this round's own gain (both the long-run estimate and the latest evidence say
         drafting loses): then drafting pauses for the bucket's backoff, which doubles (up to
         `max_probe_every`). Otherwise the backoff is reset: a round that wins while the average
-        loses drafts on, so the average catches up within a few rounds, and a close call is
+        loses drafts on, so the average catches up as drafted rounds accumulate, and a close call is
         probed every `probe_every` rounds while a clear loss is probed rarely.
         """
         verified = sum(lengths)
