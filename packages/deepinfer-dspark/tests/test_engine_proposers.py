@@ -123,6 +123,12 @@ def test_confidence_scheduling_shortens_verification_under_a_steep_profile(folde
     # Nothing worth verifying at this load: drafting itself is skipped (probing now and then).
     assert llm.engine.speculative.proposer.skipped_rounds > 0
     assert flat_llm.engine.speculative.proposer.skipped_rounds == 0
+    # The engine's commits after each verification reach the realized acceptance ratio: a random
+    # drafter's drafts are rarely accepted whatever its confidences predict.
+    stats, acceptance = flat_llm.engine.speculative.stats, flat_llm.engine.speculative.proposer.acceptance
+    assert acceptance.rounds > 0 and stats.verified > 0
+    ratio = acceptance.ratio(4)
+    assert ratio < 0.5 and (ratio == 0) == (stats.accepted == 0), (ratio, stats)
 
 
 class MisreportingProposer:

@@ -13,6 +13,7 @@ import pytest
 import torch
 from deepinfer_core.interfaces import DraftRequest
 
+from deepinfer_dspark.acceptance_ratio import AcceptanceRatio
 from deepinfer_dspark.draft_runner import DraftOutput
 from deepinfer_dspark.pause_ledger import SMOOTH, PauseLedger, ledger_bucket
 from deepinfer_dspark.proposers import DSparkProposer
@@ -238,3 +239,59 @@ def test_confidences_past_a_requests_room_are_ignored(monkeypatch) -> None:
         assert [len(d.token_ids) for d in proposer.propose(roomy)] == [2]
         with pytest.raises(ValueError, match="^confidences: values must lie in"):
             proposer.propose([DraftRequest("r", list(range(10)), 3, 0.0, 0, 1.0, 0.0, 0, 9)])
+
+
+def _verified_round(proposer: DSparkProposer, batch: int, accepted: int) -> bool:
+    """`_round`, then the engine's commits after verification: each drafted request accepted
+    `accepted` drafts (at most its verified ones). True if drafted."""
+    if proposer.idle_rounds() > 0:
+        proposer.idle_round(batch)
+        return False
+    requests = [DraftRequest(f"r{i}", list(range(10)), proposer.num_tokens, 0.0, 0, 1.0, 0.0, 0, 9)
+                for i in range(batch)]
+    drafts = proposer.propose(requests)
+    for r, d in zip(requests, drafts):
+        if d.token_ids:
+            proposer.commit(r.request_id, len(r.token_ids) + 1 + min(accepted, len(d.token_ids)))
+    return any(d.token_ids for d in drafts)
+
+
+def test_acceptance_ratio_unit() -> None:
+    ratio = AcceptanceRatio()
+    assert ratio.ratio(1) == 1.0
+    ratio.begin(3, [("a", 10, 4, 0.5), ("b", 20, 4, 0.5), ("c", 5, 0, 0.0)])
+    ratio.commit("a", 14)          # 3 accepted + the bonus token
+    ratio.commit("b", 30)          # more than verified: clipped to 4
+    ratio.commit("c", 6)           # verified nothing: not counted
+    ratio.commit("zzz", 99)        # not in the round
+    ratio.close()
+    assert ratio.ratio(3) == pytest.approx(7 / 1.0) and ratio.rounds == 1
+    assert ratio.ratio(64) == pytest.approx(7.0)   # a bucket without rounds: all buckets' ratio
+    ratio.begin(3, [("a", 14, 4, 1.0)])
+    ratio.drop("a")                # left before its commit: counts in neither sum
+    ratio.begin(3, [("a", 14, 4, 1.0)])
+    ratio.commit("a", 14)          # nothing grew (a stop): 0 accepted, clipped at 0
+    ratio.close()
+    assert ratio.rounds == 2 and ratio.ratio(3) == pytest.approx((7 / 2) / (2 / 2))
+    ratio.begin(64, [("x", 10, 4, 2.0)])
+    ratio.commit("x", 12)          # 1 of 2 predicted at bucket 64
+    ratio.close()
+    assert ratio.ratio(64) == pytest.approx(0.5) and ratio.ratio(3) == pytest.approx(3.5)
+    assert ratio.ratio(2) == pytest.approx((8 / 3) / (4 / 3))   # no round at bucket 2: all of them
+
+
+def test_realized_acceptance_overrules_miscalibrated_confidences() -> None:
+    """Confidences of 0.3 predict a losing round at 1 request (gain 0.71), but the target accepts
+    3 of 4 drafts every round (gain ~2): drafting runs on. Confidences of 0.95 predict a win, but
+    nothing is ever accepted: drafting pauses, ever longer. Without commits (an engine that never
+    verifies) the predictions alone decide, as before."""
+    optimist = DSparkProposer(FakeRunner([0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    drafted = [_verified_round(optimist, 1, 3) for _ in range(300)]
+    assert sum(drafted[32:]) >= 0.97 * (300 - 32), sum(drafted)
+    assert optimist.acceptance.ratio(1) > 5 and optimist.pauses.gain(1) > 1
+    pessimist = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    drafted = [_verified_round(pessimist, 1, 0) for _ in range(400)]
+    assert sum(drafted) <= 4 + 400 // 64 + 8, sum(drafted)
+    assert pessimist.acceptance.ratio(1) == 0.0
+    silent = DSparkProposer(FakeRunner([0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    assert sum(_round(silent, 1) for _ in range(300)) <= 4 + 300 // 64

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import torch
 from deepinfer_core.interfaces import Draft, DraftRequest
 
+from deepinfer_dspark.acceptance_ratio import AcceptanceRatio
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
@@ -106,6 +107,8 @@ class DSparkProposer:
         skipped_rounds: rounds in which drafting was skipped (metrics).
         rates: the measured step times (`MeasuredRates`), used with both profiles.
         pauses: the per-bucket pauses, backoffs and expected gains (`PauseLedger`).
+        acceptance: realized over predicted accepted drafts (`AcceptanceRatio`), which scales the
+            predicted accepted count in the pause decisions.
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
@@ -130,6 +133,7 @@ class DSparkProposer:
         self._last_batch = 0                 # requests in the last propose call
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.rates = MeasuredRates()
+        self.acceptance = AcceptanceRatio()  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
         self.defer_context = defer_context
         self.retired = False
@@ -216,6 +220,7 @@ class DSparkProposer:
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
         does while paused."""
         self._record(self.rates.start(), num_requests, None)
+        self.acceptance.close()
         self._last_batch = num_requests
         self._count(PLAIN, num_requests)
         if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
@@ -227,6 +232,7 @@ class DSparkProposer:
         self._record(began, len(requests), None)   # a plain step, unless the drafter runs below
         drafts = [Draft([]) for _ in requests]
         self._last_batch = batch = len(requests)
+        self.acceptance.close()   # the last drafted round's commits are in
         probing = self._probing()
         if requests and not probing and self.pauses.skip(batch):
             self.skipped_rounds += 1
@@ -260,14 +266,16 @@ class DSparkProposer:
             if len(outs) * self.num_tokens <= SMALL_SCHEDULE:   # the host's critical path: no tensor op
                 rows = [_survivals(o.confidences.tolist(), room) for o, room in zip(outs, lengths)]
                 lengths = schedule_rows(rows, self.sps.at)
-                tau = batch + sum(sum(row[:n]) for row, n in zip(rows, lengths))
+                expected = [sum(row[:n]) for row, n in zip(rows, lengths)]
             else:
                 conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
                 room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
                 survival = prefix_survival(conf.masked_fill_(room, 0.0))   # past a request's room: not verifiable
                 lengths = schedule_prefixes(survival, self.sps).tolist()
                 verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
-                tau = batch + float(survival.masked_fill(~verified_mask, 0.0).sum())
+                expected = survival.masked_fill(~verified_mask, 0.0).sum(1).tolist()
+            self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, e) for r, n, e in zip(asks, lengths, expected)])
+            tau = batch + self.acceptance.ratio(batch) * sum(expected)   # predicted, scaled by the realized ratio
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:
                 self._plan_pause(tau, lengths, batch)
@@ -346,7 +354,8 @@ class DSparkProposer:
 
         Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
         smoothed expected gain, this round's expected emitted tokens per second
-        tau * `round_rate(B)` (`tau` = the batch plus the verified prefixes' survivals) over plain
+        tau * `round_rate(B)` (`tau` = the batch plus the verified prefixes' survivals, scaled
+        by `acceptance.ratio(B)`: realized over predicted accepted drafts so far) over plain
         decoding's B * SPS_decode(B) folded into the average of earlier rounds, is at most 1, and
         so is this round's own gain (both the long-run estimate and the latest evidence say
         drafting loses): then drafting pauses for the bucket's backoff, which doubles (up to
@@ -366,9 +375,12 @@ class DSparkProposer:
             self.pauses.won(batch)
 
     def commit(self, request_id: str, num_tokens: int) -> None:
-        pass  # the context cache only ever holds committed positions (see observe)
+        """After a verification: the request's realized accepted drafts (`acceptance`). The
+        context cache needs nothing: it only ever holds committed positions (see observe)."""
+        self.acceptance.commit(request_id, num_tokens)
 
     def remove(self, request_id: str) -> None:
+        self.acceptance.drop(request_id)
         self.pending.drop(request_id)
         self.runner.remove(request_id)
 

@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from deepinfer_core.engine.request import RequestStatus
 from deepinfer_core.executor.transfer import to_device
 from deepinfer_core.interfaces import Draft, DraftRequest, Proposer
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
 
 logger = logging.getLogger(__name__)
+_RUNNING = RequestStatus.RUNNING   # a plain step's requests, unless the update finished some
 
 if TYPE_CHECKING:
     from deepinfer_core.engine.request import Request
@@ -280,16 +282,22 @@ class SpeculativeDecoder:
             request id -> error message (names `speculative_config.proposer`) for the requests of
             a call that raised; empty when it did not.
         """
-        ids, firsts, counts, starts = [], [], [], []
-        for i, (req, num_new) in enumerate(scheduled):
-            if req.is_finished:
-                continue
-            # Called after the scheduler's update: num_computed_tokens already counts these tokens.
-            count = len(emitted[req.request_id]) if req.request_id in drafts else num_new
-            ids.append(req.request_id)
-            firsts.append(req.num_computed_tokens - count)
-            counts.append(count)
-            starts.append(cu_seqlens[i])
+        # Called after the scheduler's update: num_computed_tokens already counts these tokens.
+        if not drafts and all(req.status is _RUNNING for req, _ in scheduled):   # a plain step: columns at once
+            ids = [req.request_id for req, _ in scheduled]
+            counts = [n for _, n in scheduled]
+            firsts = [req.num_computed_tokens - n for req, n in scheduled]
+            starts = cu_seqlens[:len(scheduled)]
+        else:
+            ids, firsts, counts, starts = [], [], [], []
+            for i, (req, num_new) in enumerate(scheduled):
+                if req.is_finished:
+                    continue
+                count = len(emitted[req.request_id]) if req.request_id in drafts else num_new
+                ids.append(req.request_id)
+                firsts.append(req.num_computed_tokens - count)
+                counts.append(count)
+                starts.append(cu_seqlens[i])
         try:
             step = getattr(self.proposer, "observe_step", None)
             if step is not None:  # the whole step, unsliced (cheap while a drafter is paused)
