@@ -258,26 +258,28 @@ def _verified_round(proposer: DSparkProposer, batch: int, accepted: int) -> bool
 
 def test_acceptance_ratio_unit() -> None:
     ratio = AcceptanceRatio()
-    assert ratio.ratio(1) == 1.0
-    ratio.begin(3, [("a", 10, 4, 0.5), ("b", 20, 4, 0.5), ("c", 5, 0, 0.0)])
+    assert ratio.ratio(1) == 1.0 and ratio.full_accepted() is None
+    ratio.begin(3, [("a", 10, 4, 0.5, 1.0), ("b", 20, 4, 0.5, 1.0), ("c", 5, 0, 0.0, 0.2)])
     ratio.commit("a", 14)          # 3 accepted + the bonus token
     ratio.commit("b", 30)          # more than verified: clipped to 4
-    ratio.commit("c", 6)           # verified nothing: not counted
+    ratio.commit("c", 6)           # verified nothing: no commit counts (its full prediction does)
     ratio.commit("zzz", 99)        # not in the round
     ratio.close()
     assert ratio.ratio(3) == pytest.approx(7 / 1.0) and ratio.rounds == 1
     assert ratio.ratio(64) == pytest.approx(7.0)   # a bucket without rounds: all buckets' ratio
-    ratio.begin(3, [("a", 14, 4, 1.0)])
-    ratio.drop("a")                # left before its commit: counts in neither sum
-    ratio.begin(3, [("a", 14, 4, 1.0)])
+    assert ratio.full_accepted() == pytest.approx(7.0 * 2.2 / 3)
+    ratio.begin(3, [("a", 14, 4, 1.0, 1.0)])
+    ratio.drop("a")                # left before its commit: counts nowhere
+    ratio.begin(3, [("a", 14, 4, 1.0, 1.0)])
     ratio.commit("a", 14)          # nothing grew (a stop): 0 accepted, clipped at 0
     ratio.close()
     assert ratio.rounds == 2 and ratio.ratio(3) == pytest.approx((7 / 2) / (2 / 2))
-    ratio.begin(64, [("x", 10, 4, 2.0)])
+    ratio.begin(64, [("x", 10, 4, 2.0, 3.0)])
     ratio.commit("x", 12)          # 1 of 2 predicted at bucket 64
     ratio.close()
     assert ratio.ratio(64) == pytest.approx(0.5) and ratio.ratio(3) == pytest.approx(3.5)
     assert ratio.ratio(2) == pytest.approx((8 / 3) / (4 / 3))   # no round at bucket 2: all of them
+    assert ratio.full_accepted() == pytest.approx(2.0 * (2.2 + 1.0 + 3.0) / 3 / ((3 + 1 + 1) / 3))
 
 
 def test_realized_acceptance_overrules_miscalibrated_confidences() -> None:
@@ -295,3 +297,32 @@ def test_realized_acceptance_overrules_miscalibrated_confidences() -> None:
     assert pessimist.acceptance.ratio(1) == 0.0
     silent = DSparkProposer(FakeRunner([0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     assert sum(_round(silent, 1) for _ in range(300)) <= 4 + 300 // 64
+
+
+def test_loads_judged_from_the_acceptance_measured_elsewhere(monkeypatch) -> None:
+    """Drafting wins alone (3 of 4 drafts accepted); at 64 requests even that acceptance with every
+    draft verified loses (64 x 4 tokens at 150 rounds/s < 64 x 700 plain), so once 8 rounds have
+    measured it, rounds at 64 are judged without drafting: the drafter never runs there, where
+    the ledger alone probes. After REFRESH_ROUNDS rounds without the drafter, one round drafts."""
+    import deepinfer_dspark.proposers as proposers
+
+    def drafter_calls_at_64(proposer: DSparkProposer, rounds: int) -> int:
+        for _ in range(16):
+            assert _verified_round(proposer, 1, 3)
+        before = proposer.runner.calls
+        for _ in range(rounds):
+            _verified_round(proposer, 64, 3)
+        return proposer.runner.calls - before
+
+    bounded = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    assert drafter_calls_at_64(bounded, 300) == 0
+    assert bounded.expected_loss(64) and not bounded.expected_loss(1)
+    assert bounded.acceptance.full_accepted() == pytest.approx(3.0)
+    back = [_verified_round(bounded, 1, 3) for _ in range(16)]    # alone again, drafting runs on (after
+    assert all(back[1:]), back                                    # the one round the engine asks at 64)
+    unmeasured = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    unmeasured.acceptance.commit = lambda request_id, num_tokens: None   # no realized acceptance
+    assert drafter_calls_at_64(unmeasured, 300) >= 3                    # the ledger's probes
+    monkeypatch.setattr(proposers, "REFRESH_ROUNDS", 50)
+    refreshed = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    assert 300 // 50 - 2 <= drafter_calls_at_64(refreshed, 300) <= 300 // 50 + 1

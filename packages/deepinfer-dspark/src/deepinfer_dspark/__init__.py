@@ -21,7 +21,8 @@ from deepinfer_dspark.drafter import DSparkDrafter
 from deepinfer_dspark.metrics import SpecMetrics
 from deepinfer_dspark.ngram import NgramProposer
 from deepinfer_dspark.factories import dspark_factory, ngram_factory
-from deepinfer_dspark.proposers import DSparkProposer, NgramSpecProposer
+from deepinfer_dspark.ngram import NgramSpecProposer
+from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.scheduler import (
     StaleCapacityScheduler,
     prefix_survival,

@@ -19,7 +19,8 @@ import torch
 from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
-from deepinfer_dspark.proposers import DSparkProposer, NgramSpecProposer
+from deepinfer_dspark.ngram import NgramSpecProposer
+from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 

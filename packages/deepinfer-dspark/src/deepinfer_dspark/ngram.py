@@ -4,12 +4,14 @@
 
 Prompt lookup decoding (Saxena 2023; vLLM's `ngram` method with prompt_lookup_min/max):
 find an earlier occurrence of the last n tokens and propose the tokens that followed it.
-Deterministic, so the verifier treats its q as one-hot on the draft.
+Deterministic, so the verifier treats its q as one-hot on the draft. `NgramSpecProposer` is the
+engine-facing `deepinfer_core.interfaces.Proposer` over it (method `ngram`).
 """
 
 from __future__ import annotations
 
 import torch
+from deepinfer_core.interfaces import Draft, DraftRequest
 
 
 class NgramProposer:
@@ -64,3 +66,19 @@ class NgramProposer:
                 start = int(hits[-1, 0]) + n
                 return token_ids[start:start + num_tokens]
         return []
+
+
+class NgramSpecProposer:
+    """Prompt-lookup drafts for the engine (no state, no target features)."""
+
+    def __init__(self, min_n: int = 1, max_n: int = 4) -> None:
+        self.lookup = NgramProposer(min_n, max_n)
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        return [Draft(self.lookup.propose(r.request_id, list(r.token_ids), r.max_tokens)) for r in requests]
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        pass
+
+    def remove(self, request_id: str) -> None:
+        pass

@@ -3,7 +3,7 @@
 """The engine-facing proposers (`deepinfer_core.interfaces.Proposer`), built by the factories of
 `deepinfer_dspark.factories` (entry-point group `deepinfer.proposers`):
 
-- `ngram`: prompt lookup (`NgramProposer`), deterministic drafts.
+- `ngram`: prompt lookup (`deepinfer_dspark.ngram.NgramSpecProposer`), deterministic drafts.
 - `dspark`: the DSpark drafter (`DSparkDraftRunner`) with fixed-length or confidence-scheduled
   verification (paper Algorithm 1 with its early stop, over a measured `SPSProfile`).
 
@@ -35,27 +35,14 @@ from deepinfer_dspark.acceptance_ratio import AcceptanceRatio
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
-from deepinfer_dspark.ngram import NgramProposer
 from deepinfer_dspark.pause_ledger import PauseLedger
 from deepinfer_dspark.pending_context import PendingContext
-from deepinfer_dspark.scheduler import SMALL_SCHEDULE, prefix_survival, schedule_prefixes, schedule_rows
+from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
+                                        schedule_rows)
 from deepinfer_dspark.sps import SPSProfile
 
-
-class NgramSpecProposer:
-    """Prompt-lookup drafts for the engine (no state, no target features)."""
-
-    def __init__(self, min_n: int = 1, max_n: int = 4) -> None:
-        self.lookup = NgramProposer(min_n, max_n)
-
-    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
-        return [Draft(self.lookup.propose(r.request_id, list(r.token_ids), r.max_tokens)) for r in requests]
-
-    def commit(self, request_id: str, num_tokens: int) -> None:
-        pass
-
-    def remove(self, request_id: str) -> None:
-        pass
+MIN_MEASURED_ROUNDS = 8    # drafted rounds before `expected_loss` judges loads without drafting
+REFRESH_ROUNDS = 1024      # rounds without the drafter after which one round drafts anyway
 
 
 class DSparkProposer:
@@ -134,6 +121,7 @@ class DSparkProposer:
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio()  # realized / predicted accepted drafts, from commits
+        self._since_drafted = 0              # rounds since the drafter last ran (any load)
         self.measure_step_times = measure_step_times
         self.defer_context = defer_context
         self.retired = False
@@ -206,9 +194,11 @@ class DSparkProposer:
         When the pause is over but drafting still cannot pay at the last round's batch size
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
-        if self._pause == 0 and self._last_batch and not self._probing() and self.cannot_pay(self._last_batch) \
-                and not self._probe_due(self._last_batch):
-            self._pause_for(self.probe_every, self._last_batch)
+        if self._pause == 0 and self._last_batch and not self._probing():
+            if self.cannot_pay(self._last_batch) and not self._probe_due(self._last_batch):
+                self._pause_for(self.probe_every, self._last_batch)
+            elif self._judged_without_drafting(self._last_batch):
+                self.pauses.lost(self._last_batch)
         return self._pause
 
     @property
@@ -223,6 +213,7 @@ class DSparkProposer:
         self.acceptance.close()
         self._last_batch = num_requests
         self._count(PLAIN, num_requests)
+        self._since_drafted += 1
         if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
             self.pauses.skip(num_requests)   # asked by the last round's bucket, a lag of one round)
             self.skipped_rounds += 1
@@ -234,7 +225,13 @@ class DSparkProposer:
         self._last_batch = batch = len(requests)
         self.acceptance.close()   # the last drafted round's commits are in
         probing = self._probing()
+        self._since_drafted += 1
         if requests and not probing and self.pauses.skip(batch):
+            self.skipped_rounds += 1
+            self._count(PLAIN, batch)
+            return drafts
+        if requests and not probing and self._judged_without_drafting(batch):
+            self.pauses.lost(batch)   # as a drafted round that lost, without its cost
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
@@ -258,15 +255,17 @@ class DSparkProposer:
             self._count(PLAIN, batch)
             return drafts
         asks = [requests[i] for i in ready]
+        self._since_drafted = 0
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
                                   for r in asks], self.num_tokens)
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         if self.sps is not None and all(o.confidences is not None for o in outs):
             if len(outs) * self.num_tokens <= SMALL_SCHEDULE:   # the host's critical path: no tensor op
-                rows = [_survivals(o.confidences.tolist(), room) for o, room in zip(outs, lengths)]
+                rows = [row_survivals(o.confidences.tolist(), room) for o, room in zip(outs, lengths)]
                 lengths = schedule_rows(rows, self.sps.at)
                 expected = [sum(row[:n]) for row, n in zip(rows, lengths)]
+                full = [sum(row) for row in rows]
             else:
                 conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
                 room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
@@ -274,7 +273,9 @@ class DSparkProposer:
                 lengths = schedule_prefixes(survival, self.sps).tolist()
                 verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
                 expected = survival.masked_fill(~verified_mask, 0.0).sum(1).tolist()
-            self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, e) for r, n, e in zip(asks, lengths, expected)])
+                full = survival.sum(1).tolist()
+            self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, e, f)
+                                          for r, n, e, f in zip(asks, lengths, expected, full)])
             tau = batch + self.acceptance.ratio(batch) * sum(expected)   # predicted, scaled by the realized ratio
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:
@@ -314,6 +315,27 @@ class DSparkProposer:
             return False
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
         return batch * (1 + self.num_tokens) * self.round_rate(batch) <= plain
+
+    def expected_loss(self, batch: int) -> bool:
+        """Whether drafting is expected to lose at `batch` requests even with every draft
+        verified, at the acceptance measured so far (over all loads: a request's accepted drafts
+        do not depend on the batch it is in): B (1 + a) tokens a round at `round_rate(B)` rounds/s
+        is at most plain decoding's B SPS_decode(B), with a = `acceptance.full_accepted()`. The
+        ledger's gain of a round at B is at most this bound's, so such a round would be judged a
+        loss: it is judged so without drafting it. False without both profiles or before
+        `MIN_MEASURED_ROUNDS` drafted rounds."""
+        if self.decode is None or self.sps is None or self.acceptance.rounds < MIN_MEASURED_ROUNDS:
+            return False
+        full = self.acceptance.full_accepted()
+        if full is None:
+            return False
+        plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
+        return batch * (1 + full) * self.round_rate(batch) <= plain
+
+    def _judged_without_drafting(self, batch: int) -> bool:
+        """`expected_loss(batch)`, unless the drafter has not run for `REFRESH_ROUNDS` rounds (at
+        any load): then a round is drafted to refresh the acceptance (the text may have changed)."""
+        return self._since_drafted < REFRESH_ROUNDS and self.expected_loss(batch)
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
@@ -383,19 +405,6 @@ class DSparkProposer:
         self.acceptance.drop(request_id)
         self.pending.drop(request_id)
         self.runner.remove(request_id)
-
-
-def _survivals(confidences: list[float], room: int) -> list[float]:
-    """`prefix_survival` of one request in Python floats (the same float64 products in the same
-    order), 0 past its `room` (drafts it may not verify). Raises ValueError (field `confidences`)
-    on a value outside [0, 1] within the room (past it values are ignored, as by the tensor path)."""
-    if any(not 0 <= c <= 1 for c in confidences[:room]):   # also catches NaN; past the room: ignored
-        raise ValueError("confidences: values must lie in [0, 1]")
-    out, a = [], 1.0
-    for j, c in enumerate(confidences):
-        a = a * c if j < room else 0.0
-        out.append(a)
-    return out
 
 
 def _index(values: list[int], device: torch.device) -> torch.Tensor:

@@ -224,3 +224,16 @@ def _ranked_candidates(survivals: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 def _lengths(num_req: int, req: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
     lengths = torch.zeros(num_req, dtype=torch.int64)
     return lengths.scatter_reduce_(0, req, depth, reduce="amax")
+
+
+def row_survivals(confidences: list[float], room: int) -> list[float]:
+    """`prefix_survival` of one request in Python floats (the same float64 products in the same
+    order), 0 past its `room` (drafts it may not verify). Raises ValueError (field `confidences`)
+    on a value outside [0, 1] within the room (past it values are ignored, as by the tensor path)."""
+    if any(not 0 <= c <= 1 for c in confidences[:room]):   # also catches NaN; past the room: ignored
+        raise ValueError("confidences: values must lie in [0, 1]")
+    out, a = [], 1.0
+    for j, c in enumerate(confidences):
+        a = a * c if j < room else 0.0
+        out.append(a)
+    return out
