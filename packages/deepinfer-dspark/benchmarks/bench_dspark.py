@@ -285,31 +285,39 @@ def main() -> None:
 
 def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     """`--interleave`: every engine alive at once; per concurrency, `args.interleave` rounds of one
-    call per variant, the order rotated each round. Each row holds the variant's median call and
-    `paired`: the median over rounds of its tok/s divided by the first variant's in that round."""
+    call per variant, the order rotated each round (`paired_rows`)."""
     from deepinfer_core import LLM, SamplingParams
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
     llms = {name: LLM(args.target, speculative_config=spec, **engine_kw) for name, spec in variants.items()}
-    names, rows = list(llms), []
+    rows = []
     for c in args.concurrency:
-        prompts = pool[:c]
         for llm in llms.values():
-            llm.chat(prompts[:1], params)   # warm-up, excluded
-        runs = {name: [] for name in names}
-        for r in range(args.interleave):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                start = time.perf_counter()
-                outs = llms[name].chat(prompts, params)
-                runs[name].append(_numbers(outs, time.perf_counter() - start))
-        for name in names:
-            ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
-            median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
-            rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios)}))
-            print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, flush=True)
+            llm.chat(pool[:1], params)   # warm-up, excluded
+        rows += paired_rows(llms, pool[:c], params, args.interleave, c)
         write_table(rows, args.out)
     for llm in llms.values():
         llm.close()
+    return rows
+
+
+def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int) -> list:
+    """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round. One
+    row per engine: its median call and `paired`, the median over rounds of its tok/s divided by
+    the first engine's in that round."""
+    names = list(llms)
+    runs = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            start = time.perf_counter()
+            outs = llms[name].chat(prompts, params)
+            runs[name].append(_numbers(outs, time.perf_counter() - start))
+    rows = []
+    for name in names:
+        ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
+        median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
+        rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios)}))
+        print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, flush=True)
     return rows
 
 

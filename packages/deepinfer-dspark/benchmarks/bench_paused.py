@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from bench_dspark import _numbers, profile_run, table, torch_profile_run, write_table
+from bench_dspark import paired_rows, profile_run, table, torch_profile_run, write_table
 
 
 def random_drafter(target: Path, block_size: int) -> Path:
@@ -91,22 +89,11 @@ def main() -> None:
     blind.observe_step = lambda *a, **kw: None   # the core finds this attribute first: features dropped
     pool = [[{"role": "user", "content": p}] for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
-    names, rows = list(llms), []
+    rows = []
     for c in args.concurrency:
-        prompts = pool[:c]
         for llm in llms.values():
-            llm.chat(prompts, params)   # warm-up, excluded
-        runs = {name: [] for name in names}
-        for r in range(args.rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                start = time.perf_counter()
-                outs = llms[name].chat(prompts, params)
-                runs[name].append(_numbers(outs, time.perf_counter() - start))
-        for name in names:
-            ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs["none"])]
-            median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
-            rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios)}))
-            print(c, name, {key: round(v, 3) for key, v in rows[-1][2].items()}, flush=True)
+            llm.chat(pool[:c], params)   # warm-up, excluded
+        rows += paired_rows(llms, pool[:c], params, args.rounds, c)
         write_table(rows, args.out)
     skipped = llms["paused"].engine.speculative.proposer.skipped_rounds
     print(f"paused: {skipped} rounds skipped by the proposer", flush=True)
