@@ -12,64 +12,76 @@ confidence scheduling, deciding from the predictions, paused drafting there.
 So the proposer learns the ratio online: for every drafted request it keeps the predicted
 accepted count (the survivals summed over its verified prefix) and the realized one (the tokens
 the engine committed after verification, minus the bonus token), and the ratio of their sums,
-averaged over rounds (the mean over the first 1 / `SMOOTH` rounds, then an exponential moving
-average of weight `SMOOTH`, as the ledger's gains), per batch-size bucket (`ledger_bucket`):
+over the last ~`WINDOW` requests (decayed sums), as an upper confidence bound (optimistic
+while the evidence is thin: `_Means.ratio`), per batch-size bucket (`ledger_bucket`):
 Algorithm 1 verifies all confident drafts of a lone request but only the most confident ones of
 a large batch, and the calibration error differs between the two. A bucket without a round yet
 takes the ratio over all buckets. The ledger then scales each round's predicted accepted count
 by it.
 
-It also keeps, over all buckets, the predicted accepted drafts of a request had all its drafts
-been verified: scaled by the ratio, the expected accepted drafts per request at full
-verification (`full_accepted`), which bounds the gain of drafting at any load before drafting
-there (see `DSparkProposer.expected_loss`). Realized counts come from verifications already done, so every decision
-still reads earlier rounds only: lossless. Device-free.
+It also feeds every drafted request to `full` (`FullAcceptance`): the expected accepted drafts
+of a request had all its drafts been verified, which bounds the gain of drafting at any load
+before drafting there (see `DSparkProposer.expected_loss`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
+from deepinfer_dspark.full_acceptance import FullAcceptance
 from deepinfer_dspark.pause_ledger import ledger_bucket
 
-SMOOTH = 1 / 64   # weight of the newest round in the averages
+WINDOW = 1024     # requests: each one folded in keeps 1 - 1 / WINDOW of the sums before it
+Z = 2.0           # the ratio's upper confidence bound: realized + Z standard deviations
 
 
 class _Means:
-    """Per-round sums (predicted and realized accepted drafts of the verified prefixes, predicted
-    accepted drafts at full verification, requests), averaged over rounds."""
+    """Decayed sums of predicted and realized accepted drafts of the verified prefixes, and of the
+    realized counts' squares."""
 
     def __init__(self) -> None:
-        self.predicted = self.realized = self.full = self.requests = 0.0
+        self.predicted = self.realized = self.squares = 0.0
         self.rounds = 0
 
-    def fold(self, predicted: float, realized: float, full: float, requests: int) -> None:
+    def fold(self, predicted: float, realized: float, squares: float, requests: int) -> None:
         self.rounds += 1
-        weight = max(SMOOTH, 1.0 / self.rounds)
-        self.predicted += weight * (predicted - self.predicted)
-        self.realized += weight * (realized - self.realized)
-        self.full += weight * (full - self.full)
-        self.requests += weight * (requests - self.requests)
+        kept = (1 - 1 / WINDOW) ** requests
+        self.predicted = self.predicted * kept + predicted
+        self.realized = self.realized * kept + realized
+        self.squares = self.squares * kept + squares
 
     def ratio(self) -> float | None:
-        return self.realized / self.predicted if self.rounds and self.predicted > 0.0 else None
+        """An upper confidence bound of realized / predicted: (R + Z sqrt(S) + Z^2) / P, with R
+        the realized drafts, S the sum of the requests' squared realized counts (the variance of
+        R is at most S) and P the predicted drafts. Optimistic while evidence is thin, so drafting
+        goes on until the evidence says it loses (a few unlucky rounds do not stop it for good);
+        it tends to R / P as evidence grows."""
+        if not self.rounds or self.predicted <= 1e-9:   # no prediction to scale (nor to divide by)
+            return None
+        return (self.realized + Z * math.sqrt(self.squares) + Z * Z) / self.predicted
 
 
 class AcceptanceRatio:
     """Realized over predicted accepted drafts, averaged over rounds, per batch bucket.
 
     Usage per round: `begin` with the batch size and, per drafted request, its token count, its
-    verified drafts and predicted accepted drafts (of the verified prefix, and of all its drafts);
-    `commit` as the engine reports each request's tokens after verification; the next round's
-    `begin` (or `close`) folds the round in. A request that verified drafts but finishes or leaves
-    within the round (no `commit`) counts nowhere; one that verified none counts in the
-    full-verification average only.
+    verified drafts and its survival probabilities; `commit` as the engine reports each request's
+    tokens after verification; the next round's `begin` (or `close`) folds the round in. A
+    request that verified drafts but finishes or leaves within the round (no `commit`) counts
+    nowhere; one that verified none counts in `full`'s survival means only.
+
+    Args:
+        num_tokens: k, drafts per request per round.
     """
 
-    def __init__(self) -> None:
-        self._open: dict[str, tuple[int, int, float, float]] = {}   # id -> (before, verified, predicted, full)
+    def __init__(self, num_tokens: int) -> None:
+        self._open: dict[str, tuple[int, int, Sequence[float]]] = {}   # id -> (before, verified, survival)
         self._batch = 0
-        self._sums = [0.0, 0.0, 0.0, 0]   # the open round's predicted, realized, full, requests
+        self._sums = [0.0, 0.0, 0.0, 0]   # the open round's predicted, realized, squares, requests (committed)
         self._buckets: dict[int, _Means] = {}
         self._all = _Means()
+        self.full = FullAcceptance(num_tokens)
 
     @property
     def rounds(self) -> int:
@@ -85,27 +97,18 @@ class AcceptanceRatio:
                 return value
         return 1.0
 
-    def full_accepted(self) -> float | None:
-        """Expected accepted drafts per request with every draft verified: the predicted count at
-        full verification, scaled by the ratio over all buckets (None before any round)."""
-        ratio = self._all.ratio()
-        if ratio is None or self._all.requests <= 0.0:
-            return None
-        return ratio * self._all.full / self._all.requests
-
-    def begin(self, batch: int, rounds: list[tuple[str, int, int, float, float]]) -> None:
+    def begin(self, batch: int, rounds: list[tuple[str, int, int, Sequence[float]]]) -> None:
         """Closes the previous round, then opens one of `batch` requests: `(request id, tokens
-        before the round (prompt + output), drafts verified, predicted accepted drafts of the
-        verified prefix, predicted accepted drafts had all been verified)` per drafted request."""
+        before the round (prompt + output), drafts verified, survival probabilities [k] (0 past
+        the request's room))` per drafted request."""
         self.close()
         self._batch = batch
         self._open = {}
-        for rid, before, verified, predicted, full in rounds:
+        for rid, before, verified, survival in rounds:
             if verified > 0:
-                self._open[rid] = (before, verified, predicted, full)
+                self._open[rid] = (before, verified, survival)
             else:   # nothing to verify: no commit comes
-                self._sums[2] += full
-                self._sums[3] += 1
+                self.full.add(survival, 0, None)
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """The request holds `num_tokens` tokens after this round's verification (prompt +
@@ -113,20 +116,22 @@ class AcceptanceRatio:
         entry = self._open.pop(request_id, None)
         if entry is None:
             return
-        before, verified, predicted, full = entry
-        self._sums[0] += predicted
-        self._sums[1] += min(max(num_tokens - before - 1, 0), verified)
-        self._sums[2] += full
+        before, verified, survival = entry
+        accepted = min(max(num_tokens - before - 1, 0), verified)
+        self._sums[0] += sum(survival[:verified])
+        self._sums[1] += accepted
+        self._sums[2] += accepted * accepted
         self._sums[3] += 1
+        self.full.add(survival, verified, accepted)
 
     def close(self) -> None:
         """Folds the open round's committed requests into the averages (no-op without any)."""
         self._open = {}
-        predicted, realized, full, requests = self._sums
+        predicted, realized, squares, requests = self._sums
         if requests == 0:
             return
-        self._buckets.setdefault(ledger_bucket(self._batch), _Means()).fold(predicted, realized, full, requests)
-        self._all.fold(predicted, realized, full, requests)
+        self._buckets.setdefault(ledger_bucket(self._batch), _Means()).fold(predicted, realized, squares, requests)
+        self._all.fold(predicted, realized, squares, requests)
         self._sums = [0.0, 0.0, 0.0, 0]
 
     def drop(self, request_id: str) -> None:

@@ -41,8 +41,7 @@ from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_sur
                                         schedule_rows)
 from deepinfer_dspark.sps import SPSProfile
 
-MIN_MEASURED_ROUNDS = 8    # drafted rounds before `expected_loss` judges loads without drafting
-REFRESH_ROUNDS = 1024      # rounds without the drafter after which one round drafts anyway
+MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
 
 
 class DSparkProposer:
@@ -120,8 +119,7 @@ class DSparkProposer:
         self._last_batch = 0                 # requests in the last propose call
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.rates = MeasuredRates()
-        self.acceptance = AcceptanceRatio()  # realized / predicted accepted drafts, from commits
-        self._since_drafted = 0              # rounds since the drafter last ran (any load)
+        self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
         self.defer_context = defer_context
         self.retired = False
@@ -197,8 +195,8 @@ class DSparkProposer:
         if self._pause == 0 and self._last_batch and not self._probing():
             if self.cannot_pay(self._last_batch) and not self._probe_due(self._last_batch):
                 self._pause_for(self.probe_every, self._last_batch)
-            elif self._judged_without_drafting(self._last_batch):
-                self.pauses.lost(self._last_batch)
+            elif self.expected_loss(self._last_batch):
+                self._pause_for(self.probe_every, self._last_batch)
         return self._pause
 
     @property
@@ -213,7 +211,7 @@ class DSparkProposer:
         self.acceptance.close()
         self._last_batch = num_requests
         self._count(PLAIN, num_requests)
-        self._since_drafted += 1
+        self.acceptance.full.tick()
         if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
             self.pauses.skip(num_requests)   # asked by the last round's bucket, a lag of one round)
             self.skipped_rounds += 1
@@ -225,13 +223,13 @@ class DSparkProposer:
         self._last_batch = batch = len(requests)
         self.acceptance.close()   # the last drafted round's commits are in
         probing = self._probing()
-        self._since_drafted += 1
+        self.acceptance.full.tick()
         if requests and not probing and self.pauses.skip(batch):
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
-        if requests and not probing and self._judged_without_drafting(batch):
-            self.pauses.lost(batch)   # as a drafted round that lost, without its cost
+        if requests and not probing and self.expected_loss(batch):
+            self._pause_for(self.probe_every - 1, batch)   # judged without drafting: no backoff grows
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
@@ -255,7 +253,6 @@ class DSparkProposer:
             self._count(PLAIN, batch)
             return drafts
         asks = [requests[i] for i in ready]
-        self._since_drafted = 0
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
                                   for r in asks], self.num_tokens)
@@ -265,7 +262,6 @@ class DSparkProposer:
                 rows = [row_survivals(o.confidences.tolist(), room) for o, room in zip(outs, lengths)]
                 lengths = schedule_rows(rows, self.sps.at)
                 expected = [sum(row[:n]) for row, n in zip(rows, lengths)]
-                full = [sum(row) for row in rows]
             else:
                 conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
                 room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
@@ -273,13 +269,12 @@ class DSparkProposer:
                 lengths = schedule_prefixes(survival, self.sps).tolist()
                 verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
                 expected = survival.masked_fill(~verified_mask, 0.0).sum(1).tolist()
-                full = survival.sum(1).tolist()
-            self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, e, f)
-                                          for r, n, e, f in zip(asks, lengths, expected, full)])
-            tau = batch + self.acceptance.ratio(batch) * sum(expected)   # predicted, scaled by the realized ratio
+                rows = survival.tolist()
+            self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, row)
+                                          for r, n, row in zip(asks, lengths, rows)])
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:
-                self._plan_pause(tau, lengths, batch)
+                self._plan_pause(sum(expected), lengths, batch)
         self.lengths = lengths
         self._record(began, batch, sum(lengths))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
@@ -318,24 +313,21 @@ class DSparkProposer:
 
     def expected_loss(self, batch: int) -> bool:
         """Whether drafting is expected to lose at `batch` requests even with every draft
-        verified, at the acceptance measured so far (over all loads: a request's accepted drafts
-        do not depend on the batch it is in): B (1 + a) tokens a round at `round_rate(B)` rounds/s
-        is at most plain decoding's B SPS_decode(B), with a = `acceptance.full_accepted()`. The
-        ledger's gain of a round at B is at most this bound's, so such a round would be judged a
-        loss: it is judged so without drafting it. False without both profiles or before
-        `MIN_MEASURED_ROUNDS` drafted rounds."""
-        if self.decode is None or self.sps is None or self.acceptance.rounds < MIN_MEASURED_ROUNDS:
+        verified: B (1 + a) tokens a round at `round_rate(B)` rounds/s is at most plain
+        decoding's B SPS_decode(B), with a the upper confidence bound of the accepted drafts per
+        request measured so far, over all loads (`acceptance.full.upper()`: a request's accepted
+        drafts do not depend on the batch it is in). The ledger's gain of such a round is lower
+        still, so it is judged a loss without drafting it, and the next `probe_every - 1`
+        rounds at its bucket with it. The measurements age (`FullAcceptance`), so the bound widens
+        until a load ruled out is drafted again. False without both profiles or before
+        `MIN_MEASURED_REQUESTS` drafted requests."""
+        if self.decode is None or self.sps is None or self.acceptance.full.requests < MIN_MEASURED_REQUESTS:
             return False
-        full = self.acceptance.full_accepted()
-        if full is None:
+        upper = self.acceptance.full.upper()
+        if upper is None:
             return False
         plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
-        return batch * (1 + full) * self.round_rate(batch) <= plain
-
-    def _judged_without_drafting(self, batch: int) -> bool:
-        """`expected_loss(batch)`, unless the drafter has not run for `REFRESH_ROUNDS` rounds (at
-        any load): then a round is drafted to refresh the acceptance (the text may have changed)."""
-        return self._since_drafted < REFRESH_ROUNDS and self.expected_loss(batch)
+        return batch * (1 + upper) * self.round_rate(batch) <= plain
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
@@ -370,26 +362,28 @@ class DSparkProposer:
     def _pause_for(self, rounds: int, batch: int) -> None:
         self.pauses.pause(batch, rounds)
 
-    def _plan_pause(self, tau: float, lengths: list[int], batch: int) -> None:
+    def _plan_pause(self, expected: float, lengths: list[int], batch: int) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
         Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
         smoothed expected gain, this round's expected emitted tokens per second
-        tau * `round_rate(B)` (`tau` = the batch plus the verified prefixes' survivals, scaled
-        by `acceptance.ratio(B)`: realized over predicted accepted drafts so far) over plain
-        decoding's B * SPS_decode(B) folded into the average of earlier rounds, is at most 1, and
-        so is this round's own gain (both the long-run estimate and the latest evidence say
-        drafting loses): then drafting pauses for the bucket's backoff, which doubles (up to
-        `max_probe_every`). Otherwise the backoff is reset: a round that wins while the average
-        loses drafts on, so the average catches up as drafted rounds accumulate, and a close call is
-        probed every `probe_every` rounds while a clear loss is probed rarely.
+        tau * `round_rate(B)` over plain decoding's B * SPS_decode(B) folded into the average of
+        earlier rounds, is at most 1, and so is this round's own gain (both the long-run estimate
+        and the latest evidence say drafting loses). tau is the batch plus the verified prefixes'
+        survivals (`expected`) scaled by `acceptance.ratio(B)` (realized over predicted accepted
+        drafts so far), at most the drafts verified. Drafting then pauses for the bucket's
+        backoff, which doubles (up to `max_probe_every`). Otherwise the backoff is reset: a round
+        that wins while the average loses drafts on, so the average catches up as drafted rounds
+        accumulate, and a close call is probed every `probe_every` rounds while a clear loss is
+        probed rarely.
         """
         verified = sum(lengths)
         if self.decode is None:
             if verified == 0:
                 self.pauses.lost(batch, double=False)
             return
+        tau = batch + (min(self.acceptance.ratio(batch) * expected, float(verified)) if expected > 0 else 0.0)
         gain = tau * self.round_rate(batch) / (batch * self.decode.at(batch) * self.rates.ratio(batch))
         if self.pauses.judge(batch, gain) and gain <= 1:
             self.pauses.lost(batch)

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""FullAcceptance: a request's expected accepted drafts had all k been verified, measured online.
+
+A request's accepted drafts depend on the drafter and the text, not on the batch it is in, so
+what is measured at one load bounds the gain of drafting at every other
+(`DSparkProposer.expected_loss`). Measured directly it would need every draft verified; confidence
+scheduling verifies only the confident prefixes, the shorter the heavier the load. So the
+estimate is built per draft position j from the calibrated survival probabilities s_j (the
+probability that the first j + 1 drafts are all accepted):
+
+  a = sum_j min(1, r_j * mean(s_j)),   r_j = (1 + requests that accepted >= j + 1 drafts)
+                                             / (1 + sum of s_j over the requests that verified j + 1)
+
+mean(s_j) over every drafted request (verified or not), r_j the realized / predicted ratio at
+that position over the requests that verified it (a position never verified takes the ratio of
+the one before; each term is kept <= the one before, as acceptance of draft j + 1 needs draft
+j's). Every sum decays by exp(-1 / `AGE_ROUNDS`) per engine round, drafted or not: evidence
+ages, so a load ruled out long ago is tried again (`upper` widens as the requests behind it
+fade) and new text replaces old. Device-free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+AGE_ROUNDS = 2048   # engine rounds over which a measurement's weight falls by e
+
+
+class FullAcceptance:
+    """Decayed per-position sums over drafted requests.
+
+    Args:
+        num_tokens: k, drafts per request per round.
+    """
+
+    def __init__(self, num_tokens: int) -> None:
+        self.k = num_tokens
+        self._survival = [0.0] * num_tokens    # sum of s_j, every drafted request
+        self._predicted = [0.0] * num_tokens   # sum of s_j, requests that verified position j
+        self._realized = [0.0] * num_tokens    # requests that accepted position j
+        self._requests = 0.0                   # every drafted request
+        self._verified = 0.0                   # those that verified drafts: the evidence
+        self._now = self._at = 0
+
+    def tick(self) -> None:
+        """One engine round has passed (drafted or not)."""
+        self._now += 1
+
+    @property
+    def requests(self) -> float:
+        """The requests that verified drafts behind the estimate, decayed (its effective sample
+        size; requests that verified none add predictions, not evidence)."""
+        self._age()
+        return self._verified
+
+    def add(self, survival: Sequence[float], verified: int, accepted: int | None) -> None:
+        """One drafted request: its survival probabilities `[k]`, the drafts it verified, and
+        how many of those the target accepted (None when it verified none)."""
+        self._age()
+        self._requests += 1.0
+        self._verified += 1.0 if accepted is not None and verified > 0 else 0.0
+        for j, s in enumerate(survival[:self.k]):
+            self._survival[j] += s
+            if accepted is not None and j < verified:
+                self._predicted[j] += s
+                self._realized[j] += 1.0 if accepted > j else 0.0
+
+    def mean(self) -> float | None:
+        """a: expected accepted drafts per request at full verification (None without data)."""
+        self._age()
+        if self._requests <= 0.0:
+            return None
+        total, ratio, last = 0.0, 1.0, 1.0
+        for j in range(self.k):
+            if self._predicted[j] > 1e-12:   # shrunk towards 1 by one draft of pseudo-evidence
+                ratio = (self._realized[j] + 1.0) / (self._predicted[j] + 1.0)
+            last = min(last, ratio * self._survival[j] / self._requests)
+            total += last
+        return total
+
+    def upper(self, z: float = 2.0) -> float | None:
+        """An upper confidence bound on a: a + z sigma / sqrt(n), with sigma^2 = max(a (k - a), 1)
+        (a (k - a) is the largest variance of a count in [0, k] with mean a; at least 1, so a
+        prediction of ~0 is not taken as certain) and n = `requests` (None without any)."""
+        a = self.mean()
+        if a is None or self._verified <= 0.0:
+            return None
+        return a + z * math.sqrt(max(a * (self.k - a), 1.0) / self._verified)
+
+    def _age(self) -> None:
+        if self._now == self._at:
+            return
+        factor = math.exp(-(self._now - self._at) / AGE_ROUNDS)
+        self._at = self._now
+        self._requests *= factor
+        self._verified *= factor
+        for values in (self._survival, self._predicted, self._realized):
+            for j in range(self.k):
+                values[j] *= factor
