@@ -463,3 +463,12 @@ def test_unknown_keys_are_refused_by_name(folders) -> None:
     with pytest.raises(ValueError, match="^speculative_config.probe_evry: unknown key for method 'dspark'"):
         build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 2, "probe_evry": 4})
     assert build(target, {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 2}).engine.speculative
+
+
+def test_paths_of_the_wrong_type_are_refused_by_name(folders) -> None:
+    """`model` and `calibration` take paths: another type names the key and what it takes."""
+    target, drafter = folders
+    with pytest.raises(ValueError, match=r"^speculative_config.model: a DeepSpec DSpark checkpoint folder is required, got 5"):
+        build(target, {"method": "dspark", "num_speculative_tokens": 2, "model": 5})
+    with pytest.raises(ValueError, match=r"^speculative_config.calibration: must be a path \(str or Path\), got 5"):
+        build(target, {"method": "dspark", "num_speculative_tokens": 2, "model": str(drafter), "calibration": 5})

@@ -111,7 +111,7 @@ def _profile(key: str, value: Any) -> SPSProfile:
     if isinstance(value, SPSProfile):
         return value
     if isinstance(value, dict):
-        return _load(key, SPSProfile.from_dict, value)
+        return _load(key, SPSProfile.from_dict, value, path=False)
     if not isinstance(value, (str, Path)):
         raise ValueError(f"speculative_config.{key}: expected an SPSProfile, its dict form or a JSON path, "
                          f"got {type(value).__name__}")
@@ -135,8 +135,11 @@ def _bool_key(spec_config: dict, key: str, default: bool) -> bool:
     return value
 
 
-def _load(key: str, loader: Callable[[Any], Any], source: Any) -> Any:
-    """`loader(source)`, with a read or format error reported as a ValueError naming `speculative_config.<key>`."""
+def _load(key: str, loader: Callable[[Any], Any], source: Any, path: bool = True) -> Any:
+    """`loader(source)`, with a read or format error reported as a ValueError naming
+    `speculative_config.<key>`; with `path`, `source` must be a str or Path."""
+    if path and not isinstance(source, (str, Path)):
+        raise ValueError(f"speculative_config.{key}: must be a path (str or Path), got {source!r}")
     try:
         return loader(source)
     except (OSError, ValueError, TypeError, KeyError) as exc:
