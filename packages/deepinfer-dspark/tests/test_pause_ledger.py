@@ -282,7 +282,7 @@ def test_acceptance_ratio_unit() -> None:
     ratio.commit("a", 14)          # nothing grew (a stop): 0 accepted, clipped at 0
     ratio.close()
     kept = 1 - 1 / WINDOW          # decayed sums, per request: predicted 1 then 4, realized 7 then 0
-    bucket3 = bound(7 * kept, 25 * kept, kept + 4)
+    bucket3 = bound(7 * kept, 25 * kept * kept, kept + 4)   # squares decay by the weight squared
     assert ratio.rounds == 2 and ratio.ratio(3) == pytest.approx(bucket3)
     ratio.begin(64, [("x", 10, 4, [1.0, 1.0, 0.0, 0.0])])
     ratio.commit("x", 12)          # 1 of 2 predicted at bucket 64

@@ -12,8 +12,9 @@ confidence scheduling, deciding from the predictions, paused drafting there.
 So the proposer learns the ratio online: for every drafted request it keeps the predicted
 accepted count (the survivals summed over its verified prefix) and the realized one (the tokens
 the engine committed after verification, minus the bonus token), and the ratio of their sums,
-over the last ~`WINDOW` requests (decayed sums), as an upper confidence bound (optimistic
-while the evidence is thin: `_Means.ratio`), per batch-size bucket (`ledger_bucket`):
+over the last ~`WINDOW` requests and ~`AGE_ROUNDS` engine rounds (decayed sums), as an upper
+confidence bound (optimistic while the evidence is thin or stale: `_Means.ratio`), per
+batch-size bucket (`ledger_bucket`):
 Algorithm 1 verifies all confident drafts of a lone request but only the most confident ones of
 a large batch, and the calibration error differs between the two. A bucket without a round yet
 takes the ratio over all buckets. The ledger then scales each round's predicted accepted count
@@ -33,30 +34,42 @@ from deepinfer_dspark.full_acceptance import FullAcceptance
 from deepinfer_dspark.pause_ledger import ledger_bucket
 
 WINDOW = 1024     # requests: each one folded in keeps 1 - 1 / WINDOW of the sums before it
+AGE_ROUNDS = 512  # engine rounds (drafted or not) over which the sums' weight falls by e
 Z = 2.0           # the ratio's upper confidence bound: realized + Z standard deviations
 
 
 class _Means:
     """Decayed sums of predicted and realized accepted drafts of the verified prefixes, and of the
-    realized counts' squares."""
+    weighted squares of the realized counts (sum of w^2 x^2), weights w decaying per request
+    folded in and per engine round passed."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: int) -> None:
         self.predicted = self.realized = self.squares = 0.0
         self.rounds = 0
+        self._at = now
+
+    def age(self, now: int) -> None:
+        """Applies the decay of the engine rounds since the last call."""
+        if now != self._at:
+            factor = math.exp(-(now - self._at) / AGE_ROUNDS)
+            self.predicted *= factor
+            self.realized *= factor
+            self.squares *= factor * factor
+            self._at = now
 
     def fold(self, predicted: float, realized: float, squares: float, requests: int) -> None:
         self.rounds += 1
         kept = (1 - 1 / WINDOW) ** requests
         self.predicted = self.predicted * kept + predicted
         self.realized = self.realized * kept + realized
-        self.squares = self.squares * kept + squares
+        self.squares = self.squares * kept * kept + squares
 
     def ratio(self) -> float | None:
         """An upper confidence bound of realized / predicted: (R + Z sqrt(S) + Z^2) / P, with R
-        the realized drafts, S the sum of the requests' squared realized counts (the variance of
-        R is at most S) and P the predicted drafts. Optimistic while evidence is thin, so drafting
-        goes on until the evidence says it loses (a few unlucky rounds do not stop it for good);
-        it tends to R / P as evidence grows."""
+        the realized drafts, S the sum of w^2 x^2 (a bound on the variance of R) and P the
+        predicted drafts. Optimistic while evidence is thin or stale, so drafting goes on until
+        the evidence says it loses (a few unlucky rounds do not stop it for good, nor does text
+        long gone); within a few percent of R / P with a full window of fresh evidence."""
         if not self.rounds or self.predicted <= 1e-9:   # no prediction to scale (nor to divide by)
             return None
         return (self.realized + Z * math.sqrt(self.squares) + Z * Z) / self.predicted
@@ -80,7 +93,8 @@ class AcceptanceRatio:
         self._batch = 0
         self._sums = [0.0, 0.0, 0.0, 0]   # the open round's predicted, realized, squares, requests (committed)
         self._buckets: dict[int, _Means] = {}
-        self._all = _Means()
+        self._now = 0             # engine rounds so far
+        self._all = _Means(0)
         self.full = FullAcceptance(num_tokens)
 
     @property
@@ -88,10 +102,18 @@ class AcceptanceRatio:
         """Rounds folded in (all buckets)."""
         return self._all.rounds
 
+    def tick(self) -> None:
+        """One engine round has passed (drafted or not): the evidence ages."""
+        self._now += 1
+        self.full.tick()
+
     def ratio(self, batch: int) -> float:
         """Realized / predicted accepted drafts at `batch`'s bucket; over all buckets while the
         bucket has none; 1.0 before any round with a prediction > 0."""
         means = self._buckets.get(ledger_bucket(batch))
+        for m in (means, self._all):
+            if m is not None:
+                m.age(self._now)
         for value in (means.ratio() if means else None, self._all.ratio()):
             if value is not None:
                 return value
@@ -130,8 +152,9 @@ class AcceptanceRatio:
         predicted, realized, squares, requests = self._sums
         if requests == 0:
             return
-        self._buckets.setdefault(ledger_bucket(self._batch), _Means()).fold(predicted, realized, squares, requests)
-        self._all.fold(predicted, realized, squares, requests)
+        for means in (self._buckets.setdefault(ledger_bucket(self._batch), _Means(self._now)), self._all):
+            means.age(self._now)
+            means.fold(predicted, realized, squares, requests)
         self._sums = [0.0, 0.0, 0.0, 0]
 
     def drop(self, request_id: str) -> None:

@@ -211,7 +211,7 @@ class DSparkProposer:
         self.acceptance.close()
         self._last_batch = num_requests
         self._count(PLAIN, num_requests)
-        self.acceptance.full.tick()
+        self.acceptance.tick()
         if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
             self.pauses.skip(num_requests)   # asked by the last round's bucket, a lag of one round)
             self.skipped_rounds += 1
@@ -223,7 +223,7 @@ class DSparkProposer:
         self._last_batch = batch = len(requests)
         self.acceptance.close()   # the last drafted round's commits are in
         probing = self._probing()
-        self.acceptance.full.tick()
+        self.acceptance.tick()
         if requests and not probing and self.pauses.skip(batch):
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
