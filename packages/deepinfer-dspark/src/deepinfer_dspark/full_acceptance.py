@@ -74,7 +74,7 @@ class FullAcceptance:
             return None
         total, ratio, last = 0.0, 1.0, 1.0
         for j in range(self.k):
-            if self._predicted[j] > 1e-12:   # shrunk towards 1 by one draft of pseudo-evidence
+            if self._predicted[j] > 0.0 or self._realized[j] > 0.0:   # shrunk to 1 by one pseudo-draft
                 ratio = (self._realized[j] + 1.0) / (self._predicted[j] + 1.0)
             last = min(last, ratio * self._survival[j] / self._requests)
             total += last
@@ -85,7 +85,7 @@ class FullAcceptance:
         (a (k - a) is the largest variance of a count in [0, k] with mean a; at least 1, so a
         prediction of ~0 is not taken as certain) and n = `requests` (None without any)."""
         a = self.mean()
-        if a is None or self._verified <= 0.0:
+        if a is None or self._verified <= 1e-6:   # no evidence left (aged away)
             return None
         return a + z * math.sqrt(max(a * (self.k - a), 1.0) / self._verified)
 
