@@ -57,8 +57,13 @@ def _timed(llm, batch: list, chat: bool, max_tokens: int) -> list:
 def _after_prefill(outs: list) -> list:
     """The requests whose first token came last (the latest tenth, at least one): every engine
     step after it decodes, so their step times hold no prefill chunk of other requests (with 256
-    chat prompts the chunked prefill spans several steps and made plain steps look 1.8x slower)."""
-    ordered = sorted(outs, key=lambda o: o.metrics.first_token_time)
+    chat prompts the chunked prefill spans several steps and made plain steps look 1.8x slower).
+    Requests that produced no token (an error, e.g. a prompt longer than --max-model-len) are
+    left out; ValueError when none is left."""
+    ordered = sorted((o for o in outs if o.metrics.first_token_time is not None),
+                     key=lambda o: o.metrics.first_token_time)
+    if not ordered:
+        raise ValueError(f"profile: no request produced a token (first error: {outs[0].error if outs else None})")
     return ordered[-max(1, len(ordered) // 10):]
 
 
@@ -125,6 +130,23 @@ def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) ->
         runs.append(_numbers(outs, wall))
     runs.sort(key=lambda r: r["tok/s"])
     return {**runs[len(runs) // 2], "runs": len(runs)}
+
+
+def proposer_state(llm, c: int) -> str:
+    """The confidence proposer's counters and estimates after a concurrency (empty for other
+    engines): rounds drafted and skipped so far, the ledger's gain and the acceptance ratio at
+    C's bucket, and the accepted drafts per request at full verification (estimate, upper bound,
+    requests behind it)."""
+    spec = llm.engine.speculative
+    proposer = getattr(spec, "proposer", None)
+    if getattr(proposer, "decode", None) is None:
+        return ""
+    full = proposer.acceptance.full
+    gain = proposer.pauses.gain(c)
+    return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds; at {c}: gain "
+            f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
+            f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
+            f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests)")
 
 
 def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
@@ -270,7 +292,7 @@ def main() -> None:
         for c in args.concurrency:
             r = run_engine(llm, pool[:c], args.max_tokens)
             rows.append((c, name, r))
-            print(c, name, {k: round(v, 2) for k, v in r.items()}, flush=True)
+            print(c, name, {k: round(v, 2) for k, v in r.items()}, proposer_state(llm, c), flush=True)
             write_table(rows, args.out)
         for c in args.profile_at or [max(args.concurrency)]:
             if args.profile is not None:
@@ -317,7 +339,7 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int) -> list:
         ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
         median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
         rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios)}))
-        print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, flush=True)
+        print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, proposer_state(llms[name], c), flush=True)
     return rows
 
 

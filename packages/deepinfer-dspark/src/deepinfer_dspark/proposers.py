@@ -91,6 +91,7 @@ class DSparkProposer:
         target_layer_ids: the target layers whose outputs the drafter reads.
         lengths: the verification length chosen for each request in the last round (metrics).
         skipped_rounds: rounds in which drafting was skipped (metrics).
+        drafted_rounds: rounds in which the drafter ran (metrics).
         rates: the measured step times (`MeasuredRates`), used with both profiles.
         pauses: the per-bucket pauses, backoffs and expected gains (`PauseLedger`).
         acceptance: realized over predicted accepted drafts (`AcceptanceRatio`), which scales the
@@ -112,6 +113,7 @@ class DSparkProposer:
         self.lengths: list[int] = []
         self.probe_every = probe_every
         self.skipped_rounds = 0
+        self.drafted_rounds = 0
         self.decode = decode
         self.max_probe_every = max(max_probe_every, probe_every)
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
@@ -253,6 +255,7 @@ class DSparkProposer:
             self._count(PLAIN, batch)
             return drafts
         asks = [requests[i] for i in ready]
+        self.drafted_rounds += 1
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
                                   for r in asks], self.num_tokens)
