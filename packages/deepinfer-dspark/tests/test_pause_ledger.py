@@ -360,6 +360,7 @@ def test_loads_judged_from_the_acceptance_measured_elsewhere() -> None:
 
     bounded = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     assert drafter_calls_at_64(bounded, 300) == 0
+    assert bounded.drafted_rounds == bounded.runner.calls and bounded.skipped_rounds >= 300 - 1
     assert bounded.expected_loss(64) and not bounded.expected_loss(1)
     assert bounded.acceptance.full.mean() == pytest.approx(3.0, abs=0.01)
     back = [_verified_round(bounded, 1, 3) for _ in range(16)]    # alone again, drafting runs on (after
