@@ -6,6 +6,8 @@ For each concurrency C (requests in flight = batch), the same C chat prompts (st
 another shuffle than training's) are generated with greedy decoding and `max_tokens` each, by:
   - `none`: no speculation;
   - `fixed-k` for k in --fixed: DSpark drafts, every request verifies k drafts;
+  - `none-again` (by name only): a second engine without speculation, the noise floor of the
+    paired ratios (`--interleave`, with `none` first);
   - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
     calibrated confidences and the SPS profile of speculative rounds (--spec-sps, or measured
     here first), and drafting pauses while plain decoding (--sps profile) is expected to be faster.
@@ -68,12 +70,14 @@ def _after_prefill(outs: list) -> list:
 
 
 def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | None = None,
-                max_tokens: int = 33) -> "SPSProfile":
+                max_tokens: int = 33, repeats: int = 3) -> "SPSProfile":
     """Steps per second of plain decode at each batch size (one token per request per step): the
     median of (finish - first token) / (tokens - 1) over the requests that left prefill last
     (`_after_prefill`), every request generating
     `max_tokens` (EOS ignored) from `prompts` (chat conversations; None: synthetic 16-token
-    prompts). Real prompt lengths matter: attention reads the whole context every step."""
+    prompts), and the median of that over `repeats` batches (one batch once measured 32 requests
+    at half the rate of 16 and 64 on the H200, session 11). Real prompt lengths matter: attention
+    reads the whole context every step."""
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
@@ -81,21 +85,23 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
     llm = LLM(target, **engine_kw)
     rates = []
     for b in sizes:
-        outs = _timed(llm, *_workload(prompts, b), max_tokens)
-        steps = [(o.metrics.finished_time - o.metrics.first_token_time) / max(len(o.outputs[0].token_ids) - 1, 1)
-                 for o in _after_prefill(outs)]
-        rates.append(1.0 / statistics.median(steps))
+        runs = []
+        for _ in range(repeats):
+            outs = _timed(llm, *_workload(prompts, b), max_tokens)
+            runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
+                                          / max(len(o.outputs[0].token_ids) - 1, 1) for o in _after_prefill(outs)))
+        rates.append(1.0 / statistics.median(runs))
     llm.close()
     method = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
     return SPSProfile(sizes, rates, {"target": target, "method": method})
 
 
 def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
-                     prompts: list | None = None, max_tokens: int = 33) -> "SPSProfile":
+                     prompts: list | None = None, max_tokens: int = 33, repeats: int = 3) -> "SPSProfile":
     """Steps per second of SPECULATIVE rounds (draft k + verify k) at batch tokens b * (k + 1):
     the cost confidence scheduling must weigh against plain decoding (`measure_sps`); the median
     of (finish - first token) / rounds over the requests that left prefill last, on the workload
-    of `measure_sps`."""
+    of `measure_sps`, and the median of that over `repeats` batches."""
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
@@ -104,11 +110,13 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
               **engine_kw)
     tokens, rates = [], []
     for b in sizes:
-        outs = _timed(llm, *_workload(prompts, b), max_tokens)
-        rounds = [(o.metrics.finished_time - o.metrics.first_token_time) / max(o.metrics.spec_rounds, 1)
-                  for o in _after_prefill(outs)]
+        runs = []
+        for _ in range(repeats):
+            outs = _timed(llm, *_workload(prompts, b), max_tokens)
+            runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
+                                          / max(o.metrics.spec_rounds, 1) for o in _after_prefill(outs)))
         tokens.append(b * (k + 1))
-        rates.append(1.0 / statistics.median(rounds))
+        rates.append(1.0 / statistics.median(runs))
     llm.close()
     method = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
     return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": method})
@@ -135,8 +143,8 @@ def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) ->
 def proposer_state(llm, c: int) -> str:
     """The confidence proposer's counters and estimates after a concurrency (empty for other
     engines): rounds drafted and skipped so far, the ledger's gain and the acceptance ratio at
-    C's bucket, and the accepted drafts per request at full verification (estimate, upper bound,
-    requests behind it)."""
+    C's bucket, the accepted drafts per request at full verification (estimate, upper bound,
+    requests behind it), and the rounds that declined to resume and the flush cost (`ResumeCost`)."""
     spec = llm.engine.speculative
     proposer = getattr(spec, "proposer", None)
     if getattr(proposer, "decode", None) is None:
@@ -146,7 +154,8 @@ def proposer_state(llm, c: int) -> str:
     return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds; at {c}: gain "
             f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
-            f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests)")
+            f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); resume declined "
+            f"{proposer.resume.declined} rounds, flush {proposer.resume.seconds_per_pair * 1e6:.2f} us/pair")
 
 
 def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
@@ -214,6 +223,7 @@ def main() -> None:
     parser.add_argument("--sps-workload", choices=["chat", "synthetic"], default="chat",
                         help="what the profiles are measured on: chat prompts (another shuffle than the "
                              "benchmark's, --max-tokens each, EOS ignored) or synthetic 16-token prompts, 33 tokens")
+    parser.add_argument("--sps-repeats", type=int, default=3, help="batches measured per profile size (median)")
     parser.add_argument("--save-sps", type=Path, default=None,
                         help="write the plain-decode profile used here to this path, the speculative one to spec_<name>")
     parser.add_argument("--variants", nargs="+", default=None,
@@ -247,7 +257,8 @@ def main() -> None:
     # The profiles' own prompts: chat conversations from another shuffle than the benchmark's.
     profile_prompts = None if args.sps_workload == "synthetic" else [
         [{"role": "user", "content": p}] for p in build_prompts(stdlib_docstrings(max(sizes), seed=777))]
-    profile_kw = dict(prompts=profile_prompts, max_tokens=33 if profile_prompts is None else args.max_tokens)
+    profile_kw = dict(prompts=profile_prompts, max_tokens=33 if profile_prompts is None else args.max_tokens,
+                      repeats=args.sps_repeats)
     decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw, **profile_kw)
     spec_sps = (SPSProfile.load(args.spec_sps) if args.spec_sps else
                 measure_spec_sps(args.target, args.drafter, max(args.fixed), sizes, engine_kw, **profile_kw))
@@ -257,13 +268,15 @@ def main() -> None:
     # A different shuffle than training's (seed 0); the pools may still share some docstrings.
     pool = [[{"role": "user", "content": p}]
             for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
-    variants = {"none": None, "confidence": {"method": "dspark", "model": args.drafter,
+    variants = {"none": None, "none-again": None, "confidence": {"method": "dspark", "model": args.drafter,
                                              "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
                                              "sps_profile": spec_sps, "decode_profile": decode}}
     # Asked for by name only: confidence scheduling that projects the drafter's context every step
     # while paused, instead of buffering the features (`defer_context`).
     variants["confidence-direct"] = {**variants["confidence"], "defer_context": False}
-    # ... and with the profiles corrected by measured step times (`measure_step_times`, opt-in).
+    # ... and with the profiles corrected by measured step times (`measure_step_times`, opt-in);
+    # `none-again` is a second engine without speculation: its paired ratio to `none` (listed
+    # first) is the noise floor of the others'.
     variants["confidence-measured"] = {**variants["confidence"], "measure_step_times": True}
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
@@ -275,8 +288,8 @@ def main() -> None:
             raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
         variants = {k: variants[k] for k in args.variants}   # in the order given
     else:
-        variants.pop("confidence-direct")
-        variants.pop("confidence-measured")
+        for name in ("none-again", "confidence-direct", "confidence-measured"):
+            variants.pop(name)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)
         print("\n".join(table(rows)))
@@ -326,7 +339,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
 def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int) -> list:
     """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round. One
     row per engine: its median call and `paired`, the median over rounds of its tok/s divided by
-    the first engine's in that round."""
+    the first engine's in that round (printed with the lowest and highest ratio)."""
     names = list(llms)
     runs = {name: [] for name in names}
     for r in range(rounds):
@@ -338,7 +351,8 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int) -> list:
     for name in names:
         ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
         median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
-        rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios)}))
+        rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios),
+                               "paired min": min(ratios), "paired max": max(ratios)}))
         print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, proposer_state(llms[name], c), flush=True)
     return rows
 

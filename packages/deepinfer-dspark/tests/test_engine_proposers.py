@@ -196,10 +196,14 @@ def test_sampled_distribution_matches_plain_sampling(folders) -> None:
     assert math.isfinite(chi2_pvalue(plain, drafted))
 
 
-def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders) -> None:
+def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders, monkeypatch) -> None:
     """Speculative steps measured 100x slower than plain decode steps: after the first drafted
     round the proposer pauses drafting, doubling the pause each time drafting loses again; the
-    context features observed while paused are projected on resume, equal to eager projection."""
+    context features observed while paused are projected on resume, equal to eager projection.
+    (The pause a loss's size sets, `probe_pause`, is switched off here: test_pause_ledger.py.)"""
+    import deepinfer_dspark.proposers as proposers
+
+    monkeypatch.setattr(proposers, "PROBE_SHARE", math.inf)
     target, drafter = folders
     # A round of 4 drafts all accepted would beat plain decoding (5 x 300 > 1000 tokens/s at
     # batch 1), so drafting is not ruled out up front; the random drafter's expected gain loses.
@@ -340,12 +344,16 @@ def test_a_proposer_that_can_never_pay_retires_and_the_engine_runs_plain(folders
         assert proposer.retired_reason.startswith("dspark:") == proposer.retired
 
 
-def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders) -> None:
+def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders, monkeypatch) -> None:
     """With a decode profile: a round whose scheduler verifies nothing is a loss (the pause
     doubles each time), at its batch bucket only (a smaller batch drafts, and the pause is still
     there when the batch comes back); the drafted round is timed as a round even though nothing
-    was verified."""
+    was verified. (`probe_pause` switched off, as above.)"""
     from deepinfer_core.interfaces import DraftRequest as CoreRequest
+
+    import deepinfer_dspark.proposers as proposers
+
+    monkeypatch.setattr(proposers, "PROBE_SHARE", math.inf)
 
     from deepinfer_dspark.draft_runner import DraftOutput
     from deepinfer_dspark.measured_rates import SPEC

@@ -19,7 +19,7 @@ from deepinfer_dspark.acceptance_ratio import WINDOW
 from deepinfer_dspark.draft_runner import DraftOutput
 from deepinfer_dspark.full_acceptance import AGE_ROUNDS, FullAcceptance
 from deepinfer_dspark.pause_ledger import SMOOTH, PauseLedger, ledger_bucket
-from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.proposers import PROBE_SHARE, DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 K = 4
@@ -114,15 +114,21 @@ def test_one_losing_round_among_winning_ones_does_not_pause() -> None:
     proposer = DSparkProposer(FakeRunner([0.95, 0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     drafted = [_round(proposer, 1) for _ in range(200)]
     assert sum(drafted[20:]) >= 0.95 * 180, sum(drafted[20:])
-    # A first round predicted to lose pauses; the next one, predicted to win, resumes drafting.
+    # A first round predicted to lose pauses for what keeps its loss within PROBE_SHARE of the
+    # pause (here longer than probe_every); the next one, predicted to win, resumes drafting.
     proposer = DSparkProposer(FakeRunner([0.3] + [0.95] * 7), K, SPS, decode=DECODE, probe_every=8,
                               max_probe_every=64)
-    drafted = [_round(proposer, 1) for _ in range(100)]
-    assert drafted[:10] == [True] + [False] * 8 + [True] and sum(drafted) == 100 - 8
+    drafted = [_round(proposer, 1)]
+    gain = proposer.pauses.gain(1)                                # the first round's: ~0.71
+    pause = proposer.probe_pause(1, gain)
+    lost_steps = DECODE.at(1) / SPS.at(1 + K) * (1 - gain)        # plain steps the round lost
+    assert gain < 1 and pause == math.ceil(lost_steps / PROBE_SHARE) > 8
+    drafted += [_round(proposer, 1) for _ in range(99)]
+    assert drafted[:pause + 2] == [True] + [False] * pause + [True] and sum(drafted) == 100 - pause
     # Every round predicted to lose: drafting pauses, the pauses growing to the cap.
     losing = DSparkProposer(FakeRunner([0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     drafted = [_round(losing, 1) for _ in range(400)]
-    assert sum(drafted) <= 4 + 400 // 64, sum(drafted)           # pauses of 8, 16, 32, then 64
+    assert sum(drafted) <= 2 + 400 // 64, sum(drafted)           # pauses of 29, 29, 32, then 64
 
 
 def test_a_pause_is_kept_per_load_across_batches() -> None:
@@ -177,7 +183,7 @@ def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None
 
     small, tensor = run(True), run(False)
     assert small == tensor
-    assert sum(s is None for s in small) > 10 and sum(s is not None and sum(s) > 0 for s in small) > 50
+    assert sum(s is None for s in small) > 10 and sum(s is not None and sum(s) > 0 for s in small) > 30
     nan = DSparkProposer(FakeRunner([float("nan")]), K, SPS, decode=DECODE)
     for limit in (64, 0):
         monkeypatch.setattr(proposers, "SMALL_SCHEDULE", limit)

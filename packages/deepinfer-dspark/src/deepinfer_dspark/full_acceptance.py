@@ -43,6 +43,7 @@ class FullAcceptance:
         self._requests = 0.0                   # every drafted request
         self._verified = 0.0                   # those that verified drafts: the evidence
         self._now = self._at = 0
+        self._mean: float | None = None       # `mean`, until the sums change
 
     def tick(self) -> None:
         """One engine round has passed (drafted or not)."""
@@ -59,6 +60,7 @@ class FullAcceptance:
         """One drafted request: its survival probabilities `[k]`, the drafts it verified, and
         how many of those the target accepted (None when it verified none)."""
         self._age()
+        self._mean = None
         self._requests += 1.0
         self._verified += 1.0 if accepted is not None and verified > 0 else 0.0
         for j, s in enumerate(survival[:self.k]):
@@ -72,6 +74,11 @@ class FullAcceptance:
         self._age()
         if self._requests <= 0.0:
             return None
+        if self._mean is None:
+            self._mean = self._estimate()
+        return self._mean
+
+    def _estimate(self) -> float:
         total, ratio, last = 0.0, 1.0, 1.0
         for j in range(self.k):
             if self._predicted[j] > 0.0 or self._realized[j] > 0.0:   # shrunk to 1 by one pseudo-draft
@@ -94,6 +101,7 @@ class FullAcceptance:
             return
         factor = math.exp(-(self._now - self._at) / AGE_ROUNDS)
         self._at = self._now
+        self._mean = None
         self._requests *= factor
         self._verified *= factor
         for values in (self._survival, self._predicted, self._realized):

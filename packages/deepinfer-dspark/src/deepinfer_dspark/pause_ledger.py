@@ -17,9 +17,10 @@ bucket of the batch size (`ledger_bucket`: 1, 2, 3, 4, 6, 8, 12, 16, ..., powers
   exponential moving average of weight `SMOOTH`. One round's confidences say little about the
   next round's, so a round predicted to lose among rounds predicted to win does not pause
   drafting on its own;
-- the next pause (exponential backoff from `probe_every` up to `max_probe_every`). The proposer
-  pauses only when both the average and the round just drafted lose, and resets the backoff
-  otherwise: a round that wins while the average loses drafts on, so the average catches up
+- the next pause (exponential backoff from `probe_every` up to `max_probe_every`, and at least
+  what keeps the probes' loss to a set share of the time: `lost(at_least=...)`, see
+  `DSparkProposer._plan_pause`). The proposer pauses only when both the average and the round
+  just drafted lose, and resets the backoff otherwise: a round that wins while the average loses drafts on, so the average catches up
   as drafted rounds accumulate when the load or the drafts turn favourable (about 100 rounds
   after a long losing spell in simulations); a close call is probed every
   `probe_every` rounds, a clear loss (no round ever wins) ever more rarely.
@@ -86,12 +87,13 @@ class PauseLedger:
         entry = self._gain.get(ledger_bucket(batch))
         return None if entry is None else entry[0]
 
-    def lost(self, batch: int, double: bool = True) -> None:
-        """Drafting lost at `batch`'s bucket: pause there for the bucket's backoff, and double the
-        backoff (capped) unless `double` is False (then the next pause is `probe_every` again)."""
+    def lost(self, batch: int, double: bool = True, at_least: int = 0) -> None:
+        """Drafting lost at `batch`'s bucket: pause there for the bucket's backoff (or `at_least`
+        rounds when longer), and double the backoff (capped) unless `double` is False (then the
+        next pause is `probe_every` again)."""
         bucket = ledger_bucket(batch)
         backoff = self._backoff.get(bucket, self.probe_every)
-        self._left[bucket] = backoff
+        self._left[bucket] = max(backoff, int(at_least))
         self._backoff[bucket] = min(2 * backoff, self.max_probe_every) if double else self.probe_every
 
     def won(self, batch: int) -> None:

@@ -12,6 +12,7 @@ one batched `DSparkDraftRunner.observe_batch`.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 
 import torch
@@ -49,6 +50,7 @@ class PendingContext:
         self._dropped: dict[str, int] = {}   # id -> buffered steps when it finished (an id may come back)
         self._item_rows: dict[str, int] = {}  # id -> rows added by `add` since its last drop
         self._rows = 0
+        self.pairs = 0   # buffered (request, step) pairs, finished requests' included: `take`'s work
 
     def __len__(self) -> int:
         return self._rows
@@ -91,6 +93,7 @@ class PendingContext:
         """Keeps a whole step's observations unsliced (see `deepinfer_core.Proposer.observe_step`):
         one append, whatever the number of requests; they are split per request in `take`."""
         self._steps.append((request_ids, first_positions, counts, row_starts, features))
+        self.pairs += len(request_ids)
         self._rows += sum(counts)
         self._bytes += features.numel() * features.element_size()   # held until `take`, drops or not
 
@@ -116,7 +119,7 @@ class PendingContext:
         steps, self._steps = self._steps, []
         dropped, self._dropped = self._dropped, {}
         self._item_rows.clear()
-        self._rows = self._bytes = 0
+        self._rows = self._bytes = self.pairs = 0
         if not steps:
             return []
         runs, index = _take_runs(steps, dropped, held)
@@ -125,6 +128,8 @@ class PendingContext:
         if not runs:
             return []
         joined = torch.cat([s[4] for s in steps]) if len(steps) > 1 else steps[0][4]
+        if joined.device.type == "cuda":   # pinned and non-blocking: a pageable copy waits for the queued kernels
+            index = index.pin_memory().to(joined.device, non_blocking=True)
         gathered = joined.index_select(0, index.to(joined.device))
         out, offset = [], 0
         for request_id, start, n in runs:
@@ -150,14 +155,14 @@ def _take_runs(steps: list, dropped: dict[str, int], held: Callable[[str], int]
         bases.append(base)
         sizes.append(len(request_ids))
         base += features.shape[0]
-    codes: dict[str, int] = {}
-    code = torch.tensor([codes.setdefault(r, len(codes)) for r in ids], dtype=torch.int64)
-    names = list(codes)
-    per_step = torch.tensor(sizes, dtype=torch.int64)
-    number = torch.tensor(numbers, dtype=torch.int64).repeat_interleave(per_step)
-    first = torch.tensor(firsts, dtype=torch.int64)
-    count = torch.tensor(counts, dtype=torch.int64)
-    row = torch.tensor(starts, dtype=torch.int64) + torch.tensor(bases, dtype=torch.int64).repeat_interleave(per_step)
+    names = list(dict.fromkeys(ids))
+    codes = dict(zip(names, range(len(names))))
+    code = _int64(list(map(codes.__getitem__, ids)))
+    per_step = _int64(sizes)
+    number = _int64(numbers).repeat_interleave(per_step)
+    first = _int64(firsts)
+    count = _int64(counts)
+    row = _int64(starts) + _int64(bases).repeat_interleave(per_step)
     since = torch.tensor([dropped.get(r, 0) for r in names], dtype=torch.int64)
     start = torch.tensor([held(r) for r in names], dtype=torch.int64)
     skip = (start[code] - first).clamp(min=0)
@@ -186,6 +191,14 @@ def _take_runs(steps: list, dropped: dict[str, int], held: Callable[[str], int]
     lengths = torch.zeros(len(names), dtype=torch.int64).index_add_(0, code, count)
     runs = [(names[c], int(start[c]), int(n)) for c, n in enumerate(lengths.tolist()) if n]
     return runs, index
+
+
+def _int64(values: list[int]) -> torch.Tensor:
+    """`torch.tensor(values, dtype=torch.int64)`, ~3.5x faster for long lists (through an
+    `array`; a flush at 128 requests joins ~10^4 (request, step) pairs)."""
+    if not values:
+        return torch.zeros(0, dtype=torch.int64)
+    return torch.frombuffer(array("q", values), dtype=torch.int64)
 
 
 def _take_runs_slow(steps: list, dropped: dict[str, int], held: Callable[[str], int]

@@ -26,6 +26,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 
 import torch
@@ -37,11 +39,14 @@ from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.pause_ledger import PauseLedger
 from deepinfer_dspark.pending_context import PendingContext
+from deepinfer_dspark.resume import ResumeCost
 from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
                                         schedule_rows)
 from deepinfer_dspark.sps import SPSProfile
 
 MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
+PROBE_SHARE = 0.02           # at a losing load, the share of the time its probe rounds may lose
+LONGEST_PROBE_PAUSE = 2048   # rounds: the longest pause that share sets (the evidence's horizon)
 
 
 class DSparkProposer:
@@ -120,6 +125,7 @@ class DSparkProposer:
         self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket
         self._last_batch = 0                 # requests in the last propose call
         self.pending = PendingContext()      # features observed while paused, projected on resume
+        self.resume = ResumeCost()           # when a large buffered context is worth projecting
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
@@ -173,9 +179,11 @@ class DSparkProposer:
             self.runner.observe_rows(items, kept)
 
     def _flush(self) -> None:
+        began, pairs = time.perf_counter(), self.pending.pairs
         items = self.pending.take(self.runner.num_positions)
         if items:
             self.runner.observe_batch([(r, p, f.to(self.runner.drafter.dtype)) for r, p, f in items])
+        self.resume.timed(time.perf_counter() - began, pairs)
 
     def _observe_now(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         batch = []
@@ -248,6 +256,10 @@ class DSparkProposer:
                 and self.rates.due(SPEC, batch, self._retime_every):   # a lone round is no sample: a run
             self.rates.started(SPEC, batch)
             probing = True
+        if self.pending.holds and not probing and self._resume_waits(batch):
+            self.skipped_rounds += 1
+            self._count(PLAIN, batch)
+            return drafts
         if self.pending.holds:   # also frees steps whose rows all belong to finished requests
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
@@ -304,6 +316,26 @@ class DSparkProposer:
         draft errs towards plain decoding)."""
         return self.sps.at(batch * (1 + self.num_tokens))
 
+    def plain_rate(self, batch: int) -> float:
+        """Plain decoding's tokens/s at `batch` requests, as the decisions compare it: B
+        SPS_decode(B), scaled by `rates.ratio(B)` with `measure_step_times` (1 without). Needs
+        the decode profile."""
+        ratio = self.rates.ratio(batch) if self.measure_step_times else 1.0
+        return batch * self.decode.at(batch) * ratio
+
+    def probe_pause(self, batch: int, gain: float) -> int:
+        """Rounds to pause at `batch` after a drafted round of expected `gain` (<= 1) lost, so
+        that such probes lose at most `PROBE_SHARE` of the time there: the round took
+        1 / `round_rate(B)` seconds for what plain decoding emits in gain times that, a loss of
+        SPS_decode(B) / round_rate(B) (1 - gain) plain steps, spread over the pause. On the H200
+        (session 11, BENCHMARKS.md) a probe at 32 requests lost ~2.5 plain steps and probes paused
+        by the doubling backoff alone (8, 16, 32, ...) drafted 5% of the rounds there, 10% slower
+        than plain decoding. At most `LONGEST_PROBE_PAUSE`; 0 without a decode profile."""
+        if self.decode is None or self.sps is None:
+            return 0
+        lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0)
+        return min(math.ceil(lost_steps / PROBE_SHARE), LONGEST_PROBE_PAUSE)
+
     def cannot_pay(self, batch: int) -> bool:
         """Whether drafting loses to plain decoding at `batch` requests even if every draft were
         accepted: B (1 + k) tokens a round at `round_rate(B)` rounds/s is at most the
@@ -311,8 +343,7 @@ class DSparkProposer:
         depends on the batch size only, so skipping is lossless."""
         if self.decode is None or self.sps is None:
             return False
-        plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
-        return batch * (1 + self.num_tokens) * self.round_rate(batch) <= plain
+        return batch * (1 + self.num_tokens) * self.round_rate(batch) <= self.plain_rate(batch)
 
     def expected_loss(self, batch: int) -> bool:
         """Whether drafting is expected to lose at `batch` requests even with every draft
@@ -329,8 +360,23 @@ class DSparkProposer:
         upper = self.acceptance.full.upper()
         if upper is None:
             return False
-        plain = batch * self.decode.at(batch) * self.rates.ratio(batch)
-        return batch * (1 + upper) * self.round_rate(batch) <= plain
+        return batch * (1 + upper) * self.round_rate(batch) <= self.plain_rate(batch)
+
+    def _resume_waits(self, batch: int) -> bool:
+        """Whether this round declines to resume drafting because projecting the buffered
+        context would cost more than drafting has saved so far (`ResumeCost`, ski rental). The
+        saving per round is estimated from the bucket's expected gain (`PauseLedger`), else from
+        the full acceptance measured at all loads; without either (nothing drafted yet), or
+        without both profiles, drafting resumes at once."""
+        if self.decode is None or self.sps is None:
+            return False
+        gain = self.pauses.gain(batch)
+        if gain is None:
+            full = self.acceptance.full.mean()
+            if full is None:
+                return False
+            gain = batch * (1 + full) * self.round_rate(batch) / self.plain_rate(batch)
+        return self.resume.waits(self.pending.pairs, gain, 1.0 / self.decode.at(batch))
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
@@ -387,9 +433,9 @@ class DSparkProposer:
                 self.pauses.lost(batch, double=False)
             return
         tau = batch + (min(self.acceptance.ratio(batch) * expected, float(verified)) if expected > 0 else 0.0)
-        gain = tau * self.round_rate(batch) / (batch * self.decode.at(batch) * self.rates.ratio(batch))
+        gain = tau * self.round_rate(batch) / self.plain_rate(batch)
         if self.pauses.judge(batch, gain) and gain <= 1:
-            self.pauses.lost(batch)
+            self.pauses.lost(batch, at_least=self.probe_pause(batch, gain))
         else:
             self.pauses.won(batch)
 
