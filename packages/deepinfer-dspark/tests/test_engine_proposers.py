@@ -200,10 +200,10 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders,
     """Speculative steps measured 100x slower than plain decode steps: after the first drafted
     round the proposer pauses drafting, doubling the pause each time drafting loses again; the
     context features observed while paused are projected on resume, equal to eager projection.
-    (The pause a loss's size sets, `probe_pause`, is switched off here: test_pause_ledger.py.)"""
-    import deepinfer_dspark.proposers as proposers
+    (The pause a loss's size sets, `DraftCosts.probe_pause`, is switched off here: test_pause_ledger.py.)"""
+    import deepinfer_dspark.draft_costs as draft_costs
 
-    monkeypatch.setattr(proposers, "PROBE_SHARE", math.inf)
+    monkeypatch.setattr(draft_costs, "PROBE_SHARE", math.inf)
     target, drafter = folders
     # A round of 4 drafts all accepted would beat plain decoding (5 x 300 > 1000 tokens/s at
     # batch 1), so drafting is not ruled out up front; the random drafter's expected gain loses.
@@ -348,12 +348,12 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders, monkeypat
     """With a decode profile: a round whose scheduler verifies nothing is a loss (the pause
     doubles each time), at its batch bucket only (a smaller batch drafts, and the pause is still
     there when the batch comes back); the drafted round is timed as a round even though nothing
-    was verified. (`probe_pause` switched off, as above.)"""
+    was verified. (`DraftCosts.probe_pause` switched off, as above.)"""
     from deepinfer_core.interfaces import DraftRequest as CoreRequest
 
-    import deepinfer_dspark.proposers as proposers
+    import deepinfer_dspark.draft_costs as draft_costs
 
-    monkeypatch.setattr(proposers, "PROBE_SHARE", math.inf)
+    monkeypatch.setattr(draft_costs, "PROBE_SHARE", math.inf)
 
     from deepinfer_dspark.draft_runner import DraftOutput
     from deepinfer_dspark.measured_rates import SPEC

@@ -19,7 +19,8 @@ from deepinfer_dspark.acceptance_ratio import WINDOW
 from deepinfer_dspark.draft_runner import DraftOutput
 from deepinfer_dspark.full_acceptance import AGE_ROUNDS, FullAcceptance
 from deepinfer_dspark.pause_ledger import SMOOTH, PauseLedger, ledger_bucket
-from deepinfer_dspark.proposers import PROBE_SHARE, DSparkProposer
+from deepinfer_dspark.draft_costs import PROBE_SHARE
+from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 K = 4
@@ -120,7 +121,7 @@ def test_one_losing_round_among_winning_ones_does_not_pause() -> None:
                               max_probe_every=64)
     drafted = [_round(proposer, 1)]
     gain = proposer.pauses.gain(1)                                # the first round's: ~0.71
-    pause = proposer.probe_pause(1, gain)
+    pause = proposer.costs.probe_pause(1, gain)
     lost_steps = DECODE.at(1) / SPS.at(1 + K) * (1 - gain)        # plain steps the round lost
     assert gain < 1 and pause == math.ceil(lost_steps / PROBE_SHARE) > 8
     drafted += [_round(proposer, 1) for _ in range(99)]
@@ -203,7 +204,7 @@ def test_pausing_weighs_a_round_of_all_its_requests() -> None:
     round of 64-128 requests) would call it a win. At 1 request, confidence 0.7 (3.1 tokens a
     round at 291 rounds/s against 838 plain steps/s) wins and drafting runs on."""
     heavy = DSparkProposer(FakeRunner([0.6], block_size=7), 7, H200_ROUNDS, decode=H200_DECODE)
-    assert not heavy.cannot_pay(256) and heavy.round_rate(256) == 15
+    assert not heavy.cannot_pay(256) and heavy.costs.round_rate(256) == 15
     drafted = [_round(heavy, 256) for _ in range(300)]
     assert sum(drafted) <= 8, sum(drafted)
     assert heavy.pauses.gain(256) < 0.5

@@ -98,7 +98,7 @@ def test_the_tail_of_a_paused_batch_resumes_once_drafting_has_paid_for_the_flush
         proposer.remove(r)
     pairs = proposer.pending.pairs
     full = proposer.acceptance.full.mean()
-    gain = (1 + full) * proposer.round_rate(1) / proposer.plain_rate(1)
+    gain = proposer.costs.gain(1, 1 + full)
     saving = (1 - 1 / gain) / decode.at(1)
     declines = math.ceil(pairs * PRIOR_SECONDS_PER_PAIR / saving) - 1
     assert gain > 1 and declines > 3

@@ -3,9 +3,24 @@
 """Entry points of group `deepinfer.proposers` (see `deepinfer_core.interfaces.Proposer`): they
 build the proposers of `deepinfer_dspark.proposers` from an engine's `speculative_config`.
 
-`speculative_config` keys (besides "method" and "num_speculative_tokens" = k): see
-`deepinfer_dspark.proposers`. Every key is checked by name: a misspelt knob raises instead of
-doing nothing.
+`speculative_config` keys (besides "method" and "num_speculative_tokens" = k):
+  ngram:  prompt_lookup_min (1), prompt_lookup_max (4, or prompt_lookup_min when larger).
+  dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
+          sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
+          calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
+          folder's calibration.json when present, as `deepinfer-dspark train` writes it),
+          probe_every (8: rounds without drafting after a round that verified nothing),
+          decode_profile (JSON path or an `SPSProfile` of plain decode steps, batch tokens =
+          requests; with it, confidence scheduling also compares a drafted round with plain
+          decoding and pauses drafting while plain decoding wins: exponential backoff, at least
+          as long as keeps the losing probes to 2% of the time, see `DraftCosts.probe_pause`),
+          max_probe_every (256: the longest pause),
+          defer_context (True: while drafting is paused, buffer the target features and project
+          them when drafting resumes; False: project every step, paused or not),
+          measure_step_times (False: opt in to correcting the two profiles by the step times
+          measured while serving, see `MeasuredRates`).
+
+Every key is checked by name: a misspelt knob raises instead of doing nothing.
 """
 
 from __future__ import annotations

@@ -7,26 +7,11 @@
 - `dspark`: the DSpark drafter (`DSparkDraftRunner`) with fixed-length or confidence-scheduled
   verification (paper Algorithm 1 with its early stop, over a measured `SPSProfile`).
 
-`speculative_config` keys (besides "method" and "num_speculative_tokens" = k):
-  ngram:  prompt_lookup_min (1), prompt_lookup_max (4, or prompt_lookup_min when larger).
-  dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
-          sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
-          calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
-          folder's calibration.json when present, as `deepinfer-dspark train` writes it),
-          probe_every (8: rounds without drafting after a round that verified nothing),
-          decode_profile (JSON path or an `SPSProfile` of plain decode steps, batch tokens =
-          requests; with it, confidence scheduling also compares a drafted round with plain
-          decoding and pauses drafting, with exponential backoff, while plain decoding wins),
-          max_probe_every (256: the longest pause),
-          defer_context (True: while drafting is paused, buffer the target features and project
-          them when drafting resumes; False: project every step, paused or not),
-          measure_step_times (False: opt in to correcting the two profiles by the step times
-          measured while serving, see `MeasuredRates`).
+`speculative_config` keys: see `deepinfer_dspark.factories`.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
@@ -34,6 +19,7 @@ import torch
 from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.acceptance_ratio import AcceptanceRatio
+from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
@@ -45,8 +31,6 @@ from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_sur
 from deepinfer_dspark.sps import SPSProfile
 
 MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
-PROBE_SHARE = 0.02           # at a losing load, the share of the time its probe rounds may lose
-LONGEST_PROBE_PAUSE = 2048   # rounds: the longest pause that share sets (the evidence's horizon)
 
 
 class DSparkProposer:
@@ -131,6 +115,7 @@ class DSparkProposer:
         self.measure_step_times = measure_step_times
         self.defer_context = defer_context
         self.retired = False
+        self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
         if decode is not None and sps is not None:
             largest = max_batch if max_batch is not None else max(decode.batch_tokens)
@@ -301,66 +286,25 @@ class DSparkProposer:
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts
 
-    def round_rate(self, batch: int) -> float:
-        """Drafted rounds per second at `batch` requests, for the decisions to draft or not: the
-        speculative profile's rate at B (1 + k) tokens, where it was measured on rounds of B
-        requests drafting and verifying k tokens each (as `bench_dspark.py` measures it).
-
-        A round's cost depends on the requests drafted, not only on the tokens verified: drafting
-        is k sequential drafter steps over all B rows, and the verification reads B contexts. The
-        profile at the round's verified token count (what Algorithm 1 reads to choose the lengths)
-        is the rate of a round of fewer requests: at 256 requests verifying 1.1 tokens each it
-        read about 5x the measured rate on the H200 (BENCHMARKS.md, session 9), and drafting that
-        lost 5x was judged a win. So pausing compares at the rate of a full round of B requests:
-        exact when every draft is verified, an upper bound on the cost otherwise (the choice to
-        draft errs towards plain decoding)."""
-        return self.sps.at(batch * (1 + self.num_tokens))
-
-    def plain_rate(self, batch: int) -> float:
-        """Plain decoding's tokens/s at `batch` requests, as the decisions compare it: B
-        SPS_decode(B), scaled by `rates.ratio(B)` with `measure_step_times` (1 without). Needs
-        the decode profile."""
-        ratio = self.rates.ratio(batch) if self.measure_step_times else 1.0
-        return batch * self.decode.at(batch) * ratio
-
-    def probe_pause(self, batch: int, gain: float) -> int:
-        """Rounds to pause at `batch` after a drafted round of expected `gain` (<= 1) lost, so
-        that such probes lose at most `PROBE_SHARE` of the time there: the round took
-        1 / `round_rate(B)` seconds for what plain decoding emits in gain times that, a loss of
-        SPS_decode(B) / round_rate(B) (1 - gain) plain steps, spread over the pause. On the H200
-        (session 11, BENCHMARKS.md) a probe at 32 requests lost ~2.5 plain steps and probes paused
-        by the doubling backoff alone (8, 16, 32, ...) drafted 5% of the rounds there, 10% slower
-        than plain decoding. At most `LONGEST_PROBE_PAUSE`; 0 without a decode profile."""
-        if self.decode is None or self.sps is None:
-            return 0
-        lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0)
-        return min(math.ceil(lost_steps / PROBE_SHARE), LONGEST_PROBE_PAUSE)
-
     def cannot_pay(self, batch: int) -> bool:
         """Whether drafting loses to plain decoding at `batch` requests even if every draft were
-        accepted: B (1 + k) tokens a round at `round_rate(B)` rounds/s is at most the
-        B SPS_decode(B) tokens/s of plain decoding. False without a decode profile. The bound
+        accepted (`DraftCosts.loses` with k accepted). False without both profiles. The bound
         depends on the batch size only, so skipping is lossless."""
-        if self.decode is None or self.sps is None:
-            return False
-        return batch * (1 + self.num_tokens) * self.round_rate(batch) <= self.plain_rate(batch)
+        return self.costs is not None and self.costs.loses(batch, self.num_tokens)
 
     def expected_loss(self, batch: int) -> bool:
         """Whether drafting is expected to lose at `batch` requests even with every draft
-        verified: B (1 + a) tokens a round at `round_rate(B)` rounds/s is at most plain
-        decoding's B SPS_decode(B), with a the upper confidence bound of the accepted drafts per
+        verified (`DraftCosts.loses`), with the upper confidence bound of the accepted drafts per
         request measured so far, over all loads (`acceptance.full.upper()`: a request's accepted
         drafts do not depend on the batch it is in). The ledger's gain of such a round is lower
         still, so it is judged a loss without drafting it, and the next `probe_every - 1`
         rounds at its bucket with it. The measurements age (`FullAcceptance`), so the bound widens
         until a load ruled out is drafted again. False without both profiles or before
         `MIN_MEASURED_REQUESTS` drafted requests."""
-        if self.decode is None or self.sps is None or self.acceptance.full.requests < MIN_MEASURED_REQUESTS:
+        if self.costs is None or self.acceptance.full.requests < MIN_MEASURED_REQUESTS:
             return False
         upper = self.acceptance.full.upper()
-        if upper is None:
-            return False
-        return batch * (1 + upper) * self.round_rate(batch) <= self.plain_rate(batch)
+        return upper is not None and self.costs.loses(batch, upper)
 
     def _resume_waits(self, batch: int) -> bool:
         """Whether this round declines to resume drafting because projecting the buffered
@@ -368,15 +312,19 @@ class DSparkProposer:
         saving per round is estimated from the bucket's expected gain (`PauseLedger`), else from
         the full acceptance measured at all loads; without either (nothing drafted yet), or
         without both profiles, drafting resumes at once."""
-        if self.decode is None or self.sps is None:
+        if self.costs is None:
             return False
         gain = self.pauses.gain(batch)
         if gain is None:
             full = self.acceptance.full.mean()
             if full is None:
                 return False
-            gain = batch * (1 + full) * self.round_rate(batch) / self.plain_rate(batch)
-        return self.resume.waits(self.pending.pairs, gain, 1.0 / self.decode.at(batch))
+            gain = self.costs.gain(batch, batch * (1 + full))
+        return self.resume.waits(self.pending.pairs, gain, self.costs.step_seconds(batch))
+
+    def _correction(self, batch: int) -> float:
+        """The measured round / plain step-time ratio at `batch` (`measure_step_times`), else 1."""
+        return self.rates.ratio(batch) if self.measure_step_times else 1.0
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
@@ -393,7 +341,7 @@ class DSparkProposer:
         drafting out for good)."""
         if not self.measure_step_times or not self.rates.due(SPEC, batch, self._retime_every):
             return False
-        return batch * (1 + self.num_tokens) * self.round_rate(batch) > batch * self.decode.at(batch)
+        return batch * (1 + self.num_tokens) * self.costs.round_rate(batch) > batch * self.decode.at(batch)
 
     def _record(self, began: float, batch: int, verified: int | None) -> None:
         """Declares the step that started at `began` to `rates`: a round in which the drafter ran
@@ -404,7 +352,7 @@ class DSparkProposer:
         if not batch:
             self.rates.pause()
         elif verified is not None:
-            self.rates.record(began, SPEC, batch, 1.0 / self.round_rate(batch))
+            self.rates.record(began, SPEC, batch, 1.0 / self.costs.round_rate(batch))
         else:
             self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
 
@@ -433,9 +381,9 @@ class DSparkProposer:
                 self.pauses.lost(batch, double=False)
             return
         tau = batch + (min(self.acceptance.ratio(batch) * expected, float(verified)) if expected > 0 else 0.0)
-        gain = tau * self.round_rate(batch) / self.plain_rate(batch)
+        gain = self.costs.gain(batch, tau)
         if self.pauses.judge(batch, gain) and gain <= 1:
-            self.pauses.lost(batch, at_least=self.probe_pause(batch, gain))
+            self.pauses.lost(batch, at_least=self.costs.probe_pause(batch, gain))
         else:
             self.pauses.won(batch)
 

@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""DraftCosts: what a drafted round and a plain decode step cost at a load, from the profiles.
+
+Confidence scheduling decides per round whether to draft by comparing tokens per second: a
+drafted round of B requests emits B plus the accepted drafts at `round_rate(B)` rounds per
+second; plain decoding emits B tokens at SPS_decode(B) steps per second (`plain_rate`). Both
+rates come from measured `SPSProfile`s (the speculative one measured on rounds drafting and
+verifying k tokens per request, the plain one on decode steps), the plain side optionally
+scaled by the step times measured while serving (`MeasuredRates`). Device-free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from deepinfer_dspark.sps import SPSProfile
+
+PROBE_SHARE = 0.02           # at a losing load, the share of the time its probe rounds may lose
+LONGEST_PROBE_PAUSE = 2048   # rounds: the longest pause that share sets (the evidence's horizon)
+
+
+class DraftCosts:
+    """Rates of drafted rounds and plain steps by batch size.
+
+    Args:
+        num_tokens: k, drafts per request per round.
+        sps: the speculative-round profile (batch tokens = B (1 + k)).
+        decode: the plain decode-step profile (batch tokens = B).
+        correction: B -> the measured (round / plain) step-time ratio that scales the plain
+            side (1.0 when step times are not measured).
+    """
+
+    def __init__(self, num_tokens: int, sps: SPSProfile, decode: SPSProfile,
+                 correction: Callable[[int], float]) -> None:
+        self.num_tokens = num_tokens
+        self.sps = sps
+        self.decode = decode
+        self.correction = correction
+
+    def round_rate(self, batch: int) -> float:
+        """Drafted rounds per second at `batch` requests, for the decisions to draft or not: the
+        speculative profile's rate at B (1 + k) tokens, where it was measured on rounds of B
+        requests drafting and verifying k tokens each (as `bench_dspark.py` measures it).
+
+        A round's cost depends on the requests drafted, not only on the tokens verified: drafting
+        is k sequential drafter steps over all B rows, and the verification reads B contexts. The
+        profile at the round's verified token count (what Algorithm 1 reads to choose the lengths)
+        is the rate of a round of fewer requests: at 256 requests verifying 1.1 tokens each it
+        read about 5x the measured rate on the H200 (BENCHMARKS.md, session 9), and drafting that
+        lost 5x was judged a win. So pausing compares at the rate of a full round of B requests:
+        exact when every draft is verified, an upper bound on the cost otherwise (the choice to
+        draft errs towards plain decoding)."""
+        return self.sps.at(batch * (1 + self.num_tokens))
+
+    def plain_rate(self, batch: int) -> float:
+        """Plain decoding's tokens/s at `batch` requests, as the decisions compare it: B
+        SPS_decode(B) times `correction(B)`."""
+        return batch * self.decode.at(batch) * self.correction(batch)
+
+    def gain(self, batch: int, tokens: float) -> float:
+        """A round emitting `tokens` (B plus the accepted drafts) over plain decoding, in tokens
+        per second: tokens `round_rate(B)` / `plain_rate(B)`."""
+        return tokens * self.round_rate(batch) / self.plain_rate(batch)
+
+    def loses(self, batch: int, accepted: float) -> bool:
+        """Whether a round of `batch` requests each accepting `accepted` drafts is no faster than
+        plain decoding (`gain` <= 1)."""
+        return batch * (1 + accepted) * self.round_rate(batch) <= self.plain_rate(batch)
+
+    def probe_pause(self, batch: int, gain: float) -> int:
+        """Rounds to pause at `batch` after a drafted round of expected `gain` (<= 1) lost, so
+        that such probes lose at most `PROBE_SHARE` of the time there: the round took
+        1 / `round_rate(B)` seconds for what plain decoding emits in gain times that, a loss of
+        SPS_decode(B) / round_rate(B) (1 - gain) plain steps, spread over the pause. On the H200
+        (session 11, BENCHMARKS.md) a probe at 32 requests lost ~2.5 plain steps and probes paused
+        by the doubling backoff alone (8, 16, 32, ...) drafted 5% of the rounds there, 10% slower
+        than plain decoding. At most `LONGEST_PROBE_PAUSE`."""
+        lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0)
+        return min(math.ceil(lost_steps / PROBE_SHARE), LONGEST_PROBE_PAUSE)
+
+    def step_seconds(self, batch: int) -> float:
+        """Seconds of one plain decode step at `batch` requests (the profile's)."""
+        return 1.0 / self.decode.at(batch)

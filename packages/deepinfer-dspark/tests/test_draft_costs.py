@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`DraftCosts`: the rates the pause decisions compare, by hand on two-point profiles."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from deepinfer_dspark.draft_costs import LONGEST_PROBE_PAUSE, PROBE_SHARE, DraftCosts
+from deepinfer_dspark.sps import SPSProfile
+
+
+def test_rates_gains_losses_and_probe_pauses() -> None:
+    rounds = SPSProfile([5, 50], [400.0, 100.0])    # k = 4: 1 request -> 5 tokens, 10 -> 50
+    plain = SPSProfile([1, 10], [1000.0, 800.0])
+    corrections = {1: 1.0, 10: 2.0}
+    costs = DraftCosts(4, rounds, plain, corrections.__getitem__)
+    assert costs.round_rate(1) == 400.0 and costs.round_rate(10) == 100.0
+    assert costs.plain_rate(1) == 1000.0 and costs.plain_rate(10) == 10 * 800.0 * 2.0
+    assert costs.step_seconds(10) == pytest.approx(1 / 800)
+    assert costs.gain(1, 3.0) == pytest.approx(3 * 400 / 1000)      # 1.2
+    assert not costs.loses(1, 2.0) and costs.loses(1, 1.5)          # 3 x 400 > 1000; 2.5 x 400 = 1000
+    assert costs.loses(10, 4.0)                                     # 50 x 100 < 16,000
+    # A round of gain 0.6 at 1 request lost 1000 / 400 x 0.4 = 1 plain step: paused 1 / PROBE_SHARE.
+    assert costs.probe_pause(1, 0.6) == round(1 / PROBE_SHARE)
+    assert costs.probe_pause(1, 1.0) == 0
+    assert costs.probe_pause(10, 0.0) == math.ceil(16_000 / 10 / 100 / PROBE_SHARE)   # 16 steps lost
+    crawling = DraftCosts(4, SPSProfile([5, 50], [400.0, 1.0]), plain, corrections.__getitem__)
+    assert crawling.probe_pause(10, 0.0) == LONGEST_PROBE_PAUSE      # 1,600 steps lost: capped
