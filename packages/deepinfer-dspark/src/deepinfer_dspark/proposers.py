@@ -108,6 +108,7 @@ class DSparkProposer:
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
         self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket
         self._last_batch = 0                 # requests in the last propose call
+        self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self.pending = PendingContext()      # features observed while paused, projected on resume
         self.resume = ResumeCost()           # when a large buffered context is worth projecting
         self.rates = MeasuredRates()
@@ -188,10 +189,14 @@ class DSparkProposer:
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
         if self._pause == 0 and self._last_batch and not self._probing():
-            if self.cannot_pay(self._last_batch) and not self._probe_due(self._last_batch):
-                self._pause_for(self.probe_every, self._last_batch)
-            elif self.expected_loss(self._last_batch):
-                self._pause_for(self.probe_every, self._last_batch)
+            batch = self._last_batch
+            hopeless = self.cannot_pay(batch)
+            if hopeless and not self._probe_due(batch):
+                self._pause_for(self.probe_every, batch)
+            elif self.expected_loss(batch):
+                self._pause_for(self.probe_every, batch)
+            elif not hopeless:
+                self._cleared = batch   # judged here: `propose` at this batch need not judge again
         return self._pause
 
     @property
@@ -204,7 +209,7 @@ class DSparkProposer:
         does while paused."""
         self._record(self.rates.start(), num_requests, None)
         self.acceptance.close()
-        self._last_batch = num_requests
+        self._last_batch, self._cleared = num_requests, 0
         self._count(PLAIN, num_requests)
         self.acceptance.tick()
         if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
@@ -216,6 +221,7 @@ class DSparkProposer:
         self._record(began, len(requests), None)   # a plain step, unless the drafter runs below
         drafts = [Draft([]) for _ in requests]
         self._last_batch = batch = len(requests)
+        judged, self._cleared = self._cleared == batch, 0   # by `idle_rounds`, this round
         self.acceptance.close()   # the last drafted round's commits are in
         probing = self._probing()
         self.acceptance.tick()
@@ -223,12 +229,12 @@ class DSparkProposer:
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
-        if requests and not probing and self.expected_loss(batch):
+        if requests and not probing and not judged and self.expected_loss(batch):
             self._pause_for(self.probe_every - 1, batch)   # judged without drafting: no backoff grows
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
-        if requests and not probing and self.cannot_pay(batch):
+        if requests and not probing and not judged and self.cannot_pay(batch):
             if self._probe_due(batch):   # ruled out by measured times alone: re-time a run of rounds
                 self.rates.started(SPEC, batch)
                 probing = True
