@@ -73,10 +73,10 @@ class DraftCosts:
         """Rounds to pause at `batch` after a drafted round of expected `gain` (<= 1) lost, so
         that such probes lose at most `PROBE_SHARE` of the time there: the round took
         1 / `round_rate(B)` seconds for what plain decoding emits in gain times that, a loss of
-        SPS_decode(B) / round_rate(B) (1 - gain) plain steps, spread over the pause. On the H200
-        (session 11, BENCHMARKS.md) a probe at 32 requests lost ~2.5 plain steps and probes paused
-        by the doubling backoff alone (8, 16, 32, ...) drafted 5% of the rounds there, 10% slower
-        than plain decoding. At most `LONGEST_PROBE_PAUSE`."""
+        SPS_decode(B) / round_rate(B) (1 - gain) plain steps, spread over the pause. With the
+        doubling backoff alone (8, 16, 32, ... rounds) the first probes could cost a third of the
+        time: on the H200 profiles of session 11 (BENCHMARKS.md) a probe at 32 requests loses ~2.5
+        plain steps, against a first pause of 8. At most `LONGEST_PROBE_PAUSE`."""
         lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0)
         return min(math.ceil(lost_steps / PROBE_SHARE), LONGEST_PROBE_PAUSE)
 

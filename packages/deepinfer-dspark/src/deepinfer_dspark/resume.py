@@ -5,10 +5,11 @@
 While drafting is paused the target's features wait in `PendingContext`; the first drafted round
 after the pause projects them all (`DSparkProposer._flush`), at a host cost that grows with the
 (request, step) pairs buffered, finished requests' included. After a long pause at a heavy load
-that is ~10^4 pairs. On the H200 (session 11, BENCHMARKS.md) the batch's last requests, alone
-at 1-2 requests where drafting wins a little, resumed drafting and each such round cost 9-19 ms
-more than a plain step (0.90x plain decoding at 32 and 128 requests with 3-5% of rounds
-drafted).
+that is ~10^4 pairs: 6 ms of host time for 10,784 buffered rows after a 128-request batch on the
+CPU machine (BENCHMARKS.md, session 11). On the H200 the few rounds drafted in a batch of 8 or
+32 requests, 1-4 of them, each cost an inferred 10-30 ms more than a plain step (sessions 10-11),
+where the profiles predict ~3 ms; the batch's last requests, alone where drafting wins a little,
+pay such a flush for a handful of drafted rounds.
 
 Resuming is a rent-or-buy choice (ski rental): paying the flush (buying) pays off only if
 drafting then runs long enough at a winning load, which is not known in advance (the batch may
