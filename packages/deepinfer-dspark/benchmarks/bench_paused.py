@@ -10,6 +10,8 @@ This script splits that cost, with engines alive at once and paired rounds (as
 `bench_dspark.py --interleave`):
 
   - `none`: no speculation;
+  - `none-again`: a second engine without speculation: its paired ratio to `none` is the noise
+    floor of the others';
   - `paused`: DSpark with confidence scheduling and a decode profile under which drafting can
     never pay from 2 requests up (`cannot_pay`), so every step at 2+ requests is a paused round
     (at 1 request it could pay, so the proposer does not retire);
@@ -57,7 +59,7 @@ def variants(drafter: str, k: int, spec_sps) -> dict:
     never = SPSProfile([1, 2, 1 << 20], [1.0, 1e7, 1e7])
     paused = {"method": "dspark", "model": drafter, "num_speculative_tokens": k, "scheduling": "confidence",
               "sps_profile": spec_sps, "decode_profile": never}
-    return {"none": None, "paused": paused, "paused-blind": paused}
+    return {"none": None, "none-again": None, "paused": paused, "paused-blind": paused}
 
 
 def main() -> None:

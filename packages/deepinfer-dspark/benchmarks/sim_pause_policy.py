@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Time-cost simulation of confidence scheduling's pause policy on chat batches (CPU, seconds).
+
+The real `DSparkProposer` decides every round; a fake drafter gives each draft a confidence
+around `--p-conf` and the target accepts each draft with probability `--p-true` (a run of
+Bernoulli trials, as a drafter whose per-draft acceptance is constant). Each batch of C requests
+draws reply lengths uniformly in [30, 128] tokens and runs until the last one ends, so the batch
+shrinks as requests finish (its tail). Time is charged from the measured profiles: a plain round
+1 / SPS_decode(B), a drafted round 1 / SPS_spec(B (1 + k)) whatever it verifies (an upper bound:
+verifying fewer drafts is cheaper; the drafting is not), a flush of the buffered context
+`--pair-us` per buffered (request, step) pair; the proposer also learns that flush cost
+(`ResumeCost`). Printed per concurrency: the ratio of plain decoding's time to the policy's
+time for the same batches (above 1: faster than plain decoding), the share of rounds drafted,
+and the same ratio for fixed-k (always drafting).
+
+Usage (repository root; profiles as `bench_dspark.py --save-sps` writes them):
+    python3 packages/deepinfer-dspark/benchmarks/sim_pause_policy.py \
+        --profiles benchmarks/results/h200-2026-11-30h/run3-paired-real --pair-us 1 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import types
+from pathlib import Path
+
+import torch
+from deepinfer_core.interfaces import DraftRequest
+
+from deepinfer_dspark.draft_runner import DraftOutput
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+
+class FakeRunner:
+    """Drafts k tokens with confidences around `level` (Gaussian, sd 0.15, clipped); holds every
+    position it was shown."""
+
+    def __init__(self, k: int, level: float, rng: random.Random) -> None:
+        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=k, target_layer_ids=[1]),
+                                             dtype=torch.float32)
+        self.level, self.rng, self.held = level, rng, {}
+
+    def num_positions(self, request_id: str) -> int:
+        return self.held.get(request_id, 0)
+
+    def observe_rows(self, items, features) -> None:
+        for request_id, positions in items:
+            self.held[request_id] = positions[-1] + 1
+
+    def observe_batch(self, items) -> None:
+        self.observe_rows([(r, p) for r, p, _ in items], None)
+
+    def draft(self, requests, k: int) -> list:
+        def conf() -> float:
+            return min(0.99, max(0.01, self.level + self.rng.gauss(0.0, 0.15)))
+        return [DraftOutput(torch.full((k,), 7), None, torch.tensor([conf() for _ in range(k)]), None)
+                for _ in requests]
+
+    def remove(self, request_id: str) -> None:
+        self.held.pop(request_id, None)
+
+
+def batches(c: int, count: int, seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
+
+
+def plain_seconds(decode: SPSProfile, work: list[list[int]]) -> float:
+    return sum(1 / decode.at(sum(1 for n in lengths if n > step))
+               for lengths in work for step in range(max(lengths)))
+
+
+def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]], seed: int) -> float:
+    rng, seconds = random.Random(seed), 0.0
+    for lengths in work:
+        left = list(lengths)
+        while any(left):
+            live = [i for i, n in enumerate(left) if n > 0]
+            seconds += 1 / spec.at(len(live) * (k + 1))
+            for i in live:
+                accepted = 0
+                while accepted < k and rng.random() < p_true:
+                    accepted += 1
+                left[i] -= min(1 + accepted, left[i])
+    return seconds
+
+
+def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfile, p_true: float,
+                   pair_seconds: float, work: list[list[int]], seed: int, first_id: int) -> tuple[float, float]:
+    """Seconds and drafted share of the policy over `work`, the proposer kept across calls."""
+    rng, seconds, rounds, drafted, k = random.Random(seed), 0.0, 0, 0, proposer.num_tokens
+    for b, lengths in enumerate(work):
+        ids = [f"r{first_id + b * len(lengths) + i}" for i in range(len(lengths))]
+        left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, 20)
+        proposer.observe_step(ids, [0] * len(ids), [20] * len(ids), [20 * i for i in range(len(ids))],
+                              torch.zeros(20 * len(ids), 1))   # the prefill
+        while left:
+            live, rounds = list(left), rounds + 1
+            pairs = buffered_pairs(proposer.pending)
+            if proposer.idle_rounds() > 0:
+                proposer.idle_round(len(live))
+                drafts = None
+            else:
+                drafts = proposer.propose([DraftRequest(r, [1] * (pos[r] + 1), min(k, left[r] - 1), 0.0, 0, 1.0, 0.0,
+                                                        0, 0) for r in live])
+            if buffered_pairs(proposer.pending) < pairs:   # flushed this round
+                seconds += pairs * pair_seconds
+            emitted = dict.fromkeys(live, 1)
+            if drafts is None or not any(d.token_ids for d in drafts):
+                seconds += 1 / decode.at(len(live))
+            else:
+                drafted += 1
+                seconds += 1 / spec.at(len(live) * (k + 1))
+                for r, d in zip(live, drafts):
+                    accepted = 0
+                    while accepted < len(d.token_ids) and rng.random() < p_true:
+                        accepted += 1
+                    emitted[r] = min(1 + accepted, left[r])
+                    proposer.commit(r, pos[r] + 1 + emitted[r])
+            counts = [emitted[r] for r in live]
+            starts = [sum(counts[:i]) for i in range(len(live))]
+            proposer.observe_step(live, [pos[r] for r in live], counts, starts, torch.zeros(sum(counts), 1))
+            for r in live:
+                pos[r] += emitted[r]
+                left[r] -= emitted[r]
+                if left[r] <= 0:
+                    del left[r]
+                    proposer.remove(r)
+    return seconds, drafted / max(rounds, 1)
+
+
+def buffered_pairs(pending) -> int:
+    """The (request, step) pairs `pending` holds (counted from its steps before session 11)."""
+    pairs = getattr(pending, "pairs", None)
+    return pairs if pairs is not None else sum(len(step[0]) for step in pending._steps)
+
+
+def learn_charged_flushes(proposer: DSparkProposer, pair_seconds: float) -> None:
+    """The proposer's `ResumeCost` learns the flush cost charged here, not this machine's (a
+    proposer without one, before session 11, is left as it is)."""
+    resume = getattr(proposer, "resume", None)
+    if resume is not None:
+        timed = type(resume).timed
+        resume.timed = lambda seconds, pairs: timed(resume, pairs * pair_seconds, pairs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json and spec_sps.json")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64, 128, 256])
+    parser.add_argument("--k", type=int, default=7, help="drafts per round (the spec profile's k)")
+    parser.add_argument("--p-true", type=float, nargs="+", default=[0.64], help="per-draft acceptance")
+    parser.add_argument("--p-conf", type=float, default=None, help="confidence level (default: --p-true)")
+    parser.add_argument("--pair-us", type=float, nargs="+", default=[1.0], help="flush host us per pair")
+    parser.add_argument("--batches", type=int, default=10, help="chat batches per concurrency")
+    args = parser.parse_args()
+    decode = SPSProfile.load(args.profiles / "sps.json")
+    spec = SPSProfile.load(args.profiles / "spec_sps.json")
+    for p_true in args.p_true:
+        for pair_us in args.pair_us:
+            rng = random.Random(0)
+            proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, rng), args.k, spec, decode=decode)
+            pair_seconds = pair_us * 1e-6
+            learn_charged_flushes(proposer, pair_seconds)
+            cells = []
+            for i, c in enumerate(args.concurrency):
+                work = batches(c, args.batches, seed=1 + i)
+                plain = plain_seconds(decode, work)
+                seconds, share = policy_seconds(proposer, decode, spec, p_true, pair_seconds, work, 2 + i, 10**6 * i)
+                fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
+                cells.append(f"{c}: {plain / seconds:.3f} ({100 * share:.1f}% drafted; fixed-{args.k} {plain / fixed:.3f})")
+            print(f"p_true {p_true} pair_us {pair_us} | " + " | ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()
