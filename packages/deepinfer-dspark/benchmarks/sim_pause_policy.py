@@ -81,10 +81,10 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
             live = [i for i, n in enumerate(left) if n > 0]
             seconds += 1 / spec.at(len(live) * (k + 1))
             for i in live:
-                accepted = 0
-                while accepted < k and rng.random() < p_true:
+                accepted, room = 0, min(k, left[i] - 1)   # as the engine bounds drafts (`_room`)
+                while accepted < room and rng.random() < p_true:
                     accepted += 1
-                left[i] -= min(1 + accepted, left[i])
+                left[i] -= 1 + accepted
     return seconds
 
 
@@ -155,7 +155,8 @@ def main() -> None:
     parser.add_argument("--p-true", type=float, nargs="+", default=[0.64], help="per-draft acceptance")
     parser.add_argument("--p-conf", type=float, default=None, help="confidence level (default: --p-true)")
     parser.add_argument("--pair-us", type=float, nargs="+", default=[1.0], help="flush host us per pair")
-    parser.add_argument("--batches", type=int, default=10, help="chat batches per concurrency")
+    parser.add_argument("--batches", type=int, default=10,
+                        help="chat batches per concurrency (at least 256 requests' worth)")
     args = parser.parse_args()
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
@@ -167,7 +168,7 @@ def main() -> None:
             learn_charged_flushes(proposer, pair_seconds)
             cells = []
             for i, c in enumerate(args.concurrency):
-                work = batches(c, args.batches, seed=1 + i)
+                work = batches(c, max(args.batches, 256 // c), seed=1 + i)   # >= 256 requests
                 plain = plain_seconds(decode, work)
                 seconds, share = policy_seconds(proposer, decode, spec, p_true, pair_seconds, work, 2 + i, 10**6 * i)
                 fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
