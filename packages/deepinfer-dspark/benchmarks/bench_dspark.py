@@ -144,7 +144,8 @@ def proposer_state(llm, c: int) -> str:
     """The confidence proposer's counters and estimates after a concurrency (empty for other
     engines): rounds drafted and skipped so far, the ledger's gain and the acceptance ratio at
     C's bucket, the accepted drafts per request at full verification (estimate, upper bound,
-    requests behind it), and the rounds that declined to resume and the flush cost (`ResumeCost`)."""
+    requests behind it), the (request, step) pairs buffered while paused, and the draft graphs
+    captured and context pool reallocations so far."""
     spec = llm.engine.speculative
     proposer = getattr(spec, "proposer", None)
     if getattr(proposer, "decode", None) is None:
@@ -154,8 +155,16 @@ def proposer_state(llm, c: int) -> str:
     return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds; at {c}: gain "
             f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
-            f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); resume declined "
-            f"{proposer.resume.declined} rounds, flush {proposer.resume.seconds_per_pair * 1e6:.2f} us/pair")
+            f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "
+            f"{_graph_state(proposer.runner)}")
+
+
+def _graph_state(runner) -> str:
+    """Draft-graph captures so far (each mid-serving) and the context pool's reallocations (each
+    drops every draft graph)."""
+    graphs = getattr(runner, "graphs", None)
+    captures = "no draft graphs" if graphs is None else f"draft graphs captured {graphs.captures}"
+    return f"{captures}, context pool generation {runner.context.generation}"
 
 
 def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:

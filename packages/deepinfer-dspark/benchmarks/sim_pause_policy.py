@@ -8,15 +8,16 @@ Bernoulli trials, as a drafter whose per-draft acceptance is constant). Each bat
 draws reply lengths uniformly in [30, 128] tokens and runs until the last one ends, so the batch
 shrinks as requests finish (its tail). Time is charged from the measured profiles: a plain round
 1 / SPS_decode(B), a drafted round 1 / SPS_spec(B (1 + k)) whatever it verifies (an upper bound:
-verifying fewer drafts is cheaper; the drafting is not), a flush of the buffered context
-`--pair-us` per buffered (request, step) pair; the proposer also learns that flush cost
-(`ResumeCost`). Printed per concurrency: the ratio of plain decoding's time to the policy's
+verifying fewer drafts is cheaper; the drafting is not). The host work of projecting the context
+buffered while paused is not charged: every buffered (request, step) pair is walked once by some
+flush, whichever round it happens in, so it is the same for every policy that buffers. Printed
+per concurrency: the ratio of plain decoding's time to the policy's
 time for the same batches (above 1: faster than plain decoding), the share of rounds drafted,
 and the same ratio for fixed-k (always drafting).
 
 Usage (repository root; profiles as `bench_dspark.py --save-sps` writes them):
     python3 packages/deepinfer-dspark/benchmarks/sim_pause_policy.py \
-        --profiles benchmarks/results/h200-2026-11-30h/run3-paired-real --pair-us 1 3
+        --profiles benchmarks/results/h200-2026-11-30h/run3-paired-real --p-true 0.64 0.8 0.9
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
 
 
 def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfile, p_true: float,
-                   pair_seconds: float, work: list[list[int]], seed: int, first_id: int) -> tuple[float, float]:
+                   work: list[list[int]], seed: int, first_id: int) -> tuple[float, float]:
     """Seconds and drafted share of the policy over `work`, the proposer kept across calls."""
     rng, seconds, rounds, drafted, k = random.Random(seed), 0.0, 0, 0, proposer.num_tokens
     for b, lengths in enumerate(work):
@@ -99,15 +100,12 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                               torch.zeros(20 * len(ids), 1))   # the prefill
         while left:
             live, rounds = list(left), rounds + 1
-            pairs = buffered_pairs(proposer.pending)
             if proposer.idle_rounds() > 0:
                 proposer.idle_round(len(live))
                 drafts = None
             else:
                 drafts = proposer.propose([DraftRequest(r, [1] * (pos[r] + 1), min(k, left[r] - 1), 0.0, 0, 1.0, 0.0,
                                                         0, 0) for r in live])
-            if buffered_pairs(proposer.pending) < pairs:   # flushed this round
-                seconds += pairs * pair_seconds
             emitted = dict.fromkeys(live, 1)
             if drafts is None or not any(d.token_ids for d in drafts):
                 seconds += 1 / decode.at(len(live))
@@ -132,21 +130,6 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
     return seconds, drafted / max(rounds, 1)
 
 
-def buffered_pairs(pending) -> int:
-    """The (request, step) pairs `pending` holds (counted from its steps before session 11)."""
-    pairs = getattr(pending, "pairs", None)
-    return pairs if pairs is not None else sum(len(step[0]) for step in pending._steps)
-
-
-def learn_charged_flushes(proposer: DSparkProposer, pair_seconds: float) -> None:
-    """The proposer's `ResumeCost` learns the flush cost charged here, not this machine's (a
-    proposer without one, before session 11, is left as it is)."""
-    resume = getattr(proposer, "resume", None)
-    if resume is not None:
-        timed = type(resume).timed
-        resume.timed = lambda seconds, pairs: timed(resume, pairs * pair_seconds, pairs)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json and spec_sps.json")
@@ -154,26 +137,22 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=7, help="drafts per round (the spec profile's k)")
     parser.add_argument("--p-true", type=float, nargs="+", default=[0.64], help="per-draft acceptance")
     parser.add_argument("--p-conf", type=float, default=None, help="confidence level (default: --p-true)")
-    parser.add_argument("--pair-us", type=float, nargs="+", default=[1.0], help="flush host us per pair")
     parser.add_argument("--batches", type=int, default=10,
                         help="chat batches per concurrency (at least 256 requests' worth)")
     args = parser.parse_args()
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
     for p_true in args.p_true:
-        for pair_us in args.pair_us:
-            rng = random.Random(0)
-            proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, rng), args.k, spec, decode=decode)
-            pair_seconds = pair_us * 1e-6
-            learn_charged_flushes(proposer, pair_seconds)
-            cells = []
-            for i, c in enumerate(args.concurrency):
-                work = batches(c, max(args.batches, 256 // c), seed=1 + i)   # >= 256 requests
-                plain = plain_seconds(decode, work)
-                seconds, share = policy_seconds(proposer, decode, spec, p_true, pair_seconds, work, 2 + i, 10**6 * i)
-                fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
-                cells.append(f"{c}: {plain / seconds:.3f} ({100 * share:.1f}% drafted; fixed-{args.k} {plain / fixed:.3f})")
-            print(f"p_true {p_true} pair_us {pair_us} | " + " | ".join(cells), flush=True)
+        proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, random.Random(0)), args.k, spec,
+                                  decode=decode)
+        cells = []
+        for i, c in enumerate(args.concurrency):
+            work = batches(c, max(args.batches, 256 // c), seed=1 + i)   # >= 256 requests
+            plain = plain_seconds(decode, work)
+            seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + i, 10**6 * i)
+            fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
+            cells.append(f"{c}: {plain / seconds:.3f} ({100 * share:.1f}% drafted; fixed-{args.k} {plain / fixed:.3f})")
+        print(f"p_true {p_true} | " + " | ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

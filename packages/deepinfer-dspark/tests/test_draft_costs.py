@@ -19,7 +19,6 @@ def test_rates_gains_losses_and_probe_pauses() -> None:
     costs = DraftCosts(4, rounds, plain, corrections.__getitem__)
     assert costs.round_rate(1) == 400.0 and costs.round_rate(10) == 100.0
     assert costs.plain_rate(1) == 1000.0 and costs.plain_rate(10) == 10 * 800.0 * 2.0
-    assert costs.step_seconds(10) == pytest.approx(1 / 800)
     assert costs.gain(1, 3.0) == pytest.approx(3 * 400 / 1000)      # 1.2
     assert not costs.loses(1, 2.0) and costs.loses(1, 1.5)          # 3 x 400 > 1000; 2.5 x 400 = 1000
     assert costs.loses(10, 4.0)                                     # 50 x 100 < 16,000
@@ -29,3 +28,5 @@ def test_rates_gains_losses_and_probe_pauses() -> None:
     assert costs.probe_pause(10, 0.0) == math.ceil(16_000 / 10 / 100 / PROBE_SHARE)   # 16 steps lost
     crawling = DraftCosts(4, SPSProfile([5, 50], [400.0, 1.0]), plain, corrections.__getitem__)
     assert crawling.probe_pause(10, 0.0) == LONGEST_PROBE_PAUSE      # 1,600 steps lost: capped
+    for gain in (math.nan, -math.inf):                                 # never an exception
+        assert costs.probe_pause(1, gain) == LONGEST_PROBE_PAUSE

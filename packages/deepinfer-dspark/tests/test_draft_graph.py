@@ -242,11 +242,11 @@ def test_captured_graphs_equal_eager(tiny, heads) -> None:
     pair.rollback(rid, lengths[rid] // 2)
     lengths[rid] -= lengths[rid] // 2
     pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
-    assert graphs.replays == graphs.rounds > 0
+    assert graphs.replays == graphs.rounds > 0 and graphs.captures == len(graphs.graphs)
     # The pool outgrows its blocks: its tensors move, so the graphs must be re-captured.
-    generation, pool = graphs.generation, pair.graphs.context
+    generation, pool, captures = graphs.generation, pair.graphs.context, graphs.captures
     for i in range(pool.num_blocks + 1):
         pair.observe(f"grow{i}", pool.block_size)
     assert pool.generation > generation
     pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
-    assert graphs.generation == pool.generation
+    assert graphs.generation == pool.generation and graphs.captures == captures + 1 == captures + len(graphs.graphs)

@@ -203,3 +203,15 @@ def test_vectorized_split_equals_the_pair_by_pair_split():
     for steps, held in ((zero_count, {"a": 0, "b": 0}), (held_first, {"a": 2, "b": 0})):
         fast_runs, _ = _take_runs(steps, {}, held.__getitem__)
         assert fast_runs == _take_runs_slow(steps, {}, held.__getitem__)[0]
+
+
+def test_pending_counts_pairs() -> None:
+    """`pairs`: the (request, step) pairs a `take` walks, finished requests' included."""
+    pending = PendingContext()
+    pending.add_step(["a", "b"], [0, 0], [2, 1], [0, 2], torch.zeros(3, 1))
+    pending.add([("a", [2], torch.zeros(1, 1))])
+    assert pending.pairs == 3
+    pending.drop("b")
+    assert pending.pairs == 3
+    pending.take(lambda request_id: 0)
+    assert pending.pairs == 0

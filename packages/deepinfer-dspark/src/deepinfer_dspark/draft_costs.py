@@ -78,8 +78,6 @@ class DraftCosts:
         time: on the H200 profiles of session 11 (BENCHMARKS.md) a probe at 32 requests loses ~2.5
         plain steps, against a first pause of 8. At most `LONGEST_PROBE_PAUSE`."""
         lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0)
-        return min(math.ceil(lost_steps / PROBE_SHARE), LONGEST_PROBE_PAUSE)
-
-    def step_seconds(self, batch: int) -> float:
-        """Seconds of one plain decode step at `batch` requests (the profile's)."""
-        return 1.0 / self.decode.at(batch)
+        if not math.isfinite(lost_steps) or lost_steps / PROBE_SHARE >= LONGEST_PROBE_PAUSE:
+            return LONGEST_PROBE_PAUSE   # also a NaN gain: the longest pause, never an exception
+        return math.ceil(lost_steps / PROBE_SHARE)

@@ -211,6 +211,8 @@ class DraftGraphs:
     Attributes:
         rounds: rounds run through the buckets so far.
         replays: graph replays so far.
+        captures: graphs captured so far (each costs warm-up runs and a capture mid-serving;
+            re-captures after the context pool grew included).
 
     Raises:
         ValueError: `capture` with the drafter off CUDA, or `max_context` < 1 (named).
@@ -235,6 +237,7 @@ class DraftGraphs:
         self.generation = context.generation
         self.rounds = 0
         self.replays = 0
+        self.captures = 0
 
     def fits(self, rows: int, longest: int) -> bool:
         """Whether a round of `rows` requests whose longest context is `longest` has a bucket."""
@@ -297,6 +300,7 @@ class DraftGraphs:
         return torch.cat([tokens.double()] + ([] if conf is None else [conf.double()]), dim=1)
 
     def _capture(self, key: tuple[int, int, int], buffers: DraftBuffers) -> None:
+        self.captures += 1
         self.graphs[key], self.outputs[key] = capture_graph(
             lambda: self._packed_round(buffers, key[2]), self.device, self.pool)
 

@@ -50,7 +50,7 @@ class PendingContext:
         self._dropped: dict[str, int] = {}   # id -> buffered steps when it finished (an id may come back)
         self._item_rows: dict[str, int] = {}  # id -> rows added by `add` since its last drop
         self._rows = 0
-        self.pairs = 0   # buffered (request, step) pairs, finished requests' included: `take`'s work
+        self.pairs = 0   # buffered (request, step) pairs, finished requests' included: `take` walks them all
 
     def __len__(self) -> int:
         return self._rows

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import torch
@@ -25,7 +24,6 @@ from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.pause_ledger import PauseLedger
 from deepinfer_dspark.pending_context import PendingContext
-from deepinfer_dspark.resume import ResumeCost
 from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
                                         schedule_rows)
 from deepinfer_dspark.sps import SPSProfile
@@ -59,7 +57,8 @@ class DSparkProposer:
             With `measure_step_times`, both comparisons scale the plain side by
             `rates.ratio(B)`: how much slower than the profiles predict the drafted rounds ran,
             relative to the plain steps, in this engine so far (`MeasuredRates`).
-        max_probe_every: the longest pause, in rounds.
+        max_probe_every: the longest backoff, in rounds (a losing probe that cost more may set
+            a longer pause: `DraftCosts.probe_pause`).
         max_batch: the engine's largest batch (`max_num_seqs`); default: the decode profile's
             largest measured size.
         defer_context: while paused, keep the observed features in `pending` (True) instead of
@@ -110,7 +109,6 @@ class DSparkProposer:
         self._last_batch = 0                 # requests in the last propose call
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self.pending = PendingContext()      # features observed while paused, projected on resume
-        self.resume = ResumeCost()           # when a large buffered context is worth projecting
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
@@ -165,11 +163,9 @@ class DSparkProposer:
             self.runner.observe_rows(items, kept)
 
     def _flush(self) -> None:
-        began, pairs = time.perf_counter(), self.pending.pairs
         items = self.pending.take(self.runner.num_positions)
         if items:
             self.runner.observe_batch([(r, p, f.to(self.runner.drafter.dtype)) for r, p, f in items])
-        self.resume.timed(time.perf_counter() - began, pairs)
 
     def _observe_now(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         batch = []
@@ -195,7 +191,7 @@ class DSparkProposer:
                 self._pause_for(self.probe_every, batch)
             elif self.expected_loss(batch):
                 self._pause_for(self.probe_every, batch)
-            elif not hopeless:
+            elif not hopeless and not self.measure_step_times:   # (measured rates move within a round)
                 self._cleared = batch   # judged here: `propose` at this batch need not judge again
         return self._pause
 
@@ -247,10 +243,6 @@ class DSparkProposer:
                 and self.rates.due(SPEC, batch, self._retime_every):   # a lone round is no sample: a run
             self.rates.started(SPEC, batch)
             probing = True
-        if self.pending.holds and not probing and self._resume_waits(batch):
-            self.skipped_rounds += 1
-            self._count(PLAIN, batch)
-            return drafts
         if self.pending.holds:   # also frees steps whose rows all belong to finished requests
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
@@ -312,22 +304,6 @@ class DSparkProposer:
         upper = self.acceptance.full.upper()
         return upper is not None and self.costs.loses(batch, upper)
 
-    def _resume_waits(self, batch: int) -> bool:
-        """Whether this round declines to resume drafting because projecting the buffered
-        context would cost more than drafting has saved so far (`ResumeCost`, ski rental). The
-        saving per round is estimated from the bucket's expected gain (`PauseLedger`), else from
-        the full acceptance measured at all loads; without either (nothing drafted yet), or
-        without both profiles, drafting resumes at once."""
-        if self.costs is None:
-            return False
-        gain = self.pauses.gain(batch)
-        if gain is None:
-            full = self.acceptance.full.mean()
-            if full is None:
-                return False
-            gain = self.costs.gain(batch, batch * (1 + full))
-        return self.resume.waits(self.pending.pairs, gain, self.costs.step_seconds(batch))
-
     def _correction(self, batch: int) -> float:
         """The measured round / plain step-time ratio at `batch` (`measure_step_times`), else 1."""
         return self.rates.ratio(batch) if self.measure_step_times else 1.0
@@ -376,7 +352,8 @@ class DSparkProposer:
         and the latest evidence say drafting loses). tau is the batch plus the verified prefixes'
         survivals (`expected`) scaled by `acceptance.ratio(B)` (realized over predicted accepted
         drafts so far), at most the drafts verified. Drafting then pauses for the bucket's
-        backoff, which doubles (up to `max_probe_every`). Otherwise the backoff is reset: a round
+        backoff, which doubles (up to `max_probe_every`), or longer when the round's loss asks
+        for it (`DraftCosts.probe_pause`). Otherwise the backoff is reset: a round
         that wins while the average loses drafts on, so the average catches up as drafted rounds
         accumulate, and a close call is probed every `probe_every` rounds while a clear loss is
         probed rarely.
