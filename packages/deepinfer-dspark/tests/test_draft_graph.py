@@ -17,7 +17,7 @@ import torch
 
 from deepinfer_dspark.checkpoint import load_state_dict
 from deepinfer_dspark.config import DSparkConfig
-from deepinfer_dspark.draft_graph import DraftGraphs, context_bucket, greedy_round, row_bucket
+from deepinfer_dspark.draft_graph import EAGER_USES, DraftGraphs, context_bucket, greedy_round, row_bucket
 from deepinfer_dspark.draft_runner import DraftRequest, DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.drafter import DSparkDrafter
 
@@ -234,7 +234,8 @@ def test_captured_graphs_equal_eager(tiny, heads) -> None:
         for rid, n in lengths.items():
             pair.observe(rid, n)
         for num_tokens in (1, block):
-            pair.check(requests_for(lengths, rng, vocab), num_tokens, atol=1e-4)
+            for _ in range(EAGER_USES + 1):   # eager rounds, then the capture
+                pair.check(requests_for(lengths, rng, vocab), num_tokens, atol=1e-4)
             captured = len(graphs.graphs)
             pair.check(requests_for(lengths, rng, vocab), num_tokens, atol=1e-4)  # a replay
             assert len(graphs.graphs) == captured
@@ -242,7 +243,8 @@ def test_captured_graphs_equal_eager(tiny, heads) -> None:
     pair.rollback(rid, lengths[rid] // 2)
     lengths[rid] -= lengths[rid] // 2
     pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
-    assert graphs.replays == graphs.rounds > 0 and graphs.captures == len(graphs.graphs)
+    assert graphs.replays == graphs.rounds - EAGER_USES * len(graphs.graphs) > 0
+    assert graphs.captures == len(graphs.graphs)
     # The pool outgrows its blocks: its tensors move, so the graphs must be re-captured.
     generation, pool, captures = graphs.generation, pair.graphs.context, graphs.captures
     for i in range(pool.num_blocks + 1):
@@ -250,3 +252,51 @@ def test_captured_graphs_equal_eager(tiny, heads) -> None:
     assert pool.generation > generation
     pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
     assert graphs.generation == pool.generation and graphs.captures == captures + 1 == captures + len(graphs.graphs)
+
+
+class FakeGraph:
+    """A stand-in for a captured graph on the CPU: `replay` re-runs the call into its outputs."""
+
+    def __init__(self, fn, outputs: torch.Tensor) -> None:
+        self.fn, self.outputs, self.replays = fn, outputs, 0
+
+    def replay(self) -> None:
+        self.replays += 1
+        self.outputs.copy_(self.fn())
+
+
+def test_graphs_are_captured_after_eager_uses_and_kept_counting_across_pool_moves(tiny, monkeypatch) -> None:
+    """A bucket runs eagerly `EAGER_USES` times, is captured on the next use and replayed after;
+    when the context pool moves every graph is dropped, and a bucket used before is re-captured on
+    its next use. Every round equals the eager runner's (the stand-in graph re-runs the round)."""
+    import deepinfer_dspark.draft_graph as draft_graph
+
+    fakes = []
+
+    def fake_capture(fn, device, pool):
+        outputs = fn()
+        fakes.append(FakeGraph(fn, outputs))
+        return fakes[-1], outputs
+
+    monkeypatch.setattr(draft_graph, "capture_graph", fake_capture)
+    config, drafter = drafter_for(tiny, "vanilla+conf")
+    pair, rng = Pair(drafter), random.Random(5)
+    graphs = pair.graphs.graphs
+    graphs.capture = True   # the capture path, with the stand-in
+    block, vocab = config["block_size"], config["vocab_size"]
+    lengths = {f"r{i}": rng.choice([3, 9, 20]) for i in range(3)}
+    for rid, n in lengths.items():
+        pair.observe(rid, n)
+    captures = []
+    for _ in range(EAGER_USES + 3):
+        pair.check(requests_for(lengths, rng, vocab), block)
+        captures.append(graphs.captures)
+    assert captures == [0] * EAGER_USES + [1, 1, 1] and graphs.replays == 3 and fakes[0].replays == 3
+    pair.check(requests_for({"r0": lengths["r0"]}, rng, vocab), block)   # another bucket: eager
+    assert graphs.captures == 1 and graphs.uses[(1, 32, block)] == 1
+    pool, generation = pair.graphs.context, pair.graphs.context.generation
+    for i in range(pool.num_blocks + 1):   # the pool outgrows its blocks: its tensors move
+        pair.observe(f"grow{i}", pool.block_size)
+    assert pool.generation > generation
+    pair.check(requests_for(lengths, rng, vocab), block)   # used before: re-captured at once
+    assert graphs.captures == 2 and len(graphs.graphs) == 1 and graphs.generation == pool.generation

@@ -45,6 +45,7 @@ ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 MIN_CONTEXT = 16
 DEFAULT_MAX_CONTEXT = 4096   # SmolLM2's drafter at Rb=64: 2 x 2 x 64 x 4096 x 3 x 64 x 2 B = 384 MiB of K/V
 WARMUP_RUNS = 2
+EAGER_USES = 2   # rounds a bucket runs eagerly before its graph is captured (see `DraftGraphs`)
 
 Choose = Callable[[int, torch.Tensor], torch.Tensor]
 """(draft index k, corrected logits `[R, V]` float32) -> chosen tokens `[R]` int64."""
@@ -194,10 +195,14 @@ def buffered_round(drafter: DSparkDrafter, pool: ContextPool, buffers: DraftBuff
 class DraftGraphs:
     """Bucketed static buffers for greedy rounds and, with `capture`, a CUDA graph per bucket.
 
-    Buffers and graphs are made on first use of a bucket; all graphs share one memory pool.
-    Without `capture` (the CPU) the same static round runs eagerly on the bucketed buffers.
-    Graphs read `context.k` / `context.v` in place: when the context pool reallocates them (its
-    `generation` changes), every graph is dropped and re-captured on next use.
+    Buffers are made on first use of a bucket; all graphs share one memory pool. A bucket's
+    graph is captured on its use after `EAGER_USES` eager rounds on the same buffers: a capture
+    costs two warm-up rounds and the capture itself, mid-serving, and the rare buckets (the last
+    requests of a batch, a probe at an unusual load) may never come back. Without `capture`
+    (the CPU) every round runs eagerly on the bucketed buffers. Graphs read `context.k` /
+    `context.v` in place: when the context pool reallocates them (its `generation` changes),
+    every graph is dropped; a bucket already used `EAGER_USES` times is re-captured on its next
+    use (the counts are kept).
 
     Args:
         drafter: the drafter, on its final device, with its final weights (graphs read the
@@ -213,6 +218,7 @@ class DraftGraphs:
         replays: graph replays so far.
         captures: graphs captured so far (each costs warm-up runs and a capture mid-serving;
             re-captures after the context pool grew included).
+        uses: rounds run per graph key (row bucket, context bucket, num_tokens).
 
     Raises:
         ValueError: `capture` with the drafter off CUDA, or `max_context` < 1 (named).
@@ -238,6 +244,7 @@ class DraftGraphs:
         self.rounds = 0
         self.replays = 0
         self.captures = 0
+        self.uses: dict[tuple[int, int, int], int] = {}
 
     def fits(self, rows: int, longest: int) -> bool:
         """Whether a round of `rows` requests whose longest context is `longest` has a bucket."""
@@ -282,11 +289,15 @@ class DraftGraphs:
                 self.outputs.clear()
                 self.generation = self.context.generation
             key = shape + (num_tokens,)
-            if key not in self.graphs:
+            self.uses[key] = self.uses.get(key, 0) + 1
+            if key not in self.graphs and self.uses[key] > EAGER_USES:
                 self._capture(key, buffers)
-            self.graphs[key].replay()
-            self.replays += 1
-            packed = self.outputs[key][:rows].cpu()   # copied before the next replay overwrites it
+            if key in self.graphs:
+                self.graphs[key].replay()
+                self.replays += 1
+                packed = self.outputs[key][:rows].cpu()   # copied before the next replay overwrites it
+            else:
+                packed = self._packed_round(buffers, num_tokens)[:rows].cpu()
         else:
             packed = self._packed_round(buffers, num_tokens)[:rows]
         tokens = packed[:, :num_tokens].to(torch.int64)
