@@ -444,6 +444,10 @@ def test_decode_profile_needs_confidence_scheduling(folders) -> None:
     fixed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "sps_profile": SPSProfile([1], [1.0])}
     with pytest.raises(ValueError, match="^speculative_config.sps_profile: only used with scheduling='confidence'"):
         build(target, fixed)
+    timed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+             "sps_profile": SPSProfile([1], [1.0]), "measure_step_times": True}
+    with pytest.raises(ValueError, match="^speculative_config.measure_step_times: .* needs decode_profile"):
+        build(target, timed)
 
 
 def test_profiles_as_dicts_and_bad_profile_values(folders) -> None:

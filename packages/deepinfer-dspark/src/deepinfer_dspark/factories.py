@@ -19,7 +19,7 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           defer_context (True: while drafting is paused, buffer the target features and project
           them when drafting resumes; False: project every step, paused or not),
           measure_step_times (False: opt in to correcting the two profiles by the step times
-          measured while serving, see `MeasuredRates`).
+          measured while serving, see `MeasuredRates`; needs decode_profile).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing.
 """
@@ -100,6 +100,9 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
         decode = _profile("decode_profile", decode)
+    elif spec_config.get("measure_step_times"):
+        raise ValueError("speculative_config.measure_step_times: corrects the comparison with plain decoding, "
+                         "so it needs decode_profile")
     return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),

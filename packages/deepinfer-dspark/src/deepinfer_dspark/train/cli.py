@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "step needed). On a CPU keep it tiny, e.g. --num-prompts 16 "
                                        "--max-new-tokens 16 --steps 5 --num-calibration-prompts 4 (minutes).")
     _data_args(train, 2048)
-    train.add_argument("--out", required=True, help="checkpoint folder to write")
+    train.add_argument("--out", required=True, default=argparse.SUPPRESS, help="checkpoint folder to write")
     train.add_argument("--num-calibration-prompts", type=int, default=128, help="held-out prompts for STS (0: skip)")
     train.add_argument("--steps", type=int, default=3000, help="optimizer steps (at most)")
     train.add_argument("--max-train-seconds", type=float, default=None,
