@@ -9,8 +9,11 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
   - `none-again` (by name only): a second engine without speculation, the noise floor of the
     paired ratios (`--interleave`, with `none` first);
   - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
-    calibrated confidences and the SPS profile of speculative rounds (--spec-sps, or measured
-    here first), and drafting pauses while plain decoding (--sps profile) is expected to be faster.
+    calibrated confidences and the SPS profiles of speculative rounds verifying k and 1 drafts
+    per request (--spec-sps and --spec-sps-k1, or measured here first), and drafting pauses while
+    plain decoding (--sps profile) is expected to be faster;
+  - `confidence-k7` (by name only): the same without the k = 1 profile (Algorithm 1 reads the
+    k-round profile at the verified token count, as before session 12).
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s); per-user tok/s = mean over requests of
 tokens / (finish - arrival); mean verified / accepted lengths from the engine's counters.
@@ -227,6 +230,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--sps", default=None, help="plain-decode SPS profile JSON; measured here when absent")
     parser.add_argument("--spec-sps", default=None, help="speculative-round SPS profile JSON; measured when absent")
+    parser.add_argument("--spec-sps-k1", default=None,
+                        help="SPS profile JSON of speculative rounds verifying 1 draft per request (the "
+                             "confidence variants' sps_profile_k1); measured when absent and a variant uses it")
     parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
                         help="batch sizes (requests) at which both profiles are measured, besides every "
                              "--concurrency; sizes above the largest concurrency are dropped")
@@ -235,7 +241,8 @@ def main() -> None:
                              "benchmark's, --max-tokens each, EOS ignored) or synthetic 16-token prompts, 33 tokens")
     parser.add_argument("--sps-repeats", type=int, default=3, help="batches measured per profile size (median)")
     parser.add_argument("--save-sps", type=Path, default=None,
-                        help="write the plain-decode profile used here to this path, the speculative one to spec_<name>")
+                        help="write the plain-decode profile used here to this path, the speculative ones to "
+                             "spec_<name> and spec_k1_<name>")
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods (none, confidence, fixed-K), in this order; default all")
     parser.add_argument("--dtype", default="auto")
@@ -272,15 +279,24 @@ def main() -> None:
     decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw, **profile_kw)
     spec_sps = (SPSProfile.load(args.spec_sps) if args.spec_sps else
                 measure_spec_sps(args.target, args.drafter, max(args.fixed), sizes, engine_kw, **profile_kw))
+    # The k = 1 rounds' profile: only the confidence variants but `confidence-k7` read it.
+    wants_k1 = args.variants is None or any(v.startswith("confidence") and v != "confidence-k7" for v in args.variants)
+    spec_k1 = SPSProfile.load(args.spec_sps_k1) if args.spec_sps_k1 else (
+        measure_spec_sps(args.target, args.drafter, 1, sizes, engine_kw, **profile_kw) if wants_k1 else None)
     if args.save_sps is not None:
         decode.save(args.save_sps)
         spec_sps.save(args.save_sps.with_name("spec_" + args.save_sps.name))
+        if spec_k1 is not None:
+            spec_k1.save(args.save_sps.with_name("spec_k1_" + args.save_sps.name))
     # A different shuffle than training's (seed 0); the pools may still share some docstrings.
     pool = [[{"role": "user", "content": p}]
             for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
     variants = {"none": None, "none-again": None, "confidence": {"method": "dspark", "model": args.drafter,
                                              "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
-                                             "sps_profile": spec_sps, "decode_profile": decode}}
+                                             "sps_profile": spec_sps, "sps_profile_k1": spec_k1,
+                                             "decode_profile": decode}}
+    # Asked for by name only: Algorithm 1 on the k-round profile alone (no `sps_profile_k1`).
+    variants["confidence-k7"] = {**variants["confidence"], "sps_profile_k1": None}
     # Asked for by name only: confidence scheduling that projects the drafter's context every step
     # while paused, instead of buffering the features (`defer_context`).
     variants["confidence-direct"] = {**variants["confidence"], "defer_context": False}
@@ -298,7 +314,7 @@ def main() -> None:
             raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
         variants = {k: variants[k] for k in args.variants}   # in the order given
     else:
-        for name in ("none-again", "confidence-direct", "confidence-measured"):
+        for name in ("none-again", "confidence-k7", "confidence-direct", "confidence-measured"):
             variants.pop(name)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)

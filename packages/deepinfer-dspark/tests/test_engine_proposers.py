@@ -80,6 +80,10 @@ def spec_configs(drafter) -> dict[str, dict]:
         "dspark-fixed": {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4},
         "dspark-confidence": {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
                               "scheduling": "confidence", "sps_profile": flat},
+        # Round time interpolated in the verified tokens (`VerifyRates`): shorter verification.
+        "dspark-confidence-k1": {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
+                                 "scheduling": "confidence", "sps_profile": flat,
+                                 "sps_profile_k1": SPSProfile([2, 128, 512], [1200.0, 1190.0, 840.0])},
         "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3},
     }
 
@@ -444,6 +448,10 @@ def test_decode_profile_needs_confidence_scheduling(folders) -> None:
     fixed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "sps_profile": SPSProfile([1], [1.0])}
     with pytest.raises(ValueError, match="^speculative_config.sps_profile: only used with scheduling='confidence'"):
         build(target, fixed)
+    short = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
+             "sps_profile_k1": SPSProfile([2], [1.0])}
+    with pytest.raises(ValueError, match="^speculative_config.sps_profile_k1: only used with scheduling='confidence'"):
+        build(target, short)
     timed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
              "sps_profile": SPSProfile([1], [1.0]), "measure_step_times": True}
     with pytest.raises(ValueError, match="^speculative_config.measure_step_times: .* needs decode_profile"):
@@ -460,6 +468,12 @@ def test_profiles_as_dicts_and_bad_profile_values(folders) -> None:
     assert proposer.sps.batch_tokens == [1, 64] and proposer.decode.steps_per_s == [1000.0, 990.0]
     with pytest.raises(ValueError, match="^speculative_config.sps_profile: expected an SPSProfile"):
         build(target, {**spec, "sps_profile": 3})
+    with pytest.raises(ValueError, match="^speculative_config.sps_profile_k1: expected an SPSProfile"):
+        build(target, {**spec, "sps_profile_k1": [2.0]})
+    with pytest.raises(ValueError, match="^speculative_config.sps_profile_k1: cannot load"):
+        build(target, {**spec, "sps_profile_k1": "/nonexistent/spec_k1_sps.json"})
+    k1 = build(target, {**spec, "sps_profile_k1": SPSProfile([2, 128], [900.0, 880.0]).to_dict()})
+    assert k1.engine.speculative.proposer.verify_rates.short.steps_per_s == [900.0, 880.0]
     with pytest.raises(ValueError, match="^speculative_config.defer_context: must be a bool, got 'no'"):
         build(target, {**spec, "defer_context": "no"})
     with pytest.raises(ValueError, match="^speculative_config.decode_profile: cannot load"):

@@ -7,6 +7,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
   ngram:  prompt_lookup_min (1), prompt_lookup_max (4, or prompt_lookup_min when larger).
   dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
           sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
+          sps_profile_k1 (JSON path or an `SPSProfile` of rounds verifying 1 draft per request,
+          batch tokens = 2 x requests; optional with "confidence": Algorithm 1 then reads a
+          round's time interpolated in its verified tokens, see `VerifyRates`),
           calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
           folder's calibration.json when present, as `deepinfer-dspark train` writes it),
           probe_every (8: rounds without drafting after a round that verified nothing),
@@ -77,6 +80,11 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
         sps = _profile("sps_profile", profile)
     elif spec_config.get("sps_profile") is not None:
         raise ValueError("speculative_config.sps_profile: only used with scheduling='confidence'")
+    short = spec_config.get("sps_profile_k1")
+    if short is not None:
+        if scheduling != "confidence":
+            raise ValueError("speculative_config.sps_profile_k1: only used with scheduling='confidence'")
+        short = _profile("sps_profile_k1", short)
     drafter = _load("model", lambda p: load_checkpoint(
         p, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
         target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head")), path)
@@ -108,12 +116,13 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                           max_batch=model_info.get("max_num_seqs"),
                           defer_context=_bool_key(spec_config, "defer_context", True),
-                          measure_step_times=_bool_key(spec_config, "measure_step_times", False))
+                          measure_step_times=_bool_key(spec_config, "measure_step_times", False),
+                          short_sps=short)
 
 
 ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core
 NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
-DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "calibration", "probe_every",
+DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times"})
 
 

@@ -27,6 +27,7 @@ from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
                                         schedule_rows)
 from deepinfer_dspark.sps import SPSProfile
+from deepinfer_dspark.verify_rates import VerifyRates
 
 MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
 
@@ -40,6 +41,9 @@ class DSparkProposer:
         sps: steps-per-second profile of the target on this hardware; with it, each round keeps
             the prefix lengths of `schedule_prefixes` (lossless: the early stop is on); without
             it every request verifies all k drafts (fixed length).
+        short_sps: with `sps`, the profile of rounds verifying ONE draft per request (batch
+            tokens 2 B); with it Algorithm 1 reads a round's time interpolated in its verified
+            tokens between the two measured rounds of B requests (`VerifyRates`).
 
         probe_every: with `sps`, when the last drafted round verified nothing (the load makes every
             draft unprofitable), skip drafting — its cost is paid even when nothing is verified —
@@ -89,7 +93,7 @@ class DSparkProposer:
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
                  probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256,
                  max_batch: int | None = None, defer_context: bool = True,
-                 measure_step_times: bool = False) -> None:
+                 measure_step_times: bool = False, short_sps: SPSProfile | None = None) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -97,6 +101,7 @@ class DSparkProposer:
         self.runner = runner
         self.num_tokens = num_tokens
         self.sps = sps
+        self.verify_rates = None if sps is None else VerifyRates(sps, num_tokens, short_sps)
         self.target_layer_ids = tuple(runner.drafter.config.target_layer_ids)
         self.lengths: list[int] = []
         self.probe_every = probe_every
@@ -256,15 +261,16 @@ class DSparkProposer:
                                   for r in asks], self.num_tokens)
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         if self.sps is not None and all(o.confidences is not None for o in outs):
+            rate = self.verify_rates.for_batch(len(outs))   # by verified tokens, for this many drafted
             if len(outs) * self.num_tokens <= SMALL_SCHEDULE:   # the host's critical path: no tensor op
                 rows = [row_survivals(o.confidences.tolist(), room) for o, room in zip(outs, lengths)]
-                lengths = schedule_rows(rows, self.sps.at)
+                lengths = schedule_rows(rows, rate.at)
                 expected = [sum(row[:n]) for row, n in zip(rows, lengths)]
             else:
                 conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
                 room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
                 survival = prefix_survival(conf.masked_fill_(room, 0.0))   # past a request's room: not verifiable
-                lengths = schedule_prefixes(survival, self.sps).tolist()
+                lengths = schedule_prefixes(survival, rate).tolist()
                 verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
                 expected = survival.masked_fill(~verified_mask, 0.0).sum(1).tolist()
                 rows = survival.tolist()
