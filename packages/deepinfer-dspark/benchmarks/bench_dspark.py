@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine_probes import StepTimes, profile_run, proposer_state, torch_profile_run
+
 if TYPE_CHECKING:
     from deepinfer_dspark.sps import SPSProfile
 
@@ -143,71 +145,6 @@ def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) ->
     return {**runs[len(runs) // 2], "runs": len(runs)}
 
 
-def proposer_state(llm, c: int) -> str:
-    """The confidence proposer's counters and estimates after a concurrency (empty for other
-    engines): rounds drafted and skipped so far, the excluded one-request warm-up call of each
-    concurrency included (~44 drafted rounds on the H200's SmolLM2); the ledger's gain and the
-    acceptance ratio at C's bucket; the accepted drafts per request at full verification
-    (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
-    paused; the draft graphs captured and the context pool's reallocations so far."""
-    spec = llm.engine.speculative
-    proposer = getattr(spec, "proposer", None)
-    if getattr(proposer, "decode", None) is None:
-        return ""
-    full = proposer.acceptance.full
-    gain = proposer.pauses.gain(c)
-    return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds; at {c}: gain "
-            f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
-            f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
-            f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "
-            f"{_graph_state(proposer.runner)}")
-
-
-def _graph_state(runner) -> str:
-    """Draft-graph captures so far (each mid-serving) and the context pool's reallocations (each
-    drops every draft graph)."""
-    graphs = getattr(runner, "graphs", None)
-    captures = "no draft graphs" if graphs is None else f"draft graphs captured {graphs.captures}"
-    return f"{captures}, context pool generation {runner.context.generation}"
-
-
-def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
-    """Appends to `path` the 30 costliest functions (own time, then cumulative) of one more run,
-    profiled in the calling thread (the engine's)."""
-    import cProfile
-    import io
-    import pstats
-
-    from deepinfer_core import SamplingParams
-
-    profiler = cProfile.Profile()
-    profiler.enable()
-    llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
-    profiler.disable()
-    text = io.StringIO()
-    stats = pstats.Stats(profiler, stream=text)
-    stats.sort_stats("tottime").print_stats(30)
-    stats.sort_stats("cumulative").print_stats(30)
-    with open(path, "a") as f:
-        f.write(f"==== {label}\n{text.getvalue()}\n")
-
-
-def torch_profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
-    """Appends to `path` the 30 costliest ops by device time of one more run (`torch.profiler`,
-    CPU and CUDA activities): where the GPU time goes, which a cProfile of the host cannot say."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    from deepinfer_core import SamplingParams
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    with profile(activities=activities) as prof:
-        llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
-    sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
-    with open(path, "a") as f:
-        f.write(f"==== {label}\n{prof.key_averages().table(sort_by=sort, row_limit=30)}\n")
-
-
 def _numbers(outs: list, wall: float) -> dict:
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
@@ -260,6 +197,9 @@ def main() -> None:
     parser.add_argument("--kv-cache-gib", type=float, default=None,
                         help="KV cache per engine (GiB); needed with --interleave so that every engine fits")
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
+    parser.add_argument("--step-times", action="store_true",
+                        help="print each engine's median step time by running requests, drafted or plain, "
+                             "after each concurrency (`StepTimes`)")
     args = parser.parse_args()
     from deepinfer_core import LLM
 
@@ -325,6 +265,7 @@ def main() -> None:
             print(f"{name}: skipped (budget spent)", flush=True)
             continue
         llm = LLM(args.target, speculative_config=spec, **engine_kw)
+        trace = StepTimes(llm) if args.step_times else None
         if spec is not None and llm.engine.speculative is None:
             print(f"{name}: the proposer retired at load (drafting cannot pay at any batch size under the "
                   f"measured profiles): this engine runs without speculation", flush=True)
@@ -332,6 +273,8 @@ def main() -> None:
             r = run_engine(llm, pool[:c], args.max_tokens)
             rows.append((c, name, r))
             print(c, name, {k: round(v, 2) for k, v in r.items()}, proposer_state(llm, c), flush=True)
+            if trace is not None:
+                print(c, name, trace.take(), flush=True)   # the warm-up call's steps included
             write_table(rows, args.out)
         for c in args.profile_at or [max(args.concurrency)]:
             if args.profile is not None:
@@ -351,11 +294,16 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
     llms = {name: LLM(args.target, speculative_config=spec, **engine_kw) for name, spec in variants.items()}
+    traces = {name: StepTimes(llm) for name, llm in llms.items()} if args.step_times else {}
     rows = []
     for c in args.concurrency:
         for llm in llms.values():
             llm.chat(pool[:1], params)   # warm-up, excluded
+        for trace in traces.values():
+            trace.take()                 # forgets the warm-up's steps
         rows += paired_rows(llms, pool[:c], params, args.interleave, c)
+        for name, trace in traces.items():
+            print(c, name, trace.take(), flush=True)
         write_table(rows, args.out)
     for llm in llms.values():
         llm.close()

@@ -34,7 +34,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from bench_dspark import paired_rows, profile_run, table, torch_profile_run, write_table
+from bench_dspark import paired_rows, table, write_table
+from engine_probes import profile_run, torch_profile_run
 
 
 def random_drafter(target: Path, block_size: int) -> Path:

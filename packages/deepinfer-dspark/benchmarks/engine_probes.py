@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""What an engine did during a benchmark, for the DSpark benchmarks (`bench_dspark.py`,
+`bench_paused.py`): the confidence proposer's counters, every step's host time by load, and one
+more run under cProfile or torch.profiler."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+class StepTimes:
+    """`--step-times`: the host wall time of every engine step of `llm`, keyed by the requests
+    running and whether the drafter ran (`drafted`) or not (`plain`): the step rates the profiles
+    predict, measured under the benchmark's own traffic (EOS honoured, batches shrinking)."""
+
+    def __init__(self, llm) -> None:
+        self.engine = llm.engine
+        self.proposer = getattr(getattr(self.engine, "speculative", None), "proposer", None)
+        self.times: dict[tuple[int, str], list[float]] = defaultdict(list)
+        original = self.engine.step
+
+        def step():
+            running, drafted = len(self.engine.scheduler.running), self._drafted()
+            start = time.perf_counter()
+            out = original()
+            kind = "drafted" if self._drafted() != drafted else "plain"
+            self.times[(running, kind)].append(time.perf_counter() - start)
+            return out
+
+        self.engine.step = step
+
+    def _drafted(self) -> int:
+        return getattr(self.proposer, "drafted_rounds", 0)
+
+    def take(self, least: int = 5) -> str:
+        """Median ms per step by (requests, kind) since the last call, where at least `least`
+        steps were timed; then forgets them."""
+        cells = [f"{b} {kind} {1e3 * statistics.median(v):.2f} ms x{len(v)}"
+                 for (b, kind), v in sorted(self.times.items()) if len(v) >= least]
+        self.times.clear()
+        return "step times: " + ("; ".join(cells) or "-")
+
+
+def proposer_state(llm, c: int) -> str:
+    """The confidence proposer's counters and estimates after a concurrency (empty for other
+    engines): rounds drafted and skipped so far, the excluded one-request warm-up call of each
+    concurrency included (~44 drafted rounds on the H200's SmolLM2); the ledger's gain and the
+    acceptance ratio at C's bucket; the accepted drafts per request at full verification
+    (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
+    paused; the draft graphs captured and the context pool's reallocations so far."""
+    spec = llm.engine.speculative
+    proposer = getattr(spec, "proposer", None)
+    if getattr(proposer, "decode", None) is None:
+        return ""
+    full = proposer.acceptance.full
+    gain = proposer.pauses.gain(c)
+    return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds; at {c}: gain "
+            f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
+            f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
+            f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "
+            f"{_graph_state(proposer.runner)}")
+
+
+def _graph_state(runner) -> str:
+    """Draft-graph captures so far (each mid-serving) and the context pool's reallocations (each
+    drops every draft graph)."""
+    graphs = getattr(runner, "graphs", None)
+    captures = "no draft graphs" if graphs is None else f"draft graphs captured {graphs.captures}"
+    return f"{captures}, context pool generation {runner.context.generation}"
+
+
+def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
+    """Appends to `path` the 30 costliest functions (own time, then cumulative) of one more run,
+    profiled in the calling thread (the engine's)."""
+    import cProfile
+    import io
+    import pstats
+
+    from deepinfer_core import SamplingParams
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
+    profiler.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(30)
+    with open(path, "a") as f:
+        f.write(f"==== {label}\n{text.getvalue()}\n")
+
+
+def torch_profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
+    """Appends to `path` the 30 costliest ops by device time of one more run (`torch.profiler`,
+    CPU and CUDA activities): where the GPU time goes, which a cProfile of the host cannot say."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from deepinfer_core import SamplingParams
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
+    sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
+    with open(path, "a") as f:
+        f.write(f"==== {label}\n{prof.key_averages().table(sort_by=sort, row_limit=30)}\n")
