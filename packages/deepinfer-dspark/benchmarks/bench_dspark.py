@@ -75,7 +75,7 @@ def _after_prefill(outs: list) -> list:
 
 
 def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | None = None,
-                max_tokens: int = 33, repeats: int = 3) -> "SPSProfile":
+                max_tokens: int = 33, repeats: int = 3, step_times: bool = False) -> "SPSProfile":
     """Steps per second of plain decode at each batch size (one token per request per step): the
     median of (finish - first token) / (tokens - 1) over the requests that left prefill last
     (`_after_prefill`), every request generating
@@ -88,6 +88,7 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
     from deepinfer_dspark.sps import SPSProfile
 
     llm = LLM(target, **engine_kw)
+    trace = StepTimes(llm) if step_times else None
     rates = []
     for b in sizes:
         runs = []
@@ -96,13 +97,15 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
             runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
                                           / max(len(o.outputs[0].token_ids) - 1, 1) for o in _after_prefill(outs)))
         rates.append(1.0 / statistics.median(runs))
+        _print_trace("decode profile", b, rates[-1], trace)
     llm.close()
     method = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
     return SPSProfile(sizes, rates, {"target": target, "method": method})
 
 
 def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
-                     prompts: list | None = None, max_tokens: int = 33, repeats: int = 3) -> "SPSProfile":
+                     prompts: list | None = None, max_tokens: int = 33, repeats: int = 3,
+                     step_times: bool = False) -> "SPSProfile":
     """Steps per second of SPECULATIVE rounds (draft k + verify k) at batch tokens b * (k + 1):
     the cost confidence scheduling must weigh against plain decoding (`measure_sps`); the median
     of (finish - first token) / rounds over the requests that left prefill last, on the workload
@@ -113,6 +116,7 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
 
     llm = LLM(target, speculative_config={"method": "dspark", "model": drafter, "num_speculative_tokens": k},
               **engine_kw)
+    trace = StepTimes(llm) if step_times else None
     tokens, rates = [], []
     for b in sizes:
         runs = []
@@ -122,9 +126,16 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
                                           / max(o.metrics.spec_rounds, 1) for o in _after_prefill(outs)))
         tokens.append(b * (k + 1))
         rates.append(1.0 / statistics.median(runs))
+        _print_trace(f"k={k} profile", b, rates[-1], trace)
     llm.close()
     method = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
     return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": method})
+
+
+def _print_trace(label: str, b: int, rate: float, trace: StepTimes | None) -> None:
+    """With `--step-times`: a profile's rate at `b` requests beside the engine's step times."""
+    if trace is not None:
+        print(f"{label} at {b}: {rate:.1f} steps/s ({1e3 / rate:.2f} ms); {trace.take()}", flush=True)
 
 
 def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) -> dict:
@@ -199,7 +210,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
     parser.add_argument("--step-times", action="store_true",
                         help="print each engine's median step time by running requests, drafted or plain, "
-                             "after each concurrency (`StepTimes`)")
+                             "after each concurrency and each profile size (`StepTimes`)")
     args = parser.parse_args()
     from deepinfer_core import LLM
 
@@ -215,7 +226,7 @@ def main() -> None:
     profile_prompts = None if args.sps_workload == "synthetic" else [
         [{"role": "user", "content": p}] for p in build_prompts(stdlib_docstrings(max(sizes), seed=777))]
     profile_kw = dict(prompts=profile_prompts, max_tokens=33 if profile_prompts is None else args.max_tokens,
-                      repeats=args.sps_repeats)
+                      repeats=args.sps_repeats, step_times=args.step_times)
     decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw, **profile_kw)
     spec_sps = (SPSProfile.load(args.spec_sps) if args.spec_sps else
                 measure_spec_sps(args.target, args.drafter, max(args.fixed), sizes, engine_kw, **profile_kw))
