@@ -82,6 +82,7 @@ def test_measure_runs_warmup_untimed():
     ([4, 8], [1.0], "batch_tokens"),
     ([4, 8], [1.0, 0.0], "steps_per_s"),
     ([4, 8], [1.0, float("inf")], "steps_per_s"),
+    ([4, 8], [1.0, 1e-310], "steps_per_s"),   # its step time 1 / rate overflows to inf
 ])
 def test_bad_table(sizes, rates, field):
     with pytest.raises(ValueError, match=field):

@@ -124,3 +124,22 @@ def test_the_proposer_reads_the_short_profile() -> None:
     row = row_survivals(confidences, 7)
     assert lengths == {"long": 7, "both": brute_force(row, VerifyRates(LONG, 7, SHORT).for_batch(1).at)}
     assert lengths["both"] < 7
+
+
+def test_the_pause_decision_prices_the_round_it_chose() -> None:
+    """One request. On the k = 7 profile alone it verifies all 7 drafts and the full round
+    (3.45 ms) loses to plain decoding at 950 steps/s: drafting pauses. With the k = 1 profile it
+    verifies 4, the round is priced at its own 5 tokens (about 3.1 ms), wins, and drafting goes on."""
+    confidences = [0.9, 0.7, 0.6, 0.5, 0.5, 0.4, 0.4]
+    decode = SPSProfile([1, 8], [950.0, 900.0])
+    idle = {}
+    for name, short in (("long", None), ("both", SHORT)):
+        proposer = DSparkProposer(Runner(confidences), 7, LONG, decode=decode, short_sps=short)
+        proposer.observe_step(["a"], [0], [10], [0], torch.zeros(10, 1))
+        proposer.propose([DraftRequest("a", [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 0)])
+        lengths, tau = proposer.lengths, 1 + sum(row_survivals(confidences, 7)[:proposer.lengths[0]])
+        assert proposer.acceptance.ratio(1) >= 1   # no evidence yet: tau is the predicted one
+        rate = LONG.at(8) if short is None else VerifyRates(LONG, 7, SHORT).for_batch(1).at(1 + lengths[0])
+        assert (tau * rate <= 950.0) == (name == "long"), (name, lengths, tau * rate)
+        idle[name] = proposer.idle_rounds()
+    assert idle["long"] > 0 and idle["both"] == 0

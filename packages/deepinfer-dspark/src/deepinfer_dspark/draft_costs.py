@@ -59,10 +59,11 @@ class DraftCosts:
         SPS_decode(B) times `correction(B)`."""
         return batch * self.decode.at(batch) * self.correction(batch)
 
-    def gain(self, batch: int, tokens: float) -> float:
+    def gain(self, batch: int, tokens: float, rate: float | None = None) -> float:
         """A round emitting `tokens` (B plus the accepted drafts) over plain decoding, in tokens
-        per second: tokens `round_rate(B)` / `plain_rate(B)`."""
-        return tokens * self.round_rate(batch) / self.plain_rate(batch)
+        per second: tokens `rate` / `plain_rate(B)`, `rate` the round's rounds per second
+        (default `round_rate(B)`, the full round)."""
+        return tokens * (self.round_rate(batch) if rate is None else rate) / self.plain_rate(batch)
 
     def loses(self, batch: int, accepted: float) -> bool:
         """Whether a round of `batch` requests each accepting `accepted` drafts is no faster than

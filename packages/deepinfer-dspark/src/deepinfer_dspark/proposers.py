@@ -357,7 +357,9 @@ class DSparkProposer:
         earlier rounds, is at most 1, and so is this round's own gain (both the long-run estimate
         and the latest evidence say drafting loses). tau is the batch plus the verified prefixes'
         survivals (`expected`) scaled by `acceptance.ratio(B)` (realized over predicted accepted
-        drafts so far), at most the drafts verified. Drafting then pauses for the bucket's
+        drafts so far), at most the drafts verified. With `short_sps` the round is priced at its
+        own verified tokens (`VerifyRates`, as Algorithm 1 chose them) instead of `round_rate(B)`:
+        both profiles measured rounds of the same requests. Drafting then pauses for the bucket's
         backoff, which doubles (up to `max_probe_every`), or longer when the round's loss asks
         for it (`DraftCosts.probe_pause`). Otherwise the backoff is reset: a round
         that wins while the average loses drafts on, so the average catches up as drafted rounds
@@ -370,7 +372,10 @@ class DSparkProposer:
                 self.pauses.lost(batch, double=False)
             return
         tau = batch + (min(self.acceptance.ratio(batch) * expected, float(verified)) if expected > 0 else 0.0)
-        gain = self.costs.gain(batch, tau)
+        rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
+        if self.verify_rates.short is not None and lengths:
+            rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
+        gain = self.costs.gain(batch, tau, rate)
         if self.pauses.judge(batch, gain) and gain <= 1:
             self.pauses.lost(batch, at_least=self.costs.probe_pause(batch, gain))
         else:

@@ -32,7 +32,8 @@ class SPSProfile:
 
     Args:
         batch_tokens: strictly increasing positive ints, the measured batch token counts.
-        steps_per_s: one positive finite steps-per-second value per size.
+        steps_per_s: one positive finite steps-per-second value per size (its reciprocal, the
+            step time, finite too).
         meta: free-form JSON-serialisable facts (device, model, date), stored with the table.
 
     Raises:
@@ -47,8 +48,9 @@ class SPSProfile:
         if any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in sizes) or \
                 any(b1 <= b0 for b0, b1 in zip(sizes, sizes[1:])):
             raise ValueError(f"batch_tokens: must be strictly increasing positive ints, got {sizes}")
-        if any(not math.isfinite(s) or s <= 0 for s in rates):
-            raise ValueError(f"steps_per_s: must be positive and finite, got {rates}")
+        if any(not math.isfinite(s) or s <= 0 or not math.isfinite(1.0 / s) for s in rates):
+            raise ValueError(f"steps_per_s: must be positive and finite with a finite step time (1 / rate), "
+                             f"got {rates}")
         self.batch_tokens = sizes
         self.steps_per_s = rates
         self.meta = dict(meta or {})
