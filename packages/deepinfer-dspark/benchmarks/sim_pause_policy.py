@@ -33,6 +33,7 @@ from deepinfer_core.interfaces import DraftRequest
 from deepinfer_dspark.draft_runner import DraftOutput
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
+from deepinfer_dspark.verify_rates import VerifyRates
 
 
 class FakeRunner:
@@ -90,8 +91,10 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
 
 
 def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfile, p_true: float,
-                   work: list[list[int]], seed: int, first_id: int) -> tuple[float, float]:
-    """Seconds and drafted share of the policy over `work`, the proposer kept across calls."""
+                   work: list[list[int]], seed: int, first_id: int,
+                   charge: VerifyRates | None = None) -> tuple[float, float]:
+    """Seconds and drafted share of the policy over `work`, the proposer kept across calls. A
+    drafted round costs the full round, or with `charge` its own verified tokens' time."""
     rng, seconds, rounds, drafted, k = random.Random(seed), 0.0, 0, 0, proposer.num_tokens
     for b, lengths in enumerate(work):
         ids = [f"r{first_id + b * len(lengths) + i}" for i in range(len(lengths))]
@@ -111,7 +114,11 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                 seconds += 1 / decode.at(len(live))
             else:
                 drafted += 1
-                seconds += 1 / spec.at(len(live) * (k + 1))
+                if charge is None:   # the full round, whatever it verifies
+                    seconds += 1 / spec.at(len(live) * (k + 1))
+                else:   # the round's own verified tokens
+                    verified = sum(len(d.token_ids) for d in drafts)
+                    seconds += 1 / charge.for_batch(len(live)).at(len(live) + verified)
                 for r, d in zip(live, drafts):
                     accepted = 0
                     while accepted < len(d.token_ids) and rng.random() < p_true:
@@ -137,22 +144,32 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=7, help="drafts per round (the spec profile's k)")
     parser.add_argument("--p-true", type=float, nargs="+", default=[0.64], help="per-draft acceptance")
     parser.add_argument("--p-conf", type=float, default=None, help="confidence level (default: --p-true)")
+    parser.add_argument("--k1", action="store_true",
+                        help="charge drafted rounds at their own verified tokens, interpolated with the "
+                             "folder's spec_k1_sps.json (`VerifyRates`), and run the policy with and without it")
     parser.add_argument("--batches", type=int, default=10,
                         help="chat batches per concurrency (at least 256 requests' worth)")
     args = parser.parse_args()
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
+    shorts = {"k-round profile": None}
+    charge = None
+    if args.k1:
+        shorts["with k=1 profile"] = SPSProfile.load(args.profiles / "spec_k1_sps.json")
+        charge = VerifyRates(spec, args.k, shorts["with k=1 profile"])
     for p_true in args.p_true:
-        proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, random.Random(0)), args.k, spec,
-                                  decode=decode)
-        cells = []
-        for i, c in enumerate(args.concurrency):
-            work = batches(c, max(args.batches, 256 // c), seed=1 + i)   # >= 256 requests
-            plain = plain_seconds(decode, work)
-            seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + i, 10**6 * i)
-            fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
-            cells.append(f"{c}: {plain / seconds:.3f} ({100 * share:.1f}% drafted; fixed-{args.k} {plain / fixed:.3f})")
-        print(f"p_true {p_true} | " + " | ".join(cells), flush=True)
+        for label, short in shorts.items():
+            proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, random.Random(0)), args.k, spec,
+                                      decode=decode, short_sps=short)
+            cells = []
+            for i, c in enumerate(args.concurrency):
+                work = batches(c, max(args.batches, 256 // c), seed=1 + i)   # >= 256 requests
+                plain = plain_seconds(decode, work)
+                seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + i, 10**6 * i, charge)
+                fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
+                cells.append(f"{c}: {plain / seconds:.3f} ({100 * share:.1f}% drafted; "
+                             f"fixed-{args.k} {plain / fixed:.3f})")
+            print(f"p_true {p_true}, {label} | " + " | ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
