@@ -76,9 +76,9 @@ class VerifyBuffers:
         if batch > size or size > self.max_batch or cols + self.spare > self.width or max(lens) > q:
             raise ValueError(f"step: {batch} requests of <= {max(lens)} tokens x {cols} blocks do not fit "
                              f"{size} x {q} x {self.width}")
-        rows = torch.tensor([b * q + i for b in range(batch) for i in range(lens[b])], dtype=torch.int64)
-        rows = rows.to(self.input_ids.device, non_blocking=True)
-        pad = to_device([q - n for n in lens], torch.int32, self.seq_lens.device)   # pinned: no device sync
+        rows = to_device([b * q + i for b in range(batch) for i in range(lens[b])], torch.int64,
+                         self.input_ids.device)   # pinned: a pageable copy waits for the queued kernels
+        pad = to_device([q - n for n in lens], torch.int32, self.seq_lens.device)
         tokens = size * q
         self.input_ids[:tokens].zero_()
         self.positions[:tokens].zero_()
