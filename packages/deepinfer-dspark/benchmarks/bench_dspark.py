@@ -180,7 +180,8 @@ def main() -> None:
     parser.add_argument("--spec-sps", default=None, help="speculative-round SPS profile JSON; measured when absent")
     parser.add_argument("--spec-sps-k1", default=None,
                         help="SPS profile JSON of speculative rounds verifying 1 draft per request (the "
-                             "confidence variants' sps_profile_k1); measured when absent and a variant uses it")
+                             "sps_profile_k1 of every confidence variant but confidence-k7); measured when "
+                             "absent and such a variant runs")
     parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
                         help="batch sizes (requests) at which both profiles are measured, besides every "
                              "--concurrency; sizes above the largest concurrency are dropped")
