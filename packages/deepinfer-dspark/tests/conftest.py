@@ -10,6 +10,7 @@ The key names and shapes below are transcribed from the DeepSpec checkpoint tabl
 from __future__ import annotations
 
 import math
+import types
 
 import pytest
 import torch
@@ -103,3 +104,38 @@ def random_state_dict(config: dict, seed: int = 0) -> dict[str, torch.Tensor]:
 def tiny() -> tuple:
     """`(tiny_config, deepspec_shapes, random_state_dict)` helpers for the test modules."""
     return tiny_config, deepspec_shapes, random_state_dict
+
+
+class FakeDraftRunner:
+    """A stand-in for `DSparkDraftRunner` in proposer tests: drafts k copies of token 7 with the
+    given confidences (one float for every position, or one per position) and holds every
+    position it was shown."""
+
+    def __init__(self, block_size: int, confidences: float | list[float]) -> None:
+        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=block_size, target_layer_ids=[1]),
+                                             dtype=torch.float32)
+        self.confidences = confidences if isinstance(confidences, list) else [confidences] * block_size
+        self.held: dict[str, int] = {}
+
+    def num_positions(self, request_id: str) -> int:
+        return self.held.get(request_id, 0)
+
+    def observe_rows(self, items, features) -> None:
+        for request_id, positions in items:
+            self.held[request_id] = positions[-1] + 1
+
+    def observe_batch(self, items) -> None:
+        self.observe_rows([(r, p) for r, p, _ in items], None)
+
+    def draft(self, requests, k: int) -> list:
+        from deepinfer_dspark.draft_runner import DraftOutput
+        return [DraftOutput(torch.full((k,), 7), None, torch.tensor(self.confidences[:k]), None) for _ in requests]
+
+    def remove(self, request_id: str) -> None:
+        self.held.pop(request_id, None)
+
+
+@pytest.fixture
+def fake_runner() -> type:
+    """The `FakeDraftRunner` class, for the proposer tests."""
+    return FakeDraftRunner

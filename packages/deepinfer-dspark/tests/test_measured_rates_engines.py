@@ -13,13 +13,11 @@ rounds take at least about 1.63x their profile's time (plain steps on profile).
 
 from __future__ import annotations
 
-import types
 
 import pytest
 import torch
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.draft_runner import DraftOutput
 from deepinfer_dspark.measured_rates import SPEC, MeasuredRates
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
@@ -29,37 +27,12 @@ DECODE = SPSProfile([1, 4, 16, 64], [1000.0, 980.0, 900.0, 700.0])
 K = 4
 
 
-class FakeRunner:
-    """Drafts K tokens of confidence 0.95 for every request; holds every observed position."""
-
-    def __init__(self) -> None:
-        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=K, target_layer_ids=[1]),
-                                             dtype=torch.float32)
-        self.held: dict[str, int] = {}
-
-    def num_positions(self, request_id: str) -> int:
-        return self.held.get(request_id, 0)
-
-    def observe_rows(self, items, features) -> None:
-        for request_id, positions in items:
-            self.held[request_id] = positions[-1] + 1
-
-    def observe_batch(self, items) -> None:
-        self.observe_rows([(r, p) for r, p, _ in items], None)
-
-    def draft(self, requests, k):
-        return [DraftOutput(torch.full((k,), 7), None, torch.full((k,), 0.95), None) for _ in requests]
-
-    def remove(self, request_id: str) -> None:
-        self.held.pop(request_id, None)
-
-
 class Loop:
     """One request decoding forever; `step(spec, plain)` runs an engine step whose device time is
     its profile's times `spec` (drafted) or `plain` (not drafted)."""
 
-    def __init__(self, asynchronous: bool, max_probe_every: int = 64) -> None:
-        self.proposer = DSparkProposer(FakeRunner(), K, SPS, decode=DECODE, max_probe_every=max_probe_every,
+    def __init__(self, runner, asynchronous: bool, max_probe_every: int = 64) -> None:
+        self.proposer = DSparkProposer(runner, K, SPS, decode=DECODE, max_probe_every=max_probe_every,
                                        measure_step_times=True)
         self.now = 0.0
         self.proposer.rates = MeasuredRates(clock=lambda: self.now)
@@ -125,8 +98,8 @@ class Loop:
 
 @pytest.mark.parametrize("asynchronous", [False, True])
 @pytest.mark.parametrize("spec,drafts", [(1.0, True), (1.4, True), (1.9, False), (3.0, False)])
-def test_decisions_follow_the_true_costs_in_both_loops(asynchronous, spec, drafts) -> None:
-    loop = Loop(asynchronous)
+def test_decisions_follow_the_true_costs_in_both_loops(fake_runner, asynchronous, spec, drafts) -> None:
+    loop = Loop(fake_runner(K, 0.95), asynchronous)
     for _ in range(3000):
         loop.step(spec=spec)
     share = loop.drafted_share(2000)
@@ -141,11 +114,11 @@ def test_decisions_follow_the_true_costs_in_both_loops(asynchronous, spec, draft
 
 @pytest.mark.parametrize("asynchronous", [False, True])
 @pytest.mark.parametrize("spell", ["rounds", "plain"])
-def test_a_slow_spell_is_forgotten(asynchronous, spell) -> None:
+def test_a_slow_spell_is_forgotten(fake_runner, asynchronous, spell) -> None:
     """Rounds 10x slow for a while (drafting off meanwhile), or plain steps 3x slow (drafting on
     meanwhile although rounds truly take 2x): within a few `max_probe_every` afterwards the
     decisions are those of the true costs again."""
-    loop = Loop(asynchronous, max_probe_every=64)
+    loop = Loop(fake_runner(K, 0.95), asynchronous, max_probe_every=64)
     slow, after = ({"spec": 10.0}, 1.0) if spell == "rounds" else ({"spec": 2.0, "plain": 3.0}, 2.0)
     for _ in range(1000):
         loop.step(**slow)

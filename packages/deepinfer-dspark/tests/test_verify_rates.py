@@ -12,7 +12,6 @@ import pytest
 import torch
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.draft_runner import DraftOutput
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.scheduler import row_survivals, schedule_prefixes, schedule_rows
 from deepinfer_dspark.sps import SPSProfile
@@ -87,37 +86,11 @@ def test_tensor_and_list_paths_agree_on_large_rounds() -> None:
     assert sum(tensor) > sum(schedule_prefixes(survival, LONG).tolist())
 
 
-class Runner:
-    """Drafts 7 tokens with fixed confidences; holds every position it was shown."""
-
-    def __init__(self, confidences: list[float]) -> None:
-        import types
-        self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=7, target_layer_ids=[1]),
-                                             dtype=torch.float32)
-        self.confidences, self.held = confidences, {}
-
-    def num_positions(self, request_id: str) -> int:
-        return self.held.get(request_id, 0)
-
-    def observe_rows(self, items, features) -> None:
-        for request_id, positions in items:
-            self.held[request_id] = positions[-1] + 1
-
-    def observe_batch(self, items) -> None:
-        self.observe_rows([(r, p) for r, p, _ in items], None)
-
-    def draft(self, requests, k: int) -> list:
-        return [DraftOutput(torch.full((k,), 5), None, torch.tensor(self.confidences[:k]), None) for _ in requests]
-
-    def remove(self, request_id: str) -> None:
-        self.held.pop(request_id, None)
-
-
-def test_the_proposer_reads_the_short_profile() -> None:
+def test_the_proposer_reads_the_short_profile(fake_runner) -> None:
     confidences = [0.9, 0.7, 0.6, 0.5, 0.5, 0.4, 0.4]
     lengths = {}
     for name, short in (("long", None), ("both", SHORT)):
-        proposer = DSparkProposer(Runner(confidences), 7, LONG, short_sps=short)
+        proposer = DSparkProposer(fake_runner(7, confidences), 7, LONG, short_sps=short)
         proposer.observe_step(["a"], [0], [10], [0], torch.zeros(10, 1))
         drafts = proposer.propose([DraftRequest("a", [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 0)])
         lengths[name] = len(drafts[0].token_ids)
@@ -126,7 +99,7 @@ def test_the_proposer_reads_the_short_profile() -> None:
     assert lengths["both"] < 7
 
 
-def test_the_pause_decision_prices_the_round_it_chose() -> None:
+def test_the_pause_decision_prices_the_round_it_chose(fake_runner) -> None:
     """One request. On the k = 7 profile alone it verifies all 7 drafts and the full round
     (3.45 ms) loses to plain decoding at 950 steps/s: drafting pauses. With the k = 1 profile it
     verifies 4, the round is priced at its own 5 tokens (about 3.1 ms), wins, and drafting goes on."""
@@ -134,7 +107,7 @@ def test_the_pause_decision_prices_the_round_it_chose() -> None:
     decode = SPSProfile([1, 8], [950.0, 900.0])
     idle = {}
     for name, short in (("long", None), ("both", SHORT)):
-        proposer = DSparkProposer(Runner(confidences), 7, LONG, decode=decode, short_sps=short)
+        proposer = DSparkProposer(fake_runner(7, confidences), 7, LONG, decode=decode, short_sps=short)
         proposer.observe_step(["a"], [0], [10], [0], torch.zeros(10, 1))
         proposer.propose([DraftRequest("a", [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 0)])
         lengths, tau = proposer.lengths, 1 + sum(row_survivals(confidences, 7)[:proposer.lengths[0]])
