@@ -75,10 +75,12 @@ def _after_prefill(outs: list) -> list:
 
 
 def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | None = None,
-                max_tokens: int = 33, repeats: int = 3, step_times: bool = False) -> "SPSProfile":
+                max_tokens: int = 33, repeats: int = 3, step_times: bool = False,
+                method: str = "request") -> "SPSProfile":
     """Steps per second of plain decode at each batch size (one token per request per step): the
     median of (finish - first token) / (tokens - 1) over the requests that left prefill last
-    (`_after_prefill`), every request generating
+    (`_after_prefill`; with `method="steps"`, the engine's median step time at exactly b requests
+    running instead, see `_profile_rate`), every request generating
     `max_tokens` (EOS ignored) from `prompts` (chat conversations; None: synthetic 16-token
     prompts), and the median of that over `repeats` batches (one batch once measured 32 requests
     at half the rate of 16 and 64 on the H200, session 11). Real prompt lengths matter: attention
@@ -88,7 +90,7 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
     from deepinfer_dspark.sps import SPSProfile
 
     llm = LLM(target, **engine_kw)
-    trace = StepTimes(llm) if step_times else None
+    trace = StepTimes(llm) if step_times or method == "steps" else None
     rates = []
     for b in sizes:
         runs = []
@@ -96,27 +98,28 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
             outs = _timed(llm, *_workload(prompts, b), max_tokens)
             runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
                                           / max(len(o.outputs[0].token_ids) - 1, 1) for o in _after_prefill(outs)))
-        rates.append(1.0 / statistics.median(runs))
+        rates.append(_profile_rate(runs, trace, b, "plain", method))
         _print_trace("decode profile", b, rates[-1], trace)
     llm.close()
-    method = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
-    return SPSProfile(sizes, rates, {"target": target, "method": method})
+    how = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
+    return SPSProfile(sizes, rates, {"target": target, "method": f"{how}, {method} times"})
 
 
 def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
                      prompts: list | None = None, max_tokens: int = 33, repeats: int = 3,
-                     step_times: bool = False) -> "SPSProfile":
+                     step_times: bool = False, method: str = "request") -> "SPSProfile":
     """Steps per second of SPECULATIVE rounds (draft k + verify k) at batch tokens b * (k + 1):
     the cost confidence scheduling must weigh against plain decoding (`measure_sps`); the median
-    of (finish - first token) / rounds over the requests that left prefill last, on the workload
-    of `measure_sps`, and the median of that over `repeats` batches."""
+    of (finish - first token) / rounds over the requests that left prefill last (or, with
+    `method="steps"`, the median drafted step at exactly b requests), on the workload of
+    `measure_sps`, and the median of that over `repeats` batches."""
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
 
     llm = LLM(target, speculative_config={"method": "dspark", "model": drafter, "num_speculative_tokens": k},
               **engine_kw)
-    trace = StepTimes(llm) if step_times else None
+    trace = StepTimes(llm) if step_times or method == "steps" else None
     tokens, rates = [], []
     for b in sizes:
         runs = []
@@ -125,11 +128,25 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
             runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
                                           / max(o.metrics.spec_rounds, 1) for o in _after_prefill(outs)))
         tokens.append(b * (k + 1))
-        rates.append(1.0 / statistics.median(runs))
+        rates.append(_profile_rate(runs, trace, b, "drafted", method))
         _print_trace(f"k={k} profile", b, rates[-1], trace)
     llm.close()
-    method = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
-    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": method})
+    how = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
+    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": f"{how}, {method} times"})
+
+
+def _profile_rate(request_times: list[float], trace: StepTimes | None, b: int, kind: str, method: str) -> float:
+    """A profile's steps per second at `b` requests: 1 / the median of the repeats' request times
+    (`method="request"`), or 1 / the engine's median `kind` step at exactly b requests running
+    (`"steps"`: what a decision compares, whatever the requests' own timelines; on the H200 the
+    request times of 8 requests whose drafts were all accepted mixed rounds of 2-8 requests,
+    BENCHMARKS.md session 12, run 8). With fewer than 5 such steps, the request times."""
+    if method == "steps":
+        median = trace.median(b, kind) if trace is not None else None
+        if median is not None:
+            return 1.0 / median
+        print(f"profile at {b}: fewer than 5 {kind} steps ran {b} requests; the request times are used", flush=True)
+    return 1.0 / statistics.median(request_times)
 
 
 def _print_trace(label: str, b: int, rate: float, trace: StepTimes | None) -> None:
@@ -189,6 +206,9 @@ def main() -> None:
                         help="what the profiles are measured on: chat prompts (another shuffle than the "
                              "benchmark's, --max-tokens each, EOS ignored) or synthetic 16-token prompts, 33 tokens")
     parser.add_argument("--sps-repeats", type=int, default=3, help="batches measured per profile size (median)")
+    parser.add_argument("--sps-method", choices=["request", "steps"], default="request",
+                        help="a profile point from the requests' own times (finish - first token over "
+                             "steps or rounds) or from the engine's median step at exactly that many requests")
     parser.add_argument("--save-sps", type=Path, default=None,
                         help="write the plain-decode profile used here to this path, the speculative ones to "
                              "spec_<name> and spec_k1_<name>")
@@ -227,7 +247,7 @@ def main() -> None:
     profile_prompts = None if args.sps_workload == "synthetic" else [
         [{"role": "user", "content": p}] for p in build_prompts(stdlib_docstrings(max(sizes), seed=777))]
     profile_kw = dict(prompts=profile_prompts, max_tokens=33 if profile_prompts is None else args.max_tokens,
-                      repeats=args.sps_repeats, step_times=args.step_times)
+                      repeats=args.sps_repeats, step_times=args.step_times, method=args.sps_method)
     decode = SPSProfile.load(args.sps) if args.sps else measure_sps(args.target, sizes, engine_kw, **profile_kw)
     spec_sps = (SPSProfile.load(args.spec_sps) if args.spec_sps else
                 measure_spec_sps(args.target, args.drafter, max(args.fixed), sizes, engine_kw, **profile_kw))

@@ -36,6 +36,12 @@ class StepTimes:
     def _drafted(self) -> int:
         return getattr(self.proposer, "drafted_rounds", 0)
 
+    def median(self, batch: int, kind: str, least: int = 5) -> float | None:
+        """Median seconds of the `kind` steps ("plain" or "drafted") that ran `batch` requests
+        since the last `take`; None below `least` steps."""
+        times = self.times.get((batch, kind), [])
+        return statistics.median(times) if len(times) >= least else None
+
     def take(self, least: int = 5) -> str:
         """Median ms per step by (requests, kind) since the last call, where at least `least`
         steps were timed; then forgets them."""
