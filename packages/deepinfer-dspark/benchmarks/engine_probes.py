@@ -14,8 +14,11 @@ from pathlib import Path
 
 class StepTimes:
     """`--step-times`: the host wall time of every engine step of `llm`, keyed by the requests
-    running and whether the drafter ran (`drafted`) or not (`plain`): the step rates the profiles
-    predict, measured under the benchmark's own traffic (EOS honoured, batches shrinking)."""
+    running and whether the drafter ran (`drafted`, with `+flush`, `+capture` or `+eager` when
+    the round also did that, see `_kind`) or not (`plain`): the step rates the profiles predict,
+    measured under the benchmark's own traffic (EOS honoured, batches shrinking).
+
+    NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
     def __init__(self, llm) -> None:
         self.engine = llm.engine
@@ -24,27 +27,48 @@ class StepTimes:
         original = self.engine.step
 
         def step():
-            running, drafted = len(self.engine.scheduler.running), self._drafted()
+            running, before = len(self.engine.scheduler.running), self._counters()
             start = time.perf_counter()
             out = original()
-            kind = "drafted" if self._drafted() != drafted else "plain"
-            self.times[(running, kind)].append(time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
+            self.times[(running, self._kind(before, self._counters()))].append(elapsed)
             return out
 
         self.engine.step = step
 
-    def _drafted(self) -> int:
-        return getattr(self.proposer, "drafted_rounds", 0)
+    def _counters(self) -> tuple[int, int, int, int, int]:
+        """(drafted rounds, buffered pairs, draft-graph rounds, replays, captures) so far."""
+        graphs = getattr(getattr(self.proposer, "runner", None), "graphs", None)
+        pending = getattr(self.proposer, "pending", None)
+        return (getattr(self.proposer, "drafted_rounds", 0), getattr(pending, "pairs", 0),
+                getattr(graphs, "rounds", 0), getattr(graphs, "replays", 0), getattr(graphs, "captures", 0))
+
+    @staticmethod
+    def _kind(before: tuple, after: tuple) -> str:
+        """The step's kind: "plain", or "drafted" with what else the round did: "+flush" (the
+        context buffered while paused was projected), "+capture" (a draft graph was captured),
+        "+eager" (the draft ran eagerly: a bucket's first uses, or no bucket fits)."""
+        if after[0] == before[0]:
+            return "plain"
+        kind = "drafted"
+        if before[1] > 0 and after[1] < before[1]:
+            kind += "+flush"
+        if after[4] > before[4]:
+            kind += "+capture"
+        elif after[3] == before[3]:
+            kind += "+eager"
+        return kind
 
     def median(self, batch: int, kind: str, least: int = 5) -> float | None:
-        """Median seconds of the `kind` steps ("plain" or "drafted") that ran `batch` requests
-        since the last `take`; None below `least` steps."""
-        times = self.times.get((batch, kind), [])
+        """Median seconds of the `kind` steps ("plain" or "drafted", whatever else the round
+        did) that ran `batch` requests since the last `take`; None below `least` steps."""
+        times = [t for (b, k), v in self.times.items() if b == batch and k.split("+")[0] == kind for t in v]
         return statistics.median(times) if len(times) >= least else None
 
-    def take(self, least: int = 5) -> str:
+    def take(self, least: int = 1) -> str:
         """Median ms per step by (requests, kind) since the last call, where at least `least`
-        steps were timed; then forgets them."""
+        steps were timed (every kind by default: the rare ones, a flush or a capture, are the
+        costly ones); then forgets them."""
         cells = [f"{b} {kind} {1e3 * statistics.median(v):.2f} ms x{len(v)}"
                  for (b, kind), v in sorted(self.times.items()) if len(v) >= least]
         self.times.clear()
