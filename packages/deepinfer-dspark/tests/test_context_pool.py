@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from deepinfer_dspark.context_pool import ContextPool
+from deepinfer_dspark.context_pool import RESERVE_BYTES, ContextPool, reserve_blocks
 
 L, H, D = 2, 3, 4
 
@@ -121,3 +121,17 @@ def test_integer_like_lengths_are_accepted_and_named_otherwise() -> None:
         with pytest.raises(ValueError, match=r"^length: must be an int in \[0, 3\]"):
             pool.crop("a", bad)
     assert pool.length("a") == 3
+
+
+def test_reserve_blocks_holds_the_batch_up_to_the_budget() -> None:
+    # 4 requests of 100 positions in blocks of 32: 4 blocks each.
+    assert reserve_blocks(4, 100, 32, 1536) == 16
+    assert reserve_blocks(1, 1, 32, 1536) == 1
+    # SmolLM2's drafter at 256 x 2048: 768 MiB wanted, the budget's 256 MiB reserved.
+    blocks = reserve_blocks(256, 2048, 32, 1536)
+    assert blocks == RESERVE_BYTES // (1536 * 32) and blocks * 32 * 1536 <= RESERVE_BYTES < (blocks + 1) * 32 * 1536
+    assert reserve_blocks(8, 64, 16, 10 ** 9, budget=10) == 1   # at least one block
+    for name, args in (("max_rows", (0, 1, 1, 1)), ("max_length", (1, 0, 1, 1)), ("block_size", (1, 1, 0, 1)),
+                       ("bytes_per_position", (1, 1, 1, 0))):
+        with pytest.raises(ValueError, match=name):
+            reserve_blocks(*args)

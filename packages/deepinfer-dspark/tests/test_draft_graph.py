@@ -263,7 +263,9 @@ class FakeGraph:
 
     def replay(self) -> None:
         self.replays += 1
-        self.outputs.copy_(self.fn())
+        fresh = self.fn()
+        for out, new in zip(*((self.outputs, fresh) if isinstance(fresh, tuple) else ((self.outputs,), (fresh,)))):
+            out.copy_(new)
 
 
 def test_graphs_are_captured_after_eager_uses_and_kept_counting_across_pool_moves(tiny, monkeypatch) -> None:
@@ -301,3 +303,67 @@ def test_graphs_are_captured_after_eager_uses_and_kept_counting_across_pool_move
     assert pool.generation > generation
     pair.check(requests_for(lengths, rng, vocab), block)   # used before: re-captured at once
     assert graphs.captures == 2 and len(graphs.graphs) == 1 and graphs.generation == pool.generation
+
+
+def test_bucket_keys_cover_every_round_that_fits(tiny) -> None:
+    """`bucket_keys` lists, largest first and once each, the key of every round of <= max_rows
+    requests with contexts of <= max_length positions, and nothing larger."""
+    _, drafter = drafter_for(tiny, "vanilla+conf")
+    graphs = DraftGraphs(drafter, DSparkDraftRunner(drafter, graphs=False).context, max_context=300)
+    for max_rows, max_length in ((1, 1), (5, 40), (64, 300), (200, 1000), (3, 17)):
+        keys = graphs.bucket_keys(3, max_rows, max_length)
+        assert len(set(keys)) == len(keys) and keys == sorted(keys, reverse=True)
+        wanted = {(row_bucket(rows), context_bucket(n, 300), 3)
+                  for rows in range(1, min(max_rows, 64) + 1) for n in range(0, min(max_length, 300) + 1)}
+        assert set(keys) == wanted, (max_rows, max_length)
+    for name, args in (("max_rows", (0, 5)), ("max_length", (4, 0))):
+        with pytest.raises(ValueError, match=name):
+            graphs.bucket_keys(3, *args)
+    assert DraftGraphs(drafter, graphs.context).capture_all(3, 4, 40) == 0   # the CPU: nothing to capture
+
+
+def test_capture_all_leaves_no_capture_or_eager_round_to_serving(tiny, monkeypatch) -> None:
+    """After `capture_all` every round that fits replays a graph captured before serving (no
+    eager first uses, no capture), its result equal to the eager runner's; the context
+    projections replay graphs captured up front too."""
+    import deepinfer_dspark.draft_graph as draft_graph
+    import deepinfer_dspark.observe_graph as observe_graph
+
+    fakes = []
+
+    def fake_capture(fn, device, pool):
+        outputs = fn()
+        fakes.append(FakeGraph(fn, outputs))
+        return fakes[-1], outputs
+
+    monkeypatch.setattr(draft_graph, "capture_graph", fake_capture)
+    monkeypatch.setattr(observe_graph, "capture_graph", fake_capture)
+    config, drafter = drafter_for(tiny, "rnn+conf")
+    pair, rng = Pair(drafter), random.Random(9)
+    graphs, observe = pair.graphs.graphs, pair.graphs.observe_graphs
+    graphs.capture = observe.capture = True   # the capture paths, with the stand-in
+    block, vocab = config["block_size"], config["vocab_size"]
+    captured = pair.graphs.capture_all(block, 6, 70)
+    assert captured == len(graphs.bucket_keys(block, 6, 70)) + len(observe_graph.OBSERVE_BUCKETS) == len(fakes)
+    for count in (1, 2, 3, 6):
+        lengths = {f"r{count}-{i}": rng.randrange(0, 70) for i in range(count)}
+        for rid, n in lengths.items():
+            pair.observe(rid, n)
+        pair.check(requests_for(lengths, rng, vocab), block)
+    assert graphs.captures == len(graphs.graphs) == captured - len(observe_graph.OBSERVE_BUCKETS)
+    assert graphs.replays == graphs.rounds == 4 and observe.replays > 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_capture_all_on_cuda_replays_from_the_first_round(tiny) -> None:
+    config, drafter = drafter_for(tiny, "vanilla+conf", device="cuda")
+    pair, rng = Pair(drafter, bucketed=None), random.Random(11)
+    graphs, block, vocab = pair.graphs.graphs, config["block_size"], config["vocab_size"]
+    captured = pair.graphs.capture_all(block, 5, 70)
+    assert captured == graphs.captures + len(pair.graphs.observe_graphs.graphs) > 0
+    for count in (1, 3, 5):
+        lengths = {f"r{count}-{i}": rng.randrange(0, 70) for i in range(count)}
+        for rid, n in lengths.items():
+            pair.observe(rid, n)
+        pair.check(requests_for(lengths, rng, vocab), block, atol=1e-4)
+    assert graphs.replays == graphs.rounds == 3 and graphs.captures == len(graphs.graphs)

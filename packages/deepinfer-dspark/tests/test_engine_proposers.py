@@ -498,3 +498,23 @@ def test_paths_of_the_wrong_type_are_refused_by_name(folders) -> None:
         build(target, {"method": "dspark", "num_speculative_tokens": 2, "model": 5})
     with pytest.raises(ValueError, match=r"^speculative_config.calibration: must be a path \(str or Path\), got 5"):
         build(target, {"method": "dspark", "num_speculative_tokens": 2, "model": str(drafter), "calibration": 5})
+
+
+def test_the_draft_context_pool_is_sized_for_the_engines_batch(folders) -> None:
+    """The factory reserves the context pool for max_num_seqs requests of max_model_len
+    positions (`reserve_blocks`), so that serving never grows it (a growth drops the captured
+    draft graphs)."""
+    from deepinfer_dspark.context_pool import reserve_blocks
+
+    target, drafter = folders
+    spec = spec_configs(drafter)["dspark-fixed"]
+    for seqs, length in ((3, 160), (5, 96)):
+        llm = build(target, spec, max_num_seqs=seqs, max_model_len=length)
+        runner = llm.engine.speculative.proposer.runner
+        cfg = runner.drafter.config
+        position = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4   # float32
+        assert runner.context.num_blocks == reserve_blocks(seqs, length, runner.context.block_size, position) \
+            == seqs * -(-length // runner.context.block_size)
+        generation = runner.context.generation
+        greedy(llm, prompts(seqs, seed=4))
+        assert runner.context.generation == generation   # never grew

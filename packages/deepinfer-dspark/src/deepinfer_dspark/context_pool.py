@@ -23,6 +23,28 @@ from collections.abc import Sequence
 import torch
 
 
+RESERVE_BYTES = 256 << 20   # the most `reserve_blocks` allocates up front
+
+
+def reserve_blocks(max_rows: int, max_length: int, block_size: int, bytes_per_position: int,
+                   budget: int = RESERVE_BYTES) -> int:
+    """Blocks for a pool to start with: `max_rows` requests of `max_length` positions each, at
+    most `budget` bytes (at least one block). Growing the pool later drops every captured draft
+    graph (their re-captures cost ~20 ms each mid-serving on the H200), so an engine reserves
+    what its batch can hold: SmolLM2-135M's drafter in bf16 (1.5 KiB a position) at 256
+    requests of 2,048 positions would take 768 MiB, so 256 MiB (174,762 positions) is reserved.
+
+    Raises:
+        ValueError: a size < 1 (named).
+    """
+    for name, value in (("max_rows", max_rows), ("max_length", max_length), ("block_size", block_size),
+                        ("bytes_per_position", bytes_per_position)):
+        if value < 1:
+            raise ValueError(f"{name}: must be >= 1, got {value}")
+    wanted = max_rows * -(-max_length // block_size)
+    return max(1, min(wanted, budget // (bytes_per_position * block_size)))
+
+
 def integer(value: object) -> int | None:
     """`value` as an int when it is one or integer-like (numpy, a 0-d tensor); None for a bool, a
     float or anything else."""

@@ -195,10 +195,12 @@ def buffered_round(drafter: DSparkDrafter, pool: ContextPool, buffers: DraftBuff
 class DraftGraphs:
     """Bucketed static buffers for greedy rounds and, with `capture`, a CUDA graph per bucket.
 
-    Buffers are made on first use of a bucket; all graphs share one memory pool. A bucket's
-    graph is captured on its use after `EAGER_USES` eager rounds on the same buffers: a capture
-    costs two warm-up rounds and the capture itself, mid-serving, and the rare buckets (the last
-    requests of a batch, a probe at an unusual load) may never come back. Without `capture`
+    Buffers are made on first use of a bucket; all graphs share one memory pool. The engine
+    captures every bucket it can use before serving (`capture_all`, through the runner's
+    factory); otherwise a bucket's graph is captured on its use after `EAGER_USES` eager rounds
+    on the same buffers: a capture costs two warm-up rounds and the capture itself,
+    mid-serving, and the rare buckets (the last requests of a batch, a probe at an unusual load)
+    may never come back. Without `capture`
     (the CPU) every round runs eagerly on the bucketed buffers. Graphs read `context.k` /
     `context.v` in place: when the context pool reallocates them (its `generation` changes),
     every graph is dropped; a bucket already used `EAGER_USES` times is re-captured on its next
@@ -216,8 +218,8 @@ class DraftGraphs:
     Attributes:
         rounds: rounds run through the buckets so far.
         replays: graph replays so far.
-        captures: graphs captured so far (each costs warm-up runs and a capture mid-serving;
-            re-captures after the context pool grew included).
+        captures: graphs captured so far (each costs warm-up runs and a capture; `capture_all`'s
+            and the re-captures after the context pool grew included).
         uses: rounds run per graph key (row bucket, context bucket, num_tokens).
 
     Raises:
@@ -303,6 +305,50 @@ class DraftGraphs:
         tokens = packed[:, :num_tokens].to(torch.int64)
         conf = packed[:, num_tokens:].to(torch.float32) if packed.shape[1] > num_tokens else None
         return tokens, conf
+
+    def bucket_keys(self, num_tokens: int, max_rows: int, max_length: int) -> list[tuple[int, int, int]]:
+        """The graph keys `(Rb, Nb, num_tokens)` a round of <= `max_rows` requests with contexts of
+        <= `max_length` positions can use, largest first (rows above `ROW_BUCKETS` and contexts
+        above `max_context` run eagerly and have none).
+
+        Raises:
+            ValueError: `max_rows` or `max_length` < 1 (named).
+        """
+        for name, value in (("max_rows", max_rows), ("max_length", max_length)):
+            if value < 1:
+                raise ValueError(f"{name}: must be >= 1, got {value}")
+        top_rows = row_bucket(min(max_rows, ROW_BUCKETS[-1]))
+        top_context = context_bucket(min(max_length, self.max_context), self.max_context)
+        widths = sorted({context_bucket(min(1 << i, top_context), self.max_context)
+                         for i in range(top_context.bit_length() + 1)}, reverse=True)
+        rows = [r for r in reversed(ROW_BUCKETS) if r <= top_rows]
+        return [(r, w, num_tokens) for r in rows for w in widths]
+
+    def capture_all(self, num_tokens: int, max_rows: int, max_length: int) -> int:
+        """Captures, before serving, the graph of every bucket in `bucket_keys`, as the core
+        captures its decode and verification graphs at start-up: no round then pays a capture or
+        eager first uses mid-serving (on the H200 with SmolLM2-135M such rounds took 6-64 ms
+        against ~3 ms for a replayed one, and confidence scheduling's rare probe rounds were
+        mostly such rounds: BENCHMARKS.md, session 13). Largest first, so that smaller graphs
+        reuse the memory pool. A bucket whose graph is dropped later (the context pool grew)
+        is re-captured on its next use.
+
+        Returns:
+            Graphs captured (0 without `capture`: nothing to do on the CPU).
+        """
+        if not self.capture:
+            return 0
+        captured = 0
+        for key in self.bucket_keys(num_tokens, max_rows, max_length):
+            if key in self.graphs:
+                continue
+            buffers = self.buffers.get(key[:2])
+            if buffers is None:
+                buffers = self.buffers[key[:2]] = DraftBuffers(self.drafter, *key[:2], self.context.block_size)
+            self._capture(key, buffers)
+            self.uses[key] = max(self.uses.get(key, 0), EAGER_USES)   # re-captured on its next use once dropped
+            captured += 1
+        return captured
 
     def _packed_round(self, buffers: DraftBuffers, num_tokens: int) -> torch.Tensor:
         """`buffered_round` with both outputs in one `[Rb, γ or 2γ]` float64 tensor, so one copy

@@ -118,6 +118,8 @@ class DSparkDraftRunner:
             the CPU the same bucketed static work, eagerly: for tests). None: on when the
             drafter is on CUDA.
         block_size: positions per block of the context pool.
+        num_blocks: blocks the context pool starts with (it doubles when full; each growth
+            drops the captured draft graphs, see `reserve_blocks`).
 
     Attributes:
         context: the `ContextPool` (every request's draft context K/V).
@@ -129,17 +131,25 @@ class DSparkDraftRunner:
     """
 
     def __init__(self, drafter: DSparkDrafter, confidence_temperatures: torch.Tensor | None = None,
-                 graphs: bool | None = None, block_size: int = 32) -> None:
+                 graphs: bool | None = None, block_size: int = 32, num_blocks: int = 64) -> None:
         self.drafter = drafter
         cfg = drafter.config
         self.context = ContextPool(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, drafter.dtype,
-                                   drafter.cos_sin.device, block_size)
+                                   drafter.cos_sin.device, block_size, num_blocks)
         self.confidence_temperatures: torch.Tensor | None = None
         self.set_confidence_temperatures(confidence_temperatures)
         if graphs is None:
             graphs = drafter.cos_sin.device.type == "cuda"
         self.graphs: DraftGraphs | None = DraftGraphs(drafter, self.context) if graphs else None
         self.observe_graphs: ObserveGraphs | None = ObserveGraphs(drafter) if graphs else None
+
+    def capture_all(self, num_tokens: int, max_rows: int, max_length: int) -> int:
+        """Captures before serving every draft graph a round of <= `max_rows` requests drafting
+        `num_tokens` over contexts of <= `max_length` positions can use, and every context
+        projection graph (`DraftGraphs.capture_all`, `ObserveGraphs.capture_all`). Returns the
+        graphs captured (0 on the CPU or without graphs)."""
+        drafts = 0 if self.graphs is None else self.graphs.capture_all(num_tokens, max_rows, max_length)
+        return drafts + (0 if self.observe_graphs is None else self.observe_graphs.capture_all())
 
     def set_confidence_temperatures(self, temperatures: torch.Tensor | None) -> None:
         """Installs per-position STS temperatures `[block_size]` (None: all 1).

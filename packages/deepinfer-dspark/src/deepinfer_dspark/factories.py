@@ -37,7 +37,9 @@ import torch
 
 from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
+from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
+from deepinfer_dspark.drafter import DSparkDrafter
 from deepinfer_dspark.ngram import NgramSpecProposer
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
@@ -111,13 +113,40 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     elif spec_config.get("measure_step_times"):
         raise ValueError("speculative_config.measure_step_times: corrects the comparison with plain decoding, "
                          "so it needs decode_profile")
-    return DSparkProposer(DSparkDraftRunner(drafter, temperatures), k, sps,
+    runner = _runner(drafter, temperatures, model_info)
+    proposer = DSparkProposer(runner, k, sps,
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                           max_batch=model_info.get("max_num_seqs"),
                           defer_context=_bool_key(spec_config, "defer_context", True),
                           measure_step_times=_bool_key(spec_config, "measure_step_times", False),
                           short_sps=short)
+    if not proposer.retired:   # on CUDA: every graph the engine can use, before serving
+        runner.capture_all(k, _max_rows(model_info), _max_length(model_info, drafter))
+    return proposer
+
+
+POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool
+
+
+def _runner(drafter: DSparkDrafter, temperatures: torch.Tensor | None, model_info: dict) -> DSparkDraftRunner:
+    """The draft runner, its context pool sized for the engine's batch (`reserve_blocks`):
+    `max_num_seqs` requests of `max_model_len` positions (model_info keys; 64 requests and the
+    drafter's `max_position_embeddings` without them). Growing the pool later would drop the
+    draft graphs `DSparkDraftRunner.capture_all` captures."""
+    cfg = drafter.config
+    position_bytes = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * drafter.dtype.itemsize
+    blocks = reserve_blocks(_max_rows(model_info), _max_length(model_info, drafter), POOL_BLOCK_SIZE, position_bytes)
+    return DSparkDraftRunner(drafter, temperatures, num_blocks=blocks, block_size=POOL_BLOCK_SIZE)
+
+
+def _max_rows(model_info: dict) -> int:
+    return model_info.get("max_num_seqs") or 64
+
+
+def _max_length(model_info: dict, drafter: DSparkDrafter) -> int:
+    return min(model_info.get("max_model_len") or drafter.config.max_position_embeddings,
+               drafter.config.max_position_embeddings)
 
 
 ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core

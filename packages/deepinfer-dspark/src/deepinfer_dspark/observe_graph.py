@@ -84,22 +84,43 @@ class ObserveGraphs:
             raise ValueError(f"positions: {rows} rows ({features.shape[0]} feature rows) fit no bucket "
                              f"(1..{OBSERVE_BUCKETS[-1]})")
         size = observe_bucket(rows)
-        if size not in self.buffers:
-            cfg = self.drafter.config
-            self.buffers[size] = (torch.zeros((size, cfg.feature_size), dtype=self.drafter.dtype, device=self.device),
-                                  torch.zeros(size, dtype=torch.int64, device=self.device))
-        feats, pos = self.buffers[size]
+        feats, pos = self._buffers(size)
         feats[:rows].copy_(features)
         host = torch.tensor(list(positions), dtype=torch.int64)
         # Pinned and non-blocking: a pageable copy would wait for every kernel already queued.
-        pos[:rows].copy_(host.pin_memory() if self.capture else host, non_blocking=self.capture)
+        cuda = self.device.type == "cuda"
+        pos[:rows].copy_(host.pin_memory() if cuda else host, non_blocking=cuda)
         if not self.capture:
             k, v = self.drafter.context_kv(feats, pos)
         else:
-            if size not in self.graphs:
-                self.graphs[size], self.outputs[size] = capture_graph(
-                    lambda: self.drafter.context_kv(feats, pos), self.device, self.pool)
+            self._capture(size)
             self.graphs[size].replay()
             self.replays += 1
             k, v = self.outputs[size]
         return k[:, :rows], v[:, :rows]
+
+    def capture_all(self) -> int:
+        """Captures every bucket's graph before serving (largest first, sharing the pool), so no
+        step pays a capture mid-serving: a flush after a long pause projects hundreds of rows
+        through a bucket rarely used. Returns the graphs captured (0 without `capture`)."""
+        if not self.capture:
+            return 0
+        missing = [size for size in reversed(OBSERVE_BUCKETS) if size not in self.graphs]
+        for size in missing:
+            self._capture(size)
+        return len(missing)
+
+    def _buffers(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bucket's static `(features [size, m*d], positions [size])`, zeroed when made."""
+        if size not in self.buffers:
+            cfg = self.drafter.config
+            self.buffers[size] = (torch.zeros((size, cfg.feature_size), dtype=self.drafter.dtype, device=self.device),
+                                  torch.zeros(size, dtype=torch.int64, device=self.device))
+        return self.buffers[size]
+
+    def _capture(self, size: int) -> None:
+        """Captures the bucket's graph unless it has one."""
+        if size not in self.graphs:
+            feats, pos = self._buffers(size)
+            self.graphs[size], self.outputs[size] = capture_graph(
+                lambda: self.drafter.context_kv(feats, pos), self.device, self.pool)
