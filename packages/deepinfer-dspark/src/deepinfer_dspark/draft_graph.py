@@ -34,6 +34,7 @@ argmax) is plain aten with static shapes.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 
 import torch
@@ -372,7 +373,12 @@ def capture_graph(fn: Callable[[], object], device: torch.device, pool: object
     Returns:
         `(graph, outputs)`: the outputs of the captured call, rewritten by each `graph.replay()`.
 
-    NOTE: unlike the core's graphs, the drafter's are captured lazily, mid-serving, when other
+    Python's garbage collector is off during the capture: a collection there can free a graph of
+    an engine dropped earlier (still in a reference cycle), and a graph's destructor is not
+    permitted while a stream captures: it invalidates the capture (seen on the H200 when a test
+    built its fourth engine; torch no longer collects before a capture by default).
+
+    NOTE: the drafter's graphs may be captured lazily, mid-serving, when other
     threads (the structured-output mask thread: pinned buffers, event waits) may call CUDA; the
     "thread_local" mode forbids unsafe calls in this thread only.
     """
@@ -384,6 +390,12 @@ def capture_graph(fn: Callable[[], object], device: torch.device, pool: object
             fn()
     current.wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
-        outputs = fn()
+    enabled = gc.isenabled()
+    gc.disable()   # a collection mid-capture can destroy another graph and invalidate this capture
+    try:
+        with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
+            outputs = fn()
+    finally:
+        if enabled:
+            gc.enable()
     return graph, outputs

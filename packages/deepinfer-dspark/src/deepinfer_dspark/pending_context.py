@@ -18,6 +18,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 
+FEW_PAIRS = 512   # below this many buffered (request, step) pairs `take` splits them in Python
+
+
 class PendingContext:
     """Buffered observations in arrival order, merged per request on `take`.
 
@@ -110,19 +113,23 @@ class PendingContext:
         Rows before `held(id)` (already projected) and repeated positions (a preempted request
         recomputed) are dropped, the first copy kept; the run stops at the first missing
         position. When every request's buffered rows continue one another from `held(id)` (the
-        usual case: no recompute, no gap), the split is computed with a few tensor ops over all
-        (request, step) pairs at once (`_take_runs`); otherwise pair by pair in Python.
+        usual case: no recompute, no gap) and at least `FEW_PAIRS` (request, step) pairs are
+        buffered, the split is computed with a few tensor ops over all pairs at once
+        (`_take_runs`); otherwise pair by pair in Python (on this repository's CPU machine: 0.05
+        against 0.5 ms for 16 pairs, 2.2 against 2.1 ms for 1,000, 10 against 6 ms for 12,800).
 
         Returns:
             `(request_id, positions, features [n, A])` items for `observe_batch`.
         """
         steps, self._steps = self._steps, []
         dropped, self._dropped = self._dropped, {}
+        pairs = self.pairs
         self._item_rows.clear()
         self._rows = self._bytes = self.pairs = 0
         if not steps:
             return []
-        runs, index = _take_runs(steps, dropped, held)
+        # Few pairs: pair by pair in Python (~2 us a pair) beats the tensor ops' fixed ~0.45 ms.
+        runs, index = _take_runs(steps, dropped, held) if pairs >= FEW_PAIRS else (None, None)
         if runs is None:
             runs, index = _take_runs_slow(steps, dropped, held)
         if not runs:

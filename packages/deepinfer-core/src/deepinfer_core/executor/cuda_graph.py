@@ -13,7 +13,9 @@ sized from static shapes. The graphs replay the model and the LM head in one lau
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import gc
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -46,6 +48,22 @@ def pick_size(sizes: list[int], batch: int) -> int | None:
             return size
     return None
 
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (restored after): a collection during
+    a CUDA graph capture can free another graph (an engine dropped earlier, still in a reference
+    cycle), whose destructor is not permitted while a stream captures and invalidates the capture
+    (`cudaErrorStreamCaptureInvalidated`; torch's `torch.cuda.graph` no longer collects before a
+    capture unless `torch.compiler.config.force_cudagraph_gc`)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 class DecodeBuffers:
     """Static decode inputs `[max_batch]` / `[max_batch, width]` that the graphs read.
@@ -133,7 +151,7 @@ class DecodeGraphs:
             step_fn(b.input_ids[:size], b.positions[:size], b.meta(size))
             torch.cuda.synchronize(device)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
+            with gc_paused(), torch.cuda.graph(graph, pool=pool):
                 self.outputs[size] = step_fn(b.input_ids[:size], b.positions[:size], b.meta(size))
             pool = graph.pool()
             self.graphs[size] = graph

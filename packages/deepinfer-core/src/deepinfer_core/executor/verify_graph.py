@@ -24,7 +24,7 @@ import torch
 
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.batch import ScheduledChunk, StepInputs
-from deepinfer_core.executor.cuda_graph import StepFn, pick_size
+from deepinfer_core.executor.cuda_graph import StepFn, gc_paused, pick_size
 from deepinfer_core.executor.transfer import to_device
 
 
@@ -129,7 +129,7 @@ class VerifyGraphs:
             step_fn(b.input_ids[:n], b.positions[:n], b.meta(size))
             torch.cuda.synchronize(device)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
+            with gc_paused(), torch.cuda.graph(graph, pool=pool):
                 self.outputs[size] = step_fn(b.input_ids[:n], b.positions[:n], b.meta(size))
             pool = graph.pool()
             self.graphs[size] = graph
