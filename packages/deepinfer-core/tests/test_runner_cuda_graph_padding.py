@@ -72,7 +72,7 @@ def test_padded_decode_matches_unpadded_and_never_writes_real_blocks(tiny_checkp
     # kernels may round them differently at batch 8 than at batch 5, so compare only the slots
     # the real rows own there.
     folder = tiny_checkpoint("qwen3")
-    runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK,
+    runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK, device="cpu",
                                                                  deterministic=deterministic))
     assert runner.allocate_kv_cache(64) == 64
     assert runner.capture_cuda_graphs(64) == [] and runner.graphs is None  # CPU: always eager
@@ -113,7 +113,7 @@ def test_graph_step_returns_the_drafter_features_of_the_eager_step(tiny_checkpoi
     """With `aux_layers` set (a drafter asked for target features), the captured step function
     returns (logits, aux hidden states) equal to what the eager step returns for the real rows."""
     folder = tiny_checkpoint("qwen3")
-    runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK,
+    runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK, device="cpu",
                                                                  deterministic=True))
     runner.allocate_kv_cache(64)
     runner.aux_layers = (-1, 0, 1)

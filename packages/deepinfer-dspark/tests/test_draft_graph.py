@@ -370,6 +370,42 @@ def test_capture_all_on_cuda_replays_from_the_first_round(tiny) -> None:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_a_capture_survives_garbage_collection_of_an_older_graph() -> None:
+    """An older graph that turns into cyclic garbage during a capture must not be freed by an
+    automatic collection there (a graph's destructor invalidates the capture in progress): the
+    captured call drops such a graph and allocates enough to trigger collections at every
+    threshold; the capture must still succeed and replay."""
+    import gc
+
+    from deepinfer_dspark.draft_graph import WARMUP_RUNS, capture_graph
+
+    device = torch.device("cuda")
+    x = torch.ones(4, device=device)
+    holder = [capture_graph(lambda: x * 2, device, None)[0]]
+    calls = [0]
+
+    def fn():
+        calls[0] += 1
+        if calls[0] == WARMUP_RUNS + 1:          # the captured call
+            cycle = [holder.pop()]
+            cycle.append(cycle)
+            del cycle                            # garbage now, for the cyclic collector only
+            junk = [[] for _ in range(10_000)]   # allocations that trigger collections
+            del junk
+        return x + 1
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    try:
+        graph, out = capture_graph(fn, device, None)
+    finally:
+        gc.set_threshold(*thresholds)
+    x.fill_(5.0)
+    graph.replay()
+    assert out.tolist() == [6.0] * 4 and not holder
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_captures_survive_a_garbage_collection_of_older_graphs(tiny) -> None:
     """An earlier runner's graphs, left in a reference cycle, must not be freed during a later
     capture (a graph's destructor invalidates a capture in progress): with the collector made to
