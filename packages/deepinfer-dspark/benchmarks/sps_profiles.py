@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""SPS profiles for confidence scheduling, measured on the engine: plain decode steps and
+speculative rounds per second by batch size (`deepinfer_dspark.SPSProfile`).
+
+`measure_in_child` measures one profile in a fresh Python process: on the H200 an engine built
+after others in one process ran slower (plain steps at 1 request 1.00 -> 2.07 ms over three
+engines, BENCHMARKS.md sessions 12-13), which made the k = 1 round profile slower than the
+k = 7 one and turned `VerifyRates`' interpolation upside down. Run as a script, this file is
+that child: `python3 sps_profiles.py REQUEST.json` (written by `measure_in_child`).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine_probes import StepTimes
+
+if TYPE_CHECKING:
+    from deepinfer_dspark.sps import SPSProfile
+
+
+def _workload(prompts: list | None, b: int) -> tuple[list, bool]:
+    """The batch of `b` requests a profile is measured on, and whether it is a chat batch:
+    `prompts` (chat conversations, cycled) or, when None, synthetic 16-token prompts."""
+    if prompts is None:
+        return [{"prompt_token_ids": [1 + (i % 50)] * 16} for i in range(b)], False
+    return [prompts[i % len(prompts)] for i in range(b)], True
+
+
+def _timed(llm, batch: list, chat: bool, max_tokens: int) -> list:
+    from deepinfer_core import SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+    run = llm.chat if chat else llm.generate
+    run(batch[:1], params)  # warm-up
+    return run(batch, params)
+
+
+def _after_prefill(outs: list) -> list:
+    """The requests whose first token came last (the latest tenth, at least one): every engine
+    step after it decodes, so their step times hold no prefill chunk of other requests (with 256
+    chat prompts the chunked prefill spans several steps and made plain steps look 1.8x slower).
+    Requests that produced no token (an error, e.g. a prompt longer than --max-model-len) are
+    left out; ValueError when none is left."""
+    ordered = sorted((o for o in outs if o.metrics.first_token_time is not None),
+                     key=lambda o: o.metrics.first_token_time)
+    if not ordered:
+        raise ValueError(f"profile: no request produced a token (first error: {outs[0].error if outs else None})")
+    return ordered[-max(1, len(ordered) // 10):]
+
+
+def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | None = None,
+                max_tokens: int = 33, repeats: int = 3, step_times: bool = False,
+                method: str = "request") -> "SPSProfile":
+    """Steps per second of plain decode at each batch size (one token per request per step): the
+    median of (finish - first token) / (tokens - 1) over the requests that left prefill last
+    (`_after_prefill`; with `method="steps"`, the engine's median step time at exactly b requests
+    running instead, see `_profile_rate`), every request generating
+    `max_tokens` (EOS ignored) from `prompts` (chat conversations; None: synthetic 16-token
+    prompts), and the median of that over `repeats` batches (one batch once measured 32 requests
+    at half the rate of 16 and 64 on the H200, session 11). Real prompt lengths matter: attention
+    reads the whole context every step."""
+    from deepinfer_core import LLM
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    llm = LLM(target, **engine_kw)
+    trace = StepTimes(llm) if step_times or method == "steps" else None
+    rates = []
+    for b in sizes:
+        runs = []
+        for _ in range(repeats):
+            outs = _timed(llm, *_workload(prompts, b), max_tokens)
+            runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
+                                          / max(len(o.outputs[0].token_ids) - 1, 1) for o in _after_prefill(outs)))
+        rates.append(_profile_rate(runs, trace, b, "plain", method))
+        _print_trace("decode profile", b, rates[-1], trace)
+    llm.close()
+    how = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
+    return SPSProfile(sizes, rates, {"target": target, "method": f"{how}, {method} times"})
+
+
+def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
+                     prompts: list | None = None, max_tokens: int = 33, repeats: int = 3,
+                     step_times: bool = False, method: str = "request") -> "SPSProfile":
+    """Steps per second of SPECULATIVE rounds (draft k + verify k) at batch tokens b * (k + 1):
+    the cost confidence scheduling must weigh against plain decoding (`measure_sps`); the median
+    of (finish - first token) / rounds over the requests that left prefill last (or, with
+    `method="steps"`, the median drafted step at exactly b requests), on the workload of
+    `measure_sps`, and the median of that over `repeats` batches."""
+    from deepinfer_core import LLM
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    llm = LLM(target, speculative_config={"method": "dspark", "model": drafter, "num_speculative_tokens": k},
+              **engine_kw)
+    trace = StepTimes(llm) if step_times or method == "steps" else None
+    tokens, rates = [], []
+    for b in sizes:
+        runs = []
+        for _ in range(repeats):
+            outs = _timed(llm, *_workload(prompts, b), max_tokens)
+            runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
+                                          / max(o.metrics.spec_rounds, 1) for o in _after_prefill(outs)))
+        tokens.append(b * (k + 1))
+        rates.append(_profile_rate(runs, trace, b, "drafted", method))
+        _print_trace(f"k={k} profile", b, rates[-1], trace)
+    llm.close()
+    how = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
+    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": f"{how}, {method} times"})
+
+
+def _profile_rate(request_times: list[float], trace: StepTimes | None, b: int, kind: str, method: str) -> float:
+    """A profile's steps per second at `b` requests: 1 / the median of the repeats' request times
+    (`method="request"`), or 1 / the engine's median `kind` step at exactly b requests running
+    (`"steps"`: what a decision compares, whatever the requests' own timelines; on the H200 the
+    request times of 8 requests whose drafts were all accepted mixed rounds of 2-8 requests,
+    BENCHMARKS.md session 12, run 8). With fewer than 5 such steps, the request times."""
+    if method == "steps":
+        median = trace.median(b, kind) if trace is not None else None
+        if median is not None:
+            return 1.0 / median
+        print(f"profile at {b}: fewer than 5 {kind} steps ran {b} requests; the request times are used", flush=True)
+    return 1.0 / statistics.median(request_times)
+
+
+def _print_trace(label: str, b: int, rate: float, trace: StepTimes | None) -> None:
+    """With `--step-times`: a profile's rate at `b` requests beside the engine's step times."""
+    if trace is not None:
+        print(f"{label} at {b}: {rate:.1f} steps/s ({1e3 / rate:.2f} ms); {trace.take()}", flush=True)
+
+
+def measure_in_child(kind: str, params: dict) -> "SPSProfile":
+    """`measure_sps(**params)` (kind "decode") or `measure_spec_sps(**params)` (kind "spec") in a
+    fresh Python process (see the module docstring); its printed lines are relayed.
+
+    Raises:
+        RuntimeError: the child failed (its exit status and the end of its stderr).
+    """
+    from deepinfer_dspark.sps import SPSProfile
+
+    if kind not in ("decode", "spec"):
+        raise ValueError(f"kind: 'decode' or 'spec', got {kind!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        request, out = Path(tmp) / "request.json", Path(tmp) / "profile.json"
+        request.write_text(json.dumps({"kind": kind, "params": params, "out": str(out)}))
+        child = subprocess.run([sys.executable, __file__, str(request)], text=True, capture_output=True, check=False)
+        sys.stdout.write(child.stdout)
+        sys.stdout.flush()
+        if child.returncode != 0 or not out.is_file():
+            raise RuntimeError(f"{kind} profile: the child process failed (exit {child.returncode}):\n"
+                               f"{child.stderr[-3000:]}")
+        return SPSProfile.load(out)
+
+
+def _child(request_path: str) -> None:
+    request = json.loads(Path(request_path).read_text())
+    measure = measure_sps if request["kind"] == "decode" else measure_spec_sps
+    measure(**request["params"]).save(Path(request["out"]))
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])
