@@ -268,20 +268,28 @@ class FakeGraph:
             out.copy_(new)
 
 
-def test_graphs_are_captured_after_eager_uses_and_kept_counting_across_pool_moves(tiny, monkeypatch) -> None:
-    """A bucket runs eagerly `EAGER_USES` times, is captured on the next use and replayed after;
-    when the context pool moves every graph is dropped, and a bucket used before is re-captured on
-    its next use. Every round equals the eager runner's (the stand-in graph re-runs the round)."""
-    import deepinfer_dspark.draft_graph as draft_graph
-
-    fakes = []
+def fake_captures(monkeypatch, *modules) -> list[FakeGraph]:
+    """Replaces `capture_graph` in `modules` with a stand-in that runs the call once and returns
+    a `FakeGraph`; the list it returns collects every stand-in made."""
+    fakes: list[FakeGraph] = []
 
     def fake_capture(fn, device, pool):
         outputs = fn()
         fakes.append(FakeGraph(fn, outputs))
         return fakes[-1], outputs
 
-    monkeypatch.setattr(draft_graph, "capture_graph", fake_capture)
+    for module in modules:
+        monkeypatch.setattr(module, "capture_graph", fake_capture)
+    return fakes
+
+
+def test_graphs_are_captured_after_eager_uses_and_kept_counting_across_pool_moves(tiny, monkeypatch) -> None:
+    """A bucket runs eagerly `EAGER_USES` times, is captured on the next use and replayed after;
+    when the context pool moves every graph is dropped, and a bucket used before is re-captured on
+    its next use. Every round equals the eager runner's (the stand-in graph re-runs the round)."""
+    import deepinfer_dspark.draft_graph as draft_graph
+
+    fakes = fake_captures(monkeypatch, draft_graph)
     config, drafter = drafter_for(tiny, "vanilla+conf")
     pair, rng = Pair(drafter), random.Random(5)
     graphs = pair.graphs.graphs
@@ -329,15 +337,7 @@ def test_capture_all_leaves_no_capture_or_eager_round_to_serving(tiny, monkeypat
     import deepinfer_dspark.draft_graph as draft_graph
     import deepinfer_dspark.observe_graph as observe_graph
 
-    fakes = []
-
-    def fake_capture(fn, device, pool):
-        outputs = fn()
-        fakes.append(FakeGraph(fn, outputs))
-        return fakes[-1], outputs
-
-    monkeypatch.setattr(draft_graph, "capture_graph", fake_capture)
-    monkeypatch.setattr(observe_graph, "capture_graph", fake_capture)
+    fakes = fake_captures(monkeypatch, draft_graph, observe_graph)
     config, drafter = drafter_for(tiny, "rnn+conf")
     pair, rng = Pair(drafter), random.Random(9)
     graphs, observe = pair.graphs.graphs, pair.graphs.observe_graphs
