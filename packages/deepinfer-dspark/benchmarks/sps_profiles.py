@@ -139,7 +139,8 @@ def _print_trace(label: str, b: int, rate: float, trace: StepTimes | None) -> No
 
 def measure_in_child(kind: str, params: dict) -> "SPSProfile":
     """`measure_sps(**params)` (kind "decode") or `measure_spec_sps(**params)` (kind "spec") in a
-    fresh Python process (see the module docstring); its printed lines are relayed.
+    fresh Python process (see the module docstring), which prints to this process's stdout;
+    its stderr is shown only when it fails.
 
     Raises:
         RuntimeError: the child failed (its exit status and the end of its stderr).
@@ -151,9 +152,9 @@ def measure_in_child(kind: str, params: dict) -> "SPSProfile":
     with tempfile.TemporaryDirectory() as tmp:
         request, out = Path(tmp) / "request.json", Path(tmp) / "profile.json"
         request.write_text(json.dumps({"kind": kind, "params": params, "out": str(out)}))
-        child = subprocess.run([sys.executable, __file__, str(request)], text=True, capture_output=True, check=False)
-        sys.stdout.write(child.stdout)
-        sys.stdout.flush()
+        sys.stdout.flush()   # the child's lines follow ours, as it prints them (lost otherwise if it is killed)
+        child = subprocess.run([sys.executable, __file__, str(request)], text=True, stderr=subprocess.PIPE,
+                               check=False)
         if child.returncode != 0 or not out.is_file():
             raise RuntimeError(f"{kind} profile: the child process failed (exit {child.returncode}):\n"
                                f"{child.stderr[-3000:]}")

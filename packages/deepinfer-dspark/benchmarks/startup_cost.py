@@ -6,7 +6,7 @@ engine without speculation, with the draft and context-projection graphs capture
 
 Each engine is built in a fresh process (one engine per process: later engines in one process
 ran slower on the H200, BENCHMARKS.md session 12), and the table reports, per method: the
-`LLM(...)` wall time, the device memory allocated after construction, the draft graphs
+`LLM(...)` wall time, the device memory allocated and reserved (graph pools) after construction, the draft graphs
 captured, the context pool's blocks and bytes.
 
 Usage (GPU machine, repository root):
@@ -38,8 +38,9 @@ def build_once(args: argparse.Namespace, method: str) -> dict:
               load_format=args.load_format)
     seconds = time.perf_counter() - began
     row = {"method": method, "seconds": round(seconds, 2)}
-    if torch.cuda.is_available():
+    if torch.cuda.is_available():   # graph pools' memory counts as reserved, not allocated
         row["allocated MiB"] = round(torch.cuda.memory_allocated() / 2 ** 20)
+        row["reserved MiB"] = round(torch.cuda.memory_reserved() / 2 ** 20)
     decoder = llm.engine.speculative
     if decoder is not None:
         runner = decoder.proposer.runner

@@ -123,15 +123,33 @@ def test_integer_like_lengths_are_accepted_and_named_otherwise() -> None:
     assert pool.length("a") == 3
 
 
-def test_reserve_blocks_holds_the_batch_up_to_the_budget() -> None:
+def test_reserve_blocks_holds_the_batch_up_to_the_kv_cache_or_the_budget() -> None:
     # 4 requests of 100 positions in blocks of 32: 4 blocks each.
     assert reserve_blocks(4, 100, 32, 1536) == 16
     assert reserve_blocks(1, 1, 32, 1536) == 1
-    # SmolLM2's drafter at 256 x 2048: 768 MiB wanted, the budget's 256 MiB reserved.
+    # SmolLM2's drafter at 256 x 2048 with no KV size given: 768 MiB wanted, the budget reserved.
     blocks = reserve_blocks(256, 2048, 32, 1536)
-    assert blocks == RESERVE_BYTES // (1536 * 32) and blocks * 32 * 1536 <= RESERVE_BYTES < (blocks + 1) * 32 * 1536
-    assert reserve_blocks(8, 64, 16, 10 ** 9, budget=10) == 1   # at least one block
+    assert blocks == RESERVE_BYTES // (1536 * 32) == 5461 and blocks * 32 * 1536 <= RESERVE_BYTES
+    # With the KV cache's tokens: no more than it holds, plus a partly filled block a request.
+    assert reserve_blocks(256, 2048, 32, 1536, kv_cache_tokens=364_000) == -(-364_000 // 32) + 256
+    assert reserve_blocks(4, 100, 32, 1536, kv_cache_tokens=10 ** 9) == 16   # the batch is smaller
+    assert reserve_blocks(4, 100, 32, 1536, kv_cache_tokens=0) == 4
     for name, args in (("max_rows", (0, 1, 1, 1)), ("max_length", (1, 0, 1, 1)), ("block_size", (1, 1, 0, 1)),
-                       ("bytes_per_position", (1, 1, 1, 0))):
+                       ("bytes_per_position", (1, 1, 1, 0)), ("kv_cache_tokens", (1, 1, 1, 1, -1))):
         with pytest.raises(ValueError, match=name):
             reserve_blocks(*args)
+
+
+def test_reserve_grows_to_the_size_asked_and_keeps_the_contexts() -> None:
+    pool = ContextPool(2, 1, 4, torch.float32, block_size=4, num_blocks=2)
+    k = torch.randn(2, 6, 1, 4)
+    pool.write([("a", 6)], k, -k)
+    before, generation = pool.context("a"), pool.generation
+    pool.reserve(2)                     # holds that many already: nothing moves
+    assert pool.num_blocks == 2 and pool.generation == generation
+    pool.reserve(7)
+    assert pool.num_blocks == 7 and pool.generation == generation + 1
+    after = pool.context("a")
+    assert all(torch.equal(x, y) for x, y in zip(before, after)) and torch.equal(after[0], k)
+    pool.write([("b", 20)], torch.ones(2, 20, 1, 4), torch.ones(2, 20, 1, 4))   # 5 more blocks: no growth
+    assert pool.num_blocks == 7 and pool.generation == generation + 1

@@ -324,9 +324,12 @@ def test_bucket_keys_cover_every_round_that_fits(tiny) -> None:
         wanted = {(row_bucket(rows), context_bucket(n, 300), 3)
                   for rows in range(1, min(max_rows, 64) + 1) for n in range(0, min(max_length, 300) + 1)}
         assert set(keys) == wanted, (max_rows, max_length)
-    for name, args in (("max_rows", (0, 5)), ("max_length", (4, 0))):
+    for name, args in (("max_rows", (3, 0, 5)), ("max_length", (3, 4, 0)), ("num_tokens", (0, 4, 5)),
+                       ("num_tokens", (drafter.config.block_size + 1, 4, 5))):
         with pytest.raises(ValueError, match=name):
-            graphs.bucket_keys(3, *args)
+            graphs.bucket_keys(*args)
+        with pytest.raises(ValueError, match=name):   # checked on the CPU too
+            graphs.capture_all(*args)
     assert DraftGraphs(drafter, graphs.context).capture_all(3, 4, 40) == 0   # the CPU: nothing to capture
 
 
@@ -343,8 +346,12 @@ def test_capture_all_leaves_no_capture_or_eager_round_to_serving(tiny, monkeypat
     graphs, observe = pair.graphs.graphs, pair.graphs.observe_graphs
     graphs.capture = observe.capture = True   # the capture paths, with the stand-in
     block, vocab = config["block_size"], config["vocab_size"]
+    pool = pair.graphs.context
+    pool.reserve(pool.num_blocks + 1)   # the pool moved before the captures: they must follow it
     captured = pair.graphs.capture_all(block, 6, 70)
     assert captured == len(graphs.bucket_keys(block, 6, 70)) + len(observe_graph.OBSERVE_BUCKETS) == len(fakes)
+    outputs = [t for f in fakes for t in (f.outputs if isinstance(f.outputs, tuple) else (f.outputs,))]
+    assert not any(t.requires_grad for t in outputs)   # no autograd history kept in the pool
     for count in (1, 2, 3, 6):
         lengths = {f"r{count}-{i}": rng.randrange(0, 70) for i in range(count)}
         for rid, n in lengths.items():
@@ -377,7 +384,7 @@ def test_a_capture_survives_garbage_collection_of_an_older_graph() -> None:
     threshold; the capture must still succeed and replay."""
     import gc
 
-    from deepinfer_dspark.draft_graph import WARMUP_RUNS, capture_graph
+    from deepinfer_dspark.graph_capture import WARMUP_RUNS, capture_graph
 
     device = torch.device("cuda")
     x = torch.ones(4, device=device)

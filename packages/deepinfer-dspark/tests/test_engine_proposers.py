@@ -500,21 +500,27 @@ def test_paths_of_the_wrong_type_are_refused_by_name(folders) -> None:
         build(target, {"method": "dspark", "num_speculative_tokens": 2, "model": str(drafter), "calibration": 5})
 
 
-def test_the_draft_context_pool_is_sized_for_the_engines_batch(folders) -> None:
+def test_the_draft_context_pool_is_reserved_for_the_engines_batch(folders) -> None:
     """The factory reserves the context pool for max_num_seqs requests of max_model_len
-    positions (`reserve_blocks`), so that serving never grows it (a growth drops the captured
-    draft graphs)."""
+    positions, no more than the KV cache holds (`reserve_blocks`), and a full batch of requests
+    as long as max_model_len never grows it (a growth drops the captured draft graphs); the old
+    first size, 64 blocks, would have grown twice here."""
     from deepinfer_dspark.context_pool import reserve_blocks
 
     target, drafter = folders
     spec = spec_configs(drafter)["dspark-fixed"]
-    for seqs, length in ((3, 160), (5, 96)):
-        llm = build(target, spec, max_num_seqs=seqs, max_model_len=length)
-        runner = llm.engine.speculative.proposer.runner
-        cfg = runner.drafter.config
-        position = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4   # float32
-        assert runner.context.num_blocks == reserve_blocks(seqs, length, runner.context.block_size, position) \
-            == seqs * -(-length // runner.context.block_size)
-        generation = runner.context.generation
-        greedy(llm, prompts(seqs, seed=4))
-        assert runner.context.generation == generation   # never grew
+    seqs, length = 8, 320
+    llm = build(target, spec, max_num_seqs=seqs, max_model_len=length)
+    runner = llm.engine.speculative.proposer.runner
+    pool, cfg = runner.context, runner.drafter.config
+    kv_tokens = llm.config.kv_cache_memory // llm.engine.runner.kv_bytes_per_block() * llm.config.block_size
+    position = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4   # float32
+    assert kv_tokens >= seqs * length   # the batch's bound holds here
+    assert pool.num_blocks == reserve_blocks(seqs, length, pool.block_size, position, kv_tokens) \
+        == seqs * -(-length // pool.block_size) == 80
+    generation, rng = pool.generation, random.Random(3)
+    batch = [[rng.randrange(VOCAB - 3) for _ in range(length - 30)] for _ in range(seqs)]
+    outs = llm.generate([{"prompt_token_ids": p} for p in batch],
+                        SamplingParams(temperature=0, max_tokens=28, ignore_eos=True))
+    assert all(o.error is None and len(o.outputs[0].token_ids) == 28 for o in outs)
+    assert pool.generation == generation and sum(len(pool.block_table(r)) for r in pool.request_ids) == 0

@@ -68,9 +68,10 @@ class Proposer(Protocol):
 
     The entry point names a factory `factory(spec_config: dict, model_info: dict) -> Proposer`;
     `model_info` holds `vocab_size`, `hidden_size`, `num_hidden_layers`, `eos_token_id`,
-    `model_path` of the target, and the engine's `max_num_seqs`, `max_model_len` and
-    `deterministic` (a proposer
-    should then make its decisions from its inputs only, not from timings). The engine calls `propose` once per step for the requests about to
+    `model_path` of the target, and the engine's `max_num_seqs`, `max_model_len`,
+    `kv_cache_tokens` (the tokens its KV cache holds, all requests together) and `deterministic`
+    (a proposer should then make its decisions from its inputs only, not from timings). The
+    engine calls `propose` once per step for the requests about to
     decode, verifies the drafts against the target (lossless rejection sampling, exact match at
     temperature 0), then reports each request's committed length with `commit` so the proposer
     can roll its own state back past rejected drafts. `remove` is called when a request ends.

@@ -23,26 +23,35 @@ from collections.abc import Sequence
 import torch
 
 
-RESERVE_BYTES = 256 << 20   # the most `reserve_blocks` allocates up front
+RESERVE_BYTES = 256 << 20   # what `reserve_blocks` allocates at most when the KV budget is unknown
 
 
 def reserve_blocks(max_rows: int, max_length: int, block_size: int, bytes_per_position: int,
-                   budget: int = RESERVE_BYTES) -> int:
-    """Blocks for a pool to start with: `max_rows` requests of `max_length` positions each, at
-    most `budget` bytes (at least one block). Growing the pool later drops every captured draft
-    graph (their re-captures cost ~20 ms each mid-serving on the H200), so an engine reserves
-    what its batch can hold: SmolLM2-135M's drafter in bf16 (1.5 KiB a position) at 256
-    requests of 2,048 positions would take 768 MiB, so 256 MiB (174,762 positions) is reserved.
+                   kv_cache_tokens: int | None = None) -> int:
+    """Blocks for an engine's pool to hold up front: what its running requests can hold at once,
+    `max_rows` requests of `max_length` positions, and no more than the target's KV cache holds
+    (`kv_cache_tokens`, plus one partly filled block a request); without it, at most
+    `RESERVE_BYTES`. At least one block.
+
+    Growing the pool later drops every captured draft graph (re-captured mid-serving, ~20 ms
+    each on the H200). Sized by the KV cache, the pool costs `bytes_per_position` per target KV
+    token: for SmolLM2-135M (23 KiB of target KV a token, 1.5 KiB of drafter context) 6.5% on
+    top of the KV budget. Requests that were preempted keep their contexts, so the pool can
+    still grow.
 
     Raises:
-        ValueError: a size < 1 (named).
+        ValueError: a size < 1, or `kv_cache_tokens` < 0 (named).
     """
     for name, value in (("max_rows", max_rows), ("max_length", max_length), ("block_size", block_size),
                         ("bytes_per_position", bytes_per_position)):
         if value < 1:
             raise ValueError(f"{name}: must be >= 1, got {value}")
     wanted = max_rows * -(-max_length // block_size)
-    return max(1, min(wanted, budget // (bytes_per_position * block_size)))
+    if kv_cache_tokens is None:
+        return max(1, min(wanted, RESERVE_BYTES // (bytes_per_position * block_size)))
+    if kv_cache_tokens < 0:
+        raise ValueError(f"kv_cache_tokens: must be >= 0, got {kv_cache_tokens}")
+    return max(1, min(wanted, -(-kv_cache_tokens // block_size) + max_rows))
 
 
 def integer(value: object) -> int | None:
@@ -260,10 +269,17 @@ class ContextPool:
             raise ValueError(f"request_id: {request_id!r} has no draft context (observe it first)")
         return table
 
-    def _grow(self, at_least: int) -> None:
-        """Doubles the block count (or more, to free `at_least` blocks); copies the held blocks."""
+    def reserve(self, num_blocks: int) -> None:
+        """Grows the pool to at least `num_blocks` blocks now (a no-op when it holds that many);
+        the held blocks are kept, `generation` increases when the tensors move."""
+        if num_blocks > self.num_blocks:
+            self._grow(num_blocks - self.num_blocks, exact=True)
+
+    def _grow(self, at_least: int, exact: bool = False) -> None:
+        """Doubles the block count (or more, to free `at_least` blocks; with `exact`, adds
+        exactly `at_least`); copies the held blocks."""
         old = self.num_blocks
-        new = max(2 * old, old + at_least)
+        new = old + at_least if exact else max(2 * old, old + at_least)
         shape = (self.k.shape[0], new) + tuple(self.k.shape[2:])
         for name in ("k", "v"):
             grown = getattr(self, name).new_zeros(shape)

@@ -34,18 +34,17 @@ argmax) is plain aten with static shapes.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 
 import torch
 
 from deepinfer_dspark.context_pool import ContextPool
 from deepinfer_dspark.drafter import DSparkDrafter
+from deepinfer_dspark.graph_capture import capture_graph
 
 ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 MIN_CONTEXT = 16
 DEFAULT_MAX_CONTEXT = 4096   # SmolLM2's drafter at Rb=64: 2 x 2 x 64 x 4096 x 3 x 64 x 2 B = 384 MiB of K/V
-WARMUP_RUNS = 2
 EAGER_USES = 2   # rounds a bucket runs eagerly before its graph is captured (see `DraftGraphs`)
 
 Choose = Callable[[int, torch.Tensor], torch.Tensor]
@@ -196,16 +195,15 @@ def buffered_round(drafter: DSparkDrafter, pool: ContextPool, buffers: DraftBuff
 class DraftGraphs:
     """Bucketed static buffers for greedy rounds and, with `capture`, a CUDA graph per bucket.
 
-    Buffers are made on first use of a bucket; all graphs share one memory pool. The engine
-    captures every bucket it can use before serving (`capture_all`, through the runner's
-    factory); otherwise a bucket's graph is captured on its use after `EAGER_USES` eager rounds
-    on the same buffers: a capture costs two warm-up rounds and the capture itself,
-    mid-serving, and the rare buckets (the last requests of a batch, a probe at an unusual load)
-    may never come back. Without `capture`
-    (the CPU) every round runs eagerly on the bucketed buffers. Graphs read `context.k` /
-    `context.v` in place: when the context pool reallocates them (its `generation` changes),
-    every graph is dropped; a bucket already used `EAGER_USES` times is re-captured on its next
-    use (the counts are kept).
+    All graphs share one memory pool. The engine captures every bucket it can use before
+    serving (`capture_all`, through the runner's factory). Otherwise a bucket's buffers are made
+    on its first use and its graph is captured on its use after `EAGER_USES` eager rounds: a
+    capture costs two warm-up rounds and the capture itself, mid-serving, and the rare buckets
+    (the last requests of a batch, a probe at an unusual load) may never come back. Without
+    `capture` (the CPU) every round runs eagerly on the bucketed buffers. Graphs read
+    `context.k` / `context.v` in place: when the context pool reallocates them (its
+    `generation` changes), every graph is dropped; a bucket captured up front or already used
+    `EAGER_USES` times is re-captured on its next use.
 
     Args:
         drafter: the drafter, on its final device, with its final weights (graphs read the
@@ -222,6 +220,7 @@ class DraftGraphs:
         captures: graphs captured so far (each costs warm-up runs and a capture; `capture_all`'s
             and the re-captures after the context pool grew included).
         uses: rounds run per graph key (row bucket, context bucket, num_tokens).
+        prepared: the keys `capture_all` captured (re-captured at once when dropped).
 
     Raises:
         ValueError: `capture` with the drafter off CUDA, or `max_context` < 1 (named).
@@ -248,6 +247,7 @@ class DraftGraphs:
         self.replays = 0
         self.captures = 0
         self.uses: dict[tuple[int, int, int], int] = {}
+        self.prepared: set[tuple[int, int, int]] = set()
 
     def fits(self, rows: int, longest: int) -> bool:
         """Whether a round of `rows` requests whose longest context is `longest` has a bucket."""
@@ -287,13 +287,10 @@ class DraftGraphs:
         buffers.load(anchor_tokens, lengths, self.context.gather_index(request_ids, *shape))
         self.rounds += 1
         if self.capture:
-            if self.generation != self.context.generation:   # the pool moved: graphs read stale tensors
-                self.graphs.clear()
-                self.outputs.clear()
-                self.generation = self.context.generation
+            self._follow_pool()
             key = shape + (num_tokens,)
             self.uses[key] = self.uses.get(key, 0) + 1
-            if key not in self.graphs and self.uses[key] > EAGER_USES:
+            if key not in self.graphs and (key in self.prepared or self.uses[key] > EAGER_USES):
                 self._capture(key, buffers)
             if key in self.graphs:
                 self.graphs[key].replay()
@@ -313,11 +310,14 @@ class DraftGraphs:
         above `max_context` run eagerly and have none).
 
         Raises:
-            ValueError: `max_rows` or `max_length` < 1 (named).
+            ValueError: `max_rows` or `max_length` < 1, or `num_tokens` outside [1, block_size]
+                (named).
         """
         for name, value in (("max_rows", max_rows), ("max_length", max_length)):
             if value < 1:
                 raise ValueError(f"{name}: must be >= 1, got {value}")
+        if not 1 <= num_tokens <= self.drafter.config.block_size:
+            raise ValueError(f"num_tokens: must be in [1, {self.drafter.config.block_size}], got {num_tokens}")
         top_rows = row_bucket(min(max_rows, ROW_BUCKETS[-1]))
         top_context = context_bucket(min(max_length, self.max_context), self.max_context)
         widths = sorted({context_bucket(min(1 << i, top_context), self.max_context)
@@ -325,31 +325,40 @@ class DraftGraphs:
         rows = [r for r in reversed(ROW_BUCKETS) if r <= top_rows]
         return [(r, w, num_tokens) for r in rows for w in widths]
 
+    @torch.no_grad()
     def capture_all(self, num_tokens: int, max_rows: int, max_length: int) -> int:
         """Captures, before serving, the graph of every bucket in `bucket_keys`, as the core
-        captures its decode and verification graphs at start-up: no round then pays a capture or
-        eager first uses mid-serving (on the H200 with SmolLM2-135M such rounds took 6-64 ms
-        against ~3 ms for a replayed one, and confidence scheduling's rare probe rounds were
-        mostly such rounds: BENCHMARKS.md, session 13). Largest first, so that smaller graphs
-        reuse the memory pool. A bucket whose graph is dropped later (the context pool grew)
-        is re-captured on its next use.
+        captures its own at start-up: no round then pays a capture or eager first uses
+        mid-serving (on the H200 with SmolLM2-135M such rounds took 6-66 ms against ~3 ms for a
+        replayed one: BENCHMARKS.md, session 13). Largest first, so that smaller graphs reuse
+        the memory pool. A graph dropped later (the context pool grew) is re-captured on its
+        bucket's next use.
 
         Returns:
             Graphs captured (0 without `capture`: nothing to do on the CPU).
+
+        Raises:
+            ValueError: as `bucket_keys`.
         """
+        keys = self.bucket_keys(num_tokens, max_rows, max_length)
         if not self.capture:
             return 0
-        captured = 0
-        for key in self.bucket_keys(num_tokens, max_rows, max_length):
-            if key in self.graphs:
-                continue
+        self._follow_pool()
+        missing = [key for key in keys if key not in self.graphs]
+        for key in missing:
             buffers = self.buffers.get(key[:2])
             if buffers is None:
                 buffers = self.buffers[key[:2]] = DraftBuffers(self.drafter, *key[:2], self.context.block_size)
             self._capture(key, buffers)
-            self.uses[key] = max(self.uses.get(key, 0), EAGER_USES)   # re-captured on its next use once dropped
-            captured += 1
-        return captured
+        self.prepared.update(keys)
+        return len(missing)
+
+    def _follow_pool(self) -> None:
+        """Drops every graph when the context pool moved (they would read stale tensors)."""
+        if self.generation != self.context.generation:
+            self.graphs.clear()
+            self.outputs.clear()
+            self.generation = self.context.generation
 
     def _packed_round(self, buffers: DraftBuffers, num_tokens: int) -> torch.Tensor:
         """`buffered_round` with both outputs in one `[Rb, γ or 2γ]` float64 tensor, so one copy
@@ -361,41 +370,3 @@ class DraftGraphs:
         self.captures += 1
         self.graphs[key], self.outputs[key] = capture_graph(
             lambda: self._packed_round(buffers, key[2]), self.device, self.pool)
-
-
-def capture_graph(fn: Callable[[], object], device: torch.device, pool: object
-                  ) -> tuple[torch.cuda.CUDAGraph, object]:
-    """Captures `fn()` (static inputs, static shapes) as a CUDA graph in memory pool `pool`.
-
-    Warms up `WARMUP_RUNS` times on a side stream first (triton compilation, library loads,
-    cuBLAS workspaces), as the core's `DecodeGraphs` does.
-
-    Returns:
-        `(graph, outputs)`: the outputs of the captured call, rewritten by each `graph.replay()`.
-
-    Python's garbage collector is off during the capture: a collection there can free a graph of
-    an engine dropped earlier (still in a reference cycle), and a graph's destructor is not
-    permitted while a stream captures: it invalidates the capture (seen on the H200 when a test
-    built its fourth engine; torch no longer collects before a capture by default).
-
-    NOTE: the drafter's graphs may be captured lazily, mid-serving, when other
-    threads (the structured-output mask thread: pinned buffers, event waits) may call CUDA; the
-    "thread_local" mode forbids unsafe calls in this thread only.
-    """
-    current = torch.cuda.current_stream(device)
-    side = torch.cuda.Stream(device)
-    side.wait_stream(current)
-    with torch.cuda.stream(side):
-        for _ in range(WARMUP_RUNS):
-            fn()
-    current.wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    enabled = gc.isenabled()
-    gc.disable()   # a collection mid-capture can destroy another graph and invalidate this capture
-    try:
-        with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
-            outputs = fn()
-    finally:
-        if enabled:
-            gc.enable()
-    return graph, outputs

@@ -143,6 +143,7 @@ class DSparkDraftRunner:
         self.graphs: DraftGraphs | None = DraftGraphs(drafter, self.context) if graphs else None
         self.observe_graphs: ObserveGraphs | None = ObserveGraphs(drafter) if graphs else None
 
+    @torch.no_grad()
     def capture_all(self, num_tokens: int, max_rows: int, max_length: int) -> int:
         """Captures before serving every draft graph a round of <= `max_rows` requests drafting
         `num_tokens` over contexts of <= `max_length` positions can use, and every context

@@ -39,7 +39,6 @@ from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
-from deepinfer_dspark.drafter import DSparkDrafter
 from deepinfer_dspark.ngram import NgramSpecProposer
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
@@ -113,7 +112,7 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     elif spec_config.get("measure_step_times"):
         raise ValueError("speculative_config.measure_step_times: corrects the comparison with plain decoding, "
                          "so it needs decode_profile")
-    runner = _runner(drafter, temperatures, model_info)
+    runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE)
     proposer = DSparkProposer(runner, k, sps,
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
@@ -121,32 +120,42 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
                           defer_context=_bool_key(spec_config, "defer_context", True),
                           measure_step_times=_bool_key(spec_config, "measure_step_times", False),
                           short_sps=short)
-    if not proposer.retired:   # on CUDA: every graph the engine can use, before serving
-        runner.capture_all(k, _max_rows(model_info), _max_length(model_info, drafter))
+    if not proposer.retired:
+        _prepare(runner, model_info, k)
     return proposer
 
 
 POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool
 
 
-def _runner(drafter: DSparkDrafter, temperatures: torch.Tensor | None, model_info: dict) -> DSparkDraftRunner:
-    """The draft runner, its context pool sized for the engine's batch (`reserve_blocks`):
-    `max_num_seqs` requests of `max_model_len` positions (model_info keys; 64 requests and the
-    drafter's `max_position_embeddings` without them). Growing the pool later would drop the
-    draft graphs `DSparkDraftRunner.capture_all` captures."""
-    cfg = drafter.config
-    position_bytes = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * drafter.dtype.itemsize
-    blocks = reserve_blocks(_max_rows(model_info), _max_length(model_info, drafter), POOL_BLOCK_SIZE, position_bytes)
-    return DSparkDraftRunner(drafter, temperatures, num_blocks=blocks, block_size=POOL_BLOCK_SIZE)
+def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:
+    """Readies the runner of a proposer that will serve: its context pool reserved for the
+    engine's batch (`reserve_blocks`: `max_num_seqs` requests of `max_model_len` positions, no
+    more than `kv_cache_tokens`; 64 requests of the drafter's `max_position_embeddings` and at
+    most `RESERVE_BYTES` without those keys), then, on CUDA, every draft and context-projection
+    graph the engine can use captured (`DSparkDraftRunner.capture_all`); a pool growth later
+    would drop the draft graphs.
+
+    Raises:
+        ValueError: one of those `model_info` values is not a positive int (named).
+    """
+    cfg = runner.drafter.config
+    rows = _info_int(model_info, "max_num_seqs", 64)
+    length = min(_info_int(model_info, "max_model_len", cfg.max_position_embeddings), cfg.max_position_embeddings)
+    kv_tokens = _info_int(model_info, "kv_cache_tokens", None)
+    position_bytes = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * runner.drafter.dtype.itemsize
+    runner.context.reserve(reserve_blocks(rows, length, POOL_BLOCK_SIZE, position_bytes, kv_tokens))
+    runner.capture_all(k, rows, length)
 
 
-def _max_rows(model_info: dict) -> int:
-    return model_info.get("max_num_seqs") or 64
-
-
-def _max_length(model_info: dict, drafter: DSparkDrafter) -> int:
-    return min(model_info.get("max_model_len") or drafter.config.max_position_embeddings,
-               drafter.config.max_position_embeddings)
+def _info_int(model_info: dict, key: str, default: int | None) -> int | None:
+    """`model_info[key]` (absent or None: `default`), which must be an int >= 1."""
+    value = model_info.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"model_info.{key}: must be an int >= 1, got {value!r}")
+    return value
 
 
 ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core

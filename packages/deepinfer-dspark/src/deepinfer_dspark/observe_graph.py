@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import torch
 
-from deepinfer_dspark.draft_graph import capture_graph
 from deepinfer_dspark.drafter import DSparkDrafter
+from deepinfer_dspark.graph_capture import capture_graph
 
 OBSERVE_BUCKETS = (8, 16, 32, 64, 128, 256, 512)
 
@@ -99,6 +99,7 @@ class ObserveGraphs:
             k, v = self.outputs[size]
         return k[:, :rows], v[:, :rows]
 
+    @torch.no_grad()
     def capture_all(self) -> int:
         """Captures every bucket's graph before serving (largest first, sharing the pool), so no
         step pays a capture mid-serving: a flush after a long pause projects hundreds of rows

@@ -392,6 +392,7 @@ def build_speculative(config, model_config, runner, max_model_len: int, eos: int
         return None
     info = dict(vocab_size=model_config.vocab_size, hidden_size=model_config.hidden_size,
                 max_num_seqs=config.max_num_seqs, max_model_len=max_model_len, deterministic=config.deterministic,
+                kv_cache_tokens=config.kv_cache_memory // runner.kv_bytes_per_block() * config.block_size,
                 num_hidden_layers=model_config.num_hidden_layers, eos_token_id=eos,
                 model_path=str(model_config.path), device=str(runner.device), dtype=runner.dtype,
                 embed_tokens=runner.model.model.embed_tokens.weight, lm_head=runner.model.lm_head.weight)
