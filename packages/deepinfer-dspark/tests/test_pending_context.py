@@ -43,7 +43,8 @@ def test_drop_and_full():
 
 
 def test_full_by_bytes():
-    """The memory bound: features held, dropped requests' rows included, until `take`."""
+    """The memory bound: features held, dropped requests' rows included, until `take` or until
+    every request with buffered rows is dropped."""
     feats = torch.zeros(3, 8, dtype=torch.bfloat16)                 # 48 bytes a step
     pending = PendingContext(max_rows=100, max_bytes=96)
     pending.add_step(["a", "b", "c"], [0, 0, 0], [1, 1, 1], [0, 1, 2], feats)
@@ -53,9 +54,16 @@ def test_full_by_bytes():
     assert pending.full and len(pending) == 5
     pending.take(lambda rid: 0)
     assert not pending.full and not pending.holds
-    pending.add_step(["d"], [0], [1], [0], feats[:1])
+    pending.add_step(["d", "e"], [0, 0], [1, 1], [0, 1], feats[:2])
     pending.drop("d")
-    assert pending.holds                                            # held until `take`
+    assert pending.holds and len(pending) == 2                      # e's step holds d's row too
+    pending.drop("x")                                               # never buffered: changes nothing
+    assert pending.holds and len(pending) == 2
+    pending.drop("e")
+    assert not pending.holds and len(pending) == 0 and pending.pairs == 0   # nothing live: emptied
+    assert pending.take(lambda rid: 0) == []
+    pending.add_step(["d"], [0], [1], [0], feats[:1])               # an id may come back
+    assert [(r, p) for r, p, _ in pending.take(lambda rid: 0)] == [("d", [0])]
     for bad in (0, -1, None, True):
         with pytest.raises(ValueError, match="max_bytes: must be an int >= 1"):
             PendingContext(max_bytes=bad)
