@@ -524,3 +524,7 @@ def test_the_draft_context_pool_is_reserved_for_the_engines_batch(folders) -> No
                         SamplingParams(temperature=0, max_tokens=28, ignore_eos=True))
     assert all(o.error is None and len(o.outputs[0].token_ids) == 28 for o in outs)
     assert pool.generation == generation and sum(len(pool.block_table(r)) for r in pool.request_ids) == 0
+    small = build(target, spec, max_num_seqs=1, max_model_len=64).engine.speculative.proposer.runner.context
+    assert small.num_blocks == 2   # exactly what one request of 64 positions needs
+    with pytest.raises(ValueError, match="^kv_cache_memory"):   # no KV block: the core names its own field
+        build(target, spec, kv_cache_memory=4095)

@@ -223,3 +223,14 @@ def test_pending_counts_pairs() -> None:
     assert pending.pairs == 3
     pending.take(lambda request_id: 0)
     assert pending.pairs == 0
+
+
+def test_a_rejected_add_changes_nothing() -> None:
+    pending = PendingContext()
+    pending.add_step(["b"], [0], [1], [0], torch.zeros(1, 4))
+    with pytest.raises(ValueError, match="features"):   # the second item has too few rows
+        pending.add([("a", [5, 6, 7], torch.zeros(3, 4)), ("c", [1, 2], torch.zeros(1, 4))])
+    assert len(pending) == 1 and pending.pairs == 1
+    pending.drop("a")
+    assert len(pending) == 1 and pending.holds
+    assert [(r, p) for r, p, _ in pending.take(lambda rid: 0)] == [("b", [0])]

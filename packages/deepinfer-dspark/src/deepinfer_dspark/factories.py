@@ -112,7 +112,7 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     elif spec_config.get("measure_step_times"):
         raise ValueError("speculative_config.measure_step_times: corrects the comparison with plain decoding, "
                          "so it needs decode_profile")
-    runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE)
+    runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     proposer = DSparkProposer(runner, k, sps,
                           probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
                           max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
@@ -137,24 +137,25 @@ def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:
     would drop the draft graphs.
 
     Raises:
-        ValueError: one of those `model_info` values is not a positive int (named).
+        ValueError: one of those `model_info` values is not an int >= 1 (`kv_cache_tokens`:
+            >= 0) (named).
     """
     cfg = runner.drafter.config
     rows = _info_int(model_info, "max_num_seqs", 64)
     length = min(_info_int(model_info, "max_model_len", cfg.max_position_embeddings), cfg.max_position_embeddings)
-    kv_tokens = _info_int(model_info, "kv_cache_tokens", None)
+    kv_tokens = _info_int(model_info, "kv_cache_tokens", None, minimum=0)   # 0: the core names kv_cache_memory
     position_bytes = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * runner.drafter.dtype.itemsize
     runner.context.reserve(reserve_blocks(rows, length, POOL_BLOCK_SIZE, position_bytes, kv_tokens))
     runner.capture_all(k, rows, length)
 
 
-def _info_int(model_info: dict, key: str, default: int | None) -> int | None:
-    """`model_info[key]` (absent or None: `default`), which must be an int >= 1."""
+def _info_int(model_info: dict, key: str, default: int | None, minimum: int = 1) -> int | None:
+    """`model_info[key]` (absent or None: `default`), which must be an int >= `minimum`."""
     value = model_info.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"model_info.{key}: must be an int >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"model_info.{key}: must be an int >= {minimum}, got {value!r}")
     return value
 
 

@@ -27,8 +27,9 @@ def gc_paused() -> Iterator[None]:
     reference cycle), and a graph's destructor is not permitted while a stream captures: it
     invalidates the capture (`cudaErrorStreamCaptureInvalidated`; seen on the H200 when a test
     built its fourth engine). torch 2.11 no longer collects before a capture unless
-    `torch.compiler.config.force_cudagraph_gc`. An explicit `gc.collect()` still runs, and the
-    core pauses the collector for its own captures with a counter of its own.
+    `torch.compiler.config.force_cudagraph_gc`. An explicit `gc.collect()` still runs. The core
+    pauses the collector around its own captures (saving and restoring its state, no counter:
+    its captures run at start-up, in the thread building the engine).
     """
     with _gc_lock:
         if _gc_pauses[0] == 0:

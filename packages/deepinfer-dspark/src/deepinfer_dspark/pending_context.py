@@ -61,7 +61,8 @@ class PendingContext:
 
     @property
     def holds(self) -> bool:
-        """Whether any step is buffered (possibly with no rows left to project: `take` frees it)."""
+        """Whether any step is buffered (possibly with no rows left to project while a request with
+        buffered rows is still running: `take` frees it)."""
         return bool(self._steps)
 
     @property
@@ -74,12 +75,13 @@ class PendingContext:
         Raises:
             ValueError: an item's features do not have one row per position (names `features`).
         """
-        ids, firsts, counts, starts, parts, row = [], [], [], [], [], 0
-        for request_id, positions, features in items:
-            positions = list(positions)
+        items = [(request_id, list(positions), features) for request_id, positions, features in items]
+        for request_id, positions, features in items:   # all checked before any state changes
             if features.shape[0] != len(positions):
                 raise ValueError(f"features: {features.shape[0]} rows for {len(positions)} positions "
                                  f"of request {request_id!r}")
+        ids, firsts, counts, starts, parts, row = [], [], [], [], [], 0
+        for request_id, positions, features in items:
             for lo, hi in _contiguous_runs(positions):
                 ids.append(request_id)
                 firsts.append(positions[lo])

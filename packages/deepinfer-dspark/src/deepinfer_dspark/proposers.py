@@ -248,7 +248,7 @@ class DSparkProposer:
                 and self.rates.due(SPEC, batch, self._retime_every):   # a lone round is no sample: a run
             self.rates.started(SPEC, batch)
             probing = True
-        if self.pending.holds:   # also frees steps whose rows all belong to finished requests
+        if self.pending.holds:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
         if not ready:
