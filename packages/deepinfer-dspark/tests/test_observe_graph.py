@@ -14,8 +14,9 @@ import torch
 
 from deepinfer_dspark.checkpoint import load_state_dict
 from deepinfer_dspark.config import DSparkConfig
+from deepinfer_dspark.draft_runner import DSparkDraftRunner
 from deepinfer_dspark.drafter import DSparkDrafter
-from deepinfer_dspark.observe_graph import OBSERVE_BUCKETS, ObserveGraphs, observe_bucket
+from deepinfer_dspark.observe_graph import OBSERVE_BUCKETS, ObserveGraphs, observe_bucket, row_chunks
 
 torch.set_num_threads(1)
 
@@ -78,3 +79,53 @@ def test_captured_projection_equals_context_kv(tiny) -> None:
     assert graphs.capture
     check_steps(drafter, graphs, atol=1e-4)
     assert graphs.replays == 8 and len(graphs.graphs) == 5
+
+
+def test_row_chunks_match_row_by_row() -> None:
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(50):
+        counts = [(f"r{i}", int(n)) for i, n in enumerate(torch.randint(0, 40, (int(torch.randint(1, 8, (1,))),),
+                                                                       generator=gen))]
+        size = int(torch.randint(1, 50, (1,), generator=gen))
+        chunks = row_chunks(counts, size)
+        owners = [rid for rid, n in counts for _ in range(n)]
+        assert [hi - lo for lo, hi, _ in chunks[:-1]] == [size] * (len(chunks) - 1)
+        assert [lo for lo, _, _ in chunks] == list(range(0, len(owners), size))
+        for lo, hi, chunk in chunks:   # each chunk's items own its rows, in order, ids distinct
+            assert [rid for rid, n in chunk for _ in range(n)] == owners[lo:hi]
+            assert len({rid for rid, _ in chunk}) == len(chunk) and all(n > 0 for _, n in chunk)
+    assert row_chunks([], 4) == [] and row_chunks([("a", 0)], 4) == []
+    with pytest.raises(ValueError, match="size"):
+        row_chunks([("a", 1)], 0)
+
+
+def test_flush_beyond_largest_bucket_goes_through_buckets(tiny) -> None:
+    """A flush of more rows than the largest bucket is projected in bucket-sized chunks (never an
+    eager `context_kv` over a new row count) and stores what the eager projection stores."""
+    drafter = make_drafter(tiny)
+    eager, bucketed = DSparkDraftRunner(drafter, graphs=False), DSparkDraftRunner(drafter, graphs=True)
+    calls: list[int] = []
+    context_kv = drafter.context_kv
+
+    def recorded(features, positions):
+        calls.append(features.shape[0])
+        return context_kv(features, positions)
+
+    gen = torch.Generator().manual_seed(4)
+    width = drafter.config.feature_size
+    limit = drafter.config.max_position_embeddings
+    lengths = {"a": 300, "b": 500, "c": 7, "d": 420}   # 1,227 rows: the 512 bucket twice, then 256
+    assert sum(lengths.values()) <= 3 * 512 and max(lengths.values()) < limit
+    items = [(rid, list(range(n)), torch.randn(n, width, generator=gen)) for rid, n in lengths.items()]
+    eager.observe_batch(items)
+    drafter.context_kv = recorded
+    try:
+        bucketed.observe_batch(items)
+    finally:
+        del drafter.context_kv
+    assert calls == [512, 512, 256]
+    for rid in lengths:
+        want_k, want_v = eager.context_of(rid)
+        k, v = bucketed.context_of(rid)
+        torch.testing.assert_close(k, want_k, rtol=0, atol=1e-5)
+        torch.testing.assert_close(v, want_v, rtol=0, atol=1e-5)

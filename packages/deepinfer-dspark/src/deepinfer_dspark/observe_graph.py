@@ -32,6 +32,30 @@ def observe_bucket(rows: int) -> int | None:
     return next((size for size in OBSERVE_BUCKETS if size >= rows), None)
 
 
+def row_chunks(counts: Sequence[tuple[str, int]], size: int) -> list[tuple[int, int, list[tuple[str, int]]]]:
+    """Splits rows owned by requests in order (`(request_id, n)`: the next n rows) into chunks of
+    at most `size` rows: `(first row, end row, [(request_id, rows in the chunk)])`; a request's
+    rows may continue into the next chunk.
+
+    Raises:
+        ValueError: `size` below 1.
+    """
+    if size < 1:
+        raise ValueError(f"size: must be >= 1, got {size}")
+    chunks, current, lo, filled = [], [], 0, 0
+    for request_id, n in counts:
+        while n:
+            take = min(n, size - filled)
+            current.append((request_id, take))
+            filled, n = filled + take, n - take
+            if filled == size:
+                chunks.append((lo, lo + filled, current))
+                current, lo, filled = [], lo + filled, 0
+    if current:
+        chunks.append((lo, lo + filled, current))
+    return chunks
+
+
 class ObserveGraphs:
     """Bucketed static buffers for `context_kv` and, with `capture`, a CUDA graph per bucket.
 
