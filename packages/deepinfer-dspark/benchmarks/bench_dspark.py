@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import time
 from pathlib import Path
@@ -122,10 +123,15 @@ def main() -> None:
     parser.add_argument("--kv-cache-gib", type=float, default=None,
                         help="KV cache per engine (GiB); needed with --interleave so that every engine fits")
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
+    parser.add_argument("--step-log", type=Path, default=None,
+                        help="with --interleave: every step of every measured call as JSON lines (engine, "
+                             "concurrency, round, step, requests running, kind, ms, prefill tokens, verifying)")
     parser.add_argument("--step-times", action="store_true",
                         help="print each engine's median step time by running requests, drafted or plain, "
                              "after each concurrency and each profile size (`StepTimes`)")
     args = parser.parse_args()
+    if args.step_log is not None and args.interleave <= 0:
+        parser.error("--step-log: needs --interleave")
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
@@ -225,14 +231,17 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
     llms = {name: LLM(args.target, speculative_config=spec, **engine_kw) for name, spec in variants.items()}
-    traces = {name: StepTimes(llm) for name, llm in llms.items()} if args.step_times else {}
+    logs = {name: [] for name in llms} if args.step_log is not None else {}
+    traces = ({name: StepTimes(llm, logs.get(name)) for name, llm in llms.items()}
+              if args.step_times or logs else {})
     rows = []
     for c in args.concurrency:
         for llm in llms.values():
             llm.chat(pool[:1], params)   # warm-up, excluded
-        for trace in traces.values():
+        for name, trace in traces.items():
             trace.take()                 # forgets the warm-up's steps
-        rows += paired_rows(llms, pool[:c], params, args.interleave, c)
+            logs.get(name, []).clear()
+        rows += paired_rows(llms, pool[:c], params, args.interleave, c, logs, args.step_log)
         for name, trace in traces.items():
             print(c, name, trace.take(), flush=True)
         write_table(rows, args.out)
@@ -241,10 +250,13 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     return rows
 
 
-def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int) -> list:
+def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
+                log_path: Path | None = None) -> list:
     """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round. One
     row per engine: its median call and `paired`, the median over rounds of its tok/s divided by
-    the first engine's in that round (printed with the lowest and highest ratio)."""
+    the first engine's in that round (printed with the lowest and highest ratio). With `logs`
+    (engine -> the list its `StepTimes` appends to), each call's steps are appended to
+    `log_path` (`--step-log`) as JSON lines tagged with the engine, concurrency, round and step."""
     names = list(llms)
     runs = {name: [] for name in names}
     for r in range(rounds):
@@ -252,6 +264,8 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int) -> list:
             start = time.perf_counter()
             outs = llms[name].chat(prompts, params)
             runs[name].append(_numbers(outs, time.perf_counter() - start))
+            if logs and log_path is not None:
+                append_steps(log_path, logs[name], name, c, r)
     rows = []
     for name in names:
         ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
@@ -260,6 +274,15 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int) -> list:
                                "paired min": min(ratios), "paired max": max(ratios)}))
         print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, proposer_state(llms[name], c), flush=True)
     return rows
+
+
+def append_steps(path: Path, log: list, engine: str, c: int, round_index: int) -> None:
+    """Appends one call's steps (`StepTimes` log entries, then emptied) to `path` as JSON lines."""
+    with open(path, "a") as f:
+        for index, entry in enumerate(log):
+            row = {"engine": engine, "concurrency": c, "round": round_index, "step": index, **entry}
+            f.write(json.dumps(row) + "\n")
+    log.clear()
 
 
 def table(rows: list) -> list[str]:

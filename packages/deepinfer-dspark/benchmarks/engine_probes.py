@@ -18,23 +18,42 @@ class StepTimes:
     the round also did that, see `_kind`) or not (`plain`): the step rates the profiles predict,
     measured under the benchmark's own traffic (EOS honoured, batches shrinking).
 
+    With `log` (a list), every step is also appended to it in order: a dict of the requests
+    running before it, its kind, its milliseconds, the (request, step) pairs buffered before it,
+    and what the scheduler put in it (prefill tokens, requests verifying drafts, requests
+    scheduled): `--step-log`.
+
     NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
-    def __init__(self, llm) -> None:
+    def __init__(self, llm, log: list | None = None) -> None:
         self.engine = llm.engine
         self.proposer = getattr(getattr(self.engine, "speculative", None), "proposer", None)
         self.times: dict[tuple[int, str], list[float]] = defaultdict(list)
-        original = self.engine.step
+        self.log = log
+        original, schedule = self.engine.step, self.engine.scheduler.schedule
+        planned: list = []
+
+        def scheduled():
+            out = schedule()
+            planned.append(out)
+            return out
 
         def step():
             running, before = len(self.engine.scheduler.running), self._counters()
+            planned.clear()
             start = time.perf_counter()
             out = original()
             elapsed = time.perf_counter() - start
-            self.times[(running, self._kind(before, self._counters()))].append(elapsed)
+            kind = self._kind(before, self._counters())
+            self.times[(running, kind)].append(elapsed)
+            if self.log is not None:
+                self.log.append({"running": running, "kind": kind, "ms": round(1e3 * elapsed, 3),
+                                 "buffered": before[1], **_composition(planned)})
             return out
 
         self.engine.step = step
+        if log is not None:
+            self.engine.scheduler.schedule = scheduled
 
     def _counters(self) -> tuple[int, int, int, int, int]:
         """(drafted rounds, buffered pairs, draft-graph rounds, replays, captures) so far."""
@@ -73,6 +92,17 @@ class StepTimes:
                  for (b, kind), v in sorted(self.times.items()) if len(v) >= least]
         self.times.clear()
         return "step times: " + ("; ".join(cells) or "-")
+
+
+def _composition(plans: list) -> dict:
+    """What the scheduler put in one engine step (the plans it made during the step)."""
+    prefill = verify = scheduled = 0
+    for plan in plans:
+        drafts = plan.spec_token_ids
+        scheduled += len(plan.scheduled)
+        verify += len(drafts)
+        prefill += sum(n for req, n in plan.scheduled if n > 1 and req.request_id not in drafts)
+    return {"scheduled": scheduled, "prefill_tokens": prefill, "verifying": verify}
 
 
 def proposer_state(llm, c: int) -> str:
