@@ -125,13 +125,16 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
     parser.add_argument("--step-log", type=Path, default=None,
                         help="with --interleave: every step of every measured call as JSON lines (engine, "
-                             "concurrency, round, step, requests running, kind, ms, prefill tokens, verifying)")
+                             "concurrency, round, step, requests running, kind, ms, buffered pairs, requests "
+                             "scheduled, prefill tokens, requests verifying); the file is emptied first")
     parser.add_argument("--step-times", action="store_true",
                         help="print each engine's median step time by running requests, drafted or plain, "
                              "after each concurrency and each profile size (`StepTimes`)")
     args = parser.parse_args()
-    if args.step_log is not None and args.interleave <= 0:
-        parser.error("--step-log: needs --interleave")
+    if args.step_log is not None:
+        if args.interleave <= 0:
+            parser.error("--step-log: needs --interleave")
+        args.step_log.write_text("")   # fails now, not after the engines start; no earlier run mixed in
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
@@ -243,7 +246,9 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
             logs.get(name, []).clear()
         rows += paired_rows(llms, pool[:c], params, args.interleave, c, logs, args.step_log)
         for name, trace in traces.items():
-            print(c, name, trace.take(), flush=True)
+            summary = trace.take()
+            if args.step_times:
+                print(c, name, summary, flush=True)
         write_table(rows, args.out)
     for llm in llms.values():
         llm.close()

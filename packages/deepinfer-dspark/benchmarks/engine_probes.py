@@ -35,7 +35,7 @@ class StepTimes:
 
         def scheduled():
             out = schedule()
-            planned.append(out)
+            planned.append(_composition(out))   # now: the requests' counters move on after the step
             return out
 
         def step():
@@ -47,8 +47,10 @@ class StepTimes:
             kind = self._kind(before, self._counters())
             self.times[(running, kind)].append(elapsed)
             if self.log is not None:
+                totals = {key: sum(plan[key] for plan in planned)
+                          for key in ("scheduled", "prefill_tokens", "verifying")}
                 self.log.append({"running": running, "kind": kind, "ms": round(1e3 * elapsed, 3),
-                                 "buffered": before[1], **_composition(planned)})
+                                 "buffered": before[1], **totals})
             return out
 
         self.engine.step = step
@@ -94,15 +96,12 @@ class StepTimes:
         return "step times: " + ("; ".join(cells) or "-")
 
 
-def _composition(plans: list) -> dict:
-    """What the scheduler put in one engine step (the plans it made during the step)."""
-    prefill = verify = scheduled = 0
-    for plan in plans:
-        drafts = plan.spec_token_ids
-        scheduled += len(plan.scheduled)
-        verify += len(drafts)
-        prefill += sum(n for req, n in plan.scheduled if n > 1 and req.request_id not in drafts)
-    return {"scheduled": scheduled, "prefill_tokens": prefill, "verifying": verify}
+def _composition(plan) -> dict:
+    """What the scheduler put in one plan (`SchedulerOutput`), read as it is made: requests
+    scheduled, prompt tokens among their new tokens (prefill), requests verifying drafts."""
+    prefill = sum(min(n, req.num_prompt_tokens - req.num_computed_tokens) for req, n in plan.scheduled
+                  if req.num_computed_tokens < req.num_prompt_tokens)
+    return {"scheduled": len(plan.scheduled), "prefill_tokens": prefill, "verifying": len(plan.spec_token_ids)}
 
 
 def proposer_state(llm, c: int) -> str:

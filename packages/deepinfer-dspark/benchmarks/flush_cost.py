@@ -59,23 +59,29 @@ def main() -> None:
                              "eager: `context_kv` at every flush's own row count")
     parser.add_argument("--torch-profile", action="store_true", help="print the ops of one flush per size")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats: must be >= 1")
     device, dtype = torch.device(args.device), getattr(torch, args.dtype)
     cfg = DSparkConfig.from_dict(json.load(open(args.config)))
     drafter = DSparkDrafter(cfg, dtype).to(device).eval()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     runner = DSparkDraftRunner(drafter, num_blocks=1)
+    # Reserved up front, as an engine reserves it (`reserve_blocks`): no flush pays a growth.
+    longest = args.prompt + args.vary * args.repeats + args.steps
+    runner.context.reserve(max(args.requests) * -(-longest // runner.context.block_size))
     began = time.perf_counter()
     captured = runner.capture_all(cfg.block_size, max(args.requests), 2048) if device.type == "cuda" else 0
     print(f"capture_all: {captured} graphs in {time.perf_counter() - began:.1f} s")
     graphs, prompt, requests = runner.observe_graphs, args.prompt, args.requests
     for path in args.paths:
         runner.observe_graphs = graphs if path == "graphs" else None
+        label = path if graphs is not None else f"{path} (eager: no projection graphs here)"
         for n in list(requests):
             args.requests = n
             takes, projections, rows = [], [], 0
             for repeat in range(args.repeats + 1):
                 args.prompt = prompt + args.vary * repeat
-                for name in list(runner.context._tables):
+                for name in runner.context.request_ids:
                     runner.remove(name)
                 pending = PendingContext()
                 fill(pending, args, cfg.feature_size, device, dtype)
@@ -93,14 +99,14 @@ def main() -> None:
                     projections.append(t2 - t1)
                 else:
                     first = (t1 - t0, t2 - t1)
-            print(f"{path}: {n} requests ({rows} rows at the last repeat): "
+            print(f"{label}: {n} requests ({rows} rows at the last repeat): "
                   f"take {1e3 * statistics.median(takes):.2f} ms, "
                   f"observe_batch {1e3 * statistics.median(projections):.2f} ms (medians of {args.repeats}; first: "
                   f"{1e3 * first[0]:.2f} + {1e3 * first[1]:.2f} ms)", flush=True)
         if args.torch_profile:
             pending = PendingContext()
             fill(pending, args, cfg.feature_size, device, dtype)
-            for name in list(runner.context._tables):
+            for name in runner.context.request_ids:
                 runner.remove(name)
             with torch.profiler.profile() as prof:
                 runner.observe_batch(pending.take(runner.num_positions))

@@ -95,15 +95,33 @@ def test_row_chunks_match_row_by_row() -> None:
             assert [rid for rid, n in chunk for _ in range(n)] == owners[lo:hi]
             assert len({rid for rid, _ in chunk}) == len(chunk) and all(n > 0 for _, n in chunk)
     assert row_chunks([], 4) == [] and row_chunks([("a", 0)], 4) == []
-    with pytest.raises(ValueError, match="size"):
-        row_chunks([("a", 1)], 0)
+    for size in (0, 2.5, True):
+        with pytest.raises(ValueError, match="size"):
+            row_chunks([("a", 1)], size)
+    for counts in ([("a", -3), ("b", 2)], [("a", 1.5)], [("a", 1), ("a", 2)]):
+        with pytest.raises(ValueError, match="counts"):
+            row_chunks(counts, 4)
 
 
 def test_flush_beyond_largest_bucket_goes_through_buckets(tiny) -> None:
     """A flush of more rows than the largest bucket is projected in bucket-sized chunks (never an
-    eager `context_kv` over a new row count) and stores what the eager projection stores."""
+    eager `context_kv` over a new row count) and stores what the eager projection stores. As on
+    CUDA, each bucket's outputs are views of one buffer that its next run overwrites: each chunk
+    must be written before the next one runs."""
     drafter = make_drafter(tiny)
     eager, bucketed = DSparkDraftRunner(drafter, graphs=False), DSparkDraftRunner(drafter, graphs=True)
+    run, outputs = bucketed.observe_graphs.run, {}
+
+    def graph_like(features, positions):   # returns views of the bucket's one output buffer
+        k, v = run(features, positions)
+        size = observe_bucket(len(positions))
+        if size not in outputs:
+            outputs[size] = tuple(torch.empty((t.shape[0], size) + tuple(t.shape[2:]), dtype=t.dtype) for t in (k, v))
+        for buffer, t in zip(outputs[size], (k, v)):
+            buffer[:, :t.shape[1]].copy_(t)
+        return tuple(buffer[:, :k.shape[1]] for buffer in outputs[size])
+
+    bucketed.observe_graphs.run = graph_like
     calls: list[int] = []
     context_kv = drafter.context_kv
 

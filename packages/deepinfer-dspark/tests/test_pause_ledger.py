@@ -268,9 +268,19 @@ def _verified_round(proposer: DSparkProposer, batch: int, accepted: int) -> bool
 def test_acceptance_ratio_unit() -> None:
     ratio = AcceptanceRatio(4)
     assert ratio.ratio(1) == 1.0 and ratio.full.mean() is None
+    assert PRIOR == 1.0   # the values below are written out for it
 
-    def shrunk(realized, predicted):   # realized / predicted, shrunk towards 1 by PRIOR
-        return (realized + PRIOR) / (predicted + PRIOR)
+    def shrunk(realized, predicted):   # realized / predicted, shrunk towards 1 by one predicted draft
+        return (realized + 1.0) / (predicted + 1.0)
+
+    thin = AcceptanceRatio(4)
+    thin.begin(1, [("a", 10, 4, [0.5, 0.0, 0.0, 0.0])])
+    thin.commit("a", 11)           # nothing accepted of 0.5 predicted: 1 / 1.5, not 0
+    thin.close()
+    assert thin.ratio(1) == pytest.approx(2 / 3)
+    for _ in range(40 * AGE_ROUNDS):
+        thin.tick()                # stale evidence: the ratio returns to the calibration's 1
+    assert thin.ratio(1) == pytest.approx(1.0, abs=1e-6)
 
     half = [0.5, 0.0, 0.0, 0.0]
     ratio.begin(3, [("a", 10, 4, half), ("b", 20, 4, half), ("c", 5, 0, [0.2, 0.0, 0.0, 0.0])])
@@ -295,9 +305,9 @@ def test_acceptance_ratio_unit() -> None:
     ratio.close()
     assert ratio.ratio(64) == pytest.approx(shrunk(1, 2.0)) and ratio.ratio(3) == pytest.approx(bucket3)
     ratio.begin(2, [("y", 10, 1, [1e-310, 0.0, 0.0, 0.0])])
-    ratio.commit("y", 12)          # a prediction next to 0: no ratio there, the others' instead
+    ratio.commit("y", 12)          # a prediction next to 0: the prior keeps the ratio finite
     ratio.close()
-    assert math.isfinite(ratio.ratio(2)) and math.isfinite(ratio.full.mean())
+    assert ratio.ratio(2) == pytest.approx(2.0) and math.isfinite(ratio.full.mean())
     many = AcceptanceRatio(4)      # with evidence the ratio tends to realized / predicted
     for i in range(2000):
         many.begin(1, [(f"r{i}", 10, 4, [0.5, 0.25, 0.0, 0.0])])
@@ -343,7 +353,7 @@ def test_realized_acceptance_overrules_miscalibrated_confidences() -> None:
     assert optimist.acceptance.ratio(1) > 5 and optimist.pauses.gain(1) > 1
     pessimist = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     drafted = [_verified_round(pessimist, 1, 0) for _ in range(400)]
-    assert sum(drafted) <= 32 and sum(drafted[200:]) <= 200 // 64 + 1, sum(drafted)   # the prior: ~16 rounds
+    assert sum(drafted) <= 32 and sum(drafted[200:]) <= 200 // 64 + 1, sum(drafted)   # ~13 rounds
     assert pessimist.acceptance.ratio(1) < 0.1
     silent = DSparkProposer(FakeRunner([0.3]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     assert sum(_round(silent, 1) for _ in range(300)) <= 4 + 300 // 64
@@ -393,4 +403,4 @@ def test_drafting_that_realizes_a_loss_pauses_though_an_upper_bound_would_call_i
         calls += drafted[-1]
     assert sum(drafted[1000:]) <= 2000 // 16, sum(drafted[1000:])   # long pauses: a probe now and then
     assert proposer.pauses.gain(1) < 1.0
-    assert proposer.acceptance.ratio(1) < 1.05   # 0.96 realized; stale evidence shrinks towards 1
+    assert proposer.acceptance.ratio(1) < 1.05   # realized 0.9 / 0.94 = 0.96, stale evidence shrinks towards 1

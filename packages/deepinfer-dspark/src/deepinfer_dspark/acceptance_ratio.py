@@ -22,12 +22,15 @@ by it.
 
 Until session 14 the ratio was an upper confidence bound (realized + 2 standard deviations, over
 predicted): optimistic, so that drafting went on until the evidence said it lost. But the
-evidence at a bucket ages and grows only while drafting runs there, so the bound stayed ~30%
-above the realized ratio: on the H200 (BENCHMARKS.md, fourteenth session) the pause policy
-weighed confidence's rounds at 1 request at a smoothed gain of 1.10 while they emitted 2.3-2.8
-tokens in 3.1-3.2 ms against 1.0 ms plain steps (~0.8), and drafted a quarter of the rounds at a
-loss. The goal (never below plain decoding) asks for the realized ratio; probes (`PauseLedger`'s
-backoff) keep collecting the evidence that resumes drafting where it wins.
+evidence at a bucket ages and grows only while drafting runs there, so the bound stayed well
+above the realized ratio (an estimate: ~30% for a request accepting 1.6 drafts over ~100 decayed
+requests; the realized ratio itself was not logged): on the H200 (BENCHMARKS.md, "eleventh
+session") the pause policy weighed confidence's rounds at 1 request at a smoothed gain of 1.10
+(bound 1.86) while they emitted 2.3-2.8 tokens in 3.1-3.2 ms against 1.0 ms plain steps (~0.8),
+and drafted a quarter of the rounds at a loss. The goal (never below plain decoding) asks for
+the realized ratio; probes (`PauseLedger`'s backoff) keep collecting the evidence that resumes
+drafting where it wins. The price: where drafting wins, shrinking an unlucky start towards 1
+drafts less at first (`sim_pause_policy.py`, BENCHMARKS.md).
 
 It also feeds every drafted request to `full` (`FullAcceptance`): the expected accepted drafts
 of a request had all its drafts been verified, which bounds the gain of drafting at any load
@@ -72,9 +75,8 @@ class _Means:
 
     def ratio(self) -> float | None:
         """(R + PRIOR) / (P + PRIOR), R the realized and P the predicted drafts: the realized
-        ratio, shrunk towards 1 while the evidence is thin or stale; None before any round or
-        while nothing was predicted (no prediction to scale)."""
-        if not self.rounds or self.predicted <= 1e-9:
+        ratio, shrunk towards 1 while the evidence is thin or stale; None before any round."""
+        if not self.rounds:
             return None
         return (self.realized + PRIOR) / (self.predicted + PRIOR)
 
@@ -113,7 +115,7 @@ class AcceptanceRatio:
 
     def ratio(self, batch: int) -> float:
         """Realized / predicted accepted drafts at `batch`'s bucket; over all buckets while the
-        bucket has none; 1.0 before any round with a prediction > 0."""
+        bucket has no round; 1.0 before any round."""
         means = self._buckets.get(ledger_bucket(batch))
         for m in (means, self._all):
             if m is not None:

@@ -114,9 +114,9 @@ class DSparkDraftRunner:
         drafter: a loaded `DSparkDrafter`.
         confidence_temperatures: STS temperatures T_1..T_G (`[block_size]`, > 0), or None for 1.
         graphs: run all-greedy rounds of <= 64 requests through `DraftGraphs`, and context
-            projections of <= 512 rows through `ObserveGraphs` (captured CUDA graphs on CUDA; on
-            the CPU the same bucketed static work, eagerly: for tests). None: on when the
-            drafter is on CUDA.
+            projections through `ObserveGraphs`, in chunks of 512 rows above that (captured CUDA
+            graphs on CUDA; on the CPU the same bucketed static work, eagerly: for tests).
+            None: on when the drafter is on CUDA.
         block_size: positions per block of the context pool.
         num_blocks: blocks the context pool starts with (it doubles when full; each growth
             drops the captured draft graphs, see `reserve_blocks`).
@@ -190,11 +190,12 @@ class DSparkDraftRunner:
     @torch.no_grad()
     def observe_batch(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         """`observe` for several requests with one context projection over all their rows and
-        one write into the pool (a step's worth of committed tokens: a few large kernels, none
-        per request).
+        one write into the pool per 512 rows (a step's worth of committed tokens: a few large
+        kernels, none per request).
 
         Raises:
-            ValueError: as `observe`, for the first bad item; nothing is stored then.
+            ValueError: as `observe`, for the first bad item; nothing is stored then. (A device
+                error, e.g. out of memory, in a later chunk leaves the earlier chunks stored.)
         """
         feature_size = self.drafter.config.feature_size
         for request_id, positions, target_features in items:
@@ -245,8 +246,8 @@ class DSparkDraftRunner:
             self.context.write(counts, k, v)
             return
         # Through the bucketed graphs, in chunks of the largest bucket when the rows exceed it (a
-        # flush after a long pause): an eager projection of a row count not seen before cost 4-8 ms
-        # more than a repeated one on the H200 (benchmarks/flush_cost.py).
+        # flush after a long pause): on the H200 the first eager projection of a new row count ran
+        # 4-8 ms slower than a repeat of it (benchmarks/flush_cost.py); the buckets are fixed shapes.
         for lo, hi, chunk in row_chunks(counts, OBSERVE_BUCKETS[-1]):
             k, v = self.observe_graphs.run(features[lo:hi], flat[lo:hi])   # views: written at once
             self.context.write(chunk, k, v)

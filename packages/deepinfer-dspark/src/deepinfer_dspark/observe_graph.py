@@ -38,10 +38,15 @@ def row_chunks(counts: Sequence[tuple[str, int]], size: int) -> list[tuple[int, 
     rows may continue into the next chunk.
 
     Raises:
-        ValueError: `size` below 1.
+        ValueError: `size` not an int >= 1, a count not an int >= 0, or a repeated request id
+            (names the argument).
     """
-    if size < 1:
-        raise ValueError(f"size: must be >= 1, got {size}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size: must be an int >= 1, got {size!r}")
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for _, n in counts):
+        raise ValueError(f"counts: must be ints >= 0, got {[n for _, n in counts][:8]}")
+    if len({request_id for request_id, _ in counts}) != len(counts):
+        raise ValueError(f"counts: request ids must be distinct, got {[r for r, _ in counts][:8]}")
     chunks, current, lo, filled = [], [], 0, 0
     for request_id, n in counts:
         while n:
