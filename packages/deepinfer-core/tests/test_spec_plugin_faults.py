@@ -121,3 +121,39 @@ def test_idle_rounds_go_through_idle_round(tiny_checkpoint, async_scheduling: bo
     broken = build(folder, Napper(fail=True), async_scheduling=async_scheduling)
     outs = run(broken)
     assert all(o.error is not None and "idle_round failed" in o.error for o in outs)
+
+
+def test_a_plugins_validate_runs_before_the_target_loads(tiny_checkpoint, monkeypatch) -> None:
+    """`check_proposer_config`: a factory's optional `validate(spec_config)` runs before any
+    weight loads, and what it raises reaches the caller; a factory without one, an instance
+    given as `proposer` and no config at all are passed through."""
+    import deepinfer_core.engine.proposer_plugins as plugins
+    import deepinfer_core.llm as llm_module
+
+    calls = []
+
+    def factory(spec_config, model_info):
+        return Echo()
+
+    def validate(spec_config):
+        calls.append(dict(spec_config))
+        if "bad" in spec_config:
+            raise ValueError("speculative_config.bad: unknown key")
+
+    factory.validate = validate
+    monkeypatch.setattr(plugins, "_factory", lambda method: factory)
+    spec = {"method": "echo", "num_speculative_tokens": 2}
+    plugins.check_proposer_config(spec)
+    assert calls == [spec]
+    plugins.check_proposer_config(None)
+    plugins.check_proposer_config({**spec, "proposer": Echo()})
+    assert len(calls) == 1
+
+    def never(*args, **kwargs):
+        raise AssertionError("the target was loaded before the speculative config was checked")
+
+    monkeypatch.setattr(llm_module, "load_model_config", never)
+    with pytest.raises(ValueError, match="speculative_config.bad"):
+        LLM(str(tiny_checkpoint("qwen3")), load_format="dummy", speculative_config={**spec, "bad": 1})
+    monkeypatch.setattr(plugins, "_factory", lambda method: lambda spec_config, model_info: Echo())
+    plugins.check_proposer_config(spec)   # no validate: nothing to run

@@ -102,6 +102,36 @@ def test_dspark_config_errors_name_the_key(folders, extra, key) -> None:
         build(target, spec)
 
 
+# Checkable without the drafter or the target: raised before the target loads.
+EARLY_CASES = [
+    ({"method": "ngram", "prompt_lookup_maxx": 3}, "prompt_lookup_maxx"),
+    ({"method": "ngram", "prompt_lookup_min": 0}, "prompt_lookup_min"),
+    ({"method": "dspark", "model": "{drafter}", "prob_every": 2}, "prob_every"),
+    ({"method": "dspark", "model": "{tmp}/missing"}, "model"),
+    ({"method": "dspark", "model": "{drafter}", "scheduling": "confident"}, "scheduling"),
+    ({"method": "dspark", "model": "{drafter}", "scheduling": "confidence", "sps_profile": 5}, "sps_profile"),
+    ({"method": "dspark", "model": "{drafter}", "probe_every": -1}, "probe_every"),
+    ({"method": "nope"}, "method"),
+]
+
+
+@pytest.mark.parametrize("spec,key", EARLY_CASES)
+def test_config_errors_come_before_the_target_loads(folders, monkeypatch, spec, key) -> None:
+    """The factories' `validate` (called by the engine before loading anything) names the key at
+    once; a misspelt knob used to surface only after the weights loaded (~8 s for SmolLM2)."""
+    import deepinfer_core.llm as llm_module
+
+    target, drafter, tmp = folders
+
+    def never(*args, **kwargs):
+        raise AssertionError("the target was loaded before the speculative config was checked")
+
+    monkeypatch.setattr(llm_module, "load_model_config", never)
+    spec = {k: v.format(tmp=tmp, drafter=drafter) if isinstance(v, str) else v for k, v in spec.items()}
+    with pytest.raises(ValueError, match=f"speculative_config.{key}"):
+        build(target, {"num_speculative_tokens": 3, **spec})
+
+
 def test_dspark_drafter_for_a_deeper_target_is_rejected_at_build(folders, tiny) -> None:
     target, _, tmp = folders  # the target has 4 layers; this drafter reads layer 8 of a 12-layer one
     deeper = write_drafter(tmp / "deeper", tiny, num_target_layers=12, target_layer_ids=[0, 8])

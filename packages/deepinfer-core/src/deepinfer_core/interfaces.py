@@ -66,7 +66,10 @@ class Draft:
 class Proposer(Protocol):
     """A speculative-decoding draft source, found by name in entry-point group `deepinfer.proposers`.
 
-    The entry point names a factory `factory(spec_config: dict, model_info: dict) -> Proposer`;
+    The entry point names a factory `factory(spec_config: dict, model_info: dict) -> Proposer`
+    (optionally with an attribute `validate(spec_config: dict) -> None`, called before the
+    engine loads the target so that a bad key fails at once: it raises `ValueError` naming
+    `speculative_config.<key>`; the factory still checks everything itself);
     `model_info` holds `vocab_size`, `hidden_size`, `num_hidden_layers`, `eos_token_id`,
     `model_path` of the target, and the engine's `max_num_seqs`, `max_model_len`,
     `kv_cache_tokens` (the tokens its KV cache holds, all requests together) and `deterministic`

@@ -15,6 +15,7 @@ from deepinfer_core.config import EngineConfig
 from deepinfer_core.engine.async_core import AsyncEngineCore
 from deepinfer_core.engine.engine_core import EngineCore
 from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
+from deepinfer_core.engine.proposer_plugins import check_proposer_config
 from deepinfer_core.engine.speculative import build_speculative
 from deepinfer_core.executor.model_runner import ModelRunner
 from deepinfer_core.interfaces import ProgressCallback
@@ -87,6 +88,7 @@ class LLM:
                                    seed=seed, load_format=load_format, enforce_eager=enforce_eager,
                                    deterministic=deterministic, speculative_config=speculative_config,
                                    async_scheduling=async_scheduling, **{k: v for k, v in given.items() if v is not None})
+        check_proposer_config(self.config.speculative_config)   # before the weights load
         model_config = load_model_config(self.config.model)
         self.model_config = model_config
         self.model_path = model_config.path  # the resolved checkpoint (the default model's GGUF for None)

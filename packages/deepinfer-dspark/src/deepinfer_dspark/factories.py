@@ -24,7 +24,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           measure_step_times (False: opt in to correcting the two profiles by the step times
           measured while serving, see `MeasuredRates`; needs decode_profile).
 
-Every key is checked by name: a misspelt knob raises instead of doing nothing.
+Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
+need neither the drafter nor the target run before the engine loads anything (`validate`).
 """
 
 from __future__ import annotations
@@ -52,9 +53,14 @@ def ngram_factory(spec_config: dict, model_info: dict) -> NgramSpecProposer:
             or a key the n-gram proposer does not know (a misspelt knob would otherwise do
             nothing); the message names `speculative_config.<key>`.
     """
+    return NgramSpecProposer(*_ngram_settings(spec_config))
+
+
+def _ngram_settings(spec_config: dict) -> tuple[int, int]:
+    """`(prompt_lookup_min, prompt_lookup_max)`, checked (see `ngram_factory`)."""
     _check_keys(spec_config, "ngram", NGRAM_KEYS)
     low = _int_key(spec_config, "prompt_lookup_min", 1, 1)
-    return NgramSpecProposer(low, _int_key(spec_config, "prompt_lookup_max", max(4, low), low))
+    return low, _int_key(spec_config, "prompt_lookup_max", max(4, low), low)
 
 
 def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
@@ -66,6 +72,35 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
             above the drafter's block size, or an unknown key (the message names
             `speculative_config.<key>`).
     """
+    settings = _dspark_settings(spec_config)
+    path = spec_config["model"]
+    drafter = _load("model", lambda p: load_checkpoint(
+        p, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
+        target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head")), path)
+    calibration = spec_config.get("calibration")
+    if calibration is None and (Path(path) / "calibration.json").is_file():
+        calibration = Path(path) / "calibration.json"  # STS temperatures stored with the checkpoint
+    temperatures = None
+    if calibration is not None:
+        temperatures = _load("calibration", SequentialTemperatureScaling.load, calibration).temperatures
+        if len(temperatures) != drafter.config.block_size:
+            raise ValueError(f"speculative_config.calibration: {calibration} holds {len(temperatures)} "
+                             f"temperatures, the drafter's block_size is {drafter.config.block_size}")
+        temperatures = torch.as_tensor(temperatures)
+    k = spec_config["num_speculative_tokens"]
+    if not 1 <= k <= drafter.config.block_size:
+        raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
+                         f"(the drafter's block_size), got {k}")
+    runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
+    proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
+    if not proposer.retired:
+        _prepare(runner, model_info, k)
+    return proposer
+
+
+def _dspark_settings(spec_config: dict) -> dict[str, Any]:
+    """Every check of a `dspark` config that needs neither the drafter nor the target (see
+    `dspark_factory`): the `DSparkProposer` keyword arguments it sets."""
     _check_keys(spec_config, "dspark", DSPARK_KEYS)
     path = spec_config.get("model")
     if not isinstance(path, (str, Path)) or not Path(path).is_dir():
@@ -86,23 +121,6 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
         if scheduling != "confidence":
             raise ValueError("speculative_config.sps_profile_k1: only used with scheduling='confidence'")
         short = _profile("sps_profile_k1", short)
-    drafter = _load("model", lambda p: load_checkpoint(
-        p, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
-        target_embed=model_info.get("embed_tokens"), target_lm_head=model_info.get("lm_head")), path)
-    calibration = spec_config.get("calibration")
-    if calibration is None and (Path(path) / "calibration.json").is_file():
-        calibration = Path(path) / "calibration.json"  # STS temperatures stored with the checkpoint
-    temperatures = None
-    if calibration is not None:
-        temperatures = _load("calibration", SequentialTemperatureScaling.load, calibration).temperatures
-        if len(temperatures) != drafter.config.block_size:
-            raise ValueError(f"speculative_config.calibration: {calibration} holds {len(temperatures)} "
-                             f"temperatures, the drafter's block_size is {drafter.config.block_size}")
-        temperatures = torch.as_tensor(temperatures)
-    k = spec_config["num_speculative_tokens"]
-    if not 1 <= k <= drafter.config.block_size:
-        raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
-                         f"(the drafter's block_size), got {k}")
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times"):
         if spec_config.get(key) is not None and scheduling != "confidence":
@@ -112,17 +130,15 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     elif spec_config.get("measure_step_times"):
         raise ValueError("speculative_config.measure_step_times: corrects the comparison with plain decoding, "
                          "so it needs decode_profile")
-    runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
-    proposer = DSparkProposer(runner, k, sps,
-                          probe_every=_int_key(spec_config, "probe_every", 8, 1), decode=decode,
-                          max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
-                          max_batch=model_info.get("max_num_seqs"),
-                          defer_context=_bool_key(spec_config, "defer_context", True),
-                          measure_step_times=_bool_key(spec_config, "measure_step_times", False),
-                          short_sps=short)
-    if not proposer.retired:
-        _prepare(runner, model_info, k)
-    return proposer
+    return dict(sps=sps, short_sps=short, decode=decode, probe_every=_int_key(spec_config, "probe_every", 8, 1),
+                max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
+                defer_context=_bool_key(spec_config, "defer_context", True),
+                measure_step_times=_bool_key(spec_config, "measure_step_times", False))
+
+
+# Checked by the engine before it loads the target (`deepinfer_core.interfaces.Proposer`).
+ngram_factory.validate = _ngram_settings
+dspark_factory.validate = _dspark_settings
 
 
 POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool

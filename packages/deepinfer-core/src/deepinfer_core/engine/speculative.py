@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from deepinfer_core.engine.proposer_plugins import load_proposer
 from deepinfer_core.engine.request import RequestStatus
 from deepinfer_core.executor.transfer import to_device
 from deepinfer_core.interfaces import Draft, DraftRequest, Proposer
@@ -348,35 +349,6 @@ class SpeculativeDecoder:
 
     def _stats(self, request_id: str) -> SpecStats:
         return self.request_stats.setdefault(request_id, SpecStats())
-
-
-ENTRY_POINT_GROUP = "deepinfer.proposers"
-
-
-def load_proposer(spec_config: dict, model_info: dict) -> Proposer:
-    """Builds the proposer named by `spec_config["method"]` from entry-point group `deepinfer.proposers`.
-
-    A `Proposer` instance given as `spec_config["proposer"]` is used as is (tests, custom drafters).
-
-    Raises:
-        ValueError: no installed plug-in provides the method (names `speculative_config.method`
-            and lists the installed ones), or the object built is not a Proposer.
-    """
-    if spec_config.get("proposer") is not None:
-        proposer = spec_config["proposer"]
-    else:
-        from importlib.metadata import entry_points
-
-        method = spec_config["method"]
-        found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-        if method not in found:
-            raise ValueError(f"speculative_config.method: no proposer {method!r} installed "
-                             f"(entry points in {ENTRY_POINT_GROUP!r}: {sorted(found)}; "
-                             f"`pip install deepinfer-dspark` provides 'ngram' and 'dspark')")
-        proposer = found[method].load()(spec_config, model_info)
-    if not isinstance(proposer, Proposer):
-        raise ValueError("speculative_config: the proposer lacks propose/commit/remove")
-    return proposer
 
 
 def build_speculative(config, model_config, runner, max_model_len: int, eos: int | None) -> SpeculativeDecoder | None:
