@@ -98,6 +98,14 @@ class Proposer(Protocol):
     each such round, with the number of running requests: the engine then builds no per-request
     `DraftRequest` (a paused round costs nothing per request).
 
+    Optional, for proposers that read features but can tell they will not need them for a while
+    (e.g. DSpark while even accepting every draft could not beat plain decoding at the current
+    load): a method `wants_features() -> bool`, asked before every step without drafts. When it
+    returns False, that step captures no features (the target replays its feature-free decode
+    graphs) and no `observe*` call reports it: the proposer then lacks those positions' features
+    and must not draft for a request from a context with a gap. Steps with drafts always capture
+    them. Any other return value, or an exception, counts as True.
+
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any
     batch size): an attribute `retired: bool`. When it is True after the factory returns, the

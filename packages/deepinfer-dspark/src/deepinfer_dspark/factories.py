@@ -21,6 +21,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           pause, up to 2,048 rounds: `DraftCosts.probe_pause`),
           defer_context (True: while drafting is paused, buffer the target features and project
           them when drafting resumes; False: project every step, paused or not),
+          decline_features (True: while drafting is paused because even accepting every draft
+          could not pay at the current load, the target skips the drafter's features and the
+          requests then running are never drafted again; False: features every step),
           measure_step_times (False: opt in to correcting the two profiles by the step times
           measured while serving, see `MeasuredRates`; needs decode_profile).
 
@@ -122,7 +125,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
             raise ValueError("speculative_config.sps_profile_k1: only used with scheduling='confidence'")
         short = _profile("sps_profile_k1", short)
     decode = spec_config.get("decode_profile")
-    for key in ("decode_profile", "defer_context", "measure_step_times"):
+    for key in ("decode_profile", "defer_context", "measure_step_times", "decline_features"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -133,6 +136,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     return dict(sps=sps, short_sps=short, decode=decode, probe_every=_int_key(spec_config, "probe_every", 8, 1),
                 max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                 defer_context=_bool_key(spec_config, "defer_context", True),
+                decline_features=_bool_key(spec_config, "decline_features", True),
                 measure_step_times=_bool_key(spec_config, "measure_step_times", False))
 
 
@@ -178,7 +182,8 @@ def _info_int(model_info: dict, key: str, default: int | None, minimum: int = 1)
 ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core
 NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
-                         "decode_profile", "max_probe_every", "defer_context", "measure_step_times"})
+                         "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
+                         "decline_features"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -118,6 +118,10 @@ class PendingContext:
         if not self._live:
             self._clear()
 
+    def clear(self) -> None:
+        """Forgets every buffered step (e.g. the requests' contexts will have a gap anyway)."""
+        self._clear()
+
     def _clear(self) -> None:
         self._steps, self._dropped = [], {}
         self._item_rows.clear()

@@ -22,7 +22,7 @@ from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
-from deepinfer_dspark.pause_ledger import PauseLedger
+from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
                                         schedule_rows)
@@ -67,6 +67,12 @@ class DSparkProposer:
             largest measured size.
         defer_context: while paused, keep the observed features in `pending` (True) instead of
             projecting them into the drafter's context every step (False).
+        decline_features: while drafting is paused at the current load because even accepting
+            every draft could not pay there (`cannot_pay`, `expected_loss`), decline the target's
+            features (`wants_features`: the target skips them, ~5% of a decode step at 64-256
+            requests on the H200); the requests then running are never drafted again (their
+            context has a gap), requests that start later are. Never with `measure_step_times`
+            (its timing reads every step).
         measure_step_times: with both profiles, time every step into `rates` and use its
             correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
             and the confidences only (the same inputs give the same verification lengths, run
@@ -93,7 +99,8 @@ class DSparkProposer:
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
                  probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256,
                  max_batch: int | None = None, defer_context: bool = True,
-                 measure_step_times: bool = False, short_sps: SPSProfile | None = None) -> None:
+                 measure_step_times: bool = False, short_sps: SPSProfile | None = None,
+                 decline_features: bool = True) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -118,6 +125,8 @@ class DSparkProposer:
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
         self.defer_context = defer_context
+        self.decline_features = decline_features and not measure_step_times
+        self._ruled_out: set[int] = set()    # buckets paused because even full acceptance loses there
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
@@ -158,7 +167,10 @@ class DSparkProposer:
             return
         items, rows = [], []
         for rid, first, n, row in zip(request_ids, first_positions, counts, row_starts):
-            skip = max(0, self.runner.num_positions(rid) - first)   # held already (a recomputed preemption)
+            held = self.runner.num_positions(rid)
+            if first > held:   # a gap (steps without features): this request is never drafted again
+                continue
+            skip = held - first   # held already (a recomputed preemption)
             if n > skip:
                 items.append((rid, range(first + skip, first + n)))
                 rows.extend(range(row + skip, row + n))
@@ -177,7 +189,7 @@ class DSparkProposer:
         for request_id, positions, features in items:
             held = self.runner.num_positions(request_id)
             keep = [i for i, p in enumerate(positions) if p >= held]
-            if keep:
+            if keep and positions[keep[0]] == held:   # else a gap: never drafted again
                 batch.append((request_id, list(positions[keep[0]:]),
                               features[keep[0]:].to(self.runner.drafter.dtype)))
         if batch:
@@ -193,12 +205,25 @@ class DSparkProposer:
             batch = self._last_batch
             hopeless = self.cannot_pay(batch)
             if hopeless and not self._probe_due(batch):
-                self._pause_for(self.probe_every, batch)
+                self._pause_for(self.probe_every, batch, ruled_out=True)
             elif self.expected_loss(batch):
-                self._pause_for(self.probe_every, batch)
-            elif not hopeless and not self.measure_step_times:   # (measured rates move within a round)
-                self._cleared = batch   # judged here: `propose` at this batch need not judge again
+                self._pause_for(self.probe_every, batch, ruled_out=True)
+            else:
+                self._ruled_out.discard(ledger_bucket(batch))
+                if not hopeless and not self.measure_step_times:   # (measured rates move within a round)
+                    self._cleared = batch   # judged here: `propose` at this batch need not judge again
         return self._pause
+
+    def wants_features(self) -> bool:
+        """Whether the next step must capture the target features (see
+        `deepinfer_core.Proposer.wants_features`): False while the last round's bucket is paused
+        because even accepting every draft could not pay there (`decline_features`). A pause run
+        out is judged again here (`idle_rounds`, as the engine's next call would)."""
+        if not self._ruled_out or ledger_bucket(self._last_batch) not in self._ruled_out:
+            return True
+        if self._pause == 0:
+            self.idle_rounds()
+        return not (ledger_bucket(self._last_batch) in self._ruled_out and self._pause > 0)
 
     @property
     def _pause(self) -> int:
@@ -231,7 +256,7 @@ class DSparkProposer:
             self._count(PLAIN, batch)
             return drafts
         if requests and not probing and not judged and self.expected_loss(batch):
-            self._pause_for(self.probe_every - 1, batch)   # judged without drafting: no backoff grows
+            self._pause_for(self.probe_every - 1, batch, ruled_out=True)   # judged without drafting: no backoff grows
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
@@ -240,7 +265,7 @@ class DSparkProposer:
                 self.rates.started(SPEC, batch)
                 probing = True
             else:
-                self._pause_for(self.probe_every - 1, batch)   # this round plus the next ones: no drafts
+                self._pause_for(self.probe_every - 1, batch, ruled_out=True)   # this round and the next: no drafts
                 self.skipped_rounds += 1
                 self._count(PLAIN, batch)
                 return drafts
@@ -248,6 +273,7 @@ class DSparkProposer:
                 and self.rates.due(SPEC, batch, self._retime_every):   # a lone round is no sample: a run
             self.rates.started(SPEC, batch)
             probing = True
+        self._ruled_out.discard(ledger_bucket(batch))   # drafting may pay here: features again
         if self.pending.holds:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
@@ -344,8 +370,17 @@ class DSparkProposer:
         else:
             self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
 
-    def _pause_for(self, rounds: int, batch: int) -> None:
+    def _pause_for(self, rounds: int, batch: int, ruled_out: bool = False) -> None:
+        """Pauses `rounds` rounds at `batch`'s bucket; `ruled_out`: because even accepting every
+        draft could not pay there (the target's features are then declined: `wants_features`)."""
         self.pauses.pause(batch, rounds)
+        bucket = ledger_bucket(batch)
+        if ruled_out and self.decline_features and rounds > 0:
+            if bucket not in self._ruled_out:   # the requests running lose their context for good
+                self._ruled_out.add(bucket)
+                self.pending.clear()
+        else:
+            self._ruled_out.discard(bucket)
 
     def _plan_pause(self, expected: float, lengths: list[int], batch: int) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay

@@ -230,7 +230,11 @@ class AsyncEngineCore(EngineCore):
         # Before the launch: the job waits for step N's ids while this thread launches step N+1.
         job = self._start_fill(sampling_rows, previous)
         try:
-            model_out = self.runner.execute_model(chunks, fill_from=None if previous is None else previous.sampled)
+            fill_from = None if previous is None else previous.sampled
+            if self.speculative is not None and not self.speculative.wants_features():
+                model_out = self.runner.execute_model(chunks, fill_from=fill_from, features=False)
+            else:
+                model_out = self.runner.execute_model(chunks, fill_from=fill_from)
         except BaseException:
             if job is not None:   # the caller may step again: no fill may still hold the grammars then
                 concurrent.futures.wait([job.future])

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 
 class Runner(Protocol):
-    """The part of `executor.model_runner.ModelRunner` the engine core uses."""
+    """The part of `executor.model_runner.ModelRunner` the engine core uses. With a proposer that
+    declines a step's target features (`Proposer.wants_features`), `execute_model` is called as
+    `execute_model(chunks, features=False)` and returns `aux_hidden=None`."""
 
     def kv_bytes_per_block(self) -> int: ...
 
@@ -220,7 +222,10 @@ class EngineCore:
         plain = [req for req in sampling if req.request_id not in drafts]
         # Grammar masks depend only on the tokens accepted so far: fill them while the model runs.
         filling = self.structured.start_fill(plain) if self.structured is not None and plain else None
-        model_out = self.runner.execute_model(chunks)
+        if self.speculative is not None and not drafts and not self.speculative.wants_features():
+            model_out = self.runner.execute_model(chunks, features=False)
+        else:
+            model_out = self.runner.execute_model(chunks)
         plain_rows, spec_rows = self._split_rows(sampling, drafts, model_out.logits.device)
         masks = filling.result() if filling is not None else None
         sampled = self.sampler(model_out.logits[plain_rows], plain, masks) if plain else None

@@ -257,6 +257,18 @@ class SpeculativeDecoder:
         except Exception:  # noqa: BLE001 - a faulty plug-in only loses the overlap
             return 0
 
+    def wants_features(self) -> bool:
+        """Whether the next step must capture the proposer's target features
+        (`Proposer.wants_features`). True without the method, and when it raises or returns
+        anything but False: features are then captured as always (nothing is lost)."""
+        wants = getattr(self.proposer, "wants_features", None)
+        if wants is None:
+            return True
+        try:
+            return wants() is not False
+        except Exception:  # noqa: BLE001 - a faulty plug-in only keeps its features
+            return True
+
     @property
     def target_layer_ids(self) -> tuple[int, ...]:
         """Target layers whose features the proposer reads (empty for n-gram and other model-free ones).

@@ -58,6 +58,7 @@ class ModelRunner:
         set_batch_invariant(self.model, engine_config.deterministic)
         self.kv_caches: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.graphs: DecodeGraphs | None = None
+        self.plain_graphs: DecodeGraphs | None = None   # without the aux features (steps that skip them)
         # Decoder layers whose outputs every step also returns (features for a speculative drafter).
         self.aux_layers: tuple[int, ...] = ()
         self._graph_aux_layers: tuple[int, ...] = ()
@@ -136,6 +137,8 @@ class ModelRunner:
                                               width, self.block_size, self.device)
         self.graphs = DecodeGraphs(self._logits_step, capture_sizes(self.engine_config.max_num_seqs),
                                    width, self.device)
+        if self.aux_layers:   # for steps whose features the proposer declines (`execute_model(features=False)`)
+            self.plain_graphs = DecodeGraphs(self._plain_logits_step, self.graphs.sizes, width, self.device)
         return self.graphs.sizes
 
     def _logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
@@ -147,23 +150,33 @@ class ModelRunner:
             return self.model.compute_logits(hidden), aux
         return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta))
 
+    def _plain_logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                           meta: AttentionMetadata) -> torch.Tensor:
+        """The captured decode step without features: logits `[N, V]`."""
+        return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta))
+
     def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
         return (self.graphs is not None and step.meta.is_decode_only and self.aux_layers == self._graph_aux_layers
                 and self.graphs.fits(len(chunks), step.meta.block_tables.shape[1])
                 and all(c.sample and not c.prompt_logprobs and c.num_logits == 1 for c in chunks))
 
     @torch.inference_mode()
-    def execute_model(self, chunks: list[ScheduledChunk], fill_from: torch.Tensor | None = None) -> ModelOutput:
+    def execute_model(self, chunks: list[ScheduledChunk], fill_from: torch.Tensor | None = None,
+                      features: bool = True) -> ModelOutput:
         """Runs one step over `chunks` (prefill chunks and decode tokens mixed).
 
         Args:
             chunks: the step's work.
             fill_from: `[R]` int64 token ids on the device (the previous step's samples): a chunk
                 with `fill_row >= 0` takes its last token from that row, without a host round trip.
+            features: False skips the `aux_layers` features this step (the proposer declined them:
+                `Proposer.wants_features`); a decode step then replays the graphs captured without
+                them (`plain_graphs`), an eager step computes none.
 
         Returns:
-            ModelOutput with `logits [num chunks with sample=True, V]` float32 in chunk order and
-            `prompt_logits` for chunks that asked for them.
+            ModelOutput with `logits [num chunks with sample=True, V]` float32 in chunk order,
+            `prompt_logits` for chunks that asked for them, and `aux_hidden` `[T, A]` when
+            `aux_layers` is set and `features` is True (else None).
 
         Raises:
             ValueError: the KV cache is not allocated, or a chunk is malformed.
@@ -179,19 +192,21 @@ class ModelRunner:
             step.input_ids[to_device(list(index), torch.int64, self.device)] = \
                 fill_from[to_device(list(rows), torch.int64, self.device)]
         if self._use_graph(chunks, step):
+            if not features and self.plain_graphs is not None:
+                return ModelOutput(logits=self.plain_graphs.run(step))
             if self.aux_layers:  # the graphs were captured with the drafter's feature layers
                 logits, aux = self.graphs.run(step)
-                return ModelOutput(logits=logits, aux_hidden=aux, cu_seqlens=step.cu_seqlens)
+                return ModelOutput(logits=logits, aux_hidden=aux if features else None, cu_seqlens=step.cu_seqlens)
             return ModelOutput(logits=self.graphs.run(step))
         if (self.verify_graphs is not None and not step.meta.is_decode_only
                 and self.aux_layers == self._graph_aux_layers and self.verify_graphs.fits(chunks, step)):
             out = self.verify_graphs.run(step)
             if self.aux_layers:
                 logits, aux = out
-                return ModelOutput(logits=logits, aux_hidden=aux, cu_seqlens=step.cu_seqlens)
+                return ModelOutput(logits=logits, aux_hidden=aux if features else None, cu_seqlens=step.cu_seqlens)
             return ModelOutput(logits=out, cu_seqlens=step.cu_seqlens)
         aux = None
-        if self.aux_layers:
+        if self.aux_layers and features:
             hidden, aux = self.model(step.input_ids, step.positions, self.kv_caches, step.meta, self.aux_layers)
         else:
             hidden = self.model(step.input_ids, step.positions, self.kv_caches, step.meta)

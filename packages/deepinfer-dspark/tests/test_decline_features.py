@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`DSparkProposer.wants_features` (`decline_features`): while drafting is ruled out at the current
+load (even accepting every draft could not pay), the target skips the drafter's features.
+
+The requests then running get a gap in their drafter context and are never drafted again;
+requests that start once drafting may pay again are; output stays that of plain decoding.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+from deepinfer_core import LLM, SamplingParams
+from deepinfer_core.interfaces import DraftRequest
+from safetensors.torch import save_file
+
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+K = 4
+# One request: a round of 5 tokens at 500 rounds/s beats 1000 plain steps/s when more than one
+# draft is accepted. 64 requests: a round of 320 tokens at 100 rounds/s (32k tokens/s) loses to
+# plain decoding (44.8k) even with every draft accepted: `cannot_pay(64)`.
+SPS = SPSProfile([1, 5, 64, 320], [500.0, 500.0, 400.0, 100.0])
+DECODE = SPSProfile([1, 64], [1000.0, 700.0])
+
+
+def requests(batch: int, length: int = 10) -> list[DraftRequest]:
+    return [DraftRequest(f"r{i}", list(range(length)), K, 0.0, 0, 1.0, 0.0, 0, 9) for i in range(batch)]
+
+
+def step(proposer: DSparkProposer, batch: int) -> bool:
+    """One engine round of `batch` requests; True if the drafter ran."""
+    if proposer.idle_rounds() > 0:
+        proposer.idle_round(batch)
+        return False
+    return any(d.token_ids for d in proposer.propose(requests(batch)))
+
+
+def observe(proposer: DSparkProposer, request_id: str, first: int, count: int) -> None:
+    proposer.observe_step([request_id], [first], [count], [0], torch.ones(count, 2))
+
+
+def test_declined_while_ruled_out_and_back_when_drafting_may_pay(fake_runner) -> None:
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
+    assert proposer.cannot_pay(64) and not proposer.cannot_pay(1)
+    assert proposer.wants_features()
+    observe(proposer, "r0", 0, 9)                   # drafting not paused: projected at once
+    assert proposer.runner.num_positions("r0") == 9 and step(proposer, 1)
+    assert proposer.wants_features()
+    proposer.pauses.pause(1, 3)                      # a ledger pause (not ruled out): buffered
+    observe(proposer, "r0", 9, 1)
+    assert proposer.pending.holds and proposer.wants_features()
+    answers = []
+    for _ in range(20):                              # 64 requests: ruled out at every re-judgement
+        assert not step(proposer, 64)
+        answers.append(proposer.wants_features())
+    # The first round at 64 is skipped by bucket 1's pause (the engine asks with the last
+    # round's bucket: a lag of one round), so bucket 64 is judged from the second on.
+    assert answers[0] and not any(answers[1:])
+    assert not proposer.pending.holds                # buffered rows dropped: their contexts have a gap
+    drafted = []
+    for _ in range(6):                               # bucket 1: not ruled out (its ledger pause runs out)
+        drafted.append(step(proposer, 1))
+        assert proposer.wants_features()
+    assert any(drafted)
+    for off in (dict(decline_features=False), dict(measure_step_times=True)):
+        keeps = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4, **off)
+        for _ in range(20):
+            assert not step(keeps, 64) and keeps.wants_features()
+
+
+def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
+    observe(proposer, "r0", 0, 5)
+    observe(proposer, "r0", 7, 3)                    # positions 5 and 6 were never observed
+    proposer._observe_now([("r1", [0, 1, 2], torch.ones(3, 2))])
+    proposer._observe_now([("r1", [4, 5], torch.ones(2, 2))])
+    assert proposer.runner.num_positions("r0") == 5 and proposer.runner.num_positions("r1") == 3
+    gapped = [DraftRequest("r0", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    assert proposer.propose(gapped)[0].token_ids == []
+    observe(proposer, "r2", 0, 10)
+    whole = [DraftRequest("r2", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    assert proposer.propose(whole)[0].token_ids        # a context without a gap drafts
+
+
+VOCAB = 96
+
+
+@pytest.fixture
+def folders(tmp_path, tiny):
+    """A 2-layer Qwen3 target (dummy weights) and a random drafter reading both its layers."""
+    tiny_config, _, random_state_dict = tiny
+    target, drafter = tmp_path / "target", tmp_path / "drafter"
+    target.mkdir()
+    drafter.mkdir()
+    (target / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": VOCAB, "hidden_size": 64,
+        "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 256,
+        "tie_word_embeddings": True, "eos_token_id": VOCAB - 1, "torch_dtype": "float32"}))
+    config = tiny_config(vocab_size=VOCAB, num_target_layers=2, target_layer_ids=[0, 1], mask_token_id=VOCAB - 3)
+    state = random_state_dict(config, seed=5)
+    del state["embed_tokens.weight"], state["lm_head.weight"]   # shared with the target
+    (drafter / "config.json").write_text(json.dumps(config))
+    save_file(state, str(drafter / "model.safetensors"))
+    return target, drafter
+
+
+def build(target, spec=None) -> LLM:
+    return LLM(str(target), speculative_config=spec, load_format="dummy", dtype="float32", max_model_len=128,
+               block_size=4, kv_cache_memory=16 << 20, deterministic=True, seed=3)
+
+
+def prompts(count: int, seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(VOCAB - 3) for _ in range(rng.randint(4, 20))] for _ in range(count)]
+
+
+def greedy(llm: LLM, batch: list[list[int]]) -> list[list[int]]:
+    outs = llm.generate([{"prompt_token_ids": p} for p in batch],
+                        SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
+    assert all(o.error is None for o in outs)
+    return [o.outputs[0].token_ids for o in outs]
+
+
+def test_engine_declines_features_where_drafting_is_ruled_out(folders) -> None:
+    """A tiny engine whose profiles rule drafting out at 3 requests and not at 1: the 3-request
+    batch runs without features (and without drafts); a lone request after it drafts again;
+    greedy output is that of plain decoding throughout."""
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 150.0, 150.0]),
+            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0])}
+    batch = prompts(3, seed=8)
+    expected = greedy(build(target), batch)
+    llm = build(target, spec)
+    proposer = llm.engine.speculative.proposer
+    assert proposer.cannot_pay(3) and not proposer.cannot_pay(1) and not proposer.retired
+    runner = llm.engine.runner
+    real, declined = runner.execute_model, []
+
+    def execute_model(chunks, *args, features: bool = True, **kw):
+        declined.append(not features)
+        return real(chunks, *args, features=features, **kw)
+
+    runner.execute_model = execute_model
+    assert greedy(llm, batch) == expected
+    assert sum(declined) >= 15, declined             # the steps at 3 requests skipped the features
+    assert llm.engine.speculative.stats.proposed == 0
+    declined.clear()
+    lone = greedy(llm, batch[:1])
+    assert lone == expected[:1]
+    assert llm.engine.speculative.stats.proposed > 0 and not any(declined)
+    # With the key off, every step carries the features (and the output is the same).
+    keep = build(target, {**spec, "decline_features": False})
+    real_keep, flags = keep.engine.runner.execute_model, []
+    keep.engine.runner.execute_model = lambda chunks, *a, features=True, **kw: (
+        flags.append(features) or real_keep(chunks, *a, features=features, **kw))
+    assert greedy(keep, batch) == expected and flags and all(flags)
+
+
+def test_decline_features_is_a_checked_key(folders) -> None:
+    target, drafter = folders
+    base = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4}
+    with pytest.raises(ValueError, match="speculative_config.decline_features"):
+        build(target, {**base, "decline_features": True})          # only with confidence scheduling
+    with pytest.raises(ValueError, match="speculative_config.decline_features"):
+        build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decline_features": "yes"})
