@@ -83,8 +83,21 @@ def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
     assert proposer.runner.num_positions("r0") == 5 and proposer.runner.num_positions("r1") == 3
     gapped = [DraftRequest("r0", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
     assert proposer.propose(gapped)[0].token_ids == []
+    # Nothing could draft: the bucket backs off as after a losing probe (the engine's steps keep
+    # overlapping; a probe that finds nothing ready every round would make every step wait).
+    pauses = []
+    for _ in range(200):
+        if proposer.idle_rounds() > 0:
+            proposer.idle_round(1)
+            continue
+        pauses.append(proposer.pauses.left(1))
+        assert proposer.propose(gapped)[0].token_ids == []
+        pauses[-1] = proposer.pauses.left(1)
+    assert pauses == [16, 32, 64, 128] and proposer.drafted_rounds == 0, pauses   # 8 before the loop
     observe(proposer, "r2", 0, 10)
     whole = [DraftRequest("r2", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    while proposer.idle_rounds() > 0:
+        proposer.idle_round(1)
     assert proposer.propose(whole)[0].token_ids        # a context without a gap drafts
 
 

@@ -277,7 +277,9 @@ class DSparkProposer:
         if self.pending.holds:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
-        if not ready:
+        if not ready:   # every context has a gap (features declined) or is incomplete: nothing can draft
+            if requests and not probing:
+                self.pauses.lost(batch)   # no probe possible: back off as after a losing one (steps overlap)
             self._count(PLAIN, batch)
             return drafts
         asks = [requests[i] for i in ready]
