@@ -18,7 +18,7 @@ from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.interfaces import DraftRequest
 from safetensors.torch import save_file
 
-from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.proposers import NOTHING_READY_PAUSE, DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 K = 4
@@ -83,22 +83,28 @@ def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
     assert proposer.runner.num_positions("r0") == 5 and proposer.runner.num_positions("r1") == 3
     gapped = [DraftRequest("r0", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
     assert proposer.propose(gapped)[0].token_ids == []
-    # Nothing could draft: the bucket backs off as after a losing probe (the engine's steps keep
-    # overlapping; a probe that finds nothing ready every round would make every step wait).
+    # Nothing could draft: a fixed pause (the engine's steps keep overlapping; a probe finding
+    # nothing ready every round would make every step wait), the bucket's backoff untouched.
     pauses = []
     for _ in range(200):
         if proposer.idle_rounds() > 0:
             proposer.idle_round(1)
             continue
-        pauses.append(proposer.pauses.left(1))
         assert proposer.propose(gapped)[0].token_ids == []
-        pauses[-1] = proposer.pauses.left(1)
-    assert pauses == [16, 32, 64, 128] and proposer.drafted_rounds == 0, pauses   # 8 before the loop
+        pauses.append(proposer.pauses.left(1))
+    assert pauses and set(pauses) == {NOTHING_READY_PAUSE} and proposer.drafted_rounds == 0, pauses
+    assert len(pauses) >= 200 // (NOTHING_READY_PAUSE + 1)
+    # A request with a whole context, arriving during such a pause, drafts within the pause.
     observe(proposer, "r2", 0, 10)
     whole = [DraftRequest("r2", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
-    while proposer.idle_rounds() > 0:
-        proposer.idle_round(1)
-    assert proposer.propose(whole)[0].token_ids        # a context without a gap drafts
+    for waited in range(NOTHING_READY_PAUSE + 2):
+        if proposer.idle_rounds() > 0:
+            proposer.idle_round(1)
+        elif proposer.propose(whole)[0].token_ids:
+            break
+    else:
+        pytest.fail("a request with a whole context never drafted")
+    assert waited <= NOTHING_READY_PAUSE + 1
 
 
 VOCAB = 96

@@ -30,6 +30,7 @@ from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.verify_rates import VerifyRates
 
 MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
+NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
 
 
 class DSparkProposer:
@@ -70,9 +71,10 @@ class DSparkProposer:
         decline_features: while drafting is paused at the current load because even accepting
             every draft could not pay there (`cannot_pay`, `expected_loss`), decline the target's
             features (`wants_features`: the target skips them, ~5% of a decode step at 64-256
-            requests on the H200); the requests then running are never drafted again (their
-            context has a gap), requests that start later are. Never with `measure_step_times`
-            (its timing reads every step).
+            requests on the H200); the requests then running, and those admitted while declined,
+            are never drafted again (their context has a gap). `expected_loss` judges from the
+            measured acceptance's upper bound, so a judgement later reversed still costs those
+            requests their drafting. Never with `measure_step_times` (its timing reads every step).
         measure_step_times: with both profiles, time every step into `rates` and use its
             correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
             and the confidences only (the same inputs give the same verification lengths, run
@@ -126,7 +128,7 @@ class DSparkProposer:
         self.measure_step_times = measure_step_times
         self.defer_context = defer_context
         self.decline_features = decline_features and not measure_step_times
-        self._ruled_out: set[int] = set()    # buckets paused because even full acceptance loses there
+        self._ruled_out: set[int] = set()    # buckets paused by `cannot_pay` or `expected_loss`
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
@@ -278,8 +280,8 @@ class DSparkProposer:
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
         if not ready:   # every context has a gap (features declined) or is incomplete: nothing can draft
-            if requests and not probing:
-                self.pauses.lost(batch)   # no probe possible: back off as after a losing one (steps overlap)
+            if requests and not probing:   # a fixed pause (steps overlap), the backoff untouched: a
+                self.pauses.pause(batch, NOTHING_READY_PAUSE)   # request with a whole context waits <= 32 rounds
             self._count(PLAIN, batch)
             return drafts
         asks = [requests[i] for i in ready]
