@@ -59,12 +59,17 @@ def main() -> None:
     exec_time: list[float] = []
     original_execute = runner.execute_model
 
+    def replays() -> int | None:
+        """Decode-graph replays so far, with and without the drafter's features (`plain_graphs`)."""
+        counts = [getattr(getattr(runner, name, None), "replays", None) for name in ("graphs", "plain_graphs")]
+        counts = [c for c in counts if c is not None]
+        return sum(counts) if counts else None
+
     def execute(chunks, *a, **kw):
         t = time.perf_counter()
-        graphs = getattr(runner, "graphs", None)
-        before = None if graphs is None else getattr(graphs, "replays", None)
+        before = replays()
         out = original_execute(chunks, *a, **kw)
-        after = None if graphs is None else getattr(graphs, "replays", None)
+        after = replays()
         decode = all(len(c.token_ids) == 1 for c in chunks)
         kinds.append("graph" if before is not None and after != before else ("decode-eager" if decode else "eager"))
         exec_time.append(time.perf_counter() - t)

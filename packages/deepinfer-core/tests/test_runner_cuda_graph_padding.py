@@ -135,3 +135,49 @@ def test_graph_step_returns_the_drafter_features_of_the_eager_step(tiny_checkpoi
     assert eager.aux_hidden is not None and aux.shape == (4, eager.aux_hidden.shape[1])
     assert torch.equal(logits[:3], eager.logits) and torch.equal(aux[:3], eager.aux_hidden)
     assert aux.shape[1] == 3 * runner.model_config.hidden_size
+
+
+class StubGraphs:
+    """Stands in for `DecodeGraphs` on the CPU: `run` computes the step function eagerly and
+    counts its calls (`replays`)."""
+
+    def __init__(self, step_fn) -> None:
+        self.step_fn, self.replays = step_fn, 0
+
+    def fits(self, batch: int, width: int) -> bool:
+        return True
+
+    def run(self, step):
+        self.replays += 1
+        return self.step_fn(step.input_ids, step.positions, step.meta)
+
+
+def test_declined_features_replay_the_feature_free_graphs(tiny_checkpoint):
+    """`execute_model(features=False)` (a proposer declined the step's features): a decode step
+    goes to `plain_graphs` (its step function is the model without the feature layers) and returns
+    no features, with logits bit-identical to the feature graphs' and the eager step's; without
+    `plain_graphs` the feature graphs run and their features are dropped; eager steps skip them."""
+    folder = tiny_checkpoint("qwen3")
+    runner = ModelRunner(load_model_config(folder), EngineConfig(model=str(folder), dtype="float32", block_size=BLOCK,
+                                                                 device="cpu", deterministic=True))
+    runner.allocate_kv_cache(64)
+    runner.aux_layers = runner._graph_aux_layers = (0, 1)
+    rng = torch.Generator().manual_seed(3)
+    for k_cache, v_cache in runner.kv_caches:
+        k_cache.normal_(generator=rng)
+        v_cache.normal_(generator=rng)
+    chunks = decode_chunks(rng, 3, 64)
+    eager = runner.execute_model(chunks)                        # no graphs yet: eager, with features
+    declined_eager = runner.execute_model(chunks, features=False)
+    assert eager.aux_hidden is not None and declined_eager.aux_hidden is None
+    assert torch.equal(declined_eager.logits, eager.logits)
+    runner.graphs, runner.plain_graphs = StubGraphs(runner._logits_step), StubGraphs(runner._plain_logits_step)
+    with_features = runner.execute_model(chunks)
+    assert (runner.graphs.replays, runner.plain_graphs.replays) == (1, 0)
+    assert torch.equal(with_features.aux_hidden, eager.aux_hidden)
+    declined = runner.execute_model(chunks, features=False)
+    assert (runner.graphs.replays, runner.plain_graphs.replays) == (1, 1) and declined.aux_hidden is None
+    assert torch.equal(declined.logits, eager.logits) and torch.equal(with_features.logits, eager.logits)
+    runner.plain_graphs = None
+    dropped = runner.execute_model(chunks, features=False)
+    assert runner.graphs.replays == 2 and dropped.aux_hidden is None and torch.equal(dropped.logits, eager.logits)

@@ -190,3 +190,28 @@ def test_decline_features_is_a_checked_key(folders) -> None:
         build(target, {**base, "decline_features": True})          # only with confidence scheduling
     with pytest.raises(ValueError, match="speculative_config.decline_features"):
         build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decline_features": "yes"})
+
+
+def test_rows_of_requests_with_a_gap_are_not_buffered(fake_runner) -> None:
+    """Once a flush finds a request's buffered rows past a gap, its later rows are not kept (a
+    flush would only walk them); the other requests' rows are; a finished request is forgotten;
+    a recompute from position 0 that closes the gap makes the request draftable again."""
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
+    observe(proposer, "a", 0, 4)
+    proposer.observe_step(["b"], [0], [4], [0], torch.ones(4, 2))
+    proposer.pauses.pause(2, 100)                    # paused at 2 requests: steps are buffered
+    proposer._last_batch = 2
+    proposer.observe_step(["a", "b"], [6, 4], [1, 1], [0, 1], torch.ones(2, 2))   # a: 4, 5 missing
+    proposer._flush()
+    assert proposer._gapped == {"a"} and proposer.runner.num_positions("b") == 5
+    proposer.observe_step(["a", "b"], [7, 5], [1, 1], [0, 1], torch.ones(2, 2))
+    assert proposer.pending.pairs == 1                # only b's row
+    proposer.observe_step(["a"], [8], [1], [0], torch.ones(1, 2))
+    assert proposer.pending.pairs == 1                # a step of gapped requests only: nothing kept
+    proposer.pauses.pause(2, 0)
+    proposer._flush()                                 # drafting resumed: projected as it comes again
+    proposer.observe_step(["a"], [0], [9], [0], torch.ones(9, 2))   # recomputed from 0 (preempted)
+    assert proposer.runner.num_positions("a") == 9 and "a" not in proposer._gapped
+    proposer._gapped.add("c")
+    proposer.remove("c")
+    assert "c" not in proposer._gapped

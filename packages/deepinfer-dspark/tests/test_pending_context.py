@@ -194,22 +194,23 @@ def test_vectorized_split_equals_the_pair_by_pair_split():
                 del nxt[victim]                                  # it may come back from position 0
         held = {rid: int(torch.randint(0, 4, (1,), generator=gen)) for rid in "abcdef"}
         steps, dropped = list(pending._steps), dict(pending._dropped)
-        runs, index = _take_runs(steps, dropped, held.__getitem__)
-        slow_runs, slow_index = _take_runs_slow(steps, dropped, held.__getitem__)
-        if runs is None:                       # held past a request's first rows leaves a gap
+        runs, index, gapped = _take_runs(steps, dropped, held.__getitem__)
+        slow_runs, slow_index, slow_gapped = _take_runs_slow(steps, dropped, held.__getitem__)
+        if runs is None:                       # a repeat or a gap after a request's first kept row
             continue
         fast += 1
         assert runs == slow_runs and index.tolist() == slow_index.tolist(), trial   # order included
+        assert sorted(gapped) == sorted(slow_gapped), trial
     assert fast >= 20
     repeat = [(["a"], [0], [2], [0], torch.zeros(2, 1)), (["a"], [1], [1], [0], torch.zeros(1, 1))]
     gap = [(["a"], [0], [2], [0], torch.zeros(2, 1)), (["a"], [3], [1], [0], torch.zeros(1, 1))]
     for steps in (repeat, gap):
-        assert _take_runs(steps, {}, lambda rid: 0) == (None, None)
+        assert _take_runs(steps, {}, lambda rid: 0) == (None, None, [])
     # Items come in the order of each request's first buffered rows, held or not.
     zero_count = [(["a", "b"], [0, 0], [0, 1], [0, 0], torch.zeros(1, 1)), (["a"], [0], [1], [0], torch.zeros(1, 1))]
     held_first = [(["a", "b"], [0, 0], [2, 1], [0, 2], torch.zeros(3, 1)), (["a"], [2], [1], [0], torch.zeros(1, 1))]
     for steps, held in ((zero_count, {"a": 0, "b": 0}), (held_first, {"a": 2, "b": 0})):
-        fast_runs, _ = _take_runs(steps, {}, held.__getitem__)
+        fast_runs, _, _ = _take_runs(steps, {}, held.__getitem__)
         assert fast_runs == _take_runs_slow(steps, {}, held.__getitem__)[0]
 
 
@@ -234,3 +235,37 @@ def test_a_rejected_add_changes_nothing() -> None:
     pending.drop("a")
     assert len(pending) == 1 and pending.holds
     assert [(r, p) for r, p, _ in pending.take(lambda rid: 0)] == [("b", [0])]
+
+
+def test_requests_with_a_gap_are_listed_and_skipped_on_both_paths():
+    """Rows that start past `held` (steps whose features were declined in between): the tensor
+    path drops the request and lists it, as the pair-by-pair path does; a gap after some rows
+    projects those rows and lists the request; the clean requests' items are unchanged."""
+    from deepinfer_dspark.pending_context import FEW_PAIRS, _take_runs, _take_runs_slow
+
+    gen = torch.Generator().manual_seed(3)
+    held = {"clean": 4, "late": 3, "later": 0, "gone": 9}
+    steps_total = FEW_PAIRS // 3 + 1
+    pending = PendingContext()
+    for step in range(steps_total):   # one row a step each; "late" resumes at 7, "later" at 5
+        ids, firsts = ["clean", "late", "later"], [4 + step, 7 + step, 5 + step]
+        pending.add_step(ids, firsts, [1, 1, 1], [0, 1, 2], torch.randn(3, 2, generator=gen))
+    steps = list(pending._steps)
+    fast = _take_runs(steps, {}, held.__getitem__)
+    slow = _take_runs_slow(steps, {}, held.__getitem__)
+    assert fast[0] is not None and pending.pairs >= FEW_PAIRS          # the tensor path handled it
+    assert fast[0] == slow[0] == [("clean", 4, steps_total)] and fast[1].tolist() == slow[1].tolist()
+    assert sorted(fast[2]) == sorted(slow[2]) == ["late", "later"]
+    items = pending.take(held.__getitem__)
+    assert [(r, p[0], len(p)) for r, p, _ in items] == [("clean", 4, steps_total)]
+    assert sorted(pending.gapped) == ["late", "later"]
+    torch.testing.assert_close(items[0][2], torch.stack([s[4][0] for s in steps]))
+    # A gap after some rows: those rows are projected, the request is listed (slow path).
+    mid = PendingContext()
+    mid.add_step(["a"], [0], [2], [0], rows([0, 1]))
+    mid.add_step(["a"], [3], [1], [0], rows([3]))
+    items = mid.take(lambda rid: 0)
+    assert [(r, p) for r, p, _ in items] == [("a", [0, 1])] and mid.gapped == ["a"]
+    whole = PendingContext()
+    whole.add_step(["a"], [0], [2], [0], rows([0, 1]))
+    assert whole.take(lambda rid: 1)[0][1] == [1] and whole.gapped == []

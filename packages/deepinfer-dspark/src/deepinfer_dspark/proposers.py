@@ -129,6 +129,7 @@ class DSparkProposer:
         self.defer_context = defer_context
         self.decline_features = decline_features and not measure_step_times
         self._ruled_out: set[int] = set()    # buckets paused by `cannot_pay` or `expected_loss`
+        self._gapped: set[str] = set()       # requests whose context has a gap: never drafted, not buffered
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
@@ -151,6 +152,8 @@ class DSparkProposer:
         drafting is paused: see `PendingContext`)."""
         self.rates.observed(all(0 < len(p) <= 1 + self.num_tokens and p[0] > 0 for _, p, _ in items))   # no prefill
         if self.defer_context and (self._pause > 0 or len(self.pending)):
+            if self._gapped:
+                items = [item for item in items if item[0] not in self._gapped]
             self.pending.add(items)
             if self.pending.full:
                 self._flush()
@@ -163,6 +166,13 @@ class DSparkProposer:
         while drafting is paused the step is buffered with one append."""
         self.rates.observed(max(counts, default=0) <= 1 + self.num_tokens and min(first_positions, default=1) > 0)
         if self.defer_context and (self._pause > 0 or len(self.pending)):
+            if self._gapped:   # their rows could never be projected: not kept
+                keep = [i for i, rid in enumerate(request_ids) if rid not in self._gapped]
+                if not keep:
+                    return
+                if len(keep) < len(request_ids):
+                    request_ids, first_positions, counts, row_starts = (
+                        [values[i] for i in keep] for values in (request_ids, first_positions, counts, row_starts))
             self.pending.add_step(request_ids, first_positions, counts, row_starts, features)
             if self.pending.full:
                 self._flush()
@@ -171,9 +181,12 @@ class DSparkProposer:
         for rid, first, n, row in zip(request_ids, first_positions, counts, row_starts):
             held = self.runner.num_positions(rid)
             if first > held:   # a gap (steps without features): this request is never drafted again
+                self._gapped.add(rid)
                 continue
-            skip = held - first   # held already (a recomputed preemption)
+            skip = held - first   # held already (a recomputed preemption; it may close a gap)
             if n > skip:
+                if self._gapped:
+                    self._gapped.discard(rid)
                 items.append((rid, range(first + skip, first + n)))
                 rows.extend(range(row + skip, row + n))
         if items:   # one row gather for the step (none when the rows are the step's first ones, in order)
@@ -183,6 +196,7 @@ class DSparkProposer:
 
     def _flush(self) -> None:
         items = self.pending.take(self.runner.num_positions)
+        self._gapped.update(self.pending.gapped)
         if items:
             self.runner.observe_batch([(r, p, f.to(self.runner.drafter.dtype)) for r, p, f in items])
 
@@ -191,7 +205,9 @@ class DSparkProposer:
         for request_id, positions, features in items:
             held = self.runner.num_positions(request_id)
             keep = [i for i, p in enumerate(positions) if p >= held]
-            if keep and positions[keep[0]] == held:   # else a gap: never drafted again
+            if keep and positions[keep[0]] > held:   # a gap: never drafted again
+                self._gapped.add(request_id)
+            elif keep:
                 batch.append((request_id, list(positions[keep[0]:]),
                               features[keep[0]:].to(self.runner.drafter.dtype)))
         if batch:
@@ -427,6 +443,7 @@ class DSparkProposer:
 
     def remove(self, request_id: str) -> None:
         self.acceptance.drop(request_id)
+        self._gapped.discard(request_id)
         self.pending.drop(request_id)
         self.runner.remove(request_id)
 
