@@ -78,8 +78,8 @@ def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
     proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
     observe(proposer, "r0", 0, 5)
     observe(proposer, "r0", 7, 3)                    # positions 5 and 6 were never observed
-    proposer._observe_now([("r1", [0, 1, 2], torch.ones(3, 2))])
-    proposer._observe_now([("r1", [4, 5], torch.ones(2, 2))])
+    proposer.feed.project([("r1", [0, 1, 2], torch.ones(3, 2))])
+    proposer.feed.project([("r1", [4, 5], torch.ones(2, 2))])
     assert proposer.runner.num_positions("r0") == 5 and proposer.runner.num_positions("r1") == 3
     gapped = [DraftRequest("r0", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
     assert proposer.propose(gapped)[0].token_ids == []
@@ -203,7 +203,7 @@ def test_rows_of_requests_with_a_gap_are_not_buffered(fake_runner) -> None:
     proposer._last_batch = 2
     proposer.observe_step(["a", "b"], [6, 4], [1, 1], [0, 1], torch.ones(2, 2))   # a: 4, 5 missing
     proposer._flush()
-    assert proposer._gapped == {"a"} and proposer.runner.num_positions("b") == 5
+    assert proposer.feed.gapped == {"a"} and proposer.runner.num_positions("b") == 5
     proposer.observe_step(["a", "b"], [7, 5], [1, 1], [0, 1], torch.ones(2, 2))
     assert proposer.pending.pairs == 1                # only b's row
     proposer.observe_step(["a"], [8], [1], [0], torch.ones(1, 2))
@@ -211,7 +211,7 @@ def test_rows_of_requests_with_a_gap_are_not_buffered(fake_runner) -> None:
     proposer.pauses.pause(2, 0)
     proposer._flush()                                 # drafting resumed: projected as it comes again
     proposer.observe_step(["a"], [0], [9], [0], torch.ones(9, 2))   # recomputed from 0 (preempted)
-    assert proposer.runner.num_positions("a") == 9 and "a" not in proposer._gapped
-    proposer._gapped.add("c")
+    assert proposer.runner.num_positions("a") == 9 and "a" not in proposer.feed.gapped
+    proposer.feed.gapped.add("c")
     proposer.remove("c")
-    assert "c" not in proposer._gapped
+    assert "c" not in proposer.feed.gapped

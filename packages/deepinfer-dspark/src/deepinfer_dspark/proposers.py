@@ -23,6 +23,7 @@ from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
+from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
                                         schedule_rows)
@@ -122,14 +123,13 @@ class DSparkProposer:
         self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket
         self._last_batch = 0                 # requests in the last propose call
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
-        self.pending = PendingContext()      # features observed while paused, projected on resume
+        self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
-        self.defer_context = defer_context
+        self.defer_context = defer_context   # (read by `feed`, given at construction)
         self.decline_features = decline_features and not measure_step_times
         self._ruled_out: set[int] = set()    # buckets paused by `cannot_pay` or `expected_loss`
-        self._gapped: set[str] = set()       # requests whose context has a gap: never drafted, not buffered
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
@@ -149,69 +149,24 @@ class DSparkProposer:
 
     def observe_many(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         """`observe` for a whole step, with one batched context projection (deferred while
-        drafting is paused: see `PendingContext`)."""
+        drafting is paused: see `ContextFeed`)."""
         self.rates.observed(all(0 < len(p) <= 1 + self.num_tokens and p[0] > 0 for _, p, _ in items))   # no prefill
-        if self.defer_context and (self._pause > 0 or len(self.pending)):
-            if self._gapped:
-                items = [item for item in items if item[0] not in self._gapped]
-            self.pending.add(items)
-            if self.pending.full:
-                self._flush()
-            return
-        self._observe_now(items)
+        self.feed.add_items(items, self._pause > 0)
 
     def observe_step(self, request_ids: list[str], first_positions: list[int], counts: list[int],
                      row_starts: list[int], features: torch.Tensor) -> None:
         """`observe_many` for a whole step's features unsliced (see `deepinfer_core.Proposer`):
         while drafting is paused the step is buffered with one append."""
         self.rates.observed(max(counts, default=0) <= 1 + self.num_tokens and min(first_positions, default=1) > 0)
-        if self.defer_context and (self._pause > 0 or len(self.pending)):
-            if self._gapped:   # their rows could never be projected: not kept
-                keep = [i for i, rid in enumerate(request_ids) if rid not in self._gapped]
-                if not keep:
-                    return
-                if len(keep) < len(request_ids):
-                    request_ids, first_positions, counts, row_starts = (
-                        [values[i] for i in keep] for values in (request_ids, first_positions, counts, row_starts))
-            self.pending.add_step(request_ids, first_positions, counts, row_starts, features)
-            if self.pending.full:
-                self._flush()
-            return
-        items, rows = [], []
-        for rid, first, n, row in zip(request_ids, first_positions, counts, row_starts):
-            held = self.runner.num_positions(rid)
-            if first > held:   # a gap (steps without features): this request is never drafted again
-                self._gapped.add(rid)
-                continue
-            skip = held - first   # held already (a recomputed preemption; it may close a gap)
-            if n > skip:
-                if self._gapped:
-                    self._gapped.discard(rid)
-                items.append((rid, range(first + skip, first + n)))
-                rows.extend(range(row + skip, row + n))
-        if items:   # one row gather for the step (none when the rows are the step's first ones, in order)
-            same = rows[-1] == len(rows) - 1 and rows == list(range(len(rows)))
-            kept = features[:len(rows)] if same else features.index_select(0, _index(rows, features.device))
-            self.runner.observe_rows(items, kept)
+        self.feed.add_step(request_ids, first_positions, counts, row_starts, features, self._pause > 0)
+
+    @property
+    def pending(self) -> PendingContext:
+        """The features buffered while paused (`ContextFeed.pending`)."""
+        return self.feed.pending
 
     def _flush(self) -> None:
-        items = self.pending.take(self.runner.num_positions)
-        self._gapped.update(self.pending.gapped)
-        if items:
-            self.runner.observe_batch([(r, p, f.to(self.runner.drafter.dtype)) for r, p, f in items])
-
-    def _observe_now(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
-        batch = []
-        for request_id, positions, features in items:
-            held = self.runner.num_positions(request_id)
-            keep = [i for i, p in enumerate(positions) if p >= held]
-            if keep and positions[keep[0]] > held:   # a gap: never drafted again
-                self._gapped.add(request_id)
-            elif keep:
-                batch.append((request_id, list(positions[keep[0]:]),
-                              features[keep[0]:].to(self.runner.drafter.dtype)))
-        if batch:
-            self.runner.observe_batch(batch)
+        self.feed.flush()
 
     def idle_rounds(self) -> int:
         """Rounds still paused: `propose` returns no drafts for that many calls (see `Proposer`).
@@ -443,15 +398,5 @@ class DSparkProposer:
 
     def remove(self, request_id: str) -> None:
         self.acceptance.drop(request_id)
-        self._gapped.discard(request_id)
-        self.pending.drop(request_id)
+        self.feed.remove(request_id)
         self.runner.remove(request_id)
-
-
-def _index(values: list[int], device: torch.device) -> torch.Tensor:
-    """An int64 index tensor on `device`; on CUDA through pinned memory, non-blocking (a pageable
-    copy would wait for the kernels already queued)."""
-    host = torch.tensor(values, dtype=torch.int64)
-    if device.type != "cuda":
-        return host.to(device)
-    return host.pin_memory().to(device, non_blocking=True)
