@@ -261,3 +261,12 @@ def test_steps_with_drafts_always_carry_features(tiny_checkpoint) -> None:
     verifications = sum(1 for _, drafts, _ in calls if drafts)
     assert verifications > 0 and all(asked and returned for asked, drafts, returned in calls if drafts)
     assert dimmer.asked == len(calls) - verifications
+
+
+def test_feature_free_graphs_only_for_proposers_that_may_decline(tiny_checkpoint) -> None:
+    """The runner captures decode graphs without the features (`plain_graphs`, on CUDA) only
+    for a proposer with `wants_features`."""
+    folder = tiny_checkpoint("qwen3")
+    assert build(folder, Dimmer()).engine.runner.feature_free_graphs is True
+    assert build(folder, Echo(layers=(0,))).engine.runner.feature_free_graphs is False
+    assert build(folder).engine.runner.feature_free_graphs is False

@@ -394,4 +394,5 @@ def build_speculative(config, model_config, runner, max_model_len: int, eos: int
                          f"increasing ints in [-1, {count - 1}] (this target has {count} layers; a drafter "
                          f"trained for another target?)")
     runner.aux_layers = layers
+    runner.feature_free_graphs = getattr(proposer, "wants_features", None) is not None   # it may decline them
     return decoder

@@ -134,18 +134,21 @@ class DecodeGraphs:
         sizes: ascending batch sizes to capture.
         width: block-table columns.
         device: a CUDA device.
+        pool: a graph memory pool to capture into (another `DecodeGraphs`'s `pool`: sets never
+            replayed at once may share one; `run` returns copies, so no output is overwritten
+            while in use); default: a new one.
 
     Capture runs each size once eagerly (warm-up: kernel compilation, cuBLAS handles) and
     then records it; with all slots -1 nothing is written to the KV cache.
     """
 
-    def __init__(self, step_fn: StepFn, sizes: list[int], width: int, device: torch.device) -> None:
+    def __init__(self, step_fn: StepFn, sizes: list[int], width: int, device: torch.device,
+                 pool: object | None = None) -> None:
         self.sizes = sorted(sizes)
         self.buffers = DecodeBuffers(self.sizes[-1], width, device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor | tuple[torch.Tensor, ...]] = {}
         self.replays = 0  # graph launches so far (benchmarks' step classification)
-        pool = None
         b = self.buffers
         for size in reversed(self.sizes):  # largest first: smaller graphs reuse its pool
             step_fn(b.input_ids[:size], b.positions[:size], b.meta(size))
@@ -155,6 +158,7 @@ class DecodeGraphs:
                 self.outputs[size] = step_fn(b.input_ids[:size], b.positions[:size], b.meta(size))
             pool = graph.pool()
             self.graphs[size] = graph
+        self.pool = pool
         torch.cuda.synchronize(device)
 
     def fits(self, batch: int, width: int) -> bool:

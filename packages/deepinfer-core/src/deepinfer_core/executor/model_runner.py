@@ -59,6 +59,7 @@ class ModelRunner:
         self.kv_caches: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.graphs: DecodeGraphs | None = None
         self.plain_graphs: DecodeGraphs | None = None   # without the aux features (steps that skip them)
+        self.feature_free_graphs = False   # capture `plain_graphs` too (a proposer that may decline features)
         # Decoder layers whose outputs every step also returns (features for a speculative drafter).
         self.aux_layers: tuple[int, ...] = ()
         self._graph_aux_layers: tuple[int, ...] = ()
@@ -137,8 +138,9 @@ class ModelRunner:
                                               width, self.block_size, self.device)
         self.graphs = DecodeGraphs(self._logits_step, capture_sizes(self.engine_config.max_num_seqs),
                                    width, self.device)
-        if self.aux_layers:   # for steps whose features the proposer declines (`execute_model(features=False)`)
-            self.plain_graphs = DecodeGraphs(self._plain_logits_step, self.graphs.sizes, width, self.device)
+        if self.aux_layers and self.feature_free_graphs:   # steps whose features a proposer declines
+            self.plain_graphs = DecodeGraphs(self._plain_logits_step, self.graphs.sizes, width, self.device,
+                                             pool=self.graphs.pool)   # never replayed with `graphs`: one pool
         return self.graphs.sizes
 
     def _logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
