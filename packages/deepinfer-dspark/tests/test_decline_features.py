@@ -215,3 +215,26 @@ def test_rows_of_requests_with_a_gap_are_not_buffered(fake_runner) -> None:
     proposer.feed.gapped.add("c")
     proposer.remove("c")
     assert "c" not in proposer.feed.gapped
+
+
+def test_a_recompute_closes_a_gap_while_buffering_and_through_project(fake_runner) -> None:
+    """A gapped request's rows from or before its held positions (a recompute) are buffered and
+    close the gap at the flush; `project` closes it too."""
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
+    feed = proposer.feed
+    observe(proposer, "a", 0, 5)
+    observe(proposer, "a", 7, 1)                     # 5 and 6 missing
+    assert feed.gapped == {"a"}
+    proposer.pauses.pause(1, 100)
+    proposer._last_batch = 1
+    observe(proposer, "a", 8, 1)                     # past the gap: not kept
+    assert not proposer.pending.holds
+    observe(proposer, "a", 0, 9)                     # recomputed from 0 while paused: kept
+    assert proposer.pending.holds and "a" not in feed.gapped
+    proposer._flush()
+    assert proposer.runner.num_positions("a") == 9 and "a" not in feed.gapped
+    feed.project([("b", [0, 1], torch.ones(2, 2))])
+    feed.project([("b", [3], torch.ones(1, 2))])
+    assert feed.gapped == {"b"}
+    feed.project([("b", [0, 1, 2, 3, 4], torch.ones(5, 2))])
+    assert proposer.runner.num_positions("b") == 5 and not feed.gapped

@@ -269,3 +269,17 @@ def test_requests_with_a_gap_are_listed_and_skipped_on_both_paths():
     whole = PendingContext()
     whole.add_step(["a"], [0], [2], [0], rows([0, 1]))
     assert whole.take(lambda rid: 1)[0][1] == [1] and whole.gapped == []
+
+
+def test_a_recompute_after_a_gap_fills_it_on_both_paths():
+    """Rows past a gap, then a recompute from 0 (a preempted request) buffered before the flush:
+    the recompute fills the gap, so the request is projected through its last row and not listed
+    as gapped, whichever path splits the steps."""
+    from deepinfer_dspark.pending_context import _take_runs, _take_runs_slow
+
+    steps = [(["a", "b"], [12 + i, i], [1, 1], [0, 1], torch.zeros(2, 1)) for i in range(9)]
+    steps.append((["a"], [0], [22], [0], torch.zeros(22, 1)))
+    held = {"a": 10, "b": 0}.__getitem__
+    fast, slow = _take_runs(steps, {}, held), _take_runs_slow(steps, {}, held)
+    assert slow[0] == [("a", 10, 12), ("b", 0, 9)] and slow[2] == []
+    assert fast == (None, None, []) or (fast[0] == slow[0] and fast[1].tolist() == slow[1].tolist() and not fast[2])

@@ -8,8 +8,8 @@ context at once, or, while drafting is paused, kept in a `PendingContext` and pr
 batch when drafting resumes (`flush`). A request whose context has a gap (steps whose features
 the proposer declined: `deepinfer_core.Proposer.wants_features`) can never be drafted for again:
 it is remembered in `gapped`, nothing past the gap is projected, and its rows are not buffered.
-A recompute from an earlier position (a preempted request) that closes the gap projected at once
-makes it draftable again.
+A recompute from an earlier position (a preempted request) that closes the gap makes it
+draftable again.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class ContextFeed:
             self.project(items)
             return
         if self.gapped:
-            items = [item for item in items if item[0] not in self.gapped]
+            items = [item for item in items if self._keeps(item[0], item[1][0] if len(item[1]) else 0)]
         self.pending.add(items)
         if self.pending.full:
             self.flush()
@@ -62,7 +62,7 @@ class ContextFeed:
         one append, or projected with one row gather."""
         if self.buffers(paused):
             if self.gapped:   # their rows could never be projected: not kept
-                keep = [i for i, rid in enumerate(request_ids) if rid not in self.gapped]
+                keep = [i for i, rid in enumerate(request_ids) if self._keeps(rid, first_positions[i])]
                 if not keep:
                     return
                 if len(keep) < len(request_ids):
@@ -107,10 +107,22 @@ class ContextFeed:
             if keep and positions[keep[0]] > held:   # a gap: never drafted again
                 self.gapped.add(request_id)
             elif keep:
+                self.gapped.discard(request_id)   # (a recompute may close a gap)
                 batch.append((request_id, list(positions[keep[0]:]),
                               features[keep[0]:].to(self.runner.drafter.dtype)))
         if batch:
             self.runner.observe_batch(batch)
+
+    def _keeps(self, request_id: str, first: int) -> bool:
+        """Whether to buffer a request's rows starting at `first`: not for a gapped request,
+        unless they start at or before its held positions (a recompute that may close the gap;
+        the next flush finds out)."""
+        if request_id not in self.gapped:
+            return True
+        if first > self.runner.num_positions(request_id):
+            return False
+        self.gapped.discard(request_id)
+        return True
 
     def remove(self, request_id: str) -> None:
         """Forgets a finished request's buffered rows and gap."""

@@ -55,7 +55,7 @@ class PendingContext:
         self._rows = 0
         self._live: set[str] = set()   # ids with rows buffered since their last drop
         self.pairs = 0   # buffered (request, step) pairs, finished requests' included: `take` walks them all
-        self.gapped: list[str] = []   # after `take`: ids whose buffered rows all lie past a missing position
+        self.gapped: list[str] = []   # after `take`: ids with buffered rows past a missing position
 
     def __len__(self) -> int:
         return self._rows
@@ -216,8 +216,11 @@ def _take_runs(steps: list, dropped: dict[str, int], held: Callable[[str], int]
     code, first, count, row = code[order], first[order] + skip[order], count[order] - skip[order], row[order] + skip[order]
     lead = torch.ones_like(code, dtype=torch.bool)
     lead[1:] = code[1:] != code[:-1]
-    late = torch.zeros(len(names), dtype=torch.bool)
-    late[code[lead & (first > start[code])]] = True              # a gap before its first kept row
+    # A request whose lowest kept position lies past `held` has a gap before all its rows (a later
+    # lead past `held` may still be filled by a recompute: the check below sends it to the slow path).
+    big = torch.iinfo(torch.int64).max
+    lowest = torch.full((len(names),), big, dtype=torch.int64).scatter_reduce_(0, code, first, reduce="amin")
+    late = (lowest > start) & (lowest != big)
     gapped = [names[c] for c in late.nonzero().flatten().tolist()]
     if gapped:
         on = ~late[code]

@@ -18,12 +18,12 @@ import torch
 from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.acceptance_ratio import AcceptanceRatio
+from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
-from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
                                         schedule_rows)
@@ -127,7 +127,6 @@ class DSparkProposer:
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
-        self.defer_context = defer_context   # (read by `feed`, given at construction)
         self.decline_features = decline_features and not measure_step_times
         self._ruled_out: set[int] = set()    # buckets paused by `cannot_pay` or `expected_loss`
         self.retired = False
@@ -159,6 +158,15 @@ class DSparkProposer:
         while drafting is paused the step is buffered with one append."""
         self.rates.observed(max(counts, default=0) <= 1 + self.num_tokens and min(first_positions, default=1) > 0)
         self.feed.add_step(request_ids, first_positions, counts, row_starts, features, self._pause > 0)
+
+    @property
+    def defer_context(self) -> bool:
+        """Whether features are buffered while paused (`ContextFeed.defer`)."""
+        return self.feed.defer
+
+    @defer_context.setter
+    def defer_context(self, value: bool) -> None:
+        self.feed.defer = value
 
     @property
     def pending(self) -> PendingContext:
