@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Reads `bench_dspark.py --step-log` output: where each engine's time went, against `none`.
+
+Per concurrency and engine: the mean time of one measured call (one batch) and of its first
+step, its plain steps (count, mean) and its drafted steps (count per call, ms per call). Then,
+for engines whose call ran the same schedule as `none` step for step (same running requests
+and prefill tokens at each step: an engine that never drafted), the median extra ms of a
+decode step and of a prefill step over `none`'s same step, and the extra ms per call. This is
+how session 15 found that a paused step cost +0.02-0.14 ms at 32-256 requests.
+
+Usage:
+    python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+
+def load(path: Path) -> list[dict]:
+    """The JSON lines of a step log (gzip or plain)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """One dict per (concurrency, engine): calls, ms per call, first step ms, plain and drafted steps."""
+    groups: dict[tuple[int, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["concurrency"], row["engine"])].append(row)
+    out = []
+    for (c, engine), steps in sorted(groups.items()):
+        calls = len({s["round"] for s in steps})
+        plain = [s["ms"] for s in steps if s["kind"] == "plain" and s["step"] > 0]
+        drafted = [s["ms"] for s in steps if s["kind"] != "plain"]
+        out.append(dict(concurrency=c, engine=engine, calls=calls,
+                        ms_per_call=sum(s["ms"] for s in steps) / calls,
+                        first_ms=sum(s["ms"] for s in steps if s["step"] == 0) / calls,
+                        plain_steps=len(plain), plain_mean_ms=statistics.fmean(plain) if plain else 0.0,
+                        drafted_per_call=len(drafted) / calls, drafted_ms_per_call=sum(drafted) / calls))
+    return out
+
+
+def matched(rows: list[dict], baseline: str = "none") -> list[dict]:
+    """Per (concurrency, engine != baseline): step-by-step differences from the baseline over
+    the steps that ran the same schedule (running requests, prefill tokens). `matched` counts
+    them; `mismatched` counts the others (an engine that drafted changes its schedule)."""
+    index = {(r["engine"], r["concurrency"], r["round"], r["step"]): r for r in rows}
+    diffs: dict[tuple[int, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    calls: dict[tuple[int, str], set[int]] = defaultdict(set)
+    for (engine, c, rnd, step), row in index.items():
+        if engine == baseline:
+            continue
+        calls[(c, engine)].add(rnd)
+        base = index.get((baseline, c, rnd, step))
+        same = base is not None and all(base[k] == row[k] for k in ("running", "prefill_tokens", "kind"))
+        if not same:
+            diffs[(c, engine)]["mismatched"].append(0.0)
+            continue
+        diffs[(c, engine)]["prefill" if row["prefill_tokens"] else "decode"].append(row["ms"] - base["ms"])
+    out = []
+    for (c, engine), kinds in sorted(diffs.items()):
+        n = len(calls[(c, engine)])
+        entry = dict(concurrency=c, engine=engine, mismatched=len(kinds.get("mismatched", [])))
+        for kind in ("decode", "prefill"):
+            values = kinds.get(kind, [])
+            entry[f"{kind}_steps"] = len(values)
+            entry[f"{kind}_median_ms"] = statistics.median(values) if values else 0.0
+            entry[f"{kind}_ms_per_call"] = sum(values) / n
+        out.append(entry)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("log", type=Path, help="steps.jsonl or steps.jsonl.gz from bench_dspark.py --step-log")
+    parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="only these concurrencies")
+    parser.add_argument("--baseline", default="none", help="the engine the others are matched against")
+    args = parser.parse_args()
+    rows = load(args.log)
+    if args.concurrency:
+        rows = [r for r in rows if r["concurrency"] in args.concurrency]
+    print("| requests | engine | calls | ms/call | first step ms | plain steps | plain mean ms | drafted/call "
+          "| drafted ms/call |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for s in summary(rows):
+        print(f"| {s['concurrency']} | {s['engine']} | {s['calls']} | {s['ms_per_call']:.1f} | {s['first_ms']:.1f} "
+              f"| {s['plain_steps']} | {s['plain_mean_ms']:.3f} | {s['drafted_per_call']:.1f} "
+              f"| {s['drafted_ms_per_call']:.1f} |")
+    print()
+    print(f"Steps with {args.baseline}'s schedule (median extra ms per step; extra ms per call):")
+    print("| requests | engine | matched decode | decode median | decode/call | matched prefill | prefill median "
+          "| prefill/call | other steps |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for m in matched(rows, args.baseline):
+        print(f"| {m['concurrency']} | {m['engine']} | {m['decode_steps']} | {m['decode_median_ms']:+.3f} "
+              f"| {m['decode_ms_per_call']:+.1f} | {m['prefill_steps']} | {m['prefill_median_ms']:+.3f} "
+              f"| {m['prefill_ms_per_call']:+.1f} | {m['mismatched']} |")
+
+
+if __name__ == "__main__":
+    main()

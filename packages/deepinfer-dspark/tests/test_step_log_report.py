@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`benchmarks/step_log_report.py`: per-engine totals and step-by-step differences from `none`
+over a hand-made step log (the numbers are worked out below)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "step_log_report.py"
+
+
+@pytest.fixture
+def report():
+    spec = importlib.util.spec_from_file_location("step_log_report", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def step(engine, rnd, number, ms, running=2, prefill=0, kind="plain"):
+    return dict(engine=engine, concurrency=2, round=rnd, step=number, running=running, kind=kind, ms=ms,
+                buffered=0, scheduled=2, prefill_tokens=prefill, verifying=0)
+
+
+def test_summary_and_matched_steps(report, tmp_path) -> None:
+    rows = []
+    for rnd in (0, 1):   # none: a 10 ms prefill step, then two 1.0 ms decode steps
+        rows += [step("none", rnd, 0, 10.0, running=0, prefill=20), step("none", rnd, 1, 1.0), step("none", rnd, 2, 1.0)]
+    # paused: the same schedule, prefill +0.5 ms, decode +0.1 and +0.3 ms
+    for rnd in (0, 1):
+        rows += [step("paused", rnd, 0, 10.5, running=0, prefill=20), step("paused", rnd, 1, 1.1),
+                 step("paused", rnd, 2, 1.3)]
+    # drafted: its second step is a drafted round (another schedule: not matched)
+    rows += [step("drafted", 0, 0, 10.0, running=0, prefill=20), step("drafted", 0, 1, 3.0, kind="drafted")]
+    path = tmp_path / "steps.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(json.dumps(r) for r in rows) + "\n")
+    loaded = report.load(path)
+    assert loaded == rows
+    by = {s["engine"]: s for s in report.summary(loaded)}
+    assert by["none"]["calls"] == 2 and by["none"]["ms_per_call"] == pytest.approx(12.0)
+    assert by["paused"]["plain_mean_ms"] == pytest.approx(1.2) and by["paused"]["first_ms"] == pytest.approx(10.5)
+    assert by["drafted"]["drafted_per_call"] == 1 and by["drafted"]["drafted_ms_per_call"] == pytest.approx(3.0)
+    m = {e["engine"]: e for e in report.matched(loaded)}
+    assert m["paused"]["decode_steps"] == 4 and m["paused"]["decode_median_ms"] == pytest.approx(0.2)
+    assert m["paused"]["decode_ms_per_call"] == pytest.approx(0.4)
+    assert m["paused"]["prefill_median_ms"] == pytest.approx(0.5) and m["paused"]["mismatched"] == 0
+    assert m["drafted"]["mismatched"] == 1 and m["drafted"]["prefill_steps"] == 1
