@@ -31,7 +31,8 @@ def step(engine, rnd, number, ms, running=2, prefill=0, kind="plain"):
 def test_summary_and_matched_steps(report, tmp_path) -> None:
     rows = []
     for rnd in (0, 1):   # none: a 10 ms prefill step, then two 1.0 ms decode steps
-        rows += [step("none", rnd, 0, 10.0, running=0, prefill=20), step("none", rnd, 1, 1.0), step("none", rnd, 2, 1.0)]
+        rows += [step("none", rnd, 0, 10.0, running=0, prefill=20), step("none", rnd, 1, 1.0),
+                 step("none", rnd, 2, 1.0)]
     # paused: the same schedule, prefill +0.5 ms, decode +0.1 and +0.3 ms
     for rnd in (0, 1):
         rows += [step("paused", rnd, 0, 10.5, running=0, prefill=20), step("paused", rnd, 1, 1.1),
