@@ -14,6 +14,7 @@ Greedy output never changes.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.interfaces import Draft, DraftRequest
@@ -270,3 +271,19 @@ def test_feature_free_graphs_only_for_proposers_that_may_decline(tiny_checkpoint
     assert build(folder, Dimmer()).engine.runner.feature_free_graphs is True
     assert build(folder, Echo(layers=(0,))).engine.runner.feature_free_graphs is False
     assert build(folder).engine.runner.feature_free_graphs is False
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU (run on the device machine)")
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_declined_steps_replay_the_feature_free_graphs_on_cuda(tiny_checkpoint, async_scheduling: bool) -> None:
+    """On CUDA the declined decode steps replay `plain_graphs` (captured without the features,
+    sharing the feature graphs' pool) and the output is that of the engine without a proposer."""
+    folder = tiny_checkpoint("qwen3")
+    expected = [o.outputs[0].token_ids for o in run(build(folder, device="cuda"))]
+    dimmer = Dimmer()
+    llm = build(folder, dimmer, device="cuda", async_scheduling=async_scheduling)
+    runner = llm.engine.runner
+    assert runner.plain_graphs is not None and runner.plain_graphs.pool == runner.graphs.pool
+    outs = run(llm)
+    assert [o.outputs[0].token_ids for o in outs] == expected and all(o.error is None for o in outs)
+    assert dimmer.declined and runner.plain_graphs.replays > 0 and runner.graphs.replays > 0
