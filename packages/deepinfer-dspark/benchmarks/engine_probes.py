@@ -117,7 +117,8 @@ def proposer_state(llm, c: int) -> str:
         return ""
     full = proposer.acceptance.full
     gain = proposer.pauses.gain(c)
-    return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds; at {c}: gain "
+    return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds "
+            f"(features declined in {getattr(proposer, 'declined_steps', 0)} steps); at {c}: gain "
             f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
             f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "

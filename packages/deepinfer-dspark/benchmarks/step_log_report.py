@@ -79,7 +79,8 @@ def matched(rows: list[dict], baseline: str = "none") -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\nUsage")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("log", type=Path, help="steps.jsonl or steps.jsonl.gz from bench_dspark.py --step-log")
     parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="only these concurrencies")
     parser.add_argument("--baseline", default="none", help="the engine the others are matched against")
@@ -87,6 +88,9 @@ def main() -> None:
     rows = load(args.log)
     if args.concurrency:
         rows = [r for r in rows if r["concurrency"] in args.concurrency]
+    print("Times in ms. A call is one measured batch of `requests` requests (bench_dspark.py --interleave "
+          "runs several per engine); drafted steps are verification rounds.")
+    print()
     print("| requests | engine | calls | ms/call | first step ms | plain steps | plain mean ms | drafted/call "
           "| drafted ms/call |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -95,7 +99,8 @@ def main() -> None:
               f"| {s['plain_steps']} | {s['plain_mean_ms']:.3f} | {s['drafted_per_call']:.1f} "
               f"| {s['drafted_ms_per_call']:.1f} |")
     print()
-    print(f"Steps with {args.baseline}'s schedule (median extra ms per step; extra ms per call):")
+    print(f"Steps run as {args.baseline} ran them (same running requests and prefill tokens): the median "
+          f"extra ms of one step, and the extra ms summed over a call; other steps: those with another schedule.")
     print("| requests | engine | matched decode | decode median | decode/call | matched prefill | prefill median "
           "| prefill/call | other steps |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")

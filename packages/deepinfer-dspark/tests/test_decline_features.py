@@ -170,6 +170,7 @@ def test_engine_declines_features_where_drafting_is_ruled_out(folders) -> None:
     runner.execute_model = execute_model
     assert greedy(llm, batch) == expected
     assert sum(declined) >= 15, declined             # the steps at 3 requests skipped the features
+    assert proposer.declined_steps == sum(declined)   # the metric counts them
     assert llm.engine.speculative.stats.proposed == 0
     declined.clear()
     lone = greedy(llm, batch[:1])
@@ -190,6 +191,9 @@ def test_decline_features_is_a_checked_key(folders) -> None:
         build(target, {**base, "decline_features": True})          # only with confidence scheduling
     with pytest.raises(ValueError, match="speculative_config.decline_features"):
         build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decline_features": "yes"})
+    with pytest.raises(ValueError, match="speculative_config.decline_features: cannot be true with measure_step_times"):
+        build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decode_profile": DECODE,
+                       "measure_step_times": True, "decline_features": True})
 
 
 def test_rows_of_requests_with_a_gap_are_not_buffered(fake_runner) -> None:

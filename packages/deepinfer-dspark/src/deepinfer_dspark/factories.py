@@ -134,6 +134,9 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     elif spec_config.get("measure_step_times"):
         raise ValueError("speculative_config.measure_step_times: corrects the comparison with plain decoding, "
                          "so it needs decode_profile")
+    if spec_config.get("decline_features") is True and spec_config.get("measure_step_times") is True:
+        raise ValueError("speculative_config.decline_features: cannot be true with measure_step_times "
+                         "(its timing reads every step's features)")
     return dict(sps=sps, short_sps=short, decode=decode, probe_every=_int_key(spec_config, "probe_every", 8, 1),
                 max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                 defer_context=_bool_key(spec_config, "defer_context", True),

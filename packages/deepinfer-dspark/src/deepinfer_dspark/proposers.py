@@ -92,6 +92,7 @@ class DSparkProposer:
         target_layer_ids: the target layers whose outputs the drafter reads.
         lengths: the verification length chosen for each request in the last round (metrics).
         skipped_rounds: rounds in which drafting was skipped (metrics).
+        declined_steps: steps whose target features were declined (metrics).
         drafted_rounds: rounds in which the drafter ran (metrics).
         rates: the measured step times (`MeasuredRates`), used with both profiles.
         pauses: the per-bucket pauses, backoffs and expected gains (`PauseLedger`).
@@ -117,6 +118,7 @@ class DSparkProposer:
         self.probe_every = probe_every
         self.skipped_rounds = 0
         self.drafted_rounds = 0
+        self.declined_steps = 0   # steps whose target features were declined (`wants_features`)
         self.decode = decode
         self.max_probe_every = max(max_probe_every, probe_every)
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
@@ -204,7 +206,9 @@ class DSparkProposer:
             return True
         if self._pause == 0:
             self.idle_rounds()
-        return not (ledger_bucket(self._last_batch) in self._ruled_out and self._pause > 0)
+        declined = ledger_bucket(self._last_batch) in self._ruled_out and self._pause > 0
+        self.declined_steps += declined
+        return not declined
 
     @property
     def _pause(self) -> int:
