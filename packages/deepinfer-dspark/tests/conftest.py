@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Shared helpers: a tiny DeepSpec-format DSpark config and random state dict.
+"""Shared helpers: a tiny DeepSpec-format DSpark config and random state dict, and a tiny target
+with a random drafter for engine tests (`folders`, `kit`).
 
 The key names and shapes below are transcribed from the DeepSpec checkpoint table (the
 `Qwen3DSparkModel` save format, docs/dspark.md section 5), independently of
@@ -9,7 +10,9 @@ The key names and shapes below are transcribed from the DeepSpec checkpoint tabl
 
 from __future__ import annotations
 
+import json
 import math
+import random
 import types
 
 import pytest
@@ -139,3 +142,72 @@ class FakeDraftRunner:
 def fake_runner() -> type:
     """The `FakeDraftRunner` class, for the proposer tests."""
     return FakeDraftRunner
+
+
+ENGINE_VOCAB = 128
+ENGINE_TARGET = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": ENGINE_VOCAB,
+                 "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+                 "max_position_embeddings": 512, "tie_word_embeddings": False, "eos_token_id": ENGINE_VOCAB - 1,
+                 "bos_token_id": ENGINE_VOCAB - 2, "torch_dtype": "float32"}
+
+
+@pytest.fixture
+def folders(tmp_path, tiny) -> tuple:
+    """`(target, drafter)` folders: a 4-layer Qwen3 target config (built with dummy weights) and
+    a random tiny drafter reading its layers 0 and 2, sharing its embedding and LM head."""
+    from safetensors.torch import save_file
+
+    tiny_config, _, random_state_dict = tiny
+    target = tmp_path / "target"
+    drafter = tmp_path / "drafter"
+    target.mkdir()
+    drafter.mkdir()
+    (target / "config.json").write_text(json.dumps(ENGINE_TARGET))
+    config = tiny_config(vocab_size=ENGINE_VOCAB, num_target_layers=4, target_layer_ids=[0, 2],
+                         mask_token_id=ENGINE_VOCAB - 3)
+    state = random_state_dict(config, seed=3)
+    del state["embed_tokens.weight"], state["lm_head.weight"]  # shared with the target, as DeepSpec allows
+    (drafter / "config.json").write_text(json.dumps(config))
+    save_file(state, str(drafter / "model.safetensors"))
+    return target, drafter
+
+
+class EngineKit:
+    """Engine helpers for the `folders` target: `build` (fp32, deterministic, dummy weights),
+    `prompts` (repeated motifs, so n-gram lookup finds something) and `greedy` (24 tokens each)."""
+
+    vocab = ENGINE_VOCAB
+
+    @staticmethod
+    def build(target, spec=None, **kw):
+        from deepinfer_core import LLM
+
+        args = dict(load_format="dummy", dtype="float32", max_model_len=160, block_size=4,
+                    kv_cache_memory=32 << 20, deterministic=True, seed=11)
+        args.update(kw)
+        return LLM(str(target), speculative_config=spec, **args)
+
+    @staticmethod
+    def prompts(count: int, seed: int) -> list[list[int]]:
+        rng = random.Random(seed)
+        out = []
+        for _ in range(count):
+            motif = [rng.randrange(ENGINE_VOCAB - 3) for _ in range(rng.randint(2, 5))]
+            out.append((motif * 8)[: rng.randint(6, 40)])
+        return out
+
+    @staticmethod
+    def greedy(llm, batch: list[list[int]]) -> list[list[int]]:
+        from deepinfer_core import SamplingParams
+
+        outs = llm.generate([{"prompt_token_ids": p} for p in batch],
+                            SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
+        assert all(o.error is None for o in outs)
+        return [o.outputs[0].token_ids for o in outs]
+
+
+@pytest.fixture
+def kit() -> type:
+    """The `EngineKit` class (engine tests on the `folders` target)."""
+    return EngineKit

@@ -3,20 +3,16 @@
 """`DSparkProposer.wants_features` (`decline_features`): while drafting is ruled out at the current
 load (even accepting every draft could not pay), the target skips the drafter's features.
 
-The requests then running get a gap in their drafter context and are never drafted again;
-requests that start once drafting may pay again are; output stays that of plain decoding.
+The requests then running, and those admitted meanwhile, get a gap in their drafter context and
+are never drafted again (unless a recompute closes it); requests admitted once drafting may pay
+again are; output stays that of plain decoding.
 """
 
 from __future__ import annotations
 
-import json
-import random
-
 import pytest
 import torch
-from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.interfaces import DraftRequest
-from safetensors.torch import save_file
 
 from deepinfer_dspark.proposers import NOTHING_READY_PAUSE, DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
@@ -107,47 +103,7 @@ def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
     assert waited <= NOTHING_READY_PAUSE + 1
 
 
-VOCAB = 96
-
-
-@pytest.fixture
-def folders(tmp_path, tiny):
-    """A 2-layer Qwen3 target (dummy weights) and a random drafter reading both its layers."""
-    tiny_config, _, random_state_dict = tiny
-    target, drafter = tmp_path / "target", tmp_path / "drafter"
-    target.mkdir()
-    drafter.mkdir()
-    (target / "config.json").write_text(json.dumps({
-        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": VOCAB, "hidden_size": 64,
-        "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "head_dim": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 256,
-        "tie_word_embeddings": True, "eos_token_id": VOCAB - 1, "torch_dtype": "float32"}))
-    config = tiny_config(vocab_size=VOCAB, num_target_layers=2, target_layer_ids=[0, 1], mask_token_id=VOCAB - 3)
-    state = random_state_dict(config, seed=5)
-    del state["embed_tokens.weight"], state["lm_head.weight"]   # shared with the target
-    (drafter / "config.json").write_text(json.dumps(config))
-    save_file(state, str(drafter / "model.safetensors"))
-    return target, drafter
-
-
-def build(target, spec=None) -> LLM:
-    return LLM(str(target), speculative_config=spec, load_format="dummy", dtype="float32", max_model_len=128,
-               block_size=4, kv_cache_memory=16 << 20, deterministic=True, seed=3)
-
-
-def prompts(count: int, seed: int) -> list[list[int]]:
-    rng = random.Random(seed)
-    return [[rng.randrange(VOCAB - 3) for _ in range(rng.randint(4, 20))] for _ in range(count)]
-
-
-def greedy(llm: LLM, batch: list[list[int]]) -> list[list[int]]:
-    outs = llm.generate([{"prompt_token_ids": p} for p in batch],
-                        SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
-    assert all(o.error is None for o in outs)
-    return [o.outputs[0].token_ids for o in outs]
-
-
-def test_engine_declines_features_where_drafting_is_ruled_out(folders) -> None:
+def test_engine_declines_features_where_drafting_is_ruled_out(folders, kit) -> None:
     """A tiny engine whose profiles rule drafting out at 3 requests and not at 1: the 3-request
     batch runs without features (and without drafts); a lone request after it drafts again;
     greedy output is that of plain decoding throughout."""
@@ -155,9 +111,9 @@ def test_engine_declines_features_where_drafting_is_ruled_out(folders) -> None:
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
             "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 150.0, 150.0]),
             "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0])}
-    batch = prompts(3, seed=8)
-    expected = greedy(build(target), batch)
-    llm = build(target, spec)
+    batch = kit.prompts(3, seed=8)
+    expected = kit.greedy(kit.build(target), batch)
+    llm = kit.build(target, spec)
     proposer = llm.engine.speculative.proposer
     assert proposer.cannot_pay(3) and not proposer.cannot_pay(1) and not proposer.retired
     runner = llm.engine.runner
@@ -168,31 +124,31 @@ def test_engine_declines_features_where_drafting_is_ruled_out(folders) -> None:
         return real(chunks, *args, features=features, **kw)
 
     runner.execute_model = execute_model
-    assert greedy(llm, batch) == expected
+    assert kit.greedy(llm, batch) == expected
     assert sum(declined) >= 15, declined             # the steps at 3 requests skipped the features
     assert proposer.declined_steps == sum(declined)   # the metric counts them
     assert llm.engine.speculative.stats.proposed == 0
     declined.clear()
-    lone = greedy(llm, batch[:1])
+    lone = kit.greedy(llm, batch[:1])
     assert lone == expected[:1]
     assert llm.engine.speculative.stats.proposed > 0 and not any(declined)
     # With the key off, every step carries the features (and the output is the same).
-    keep = build(target, {**spec, "decline_features": False})
+    keep = kit.build(target, {**spec, "decline_features": False})
     real_keep, flags = keep.engine.runner.execute_model, []
     keep.engine.runner.execute_model = lambda chunks, *a, features=True, **kw: (
         flags.append(features) or real_keep(chunks, *a, features=features, **kw))
-    assert greedy(keep, batch) == expected and flags and all(flags)
+    assert kit.greedy(keep, batch) == expected and flags and all(flags)
 
 
-def test_decline_features_is_a_checked_key(folders) -> None:
+def test_decline_features_is_a_checked_key(folders, kit) -> None:
     target, drafter = folders
     base = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4}
     with pytest.raises(ValueError, match="speculative_config.decline_features"):
-        build(target, {**base, "decline_features": True})          # only with confidence scheduling
+        kit.build(target, {**base, "decline_features": True})          # only with confidence scheduling
     with pytest.raises(ValueError, match="speculative_config.decline_features"):
-        build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decline_features": "yes"})
+        kit.build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decline_features": "yes"})
     with pytest.raises(ValueError, match="speculative_config.decline_features: cannot be true with measure_step_times"):
-        build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decode_profile": DECODE,
+        kit.build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decode_profile": DECODE,
                        "measure_step_times": True, "decline_features": True})
 
 
