@@ -120,7 +120,7 @@ def test_one_losing_round_among_winning_ones_does_not_pause() -> None:
                               max_probe_every=64)
     drafted = [_round(proposer, 1)]
     gain = proposer.pauses.gain(1)                                # the first round's: ~0.71
-    pause = proposer.costs.probe_pause(1, gain)
+    pause = proposer.costs.probe_pause(1, gain, 0.0)              # a young bucket: no overhead
     lost_steps = DECODE.at(1) / SPS.at(1 + K) * (1 - gain)        # plain steps the round lost
     assert gain < 1 and pause == math.ceil(lost_steps / PROBE_SHARE) > 8
     drafted += [_round(proposer, 1) for _ in range(99)]
@@ -161,12 +161,10 @@ class RandomRunner(FakeRunner):
 def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None:
     """Rounds of up to SMALL_SCHEDULE candidates are scheduled and judged with Python floats: the
     same verified lengths and the same pause decisions as the tensor path, request rooms included."""
-    import deepinfer_dspark.proposers as proposers
     import deepinfer_dspark.scheduler as scheduler
 
     def run(small: bool) -> list:
-        monkeypatch.setattr(proposers, "SMALL_SCHEDULE", 64 if small else 0)
-        monkeypatch.setattr(scheduler, "SMALL_SCHEDULE", 64 if small else 0)   # the tensor Algorithm 1 too
+        monkeypatch.setattr(scheduler, "SMALL_SCHEDULE", 64 if small else 0)   # the round's path and Algorithm 1's
         proposer = DSparkProposer(RandomRunner(3), K, SPSProfile([1, 4, 16, 64], [900.0, 800.0, 600.0, 150.0]),
                                   decode=SPSProfile([1, 16], [700.0, 650.0]), probe_every=2, max_probe_every=4)
         seen = []
@@ -186,7 +184,7 @@ def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None
     assert sum(s is None for s in small) > 10 and sum(s is not None and sum(s) > 0 for s in small) > 30
     nan = DSparkProposer(FakeRunner([float("nan")]), K, SPS, decode=DECODE)
     for limit in (64, 0):
-        monkeypatch.setattr(proposers, "SMALL_SCHEDULE", limit)
+        monkeypatch.setattr(scheduler, "SMALL_SCHEDULE", limit)
         with pytest.raises(ValueError, match="^confidences: values must lie in"):
             nan.propose([DraftRequest("r", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9)])
 
@@ -234,11 +232,9 @@ def test_close_calls_and_recovery() -> None:
 def test_confidences_past_a_requests_room_are_ignored(monkeypatch) -> None:
     """A value outside [0, 1] past a request's room (drafts it may not verify) is ignored by both
     scheduling paths; within the room it is refused by name."""
-    import deepinfer_dspark.proposers as proposers
     import deepinfer_dspark.scheduler as scheduler
 
     for limit in (64, 0):
-        monkeypatch.setattr(proposers, "SMALL_SCHEDULE", limit)
         monkeypatch.setattr(scheduler, "SMALL_SCHEDULE", limit)
         proposer = DSparkProposer(FakeRunner([0.9]), K, SPS, decode=DECODE)
         proposer.runner.draft = lambda requests, k: [

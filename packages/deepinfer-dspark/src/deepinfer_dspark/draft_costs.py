@@ -19,6 +19,11 @@ from deepinfer_dspark.sps import SPSProfile
 
 PROBE_SHARE = 0.02           # at a losing load, the share of the time its probe rounds may lose
 LONGEST_PROBE_PAUSE = 2048   # rounds: the longest pause that share sets (the evidence's horizon)
+# Plain steps a probe loses on top of its round's own loss: the round after a pause also projects
+# the context buffered during it, and the step after a drafted round waits for its tokens. On the
+# H200 with SmolLM2-135M such a round took 4.5-6.3 ms at 8 requests against 3.3 ms for a drafted
+# round and ~1.05 ms for a plain step (BENCHMARKS.md, session 15's step log): 1-3 plain steps.
+PROBE_OVERHEAD_STEPS = 2.0
 
 
 class DraftCosts:
@@ -65,20 +70,30 @@ class DraftCosts:
         (default `round_rate(B)`, the full round)."""
         return tokens * (self.round_rate(batch) if rate is None else rate) / self.plain_rate(batch)
 
+    def gain_factor(self, batch: int) -> float:
+        """A full round's gain per token emitted per request: `gain(B, B (1 + a))` is
+        (1 + a) times this, for requests accepting `a` drafts each. Accepted drafts do not depend
+        on the batch a request is in, so a bucket where this factor is no larger than at a
+        losing bucket loses too."""
+        return batch * self.round_rate(batch) / self.plain_rate(batch)
+
     def loses(self, batch: int, accepted: float) -> bool:
         """Whether a round of `batch` requests each accepting `accepted` drafts is no faster than
         plain decoding (`gain` <= 1)."""
         return batch * (1 + accepted) * self.round_rate(batch) <= self.plain_rate(batch)
 
-    def probe_pause(self, batch: int, gain: float) -> int:
+    def probe_pause(self, batch: int, gain: float, overhead: float | None = None) -> int:
         """Rounds to pause at `batch` after a drafted round of expected `gain` (<= 1) lost, so
         that such probes lose at most `PROBE_SHARE` of the time there: the round took
         1 / `round_rate(B)` seconds for what plain decoding emits in gain times that, a loss of
-        SPS_decode(B) / round_rate(B) (1 - gain) plain steps, spread over the pause. With the
+        SPS_decode(B) / round_rate(B) (1 - gain) plain steps, plus `overhead` plain steps (the
+        next probe follows a pause; default `PROBE_OVERHEAD_STEPS`), spread over the pause. With the
         doubling backoff alone (8, 16, 32, ... rounds) the first probes could cost a third of the
         time: on the H200 profiles of session 11 (BENCHMARKS.md) a probe at 32 requests loses ~2.5
         plain steps, against a first pause of 8. At most `LONGEST_PROBE_PAUSE`."""
-        lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0)
+        overhead = PROBE_OVERHEAD_STEPS if overhead is None else overhead
+        lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0) \
+            + overhead
         if not math.isfinite(lost_steps) or lost_steps / PROBE_SHARE >= LONGEST_PROBE_PAUSE:
             return LONGEST_PROBE_PAUSE   # also a NaN gain: the longest pause, never an exception
         return math.ceil(lost_steps / PROBE_SHARE)

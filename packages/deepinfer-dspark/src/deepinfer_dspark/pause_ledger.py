@@ -41,6 +41,15 @@ def ledger_bucket(batch: int) -> int:
     return power * 3 // 4 if power >= 4 and batch <= power * 3 // 4 else power
 
 
+def buckets_above(batch: int, largest: int) -> list[int]:
+    """The buckets after `batch`'s, up to `largest`'s, in increasing order."""
+    out, bucket, last = [], ledger_bucket(batch), ledger_bucket(largest)
+    while bucket < last:
+        bucket = ledger_bucket(bucket + 1)
+        out.append(bucket)
+    return out
+
+
 class PauseLedger:
     """Per-bucket pauses, backoffs and expected gains of drafting.
 
@@ -82,19 +91,30 @@ class PauseLedger:
         self._gain[bucket] = (mean, rounds)
         return mean <= 1.0
 
+    def rounds(self, batch: int) -> int:
+        """Drafted rounds judged at `batch`'s bucket so far."""
+        return self._gain.get(ledger_bucket(batch), (0.0, 0))[1]
+
     def gain(self, batch: int) -> float | None:
         """The smoothed expected gain at `batch`'s bucket (None before its first drafted round)."""
         entry = self._gain.get(ledger_bucket(batch))
         return None if entry is None else entry[0]
 
-    def lost(self, batch: int, double: bool = True, at_least: int = 0) -> None:
+    def lost(self, batch: int, double: bool = True, at_least: int = 0) -> int:
         """Drafting lost at `batch`'s bucket: pause there for the bucket's backoff (or `at_least`
         rounds when longer), and double the backoff (capped) unless `double` is False (then the
-        next pause is `probe_every` again)."""
+        next pause is `probe_every` again). Returns the pause set, in rounds."""
         bucket = ledger_bucket(batch)
         backoff = self._backoff.get(bucket, self.probe_every)
         self._left[bucket] = max(backoff, int(at_least))
         self._backoff[bucket] = min(2 * backoff, self.max_probe_every) if double else self.probe_every
+        return self._left[bucket]
+
+    def extend(self, batch: int, rounds: int) -> None:
+        """Skips at least the next `rounds` rounds at `batch`'s bucket (keeps a longer pause
+        there): a loss learnt at another bucket that implies one here (`DSparkProposer`)."""
+        bucket = ledger_bucket(batch)
+        self._left[bucket] = max(self._left.get(bucket, 0), int(rounds))
 
     def won(self, batch: int) -> None:
         """Drafting won at `batch`'s bucket: the next loss there pauses for `probe_every`."""

@@ -23,15 +23,16 @@ from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
-from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
+from deepinfer_dspark.pause_ledger import PauseLedger, buckets_above, ledger_bucket
 from deepinfer_dspark.pending_context import PendingContext
-from deepinfer_dspark.scheduler import (SMALL_SCHEDULE, prefix_survival, row_survivals, schedule_prefixes,
-                                        schedule_rows)
+from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.verify_rates import VerifyRates
 
 MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
+DECLINE_PAUSE = 64            # a measured loss pausing a bucket this long also declines its features
+SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
 
 
 class DSparkProposer:
@@ -70,12 +71,14 @@ class DSparkProposer:
         defer_context: while paused, keep the observed features in `pending` (True) instead of
             projecting them into the drafter's context every step (False).
         decline_features: while drafting is paused at the current load because even accepting
-            every draft could not pay there (`cannot_pay`, `expected_loss`), decline the target's
-            features (`wants_features`: the target skips them, ~5% of a decode step at 64-256
-            requests on the H200); the requests then running, and those admitted while declined,
-            are never drafted again (their context has a gap). `expected_loss` judges from the
-            measured acceptance's upper bound, so a judgement later reversed still costs those
-            requests their drafting. Never with `measure_step_times` (its timing reads every step).
+            every draft could not pay there (`cannot_pay`, `expected_loss`), or for at least
+            `DECLINE_PAUSE` rounds after measured losses (`_plan_pause`, `_spread_loss`), decline
+            the target's features (`wants_features`: the target skips them, ~2% of a decode step
+            at 8-32 requests and ~5% at 64-256 on the H200); the requests then running, and those
+            admitted while declined, are never drafted again (their context has a gap).
+            `expected_loss` judges from the measured acceptance's upper bound, so a judgement later
+            reversed still costs those requests their drafting. Never with `measure_step_times`
+            (its timing reads every step).
         measure_step_times: with both profiles, time every step into `rates` and use its
             correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
             and the confidences only (the same inputs give the same verification lengths, run
@@ -134,8 +137,9 @@ class DSparkProposer:
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
+        self.max_batch = max_batch if max_batch is not None else max(decode.batch_tokens) if decode is not None else 1
         if decode is not None and sps is not None:
-            largest = max_batch if max_batch is not None else max(decode.batch_tokens)
+            largest = self.max_batch
             batch = torch.arange(1, largest + 1, dtype=torch.float64)   # `cannot_pay` for all at once
             tokens = batch * (1 + num_tokens)
             self.retired = bool((tokens * sps(tokens) <= batch * decode(batch)).all())
@@ -275,18 +279,7 @@ class DSparkProposer:
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         if self.sps is not None and all(o.confidences is not None for o in outs):
             rate = self.verify_rates.for_batch(len(outs))   # by verified tokens, for this many drafted
-            if len(outs) * self.num_tokens <= SMALL_SCHEDULE:   # the host's critical path: no tensor op
-                rows = [row_survivals(o.confidences.tolist(), room) for o, room in zip(outs, lengths)]
-                lengths = schedule_rows(rows, rate.at)
-                expected = [sum(row[:n]) for row, n in zip(rows, lengths)]
-            else:
-                conf = torch.stack([o.confidences for o in outs]).double().cpu()   # one transfer
-                room = torch.tensor(lengths)[:, None] <= torch.arange(conf.shape[1])[None, :]
-                survival = prefix_survival(conf.masked_fill_(room, 0.0))   # past a request's room: not verifiable
-                lengths = schedule_prefixes(survival, rate).tolist()
-                verified_mask = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
-                expected = survival.masked_fill(~verified_mask, 0.0).sum(1).tolist()
-                rows = survival.tolist()
+            lengths, expected, rows = schedule_round([o.confidences for o in outs], lengths, rate)
             self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, row)
                                           for r, n, row in zip(asks, lengths, rows)])
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
@@ -383,7 +376,12 @@ class DSparkProposer:
         own verified tokens (`VerifyRates`, as Algorithm 1 chose them) instead of `round_rate(B)`:
         both profiles measured rounds of the same requests. Drafting then pauses for the bucket's
         backoff, which doubles (up to `max_probe_every`), or longer when the round's loss asks
-        for it (`DraftCosts.probe_pause`). Otherwise the backoff is reset: a round
+        for it (`DraftCosts.probe_pause`). Once the bucket has judged `SETTLED_ROUNDS` drafted
+        rounds, the pause also pays for the next probe's overhead (`PROBE_OVERHEAD_STEPS`), the
+        larger buckets that cannot gain more pause as long (`_spread_loss`), and a pause of
+        `DECLINE_PAUSE` rounds or more declines the bucket's features (`decline_features`); a
+        younger average (the first rounds at a bucket, before the acceptance ratio has settled)
+        pauses for the backoff or the round's own loss only. Otherwise the backoff is reset: a round
         that wins while the average loses drafts on, so the average catches up as drafted rounds
         accumulate, and a close call is probed every `probe_every` rounds while a clear loss is
         probed rarely.
@@ -399,9 +397,32 @@ class DSparkProposer:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
         gain = self.costs.gain(batch, tau, rate)
         if self.pauses.judge(batch, gain) and gain <= 1:
-            self.pauses.lost(batch, at_least=self.costs.probe_pause(batch, gain))
+            settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS   # else a young average: short pauses
+            at_least = self.costs.probe_pause(batch, gain, None if settled else 0.0)
+            rounds = self.pauses.lost(batch, at_least=at_least)
+            if settled:
+                self._spread_loss(batch, rounds)
+                if rounds >= DECLINE_PAUSE:
+                    self._pause_for(rounds, batch, ruled_out=True)
         else:
             self.pauses.won(batch)
+
+    def _spread_loss(self, batch: int, rounds: int) -> None:
+        """A measured loss at `batch` is one at every larger bucket whose gain factor is no larger
+        (`DraftCosts.gain_factor`: a request accepts as many drafts in any batch, and they gain
+        no more there): those pause at least `rounds` too (and decline their features from
+        `DECLINE_PAUSE` rounds on), so a chat batch shrinking through the buckets probes a losing
+        load once rather than once per bucket. A bucket whose own settled average wins keeps
+        drafting (its rounds' evidence overrules the inference: the profiles are interpolated)."""
+        factor = self.costs.gain_factor(batch)
+        for bucket in buckets_above(batch, self.max_batch):
+            own = self.pauses.gain(bucket)   # a settled average of its own that wins overrules
+            if own is not None and own > 1 and self.pauses.rounds(bucket) >= SETTLED_ROUNDS:
+                continue
+            if self.costs.gain_factor(bucket) <= factor:
+                self.pauses.extend(bucket, rounds)
+                if self.decline_features and self.pauses.left(bucket) >= DECLINE_PAUSE:
+                    self._ruled_out.add(bucket)   # its requests get a gap when a step is declined
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """After a verification: the request's realized accepted drafts (`acceptance`). The

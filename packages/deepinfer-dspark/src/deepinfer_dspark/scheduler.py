@@ -31,12 +31,22 @@ drafts, so the rule stays non-anticipating, and B is known before the step runs.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import torch
 
 # sps(batch_tokens: int64 tensor) -> steps per second (float tensor of the same shape).
 SPSFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+class VerifyRate(Protocol):
+    """A round's rate by verified tokens: called on a tensor of batch tokens, or `.at(tokens)`
+    for one Python int (`SPSProfile`, `verify_rates.RoundRate`)."""
+
+    def __call__(self, batch_tokens: torch.Tensor) -> torch.Tensor: ...
+
+    def at(self, batch_tokens: int) -> float: ...
 # Candidates (requests x draft positions) up to which an `sps` with a scalar `at(b)` (an
 # `SPSProfile`) is scheduled by `_schedule_small`.
 SMALL_SCHEDULE = 64
@@ -237,3 +247,34 @@ def row_survivals(confidences: list[float], room: int) -> list[float]:
         a = a * c if j < room else 0.0
         out.append(a)
     return out
+
+
+def schedule_round(confidences: Sequence[torch.Tensor], rooms: Sequence[int],
+                   rate: VerifyRate) -> tuple[list[int], list[float], list[list[float]]]:
+    """Algorithm 1 for one drafted round: each request's verified length.
+
+    Args:
+        confidences: per request, its `[k]` float draft confidences (any device).
+        rooms: per request, the drafts it may verify (its tokens left, at most k); confidences
+            past a request's room are ignored.
+        rate: the round's rate by verified tokens (`VerifyRates.for_batch`): `.at(tokens)` for a
+            Python int, called as a tensor function by `schedule_prefixes`.
+
+    Returns:
+        `(lengths, expected, rows)`: the verified lengths, each request's expected accepted drafts
+        over them (the sum of its verified prefix survivals), and each request's prefix survivals
+        (floats; 0 past its room).
+
+    Small rounds (at most `SMALL_SCHEDULE` drafts) run in Python (`schedule_rows`: no tensor op on
+    the host's critical path), larger ones with tensors (`schedule_prefixes`); both give the same
+    lengths."""
+    if len(confidences) * int(confidences[0].numel()) <= SMALL_SCHEDULE:
+        rows = [row_survivals(c.tolist(), room) for c, room in zip(confidences, rooms)]
+        lengths = schedule_rows(rows, rate.at)
+        return lengths, [sum(row[:n]) for row, n in zip(rows, lengths)], rows
+    conf = torch.stack(list(confidences)).double().cpu()   # one transfer
+    past = torch.tensor(list(rooms))[:, None] <= torch.arange(conf.shape[1])[None, :]
+    survival = prefix_survival(conf.masked_fill_(past, 0.0))   # past a request's room: not verifiable
+    lengths = schedule_prefixes(survival, rate).tolist()
+    verified = torch.tensor(lengths)[:, None] > torch.arange(survival.shape[1])[None, :]
+    return lengths, survival.masked_fill(~verified, 0.0).sum(1).tolist(), survival.tolist()

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""A measured loss at one batch-size bucket pauses the larger buckets that cannot gain more
+(`DSparkProposer._spread_loss`), and a long pause declines the features there
+(`DECLINE_PAUSE`): a chat batch shrinking through the buckets probes a losing load once.
+"""
+
+from __future__ import annotations
+
+from deepinfer_core.interfaces import DraftRequest
+
+from deepinfer_dspark.draft_costs import PROBE_OVERHEAD_STEPS, PROBE_SHARE
+from deepinfer_dspark.pause_ledger import PauseLedger, buckets_above
+from deepinfer_dspark.proposers import DECLINE_PAUSE, SETTLED_ROUNDS, DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+K = 4
+DECODE = SPSProfile([1, 8], [1000.0, 1000.0])   # plain steps: flat up to 8 requests
+# Rounds of B (1 + K) tokens: the gain per emitted token per request (`gain_factor`) is 0.5 at 1
+# request, 0.30 at 4, 0.26 at 6 and 0.24 at 8. With confidences 0.7 (1.77 expected accepted
+# drafts) a round wins at 1 request (~1.4) and loses at 4 (~0.83); none of 4-8 is `cannot_pay`
+# (every draft accepted would gain 1.2-1.5 there).
+FALLING = SPSProfile([5, 10, 20, 30, 40], [500.0, 480.0, 300.0, 260.0, 240.0])
+# The same up to 4 requests, then larger rounds that amortize better (0.40 at 6, 0.50 at 8).
+RISING = SPSProfile([5, 10, 20, 30, 40], [500.0, 480.0, 300.0, 400.0, 500.0])
+
+
+def ready_requests(proposer: DSparkProposer, batch: int) -> list[DraftRequest]:
+    """`batch` requests whose drafter context holds their 9 committed positions."""
+    out = []
+    for i in range(batch):
+        proposer.runner.held[f"r{i}"] = 9
+        out.append(DraftRequest(f"r{i}", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9))
+    return out
+
+
+def settle(proposer: DSparkProposer, batch: int, gain: float = 0.8) -> None:
+    """Gives `batch`'s bucket a settled average (`SETTLED_ROUNDS` judged rounds of `gain`)."""
+    for _ in range(SETTLED_ROUNDS):
+        proposer.pauses.judge(batch, gain)
+
+
+def test_buckets_above_and_extend() -> None:
+    assert buckets_above(1, 8) == [2, 3, 4, 6, 8]
+    assert buckets_above(5, 64) == [8, 12, 16, 24, 32, 48, 64]
+    assert buckets_above(8, 8) == [] and buckets_above(7, 5) == []
+    ledger = PauseLedger(probe_every=8, max_probe_every=256)
+    ledger.pause(6, 200)
+    ledger.extend(6, 50)
+    assert ledger.left(6) == 200                   # a longer pause is kept
+    ledger.extend(5, 300)                          # 5 is in the bucket of 6
+    ledger.extend(2, 3)
+    assert ledger.left(6) == 300 and ledger.left(2) == 3 and ledger.left(1) == 0
+    assert ledger.lost(1, at_least=40) == 40 == ledger.left(1)
+
+
+def test_a_loss_pauses_the_larger_buckets_that_cannot_gain_more(fake_runner) -> None:
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    assert not any(proposer.cannot_pay(b) for b in (1, 4, 6, 8))
+    factors = [proposer.costs.gain_factor(b) for b in (1, 2, 3, 4, 6, 8)]
+    assert factors == sorted(factors, reverse=True)
+    settle(proposer, 4)
+    assert any(d.token_ids for d in proposer.propose(ready_requests(proposer, 4)))   # drafted, lost
+    gain = (SETTLED_ROUNDS + 1) * proposer.pauses.gain(4) - SETTLED_ROUNDS * 0.8   # the round's own
+    pause = proposer.pauses.left(4)
+    assert gain < 1 and pause == proposer.costs.probe_pause(4, gain) >= PROBE_OVERHEAD_STEPS / PROBE_SHARE
+    assert proposer.pauses.left(6) == proposer.pauses.left(8) == pause          # spread upwards
+    assert proposer.pauses.left(3) == proposer.pauses.left(2) == proposer.pauses.left(1) == 0
+    # A pause that long declines the features at 4, 6 and 8 (not below).
+    assert pause >= DECLINE_PAUSE and not proposer.wants_features()
+    assert all(proposer.idle_rounds() > 0 and not proposer.wants_features() for _ in range(3))
+    proposer.idle_round(8)
+    assert not proposer.wants_features() and proposer.pauses.left(8) == pause - 1
+    # A lone request still drafts (its bucket gains more) and wants the features again.
+    proposer.idle_round(1)
+    assert proposer.idle_rounds() == 0 and proposer.wants_features()
+    assert any(d.token_ids for d in proposer.propose(ready_requests(proposer, 1)))
+    assert proposer.pauses.gain(1) > 1 and proposer.wants_features()
+
+
+def test_no_spread_where_larger_rounds_gain_more(fake_runner) -> None:
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, RISING, decode=DECODE)
+    assert proposer.costs.gain_factor(6) > proposer.costs.gain_factor(4) < proposer.costs.gain_factor(8)
+    settle(proposer, 4)
+    proposer.propose(ready_requests(proposer, 4))
+    assert proposer.pauses.gain(4) < 1 and proposer.pauses.left(4) > 0
+    assert proposer.pauses.left(6) == proposer.pauses.left(8) == 0
+
+
+def test_features_kept_without_decline_and_while_short_paused(fake_runner) -> None:
+    keep = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE, decline_features=False)
+    settle(keep, 4)
+    keep.propose(ready_requests(keep, 4))
+    assert keep.pauses.left(4) >= DECLINE_PAUSE and keep.wants_features()
+    assert keep.pauses.left(8) >= DECLINE_PAUSE and not keep._ruled_out
+    # A pause shorter than DECLINE_PAUSE (set by hand here) leaves the features on.
+    short = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    short.propose(ready_requests(short, 1))
+    short.pauses.pause(1, DECLINE_PAUSE - 1)
+    assert short.wants_features()
+
+
+def test_spread_pauses_tick_at_their_own_bucket(fake_runner) -> None:
+    """The pause spread to 8 counts down only in rounds at 8: a batch shrinking from 8 to 4 to 1
+    keeps 8 paused for the next batch."""
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    settle(proposer, 4)
+    proposer.propose(ready_requests(proposer, 4))
+    before = proposer.pauses.left(8)
+    for batch in [4] * 30 + [1] * 5:
+        if proposer.idle_rounds() > 0:
+            proposer.idle_round(batch)
+        else:
+            proposer.propose(ready_requests(proposer, batch))
+    assert proposer.pauses.left(8) == before and proposer.pauses.left(4) == before - 30
+    assert proposer.pauses.gain(1) > 1 and proposer.pauses.left(1) == 0
+
+
+def test_a_young_loss_pauses_briefly_and_a_settled_win_overrules_the_spread(fake_runner) -> None:
+    """The first rounds at a bucket (before `SETTLED_ROUNDS`) pause for the backoff or the round's
+    own loss only, without the probe overhead, the spread or a decline: early averages are noisy
+    (the acceptance ratio is still learning). A larger bucket whose own settled average wins is
+    not paused by a loss below it."""
+    young = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    young.propose(ready_requests(young, 4))
+    gain = young.pauses.gain(4)
+    assert gain < 1 and young.pauses.left(4) == max(young.probe_every, young.costs.probe_pause(4, gain, 0.0))
+    assert young.pauses.left(4) < DECLINE_PAUSE and young.pauses.left(8) == 0 and young.wants_features()
+    mixed = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    settle(mixed, 4)
+    settle(mixed, 8, gain=1.2)                      # 8's own rounds won
+    mixed.propose(ready_requests(mixed, 4))
+    assert mixed.pauses.left(4) >= DECLINE_PAUSE and mixed.pauses.left(6) == mixed.pauses.left(4)
+    assert mixed.pauses.left(8) == 0
