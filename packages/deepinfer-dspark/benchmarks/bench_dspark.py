@@ -9,11 +9,15 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
   - `none-again` (by name only): a second engine without speculation, the noise floor of the
     paired ratios (`--interleave`, with `none` first);
   - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
-    calibrated confidences and the SPS profiles of speculative rounds verifying k and 1 drafts
-    per request (--spec-sps and --spec-sps-k1, or measured here first), and drafting pauses while
-    plain decoding (--sps profile) is expected to be faster;
-  - `confidence-k7` (by name only): the same without the k = 1 profile (Algorithm 1 reads the
-    k-round profile at the verified token count, as before session 12).
+    calibrated confidences and the SPS profile of speculative rounds verifying k drafts per
+    request (--spec-sps, or measured here first) read at the verified token count, and drafting
+    pauses while plain decoding (--sps profile) is expected to be faster;
+  - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
+    request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
+    profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
+    engine's padded one: on the H200 at 1 request it led Algorithm 1 to verify 4.4 drafts where
+    the round cost what 7 cost (2.66 against 2.64 ms, session 16's call 7) and to run at 0.92x
+    fixed-7. `confidence-k7` is the old name of today's `confidence`.
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s); per-user tok/s = mean over requests of
 tokens / (finish - arrival); mean verified / accepted lengths from the engine's counters.
@@ -88,8 +92,8 @@ def main() -> None:
     parser.add_argument("--spec-sps", default=None, help="speculative-round SPS profile JSON; measured when absent")
     parser.add_argument("--spec-sps-k1", default=None,
                         help="SPS profile JSON of speculative rounds verifying 1 draft per request (the "
-                             "sps_profile_k1 of every confidence variant but confidence-k7); measured when "
-                             "absent and such a variant runs")
+                             "sps_profile_k1 of the confidence-k1 variant); measured when absent and that "
+                             "variant runs")
     parser.add_argument("--sps-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
                         help="batch sizes (requests) at which both profiles are measured, besides every "
                              "--concurrency; sizes above the largest concurrency are dropped")
@@ -160,8 +164,8 @@ def main() -> None:
 
     decode = SPSProfile.load(args.sps) if args.sps else profile("decode")
     spec_sps = SPSProfile.load(args.spec_sps) if args.spec_sps else profile("spec", max(args.fixed))
-    # The k = 1 rounds' profile: only the confidence variants but `confidence-k7` read it.
-    wants_k1 = args.variants is None or any(v.startswith("confidence") and v != "confidence-k7" for v in args.variants)
+    # The k = 1 rounds' profile: only `confidence-k1` reads it.
+    wants_k1 = args.variants is not None and "confidence-k1" in args.variants
     spec_k1 = SPSProfile.load(args.spec_sps_k1) if args.spec_sps_k1 else (profile("spec", 1) if wants_k1 else None)
     if args.save_sps is not None:
         decode.save(args.save_sps)
@@ -173,10 +177,10 @@ def main() -> None:
             for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
     variants = {"none": None, "none-again": None, "confidence": {"method": "dspark", "model": args.drafter,
                                              "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
-                                             "sps_profile": spec_sps, "sps_profile_k1": spec_k1,
-                                             "decode_profile": decode}}
-    # Asked for by name only: Algorithm 1 on the k-round profile alone (no `sps_profile_k1`).
-    variants["confidence-k7"] = {**variants["confidence"], "sps_profile_k1": None}
+                                             "sps_profile": spec_sps, "decode_profile": decode}}
+    # Asked for by name only: Algorithm 1 also reading the k = 1 rounds' profile (`sps_profile_k1`).
+    variants["confidence-k1"] = {**variants["confidence"], "sps_profile_k1": spec_k1}
+    variants["confidence-k7"] = variants["confidence"]   # its name in sessions 12-15
     # Asked for by name only: confidence scheduling that projects the drafter's context every step
     # while paused, instead of buffering the features (`defer_context`).
     variants["confidence-direct"] = {**variants["confidence"], "defer_context": False}
@@ -194,7 +198,7 @@ def main() -> None:
             raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
         variants = {k: variants[k] for k in args.variants}   # in the order given
     else:
-        for name in ("none-again", "confidence-k7", "confidence-direct", "confidence-measured"):
+        for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured"):
             variants.pop(name)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)

@@ -132,3 +132,29 @@ def test_a_young_loss_pauses_briefly_and_a_settled_win_overrules_the_spread(fake
     mixed.propose(ready_requests(mixed, 4))
     assert mixed.pauses.left(4) >= DECLINE_PAUSE and mixed.pauses.left(6) == mixed.pauses.left(4)
     assert mixed.pauses.left(8) == 0
+
+
+def test_a_gap_found_where_drafting_wins_stops_the_declines_after_losses(fake_runner) -> None:
+    """Declining after measured losses gaps the requests running; when such a request reaches a
+    load where drafting wins (the last request of a batch), that decline stops for good, while
+    a gapped request at a load not known to win changes nothing."""
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    settle(proposer, 1, gain=1.3)
+    settle(proposer, 4)
+    proposer.propose(ready_requests(proposer, 4))
+    assert proposer.ledger_decline and not proposer.wants_features()
+    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)]   # holds 0 positions
+    for batch in (2, 3):                                   # loads with no settled win: kept
+        drafts = proposer.propose(gapped + ready_requests(proposer, batch - 1))
+        assert not drafts[0].token_ids and drafts[1].token_ids and proposer.ledger_decline
+    proposer.pauses.pause(1, 0)
+    assert not proposer.propose(gapped)[0].token_ids     # alone, where drafting wins: regretted
+    assert not proposer.ledger_decline
+    proposer.idle_round(8)
+    assert proposer.pauses.left(8) > 0 and proposer.wants_features()   # still paused, features kept
+    # Later losses pause (and spread) as before, without declining.
+    proposer.pauses.pause(4, 0)
+    proposer.pauses.pause(8, 0)
+    proposer.propose(ready_requests(proposer, 4))
+    assert proposer.pauses.left(4) >= DECLINE_PAUSE and proposer.pauses.left(8) >= DECLINE_PAUSE
+    assert proposer.wants_features()

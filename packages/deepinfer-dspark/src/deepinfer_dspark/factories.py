@@ -9,7 +9,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
           sps_profile_k1 (JSON path or an `SPSProfile` of rounds verifying 1 draft per request,
           batch tokens = 2 x requests; optional with "confidence": Algorithm 1 then reads a
-          round's time interpolated in its verified tokens, see `VerifyRates`),
+          round's time interpolated in its verified tokens, see `VerifyRates`; the README says
+          why it is not recommended),
           calibration (JSON path of `SequentialTemperatureScaling`; default: the checkpoint
           folder's calibration.json when present, as `deepinfer-dspark train` writes it),
           probe_every (8: rounds without drafting after a round that verified nothing),

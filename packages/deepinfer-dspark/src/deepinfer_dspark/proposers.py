@@ -72,7 +72,8 @@ class DSparkProposer:
             projecting them into the drafter's context every step (False).
         decline_features: while drafting is paused at the current load because even accepting
             every draft could not pay there (`cannot_pay`, `expected_loss`), or for at least
-            `DECLINE_PAUSE` rounds after measured losses (`_plan_pause`, `_spread_loss`), decline
+            `DECLINE_PAUSE` rounds after measured losses (`_plan_pause`, `_spread_loss`; until a
+            request with a gap is found at a load where drafting wins: `_regret_gaps`), decline
             the target's features (`wants_features`: the target skips them, ~2% of a decode step
             at 8-32 requests and ~5% at 64-256 on the H200); the requests then running, and those
             admitted while declined, are never drafted again (their context has a gap).
@@ -133,7 +134,9 @@ class DSparkProposer:
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
         self.decline_features = decline_features and not measure_step_times
-        self._ruled_out: set[int] = set()    # buckets paused by `cannot_pay` or `expected_loss`
+        self._ruled_out: set[int] = set()    # buckets whose features are declined while paused
+        self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
+        self._ledger_ruled: set[int] = set()  # buckets declined after measured losses
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
@@ -266,6 +269,8 @@ class DSparkProposer:
         if self.pending.holds:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
+        if len(ready) < len(requests) and self._ledger_ruled:
+            self._regret_gaps(batch)
         if not ready:   # every context has a gap (features declined) or is incomplete: nothing can draft
             if requests and not probing:   # a fixed pause (steps overlap), the backoff untouched: a
                 self.pauses.pause(batch, NOTHING_READY_PAUSE)   # request with a whole context waits <= 32 rounds
@@ -402,8 +407,9 @@ class DSparkProposer:
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:
                 self._spread_loss(batch, rounds)
-                if rounds >= DECLINE_PAUSE:
+                if rounds >= DECLINE_PAUSE and self.ledger_decline:
                     self._pause_for(rounds, batch, ruled_out=True)
+                    self._ledger_ruled.add(ledger_bucket(batch))
         else:
             self.pauses.won(batch)
 
@@ -421,8 +427,23 @@ class DSparkProposer:
                 continue
             if self.costs.gain_factor(bucket) <= factor:
                 self.pauses.extend(bucket, rounds)
-                if self.decline_features and self.pauses.left(bucket) >= DECLINE_PAUSE:
+                if self.ledger_decline and self.pauses.left(bucket) >= DECLINE_PAUSE:
                     self._ruled_out.add(bucket)   # its requests get a gap when a step is declined
+                    self._ledger_ruled.add(bucket)
+
+    def _regret_gaps(self, batch: int) -> None:
+        """A round at `batch`, where drafting has won (a settled average above 1), found requests
+        whose context has a gap: declining after measured losses cost drafting where it pays
+        (a batch's last requests reach a winning load). From now on features are declined only
+        where drafting is ruled out outright (`cannot_pay`, `expected_loss`)."""
+        gain = self.pauses.gain(batch)
+        if gain is None or gain <= 1 or self.pauses.rounds(batch) < SETTLED_ROUNDS:
+            return
+        self.ledger_decline = False
+        for bucket in self._ledger_ruled:
+            if not self.cannot_pay(bucket) and not self.expected_loss(bucket):
+                self._ruled_out.discard(bucket)
+        self._ledger_ruled.clear()
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """After a verification: the request's realized accepted drafts (`acceptance`). The
