@@ -17,7 +17,9 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
     engine's padded one: on the H200 at 1 request it led Algorithm 1 to verify 4.4 drafts where
     the round cost what 7 cost (2.66 against 2.64 ms, session 16's call 7) and to run at 0.92x
-    fixed-7. `confidence-k7` is the old name of today's `confidence`.
+    fixed-7. `confidence-k7` is the old name of today's `confidence`;
+  - `confidence-direct` and `confidence-measured` (by name only): `defer_context` false, and
+    `measure_step_times` true.
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s); per-user tok/s = mean over requests of
 tokens / (finish - arrival); mean verified / accepted lengths from the engine's counters.
@@ -108,10 +110,12 @@ def main() -> None:
                         help="measure the profiles in this process (default: each in a fresh child process, "
                              "since later engines in one process ran slower on the H200)")
     parser.add_argument("--save-sps", type=Path, default=None,
-                        help="write the plain-decode profile used here to this path, the speculative ones to "
-                             "spec_<name> and spec_k1_<name>")
+                        help="write the plain-decode profile used here to this path, the speculative one to "
+                             "spec_<name> and, when there is one, the k = 1 rounds' to spec_k1_<name>")
     parser.add_argument("--variants", nargs="+", default=None,
-                        help="run only these methods (none, confidence, fixed-K), in this order; default all")
+                        help="run only these methods, in this order: none, confidence, fixed-K (for K in "
+                             "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
+                             "confidence-direct, confidence-measured; default none, confidence and every fixed-K")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")

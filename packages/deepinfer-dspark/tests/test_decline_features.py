@@ -132,7 +132,7 @@ def test_engine_declines_features_where_drafting_is_ruled_out(folders, kit) -> N
     lone = kit.greedy(llm, batch[:1])
     assert lone == expected[:1]
     assert llm.engine.speculative.stats.proposed > 0
-    # The random drafter's rounds all lose there too: once measured (a long pause, `DECLINE_PAUSE`),
+    # The random drafter's rounds all lose there too: once measured (a settled loss),
     # the lone request's later steps decline the features; never before it drafted.
     assert not declined[0] and proposer.pauses.gain(1) <= 1.0, declined
     # With the key off, every step carries the features (and the output is the same).

@@ -1,17 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
 """A measured loss at one batch-size bucket pauses the larger buckets that cannot gain more
-(`DSparkProposer._spread_loss`), and a long pause declines the features there
-(`DECLINE_PAUSE`): a chat batch shrinking through the buckets probes a losing load once.
+(`DSparkProposer._spread_loss`), and the features are declined there while paused
+(`ledger_decline`): a chat batch shrinking through the buckets probes a losing load once.
 """
 
 from __future__ import annotations
+
+import math
 
 from deepinfer_core.interfaces import DraftRequest
 
 from deepinfer_dspark.draft_costs import PROBE_OVERHEAD_STEPS, PROBE_SHARE
 from deepinfer_dspark.pause_ledger import PauseLedger, buckets_above
-from deepinfer_dspark.proposers import DECLINE_PAUSE, SETTLED_ROUNDS, DSparkProposer
+from deepinfer_dspark.proposers import NOTHING_READY_PAUSE, SETTLED_ROUNDS, DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 K = 4
@@ -23,6 +25,7 @@ DECODE = SPSProfile([1, 8], [1000.0, 1000.0])   # plain steps: flat up to 8 requ
 FALLING = SPSProfile([5, 10, 20, 30, 40], [500.0, 480.0, 300.0, 260.0, 240.0])
 # The same up to 4 requests, then larger rounds that amortize better (0.40 at 6, 0.50 at 8).
 RISING = SPSProfile([5, 10, 20, 30, 40], [500.0, 480.0, 300.0, 400.0, 500.0])
+LONG = math.ceil(PROBE_OVERHEAD_STEPS / PROBE_SHARE)   # the shortest pause after a settled loss
 
 
 def ready_requests(proposer: DSparkProposer, batch: int) -> list[DraftRequest]:
@@ -66,8 +69,8 @@ def test_a_loss_pauses_the_larger_buckets_that_cannot_gain_more(fake_runner) -> 
     assert gain < 1 and pause == proposer.costs.probe_pause(4, gain) >= PROBE_OVERHEAD_STEPS / PROBE_SHARE
     assert proposer.pauses.left(6) == proposer.pauses.left(8) == pause          # spread upwards
     assert proposer.pauses.left(3) == proposer.pauses.left(2) == proposer.pauses.left(1) == 0
-    # A pause that long declines the features at 4, 6 and 8 (not below).
-    assert pause >= DECLINE_PAUSE and not proposer.wants_features()
+    # A settled loss declines the features at 4, 6 and 8 (not below).
+    assert pause >= LONG and not proposer.wants_features()
     assert all(proposer.idle_rounds() > 0 and not proposer.wants_features() for _ in range(3))
     proposer.idle_round(8)
     assert not proposer.wants_features() and proposer.pauses.left(8) == pause - 1
@@ -91,12 +94,12 @@ def test_features_kept_without_decline_and_while_short_paused(fake_runner) -> No
     keep = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE, decline_features=False)
     settle(keep, 4)
     keep.propose(ready_requests(keep, 4))
-    assert keep.pauses.left(4) >= DECLINE_PAUSE and keep.wants_features()
-    assert keep.pauses.left(8) >= DECLINE_PAUSE and not keep._ruled_out
-    # A pause shorter than DECLINE_PAUSE (set by hand here) leaves the features on.
+    assert keep.pauses.left(4) >= LONG and keep.wants_features()
+    assert keep.pauses.left(8) >= LONG and not keep._ruled_out
+    # A pause that no settled loss set (by hand here) leaves the features on.
     short = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
     short.propose(ready_requests(short, 1))
-    short.pauses.pause(1, DECLINE_PAUSE - 1)
+    short.pauses.pause(1, 500)
     assert short.wants_features()
 
 
@@ -125,12 +128,12 @@ def test_a_young_loss_pauses_briefly_and_a_settled_win_overrules_the_spread(fake
     young.propose(ready_requests(young, 4))
     gain = young.pauses.gain(4)
     assert gain < 1 and young.pauses.left(4) == max(young.probe_every, young.costs.probe_pause(4, gain, 0.0))
-    assert young.pauses.left(4) < DECLINE_PAUSE and young.pauses.left(8) == 0 and young.wants_features()
+    assert young.pauses.left(4) < LONG and young.pauses.left(8) == 0 and young.wants_features()
     mixed = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
     settle(mixed, 4)
     settle(mixed, 8, gain=1.2)                      # 8's own rounds won
     mixed.propose(ready_requests(mixed, 4))
-    assert mixed.pauses.left(4) >= DECLINE_PAUSE and mixed.pauses.left(6) == mixed.pauses.left(4)
+    assert mixed.pauses.left(4) >= LONG and mixed.pauses.left(6) == mixed.pauses.left(4)
     assert mixed.pauses.left(8) == 0
 
 
@@ -156,5 +159,28 @@ def test_a_gap_found_where_drafting_wins_stops_the_declines_after_losses(fake_ru
     proposer.pauses.pause(4, 0)
     proposer.pauses.pause(8, 0)
     proposer.propose(ready_requests(proposer, 4))
-    assert proposer.pauses.left(4) >= DECLINE_PAUSE and proposer.pauses.left(8) >= DECLINE_PAUSE
+    assert proposer.pauses.left(4) >= LONG and proposer.pauses.left(8) >= LONG
     assert proposer.wants_features()
+
+
+def test_rounds_with_gapped_requests_are_not_judged(fake_runner) -> None:
+    """A round in which some requests cannot draft (a gap in their context) says nothing about
+    the bucket: it is priced as the whole batch's round, so it looks like a loss where drafting
+    for every request wins. It pauses `NOTHING_READY_PAUSE` rounds when it lost, and is neither
+    judged, nor spread, nor a reason to decline features."""
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    gapped = DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)   # holds 0 positions
+    pauses = []
+    for _ in range(300):
+        if proposer.idle_rounds() > 0:
+            proposer.idle_round(2)
+            continue
+        drafts = proposer.propose([gapped] + ready_requests(proposer, 1))
+        assert not drafts[0].token_ids and drafts[1].token_ids
+        pauses.append(proposer.pauses.left(2))
+    assert pauses and set(pauses) == {NOTHING_READY_PAUSE}            # each such round lost
+    assert proposer.pauses.rounds(2) == 0 and proposer.pauses.gain(2) is None
+    assert proposer.pauses.left(8) == 0 and not proposer._ruled_out and proposer.wants_features()
+    whole = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)   # both requests drafting: a win
+    whole.propose(ready_requests(whole, 2))
+    assert whole.pauses.gain(2) > 1 and whole.pauses.left(2) == 0

@@ -72,9 +72,9 @@ class DraftCosts:
 
     def gain_factor(self, batch: int) -> float:
         """A full round's gain per token emitted per request: `gain(B, B (1 + a))` is
-        (1 + a) times this, for requests accepting `a` drafts each. Accepted drafts do not depend
-        on the batch a request is in, so a bucket where this factor is no larger than at a
-        losing bucket loses too."""
+        (1 + a) times this, for requests accepting `a` drafts each. Assuming a request accepts as
+        many drafts in any batch (as `FullAcceptance` does), a bucket where this factor is no
+        larger than at a losing bucket loses too."""
         return batch * self.round_rate(batch) / self.plain_rate(batch)
 
     def loses(self, batch: int, accepted: float) -> bool:

@@ -23,8 +23,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           defer_context (True: while drafting is paused, buffer the target features and project
           them when drafting resumes; False: project every step, paused or not),
           decline_features (True: while drafting is paused because even accepting every draft
-          could not pay at the current load (`cannot_pay`, `expected_loss`), the target skips the
-          drafter's features and the requests then running or admitted are never drafted again;
+          could not pay at the current load (`cannot_pay`, `expected_loss`), or after a settled
+          measured loss there or below (until `_regret_gaps`), the target skips the drafter's
+          features and the requests then running or admitted are never drafted again;
           False: features every step),
           measure_step_times (False: opt in to correcting the two profiles by the step times
           measured while serving, see `MeasuredRates`; needs decode_profile).

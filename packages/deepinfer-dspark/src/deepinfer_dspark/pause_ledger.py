@@ -20,10 +20,12 @@ bucket of the batch size (`ledger_bucket`: 1, 2, 3, 4, 6, 8, 12, 16, ..., powers
 - the next pause (exponential backoff from `probe_every` up to `max_probe_every`, and at least
   what keeps the probes' loss to a set share of the time: `lost(at_least=...)`, see
   `DSparkProposer._plan_pause`). The proposer pauses only when both the average and the round
-  just drafted lose, and resets the backoff otherwise: a round that wins while the average loses drafts on, so the average catches up
-  as drafted rounds accumulate when the load or the drafts turn favourable (about 100 rounds
-  after a long losing spell in simulations); a close call is probed every
-  `probe_every` rounds, a clear loss (no round ever wins) ever more rarely.
+  just drafted lose, and resets the backoff otherwise: a round that wins while the average loses
+  drafts on, so the average catches up as drafted rounds accumulate when the load or the drafts
+  turn favourable (about 100 rounds after a long losing spell in simulations). At a young bucket
+  a close call is probed every `probe_every` rounds, a clear loss ever more rarely; once the
+  bucket's average is settled, a pause also pays for the next probe's overhead (at least ~100
+  rounds with the defaults) and may be extended to larger buckets (`extend`).
 
 Every decision reads earlier rounds only, never the drafts it governs, so verification stays
 lossless (the argument of the paper's stale-capacity variant). Device-free.

@@ -31,7 +31,6 @@ from deepinfer_dspark.verify_rates import VerifyRates
 
 MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
-DECLINE_PAUSE = 64            # a measured loss pausing a bucket this long also declines its features
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
 
 
@@ -72,10 +71,11 @@ class DSparkProposer:
             projecting them into the drafter's context every step (False).
         decline_features: while drafting is paused at the current load because even accepting
             every draft could not pay there (`cannot_pay`, `expected_loss`), or for at least
-            `DECLINE_PAUSE` rounds after measured losses (`_plan_pause`, `_spread_loss`; until a
-            request with a gap is found at a load where drafting wins: `_regret_gaps`), decline
-            the target's features (`wants_features`: the target skips them, ~2% of a decode step
-            at 8-32 requests and ~5% at 64-256 on the H200); the requests then running, and those
+            after a settled measured loss there or below (`_plan_pause`, `_spread_loss`; until a
+            request with a gap is found at a load where drafting has a settled win:
+            `_regret_gaps`), decline
+            the target's features (`wants_features`: the target skips them, 1.5-2% of a decode
+            step at 8-32 requests and 3-5% at 64-256 on the H200); the requests then running, and those
             admitted while declined, are never drafted again (their context has a gap).
             `expected_loss` judges from the measured acceptance's upper bound, so a judgement later
             reversed still costs those requests their drafting. Never with `measure_step_times`
@@ -97,6 +97,8 @@ class DSparkProposer:
         lengths: the verification length chosen for each request in the last round (metrics).
         skipped_rounds: rounds in which drafting was skipped (metrics).
         declined_steps: steps whose target features were declined (metrics).
+        ledger_decline: whether settled measured losses still decline features (`decline_features`
+            until `_regret_gaps` turns it off).
         drafted_rounds: rounds in which the drafter ran (metrics).
         rates: the measured step times (`MeasuredRates`), used with both profiles.
         pauses: the per-bucket pauses, backoffs and expected gains (`PauseLedger`).
@@ -207,8 +209,9 @@ class DSparkProposer:
     def wants_features(self) -> bool:
         """Whether the next step must capture the target features (see
         `deepinfer_core.Proposer.wants_features`): False while the last round's bucket is paused
-        because even accepting every draft could not pay there (`decline_features`). A pause run
-        out is judged again here (`idle_rounds`, as the engine's next call would)."""
+        because even accepting every draft could not pay there, or after a settled measured loss
+        (`decline_features`, `_plan_pause`). A pause run out is judged again here (`idle_rounds`,
+        as the engine's next call would)."""
         if not self._ruled_out or ledger_bucket(self._last_batch) not in self._ruled_out:
             return True
         if self._pause == 0:
@@ -289,7 +292,7 @@ class DSparkProposer:
                                           for r, n, row in zip(asks, lengths, rows)])
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:
-                self._plan_pause(sum(expected), lengths, batch)
+                self._plan_pause(sum(expected), lengths, batch, partial=len(asks) < batch)
         self.lengths = lengths
         self._record(began, batch, sum(lengths))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
@@ -357,7 +360,8 @@ class DSparkProposer:
 
     def _pause_for(self, rounds: int, batch: int, ruled_out: bool = False) -> None:
         """Pauses `rounds` rounds at `batch`'s bucket; `ruled_out`: because even accepting every
-        draft could not pay there (the target's features are then declined: `wants_features`)."""
+        draft could not pay there, or after a settled measured loss (the target's features are then
+        declined: `wants_features`)."""
         self.pauses.pause(batch, rounds)
         bucket = ledger_bucket(batch)
         if ruled_out and self.decline_features and rounds > 0:
@@ -367,7 +371,7 @@ class DSparkProposer:
         else:
             self._ruled_out.discard(bucket)
 
-    def _plan_pause(self, expected: float, lengths: list[int], batch: int) -> None:
+    def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
@@ -382,14 +386,16 @@ class DSparkProposer:
         both profiles measured rounds of the same requests. Drafting then pauses for the bucket's
         backoff, which doubles (up to `max_probe_every`), or longer when the round's loss asks
         for it (`DraftCosts.probe_pause`). Once the bucket has judged `SETTLED_ROUNDS` drafted
-        rounds, the pause also pays for the next probe's overhead (`PROBE_OVERHEAD_STEPS`), the
-        larger buckets that cannot gain more pause as long (`_spread_loss`), and a pause of
-        `DECLINE_PAUSE` rounds or more declines the bucket's features (`decline_features`); a
-        younger average (the first rounds at a bucket, before the acceptance ratio has settled)
-        pauses for the backoff or the round's own loss only. Otherwise the backoff is reset: a round
-        that wins while the average loses drafts on, so the average catches up as drafted rounds
-        accumulate, and a close call is probed every `probe_every` rounds while a clear loss is
-        probed rarely.
+        rounds, the pause also pays for the next probe's overhead (`PROBE_OVERHEAD_STEPS`: with
+        the defaults at least 101 rounds), the larger buckets that cannot gain more pause as long
+        (`_spread_loss`), and the bucket's features are declined while it is paused
+        (`decline_features`, `ledger_decline`); a younger average (the first rounds at a bucket,
+        before the acceptance ratio has settled) pauses for the backoff or the round's own loss
+        only. When the round wins or the average does, the backoff is reset: a round that wins
+        while the average loses drafts on, so the average catches up as drafted rounds
+        accumulate. A `partial` round (some requests could not draft: a gap in their context) is
+        not evidence about the bucket: it is not judged, and when it lost it pauses
+        `NOTHING_READY_PAUSE` rounds, backoff untouched.
         """
         verified = sum(lengths)
         if self.decode is None:
@@ -401,13 +407,17 @@ class DSparkProposer:
         if self.verify_rates.short is not None and lengths:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
         gain = self.costs.gain(batch, tau, rate)
+        if partial:
+            if gain <= 1:
+                self.pauses.pause(batch, NOTHING_READY_PAUSE)
+            return
         if self.pauses.judge(batch, gain) and gain <= 1:
             settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS   # else a young average: short pauses
             at_least = self.costs.probe_pause(batch, gain, None if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:
                 self._spread_loss(batch, rounds)
-                if rounds >= DECLINE_PAUSE and self.ledger_decline:
+                if self.ledger_decline:
                     self._pause_for(rounds, batch, ruled_out=True)
                     self._ledger_ruled.add(ledger_bucket(batch))
         else:
@@ -416,8 +426,8 @@ class DSparkProposer:
     def _spread_loss(self, batch: int, rounds: int) -> None:
         """A measured loss at `batch` is one at every larger bucket whose gain factor is no larger
         (`DraftCosts.gain_factor`: a request accepts as many drafts in any batch, and they gain
-        no more there): those pause at least `rounds` too (and decline their features from
-        `DECLINE_PAUSE` rounds on), so a chat batch shrinking through the buckets probes a losing
+        no more there): those pause at least `rounds` too (and decline their features while
+        `ledger_decline`), so a chat batch shrinking through the buckets probes a losing
         load once rather than once per bucket. A bucket whose own settled average wins keeps
         drafting (its rounds' evidence overrules the inference: the profiles are interpolated)."""
         factor = self.costs.gain_factor(batch)
@@ -427,7 +437,7 @@ class DSparkProposer:
                 continue
             if self.costs.gain_factor(bucket) <= factor:
                 self.pauses.extend(bucket, rounds)
-                if self.ledger_decline and self.pauses.left(bucket) >= DECLINE_PAUSE:
+                if self.ledger_decline:
                     self._ruled_out.add(bucket)   # its requests get a gap when a step is declined
                     self._ledger_ruled.add(bucket)
 
@@ -435,7 +445,9 @@ class DSparkProposer:
         """A round at `batch`, where drafting has won (a settled average above 1), found requests
         whose context has a gap: declining after measured losses cost drafting where it pays
         (a batch's last requests reach a winning load). From now on features are declined only
-        where drafting is ruled out outright (`cannot_pay`, `expected_loss`)."""
+        where drafting is ruled out outright (`cannot_pay`, `expected_loss`). The gap's cause is
+        not known here: one left by those outright declines counts too (the cost of a false
+        regret is features kept at losing loads, ~2% of a step there)."""
         gain = self.pauses.gain(batch)
         if gain is None or gain <= 1 or self.pauses.rounds(batch) < SETTLED_ROUNDS:
             return
