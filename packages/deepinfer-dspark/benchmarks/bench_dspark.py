@@ -184,7 +184,7 @@ def main() -> None:
                                              "sps_profile": spec_sps, "decode_profile": decode}}
     # Asked for by name only: Algorithm 1 also reading the k = 1 rounds' profile (`sps_profile_k1`).
     variants["confidence-k1"] = {**variants["confidence"], "sps_profile_k1": spec_k1}
-    variants["confidence-k7"] = variants["confidence"]   # its name in sessions 12-15
+    variants["confidence-k7"] = {**variants["confidence"]}   # its name in sessions 12-15
     # Asked for by name only: confidence scheduling that projects the drafter's context every step
     # while paused, instead of buffering the features (`defer_context`).
     variants["confidence-direct"] = {**variants["confidence"], "defer_context": False}
