@@ -8,9 +8,14 @@ Bernoulli trials, as a drafter whose per-draft acceptance is constant). Each bat
 draws reply lengths uniformly in [30, 128] tokens and runs until the last one ends, so the batch
 shrinks as requests finish (its tail). Time is charged from the measured profiles: a plain round
 1 / SPS_decode(B), a drafted round 1 / SPS_spec(B (1 + k)) whatever it verifies (an upper bound:
-verifying fewer drafts is cheaper; the drafting is not). The host work of projecting the context
-buffered while paused is not charged: every buffered (request, step) pair is walked once by some
-flush, whichever round it happens in, so it is the same for every policy that buffers. Printed
+verifying fewer drafts is cheaper; the drafting is not). A policy's transitions are charged in
+plain steps at that batch (`--overhead FLUSH SYNC`): a drafted round after a round without
+drafts pays FLUSH more (it projects the context buffered meanwhile: 4.5-6.3 ms against 3.3 ms
+for a drafted round at 8 requests on the H200, session 15's step log) and a round without drafts
+after a drafted one pays SYNC more (nothing in flight to overlap: ~1.9 ms against ~1.0). The
+per-row cost of projecting buffered features is not charged: every buffered (request, step) pair
+is walked once by some flush, whichever round it happens in. Nor are the features a paused step
+captures (`decline_features` is not modelled). Printed
 per concurrency: the ratio of plain decoding's time to the policy's
 time for the same batches (above 1: faster than plain decoding), the share of rounds drafted,
 and the same ratio for fixed-k (always drafting).
@@ -92,15 +97,19 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
 
 def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfile, p_true: float,
                    work: list[list[int]], seed: int, first_id: int,
-                   charge: VerifyRates | None = None) -> tuple[float, float]:
+                   charge: VerifyRates | None = None, overhead: tuple[float, float] = (0.0, 0.0)
+                   ) -> tuple[float, float]:
     """Seconds and drafted share of the policy over `work`, the proposer kept across calls. A
-    drafted round costs the full round, or with `charge` its own verified tokens' time."""
+    drafted round costs the full round, or with `charge` its own verified tokens' time; the
+    transitions cost `overhead` (FLUSH, SYNC) plain steps."""
     rng, seconds, rounds, drafted, k = random.Random(seed), 0.0, 0, 0, proposer.num_tokens
+    was_drafted = None   # the last round's kind in this batch (None: the batch's first round)
     for b, lengths in enumerate(work):
         ids = [f"r{first_id + b * len(lengths) + i}" for i in range(len(lengths))]
         left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, 20)
         proposer.observe_step(ids, [0] * len(ids), [20] * len(ids), [20 * i for i in range(len(ids))],
                               torch.zeros(20 * len(ids), 1))   # the prefill
+        was_drafted = None
         while left:
             live, rounds = list(left), rounds + 1
             if proposer.idle_rounds() > 0:
@@ -111,9 +120,13 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                                                         0, 0) for r in live])
             emitted = dict.fromkeys(live, 1)
             if drafts is None or not any(d.token_ids for d in drafts):
-                seconds += 1 / decode.at(len(live))
+                seconds += (1 + (overhead[1] if was_drafted else 0.0)) / decode.at(len(live))
+                was_drafted = False
             else:
                 drafted += 1
+                if was_drafted is False:
+                    seconds += overhead[0] / decode.at(len(live))
+                was_drafted = True
                 if charge is None:   # the full round, whatever it verifies
                     seconds += 1 / spec.at(len(live) * (k + 1))
                 else:   # the round's own verified tokens
@@ -147,6 +160,9 @@ def main() -> None:
     parser.add_argument("--k1", action="store_true",
                         help="charge drafted rounds at their own verified tokens, interpolated with the "
                              "folder's spec_k1_sps.json (`VerifyRates`), and run the policy with and without it")
+    parser.add_argument("--overhead", type=float, nargs=2, default=[1.5, 0.9], metavar=("FLUSH", "SYNC"),
+                        help="plain steps a drafted round after a plain one, and a plain round after a drafted "
+                             "one, cost on top (the H200's, session 15; 0 0 for none)")
     parser.add_argument("--batches", type=int, default=10,
                         help="chat batches per concurrency (at least 256 requests' worth)")
     args = parser.parse_args()
@@ -165,7 +181,8 @@ def main() -> None:
             for i, c in enumerate(args.concurrency):
                 work = batches(c, max(args.batches, 256 // c), seed=1 + i)   # >= 256 requests
                 plain = plain_seconds(decode, work)
-                seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + i, 10**6 * i, charge)
+                seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + i, 10**6 * i, charge,
+                                                tuple(args.overhead))
                 fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
                 cells.append(f"{c}: {plain / seconds:.3f} ({100 * share:.1f}% drafted; "
                              f"fixed-{args.k} {plain / fixed:.3f})")
