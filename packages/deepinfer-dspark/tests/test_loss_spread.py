@@ -184,3 +184,21 @@ def test_rounds_with_gapped_requests_are_not_judged(fake_runner) -> None:
     whole = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)   # both requests drafting: a win
     whole.propose(ready_requests(whole, 2))
     assert whole.pauses.gain(2) > 1 and whole.pauses.left(2) == 0
+
+
+def test_no_regret_before_a_step_was_declined_after_a_loss(fake_runner) -> None:
+    """A gapped request at a winning load stops the declines after losses only once such a decline
+    took a step (its gap may come from elsewhere, e.g. an outright `cannot_pay` decline)."""
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    settle(proposer, 1, gain=1.3)
+    settle(proposer, 4)
+    proposer.propose(ready_requests(proposer, 4))          # a settled loss: buckets 4-8 would decline
+    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    proposer.pauses.pause(1, 0)
+    proposer.propose(gapped)                               # no step declined yet: kept
+    assert proposer.ledger_decline
+    proposer.idle_round(4)
+    assert not proposer.wants_features()                   # a step declined after the loss
+    proposer.pauses.pause(1, 0)
+    proposer.propose(gapped)
+    assert not proposer.ledger_decline

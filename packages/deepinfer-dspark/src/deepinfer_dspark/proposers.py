@@ -139,6 +139,7 @@ class DSparkProposer:
         self._ruled_out: set[int] = set()    # buckets whose features are declined while paused
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
         self._ledger_ruled: set[int] = set()  # buckets declined after measured losses
+        self._ledger_declined = 0             # steps declined at such a bucket
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
@@ -218,6 +219,7 @@ class DSparkProposer:
             self.idle_rounds()
         declined = ledger_bucket(self._last_batch) in self._ruled_out and self._pause > 0
         self.declined_steps += declined
+        self._ledger_declined += declined and ledger_bucket(self._last_batch) in self._ledger_ruled
         return not declined
 
     @property
@@ -272,7 +274,7 @@ class DSparkProposer:
         if self.pending.holds:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
-        if len(ready) < len(requests) and self._ledger_ruled:
+        if len(ready) < len(requests) and self._ledger_declined:
             self._regret_gaps(batch)
         if not ready:   # every context has a gap (features declined) or is incomplete: nothing can draft
             if requests and not probing:   # a fixed pause (steps overlap), the backoff untouched: a
@@ -445,9 +447,10 @@ class DSparkProposer:
         """A round at `batch`, where drafting has won (a settled average above 1), found requests
         whose context has a gap: declining after measured losses cost drafting where it pays
         (a batch's last requests reach a winning load). From now on features are declined only
-        where drafting is ruled out outright (`cannot_pay`, `expected_loss`). The gap's cause is
-        not known here: one left by those outright declines counts too (the cost of a false
-        regret is features kept at losing loads, ~2% of a step there)."""
+        where drafting is ruled out outright (`cannot_pay`, `expected_loss`). Only once a step was
+        declined after a measured loss; the gap's cause is not known beyond that: one left by
+        the outright declines counts too (a false regret costs features kept at losing loads,
+        ~2% of a step there)."""
         gain = self.pauses.gain(batch)
         if gain is None or gain <= 1 or self.pauses.rounds(batch) < SETTLED_ROUNDS:
             return
