@@ -14,7 +14,8 @@ import pytest
 import torch
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.proposers import NOTHING_READY_PAUSE, DSparkProposer
+from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE
+from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 K = 4

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""PausePolicy: when confidence scheduling drafts, pauses and declines the target features.
+
+The decisions of `DSparkProposer` (a mixin: it reads the proposer's `costs`, `pauses`,
+`acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch`, `pending`, `decline_features`
+and its bookkeeping sets) that judge a load rather than run a round:
+
+- `cannot_pay` and `expected_loss`: drafting ruled out at a load outright (the profiles; the
+  measured acceptance's upper bound);
+- `_plan_pause`: a drafted round's expected gain folded into its bucket's average
+  (`PauseLedger`), the pause after a loss priced by `DraftCosts.probe_pause`;
+- `_spread_loss`: a settled loss pauses the larger buckets that cannot gain more;
+- `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
+  declining after measured losses stops.
+
+Every decision reads earlier rounds only, never the drafts it governs, so verification stays
+lossless. Device-free.
+"""
+
+from __future__ import annotations
+
+from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
+
+MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
+NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
+SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
+
+
+class PausePolicy:
+    """The load-judging half of `DSparkProposer` (see the module docstring)."""
+
+    def cannot_pay(self, batch: int) -> bool:
+        """Whether drafting loses to plain decoding at `batch` requests even if every draft were
+        accepted (`DraftCosts.loses` with k accepted). False without both profiles. The bound
+        depends on the batch size only, so skipping is lossless."""
+        return self.costs is not None and self.costs.loses(batch, self.num_tokens)
+
+    def expected_loss(self, batch: int) -> bool:
+        """Whether drafting is expected to lose at `batch` requests even with every draft
+        verified (`DraftCosts.loses`), with the upper confidence bound of the accepted drafts per
+        request measured so far, over all loads (`acceptance.full.upper()`: a request's accepted
+        drafts do not depend on the batch it is in). The ledger's gain of such a round is lower
+        still, so it is judged a loss without drafting it, and the next `probe_every - 1`
+        rounds at its bucket with it. The measurements age (`FullAcceptance`), so the bound widens
+        until a load ruled out is drafted again. False without both profiles or before
+        `MIN_MEASURED_REQUESTS` drafted requests."""
+        if self.costs is None or self.acceptance.full.requests < MIN_MEASURED_REQUESTS:
+            return False
+        upper = self.acceptance.full.upper()
+        return upper is not None and self.costs.loses(batch, upper)
+
+    def _pause_for(self, rounds: int, batch: int, ruled_out: bool = False) -> None:
+        """Pauses `rounds` rounds at `batch`'s bucket; `ruled_out`: because even accepting every
+        draft could not pay there, or after a settled measured loss (the target's features are then
+        declined: `wants_features`)."""
+        self.pauses.pause(batch, rounds)
+        bucket = ledger_bucket(batch)
+        if ruled_out and self.decline_features and rounds > 0:
+            if bucket not in self._ruled_out:   # the requests running lose their context for good
+                self._ruled_out.add(bucket)
+                self.pending.clear()
+        else:
+            self._ruled_out.discard(bucket)
+
+    def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False) -> None:
+        """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
+        there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
+
+        Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
+        smoothed expected gain, this round's expected emitted tokens per second
+        tau * `round_rate(B)` over plain decoding's B * SPS_decode(B) folded into the average of
+        earlier rounds, is at most 1, and so is this round's own gain (both the long-run estimate
+        and the latest evidence say drafting loses). tau is the batch plus the verified prefixes'
+        survivals (`expected`) scaled by `acceptance.ratio(B)` (realized over predicted accepted
+        drafts so far), at most the drafts verified. With `short_sps` the round is priced at its
+        own verified tokens (`VerifyRates`, as Algorithm 1 chose them) instead of `round_rate(B)`:
+        both profiles measured rounds of the same requests. Drafting then pauses for the bucket's
+        backoff, which doubles (up to `max_probe_every`), or longer when the round's loss asks
+        for it (`DraftCosts.probe_pause`). Once the bucket has judged `SETTLED_ROUNDS` drafted
+        rounds, the pause also pays for the next probe's overhead (`PROBE_OVERHEAD_STEPS`: with
+        the defaults at least 101 rounds), the larger buckets that cannot gain more pause as long
+        (`_spread_loss`), and the bucket's features are declined while it is paused
+        (`decline_features`, `ledger_decline`); a younger average (the first rounds at a bucket,
+        before the acceptance ratio has settled) pauses for the backoff or the round's own loss
+        only. When the round wins or the average does, the backoff is reset: a round that wins
+        while the average loses drafts on, so the average catches up as drafted rounds
+        accumulate. A `partial` round (some requests could not draft: a gap in their context) is
+        not evidence about the bucket: it is not judged, and when it lost it pauses
+        `NOTHING_READY_PAUSE` rounds, backoff untouched.
+        """
+        verified = sum(lengths)
+        if self.decode is None:
+            if verified == 0:
+                self.pauses.lost(batch, double=False)
+            return
+        tau = batch + (min(self.acceptance.ratio(batch) * expected, float(verified)) if expected > 0 else 0.0)
+        rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
+        if self.verify_rates.short is not None and lengths:
+            rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
+        gain = self.costs.gain(batch, tau, rate)
+        if partial:
+            if gain <= 1:
+                self.pauses.pause(batch, NOTHING_READY_PAUSE)
+            return
+        if self.pauses.judge(batch, gain) and gain <= 1:
+            settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS   # else a young average: short pauses
+            at_least = self.costs.probe_pause(batch, gain, None if settled else 0.0)
+            rounds = self.pauses.lost(batch, at_least=at_least)
+            if settled:
+                self._spread_loss(batch, rounds)
+                if self.ledger_decline:
+                    self._pause_for(rounds, batch, ruled_out=True)
+                    self._ledger_ruled.add(ledger_bucket(batch))
+        else:
+            self.pauses.won(batch)
+
+    def _spread_loss(self, batch: int, rounds: int) -> None:
+        """A measured loss at `batch` is one at every larger bucket whose gain factor is no larger
+        (`DraftCosts.gain_factor`: a request accepts as many drafts in any batch, and they gain
+        no more there): those pause at least `rounds` too (and decline their features while
+        `ledger_decline`), so a chat batch shrinking through the buckets probes a losing
+        load once rather than once per bucket. A bucket whose own settled average wins keeps
+        drafting (its rounds' evidence overrules the inference: the profiles are interpolated)."""
+        factor = self.costs.gain_factor(batch)
+        for bucket in buckets_above(batch, self.max_batch):
+            own = self.pauses.gain(bucket)   # a settled average of its own that wins overrules
+            if own is not None and own > 1 and self.pauses.rounds(bucket) >= SETTLED_ROUNDS:
+                continue
+            if self.costs.gain_factor(bucket) <= factor:
+                self.pauses.extend(bucket, rounds)
+                if self.ledger_decline:
+                    self._ruled_out.add(bucket)   # its requests get a gap when a step is declined
+                    self._ledger_ruled.add(bucket)
+
+    def _regret_gaps(self, batch: int) -> None:
+        """A round at `batch`, where drafting has won (a settled average above 1), found requests
+        whose context has a gap: declining after measured losses cost drafting where it pays
+        (a batch's last requests reach a winning load). From now on features are declined only
+        where drafting is ruled out outright (`cannot_pay`, `expected_loss`). Only once a step was
+        declined after a measured loss; the gap's cause is not known beyond that: one left by
+        the outright declines counts too (a false regret costs features kept at losing loads,
+        ~2% of a step there)."""
+        gain = self.pauses.gain(batch)
+        if gain is None or gain <= 1 or self.pauses.rounds(batch) < SETTLED_ROUNDS:
+            return
+        self.ledger_decline = False
+        for bucket in self._ledger_ruled:
+            if not self.cannot_pay(bucket) and not self.expected_loss(bucket):
+                self._ruled_out.discard(bucket)
+        self._ledger_ruled.clear()
