@@ -167,8 +167,8 @@ def test_a_gap_found_where_drafting_wins_stops_the_declines_after_losses(fake_ru
 def test_rounds_with_gapped_requests_are_not_judged(fake_runner) -> None:
     """A round in which some requests cannot draft (a gap in their context) says nothing about
     the bucket: it is priced as the whole batch's round, so it looks like a loss where drafting
-    for every request wins. It pauses `NOTHING_READY_PAUSE` rounds when it lost, and is neither
-    judged, nor spread, nor a reason to decline features."""
+    for every request wins. When it lost it pauses as long as a settled loss would, and it is
+    neither judged, nor spread, nor a reason to decline features."""
     proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
     gapped = DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)   # holds 0 positions
     pauses = []
@@ -179,7 +179,8 @@ def test_rounds_with_gapped_requests_are_not_judged(fake_runner) -> None:
         drafts = proposer.propose([gapped] + ready_requests(proposer, 1))
         assert not drafts[0].token_ids and drafts[1].token_ids
         pauses.append(proposer.pauses.left(2))
-    assert pauses and set(pauses) == {NOTHING_READY_PAUSE}            # each such round lost
+    # Each such round lost: paused as a settled loss would be (the next probe's overhead priced).
+    assert pauses and len(set(pauses)) == 1 and pauses[0] >= max(NOTHING_READY_PAUSE, LONG), set(pauses)
     assert proposer.pauses.rounds(2) == 0 and proposer.pauses.gain(2) is None
     assert proposer.pauses.left(8) == 0 and not proposer._ruled_out and proposer.wants_features()
     whole = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)   # both requests drafting: a win
@@ -200,6 +201,28 @@ def test_no_regret_before_a_step_was_declined_after_a_loss(fake_runner) -> None:
     assert proposer.ledger_decline
     proposer.idle_round(4)
     assert not proposer.wants_features()                   # a step declined after the loss
+    proposer.pauses.pause(1, 0)
+    proposer.propose(gapped)
+    assert not proposer.ledger_decline
+
+
+def test_declines_where_drafting_is_ruled_out_anyway_do_not_count_for_regret(fake_runner) -> None:
+    """A loss spread to a bucket where `cannot_pay` holds anyway: a step declined there is not a
+    decline after a measured loss, so a gap found later at a winning load does not end them."""
+    hopeless_at_8 = SPSProfile([5, 10, 20, 30, 40], [500.0, 480.0, 300.0, 260.0, 190.0])
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, hopeless_at_8, decode=DECODE)
+    assert proposer.cannot_pay(8) and not proposer.cannot_pay(4)
+    settle(proposer, 1, gain=1.3)
+    settle(proposer, 4)
+    proposer.propose(ready_requests(proposer, 4))          # a settled loss at 4, spread to 6 and 8
+    proposer.idle_round(8)
+    assert not proposer.wants_features() and proposer.pauses.left(8) > 0
+    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    proposer.pauses.pause(1, 0)
+    proposer.propose(gapped)
+    assert proposer.ledger_decline                          # the step at 8 did not count
+    proposer.idle_round(6)
+    assert not proposer.wants_features()                   # 6 pays in principle: this one counts
     proposer.pauses.pause(1, 0)
     proposer.propose(gapped)
     assert not proposer.ledger_decline

@@ -2,9 +2,10 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """PausePolicy: when confidence scheduling drafts, pauses and declines the target features.
 
-The decisions of `DSparkProposer` (a mixin: it reads the proposer's `costs`, `pauses`,
-`acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch`, `pending`, `decline_features`
-and its bookkeeping sets) that judge a load rather than run a round:
+The decisions of `DSparkProposer` that judge a load rather than run a round. A mixin: it reads
+the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch` and
+`decline_features`, and updates its `pauses`, `pending` (cleared when features are declined),
+`ledger_decline` and the bookkeeping sets `_ruled_out` and `_ledger_ruled`:
 
 - `cannot_pay` and `expected_loss`: drafting ruled out at a load outright (the profiles; the
   measured acceptance's upper bound);
@@ -86,8 +87,8 @@ class PausePolicy:
         only. When the round wins or the average does, the backoff is reset: a round that wins
         while the average loses drafts on, so the average catches up as drafted rounds
         accumulate. A `partial` round (some requests could not draft: a gap in their context) is
-        not evidence about the bucket: it is not judged, and when it lost it pauses
-        `NOTHING_READY_PAUSE` rounds, backoff untouched.
+        not evidence about the bucket: it is not judged, and when it lost it pauses as long as a
+        settled loss would (at least `NOTHING_READY_PAUSE` rounds), backoff untouched.
         """
         verified = sum(lengths)
         if self.decode is None:
@@ -100,8 +101,8 @@ class PausePolicy:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
         gain = self.costs.gain(batch, tau, rate)
         if partial:
-            if gain <= 1:
-                self.pauses.pause(batch, NOTHING_READY_PAUSE)
+            if gain <= 1:   # priced as a probe: the next one pays a flush and a sync too
+                self.pauses.pause(batch, max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain)))
             return
         if self.pauses.judge(batch, gain) and gain <= 1:
             settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS   # else a young average: short pauses

@@ -68,11 +68,10 @@ class DSparkProposer(PausePolicy):
         defer_context: while paused, keep the observed features in `pending` (True) instead of
             projecting them into the drafter's context every step (False).
         decline_features: while drafting is paused at the current load because even accepting
-            every draft could not pay there (`cannot_pay`, `expected_loss`), or for at least
-            after a settled measured loss there or below (`_plan_pause`, `_spread_loss`; until a
-            request with a gap is found at a load where drafting has a settled win:
-            `_regret_gaps`), decline
-            the target's features (`wants_features`: the target skips them, 1.5-2% of a decode
+            every draft could not pay there (`cannot_pay`, `expected_loss`), or after a settled
+            measured loss there or below (`_plan_pause`, `_spread_loss`; until a request with a
+            gap is found at a load where drafting has a settled win: `_regret_gaps`), decline the
+            target's features (`wants_features`: the target skips them, 1.5-2% of a decode
             step at 8-32 requests and 3-5% at 64-256 on the H200); the requests then running, and those
             admitted while declined, are never drafted again (their context has a gap).
             `expected_loss` judges from the measured acceptance's upper bound, so a judgement later
@@ -137,7 +136,7 @@ class DSparkProposer(PausePolicy):
         self._ruled_out: set[int] = set()    # buckets whose features are declined while paused
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
         self._ledger_ruled: set[int] = set()  # buckets declined after measured losses
-        self._ledger_declined = 0             # steps declined at such a bucket
+        self._ledger_declined = 0             # steps declined there (counted up to the first)
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""
@@ -201,6 +200,7 @@ class DSparkProposer(PausePolicy):
                 self._pause_for(self.probe_every, batch, ruled_out=True)
             else:
                 self._ruled_out.discard(ledger_bucket(batch))
+                self._ledger_ruled.discard(ledger_bucket(batch))
                 if not hopeless and not self.measure_step_times:   # (measured rates move within a round)
                     self._cleared = batch   # judged here: `propose` at this batch need not judge again
         return self._pause
@@ -217,7 +217,9 @@ class DSparkProposer(PausePolicy):
             self.idle_rounds()
         declined = ledger_bucket(self._last_batch) in self._ruled_out and self._pause > 0
         self.declined_steps += declined
-        self._ledger_declined += declined and ledger_bucket(self._last_batch) in self._ledger_ruled
+        if declined and not self._ledger_declined and ledger_bucket(self._last_batch) in self._ledger_ruled:
+            # a step declined after a measured loss only, not where drafting is ruled out anyway
+            self._ledger_declined += not self.cannot_pay(self._last_batch) and not self.expected_loss(self._last_batch)
         return not declined
 
     @property
@@ -269,6 +271,7 @@ class DSparkProposer(PausePolicy):
             self.rates.started(SPEC, batch)
             probing = True
         self._ruled_out.discard(ledger_bucket(batch))   # drafting may pay here: features again
+        self._ledger_ruled.discard(ledger_bucket(batch))
         if self.pending.holds:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
