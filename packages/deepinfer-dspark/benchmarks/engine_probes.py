@@ -135,7 +135,8 @@ def _graph_state(runner) -> str:
 
 def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
     """Appends to `path` the 30 costliest functions (own time, then cumulative) of one more run,
-    profiled in the calling thread (the engine's)."""
+    profiled in the calling thread (the engine's), and dumps its raw statistics next to `path` as
+    `<stem>-<label with dashes>.prof` (for `profile_diff.py`)."""
     import cProfile
     import io
     import pstats
@@ -152,6 +153,7 @@ def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> 
     stats.sort_stats("cumulative").print_stats(30)
     with open(path, "a") as f:
         f.write(f"==== {label}\n{text.getvalue()}\n")
+    profiler.dump_stats(str(path.with_name(f"{path.stem}-{label.replace(' ', '-')}.prof")))
 
 
 def torch_profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
