@@ -10,10 +10,12 @@ The key names and shapes below are transcribed from the DeepSpec checkpoint tabl
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import random
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -211,3 +213,15 @@ class EngineKit:
 def kit() -> type:
     """The `EngineKit` class (engine tests on the `folders` target)."""
     return EngineKit
+
+
+@pytest.fixture
+def benchmark_script():
+    """Loads a script of `benchmarks/` by name (e.g. "profile_diff") as a module, for its tests."""
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load

@@ -5,21 +5,15 @@
 from __future__ import annotations
 
 import cProfile
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_diff.py"
-
 
 @pytest.fixture
-def diff():
-    spec = importlib.util.spec_from_file_location("profile_diff", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def diff(benchmark_script):
+    return benchmark_script("profile_diff")
 
 
 def shared_work() -> int:

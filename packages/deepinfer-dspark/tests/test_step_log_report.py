@@ -6,21 +6,14 @@ over a hand-made step log (the numbers are worked out below)."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "step_log_report.py"
-
 
 @pytest.fixture
-def report():
-    spec = importlib.util.spec_from_file_location("step_log_report", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def report(benchmark_script):
+    return benchmark_script("step_log_report")
 
 
 def step(engine, rnd, number, ms, running=2, prefill=0, kind="plain"):
