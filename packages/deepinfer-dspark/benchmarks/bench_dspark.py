@@ -103,6 +103,9 @@ def main() -> None:
                         help="what the profiles are measured on: chat prompts (another shuffle than the "
                              "benchmark's, --max-tokens each, EOS ignored) or synthetic 16-token prompts, 33 tokens")
     parser.add_argument("--sps-repeats", type=int, default=3, help="batches measured per profile size (median)")
+    parser.add_argument("--sps-warmup", type=float, default=5.0, metavar="SECONDS",
+                        help="each profile's engine first runs this long, not measured (its first seconds ran "
+                             "20-30%% slower on the H200)")
     parser.add_argument("--sps-method", choices=["request", "steps"], default="request",
                         help="a profile point from the requests' own times (finish - first token over "
                              "steps or rounds) or from the engine's median step at exactly that many requests")
@@ -157,7 +160,8 @@ def main() -> None:
     profile_prompts = None if args.sps_workload == "synthetic" else [
         [{"role": "user", "content": p}] for p in build_prompts(stdlib_docstrings(max(sizes), seed=777))]
     profile_kw = dict(prompts=profile_prompts, max_tokens=33 if profile_prompts is None else args.max_tokens,
-                      repeats=args.sps_repeats, step_times=args.step_times, method=args.sps_method)
+                      repeats=args.sps_repeats, step_times=args.step_times, method=args.sps_method,
+                      warmup_seconds=args.sps_warmup)
     def profile(kind: str, k: int | None = None) -> SPSProfile:
         params = dict(target=args.target, sizes=sizes, engine_kw=engine_kw, **profile_kw)
         if k is not None:

@@ -8,6 +8,12 @@ after others in one process ran slower (plain steps at 1 request 1.00 -> 2.07 ms
 engines, BENCHMARKS.md sessions 12-13), which made the k = 1 round profile slower than the
 k = 7 one and turned `VerifyRates`' interpolation upside down. Run as a script, this file is
 that child: `python3 sps_profiles.py REQUEST.json` (written by `measure_in_child`).
+
+Both measurements first run the engine for `warmup_seconds` and forget those steps: in a fresh
+child the first seconds of drafted rounds ran 20-30% slower than later ones of the same engine
+and batch size (one request: 3.19 against 2.54-2.66 ms, BENCHMARKS.md session 17; 3.51 against
+2.68-2.80 ms in session 14), and a profile read at 1-2 requests from those seconds made
+confidence scheduling pause where fixed-7 ran 1.2x faster than plain decoding.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +50,19 @@ def _timed(llm, batch: list, chat: bool, max_tokens: int) -> list:
     return run(batch, params)
 
 
+def _warm_up(llm, prompts: list | None, b: int, max_tokens: int, seconds: float, trace: StepTimes | None,
+             label: str) -> None:
+    """Runs batches of `b` requests until `seconds` have passed (at least one), then forgets
+    their steps (`trace`), printing them: the engine's first seconds are not measured."""
+    began = time.perf_counter()
+    while True:
+        _timed(llm, *_workload(prompts, b), max_tokens)
+        if time.perf_counter() - began >= seconds:
+            break
+    if trace is not None:
+        print(f"{label} warm-up ({time.perf_counter() - began:.1f} s, not measured): {trace.take()}", flush=True)
+
+
 def _after_prefill(outs: list) -> list:
     """The requests whose first token came last (the latest tenth, at least one): every engine
     step after it decodes, so their step times hold no prefill chunk of other requests (with 256
@@ -58,7 +78,7 @@ def _after_prefill(outs: list) -> list:
 
 def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | None = None,
                 max_tokens: int = 33, repeats: int = 3, step_times: bool = False,
-                method: str = "request") -> "SPSProfile":
+                method: str = "request", warmup_seconds: float = 5.0) -> "SPSProfile":
     """Steps per second of plain decode at each batch size (one token per request per step): the
     median of (finish - first token) / (tokens - 1) over the requests that left prefill last
     (`_after_prefill`; with `method="steps"`, the engine's median step time at exactly b requests
@@ -66,13 +86,15 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
     `max_tokens` (EOS ignored) from `prompts` (chat conversations; None: synthetic 16-token
     prompts), and the median of that over `repeats` batches (one batch once measured 32 requests
     at half the rate of 16 and 64 on the H200, session 11). Real prompt lengths matter: attention
-    reads the whole context every step."""
+    reads the whole context every step. The engine first runs `warmup_seconds` of batches of the
+    first size, not measured (`_warm_up`)."""
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
 
     llm = LLM(target, **engine_kw)
     trace = StepTimes(llm) if step_times or method == "steps" else None
+    _warm_up(llm, prompts, sizes[0], max_tokens, warmup_seconds, trace, "decode profile")
     rates = []
     for b in sizes:
         runs = []
@@ -89,12 +111,14 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
 
 def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
                      prompts: list | None = None, max_tokens: int = 33, repeats: int = 3,
-                     step_times: bool = False, method: str = "request") -> "SPSProfile":
+                     step_times: bool = False, method: str = "request",
+                     warmup_seconds: float = 5.0) -> "SPSProfile":
     """Steps per second of SPECULATIVE rounds (draft k + verify k) at batch tokens b * (k + 1):
     the cost confidence scheduling must weigh against plain decoding (`measure_sps`); the median
     of (finish - first token) / rounds over the requests that left prefill last (or, with
     `method="steps"`, the median drafted step at exactly b requests), on the workload of
-    `measure_sps`, and the median of that over `repeats` batches."""
+    `measure_sps`, and the median of that over `repeats` batches, after `warmup_seconds` of
+    batches of the first size, not measured (`_warm_up`)."""
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
@@ -102,6 +126,7 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
     llm = LLM(target, speculative_config={"method": "dspark", "model": drafter, "num_speculative_tokens": k},
               **engine_kw)
     trace = StepTimes(llm) if step_times or method == "steps" else None
+    _warm_up(llm, prompts, sizes[0], max_tokens, warmup_seconds, trace, f"k={k} profile")
     tokens, rates = [], []
     for b in sizes:
         runs = []

@@ -202,3 +202,23 @@ def test_a_recompute_closes_a_gap_while_buffering_and_through_project(fake_runne
     assert feed.gapped == {"b"}
     feed.project([("b", [0, 1, 2, 3, 4], torch.ones(5, 2))])
     assert proposer.runner.num_positions("b") == 5 and not feed.gapped
+
+
+def test_a_declined_step_drops_rows_buffered_at_another_bucket(fake_runner) -> None:
+    """A chat batch at a load ruled out long ago: its prefill runs while the last round's bucket
+    (the previous batch's tail, one request) still wants features, so the prompts' rows are
+    buffered; its first declined step must drop them (they have a gap from then on), not keep
+    them until a flush (on the H200, 256 chat prompts piled up 44k rows over two batches and a
+    flush of 58-231 ms)."""
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
+    for _ in range(6):                               # 64 requests: ruled out, features declined
+        step(proposer, 64)
+    assert not proposer.wants_features() and not proposer.pending.holds
+    proposer.pauses.pause(1, 50)                     # the batch's tail at 1 request: paused, buffering
+    step(proposer, 1)
+    assert proposer.wants_features()
+    proposer.observe_step(["n0", "n1"], [0, 0], [9, 7], [0, 9], torch.ones(16, 2))   # the next prefill
+    assert proposer.pending.holds
+    step(proposer, 64)                               # its first decode round: 64 is still ruled out
+    assert not proposer.wants_features()
+    assert not proposer.pending.holds and proposer.pending.pairs == 0

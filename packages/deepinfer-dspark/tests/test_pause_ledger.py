@@ -19,6 +19,7 @@ from deepinfer_dspark.draft_costs import PROBE_SHARE
 from deepinfer_dspark.draft_runner import DraftOutput
 from deepinfer_dspark.full_acceptance import AGE_ROUNDS, FullAcceptance
 from deepinfer_dspark.pause_ledger import SMOOTH, PauseLedger, ledger_bucket
+from deepinfer_dspark.pause_policy import MIN_MEASURED_REQUESTS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -330,7 +331,7 @@ def test_full_acceptance_per_position_and_aging() -> None:
     narrow = full.upper()
     for _ in range(AGE_ROUNDS):
         full.tick()
-    assert full.requests == pytest.approx(80.0 / math.e)
+    assert full.requests == pytest.approx(80.0 / math.e) and full.most == pytest.approx(80.0)
     assert full.mean() < t0 + t1 + t2 and full.upper() > narrow   # older: shrunk more, wider
     unverified = FullAcceptance(2)
     unverified.add([0.9, 0.8], 0, None)                       # nothing realized: predictions stand,
@@ -382,6 +383,26 @@ def test_loads_judged_from_the_acceptance_measured_elsewhere() -> None:
     assert drafter_calls_at_64(unmeasured, 300) >= 3                    # the ledger's probes
     aged = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     assert 1 <= drafter_calls_at_64(aged, 6 * AGE_ROUNDS) <= 6 * AGE_ROUNDS // 64
+
+
+def test_aging_below_the_threshold_widens_the_bound_without_switching_it_off() -> None:
+    """`MIN_MEASURED_REQUESTS` holds back `expected_loss` until the evidence has once reached it;
+    as it then ages below it (no drafting at heavy loads), the bound rules on, widening. (Before
+    session 17 the rule switched off there: on the H200, 54 decayed requests at 64 kept the
+    features and flushed them in 20-75 ms steps.)"""
+    proposer = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    for _ in range(80):
+        _verified_round(proposer, 1, 3)
+    full = proposer.acceptance.full
+    assert full.requests >= MIN_MEASURED_REQUESTS and not proposer.cannot_pay(64) and proposer.expected_loss(64)
+    for _ in range(AGE_ROUNDS // 2):
+        proposer.acceptance.tick()
+    assert full.requests < MIN_MEASURED_REQUESTS <= full.most
+    assert proposer.expected_loss(64)
+    young = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    for _ in range(MIN_MEASURED_REQUESTS // 2):
+        _verified_round(young, 1, 3)
+    assert not young.expected_loss(64)   # never enough evidence yet
 
 
 def test_drafting_that_realizes_a_loss_pauses_though_an_upper_bound_would_call_it_a_win() -> None:

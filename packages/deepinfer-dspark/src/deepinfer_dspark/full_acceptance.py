@@ -42,6 +42,7 @@ class FullAcceptance:
         self._realized = [0.0] * num_tokens    # requests that accepted position j
         self._requests = 0.0                   # every drafted request
         self._verified = 0.0                   # those that verified drafts: the evidence
+        self.most = 0.0                        # the most evidence ever held (`requests` at its peak)
         self._now = self._at = 0
         self._mean: float | None = None       # `mean`, until the sums change
 
@@ -63,6 +64,7 @@ class FullAcceptance:
         self._mean = None
         self._requests += 1.0
         self._verified += 1.0 if accepted is not None and verified > 0 else 0.0
+        self.most = max(self.most, self._verified)
         for j, s in enumerate(survival[:self.k]):
             self._survival[j] += s
             if accepted is not None and j < verified:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
-MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed) before `expected_loss` judges loads
+MIN_MEASURED_REQUESTS = 64   # drafted requests (decayed; once) before `expected_loss` judges loads
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
 
@@ -44,9 +44,11 @@ class PausePolicy:
         drafts do not depend on the batch it is in). The ledger's gain of such a round is lower
         still, so it is judged a loss without drafting it, and the next `probe_every - 1`
         rounds at its bucket with it. The measurements age (`FullAcceptance`), so the bound widens
-        until a load ruled out is drafted again. False without both profiles or before
-        `MIN_MEASURED_REQUESTS` drafted requests."""
-        if self.costs is None or self.acceptance.full.requests < MIN_MEASURED_REQUESTS:
+        until a load ruled out is drafted again. False without both profiles or before the
+        evidence has once reached `MIN_MEASURED_REQUESTS` drafted requests (`FullAcceptance.most`:
+        once reached, the aging widens the bound, it does not switch the rule off: on the H200 the
+        decayed count fell to 54 at 64 requests, and features were kept and flushed there)."""
+        if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS:
             return False
         upper = self.acceptance.full.upper()
         return upper is not None and self.costs.loses(batch, upper)
