@@ -20,9 +20,13 @@ per concurrency: the ratio of plain decoding's time to the policy's
 time for the same batches (above 1: faster than plain decoding), the share of rounds drafted,
 and the same ratio for fixed-k (always drafting).
 
+One run's cells move by 2-4% with its random draws (session 17), as much as the policy changes
+weighed with it: compare policies over several seeds (`--seeds`, each cell then shows the mean
+and the range of the policy's ratio).
+
 Usage (repository root; profiles as `bench_dspark.py --save-sps` writes them):
     python3 packages/deepinfer-dspark/benchmarks/sim_pause_policy.py \
-        --profiles benchmarks/results/h200-2026-11-30h/run3-paired-real --p-true 0.64 0.8 0.9
+        --profiles benchmarks/results/h200-2026-12-01b/run7-paired-final --p-true 0.6 0.7 0.8 --seeds 6
 """
 
 from __future__ import annotations
@@ -150,6 +154,24 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
     return seconds, drafted / max(rounds, 1)
 
 
+def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: SPSProfile | None,
+             charge: VerifyRates | None, seed: int) -> list[tuple[float, float, float]]:
+    """One run of every concurrency in order, the proposer kept across them: per concurrency
+    (plain / policy time, drafted share, plain / fixed-k time). Seed 0 is the single run of
+    sessions 11-16; seed s draws other confidences, reply lengths and acceptances."""
+    proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, random.Random(seed)), args.k, spec,
+                              decode=decode, short_sps=short)
+    out = []
+    for i, c in enumerate(args.concurrency):
+        base = i + 1000 * seed
+        work = batches(c, max(args.batches, 256 // c), seed=1 + base)   # >= 256 requests
+        plain = plain_seconds(decode, work)
+        seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + base, 10**6 * i, charge,
+                                        tuple(args.overhead))
+        out.append((plain / seconds, share, plain / fixed_seconds(spec, args.k, p_true, work, 3 + base)))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json and spec_sps.json")
@@ -165,7 +187,12 @@ def main() -> None:
                              "one, cost on top (the H200's, session 15; 0 0 for none)")
     parser.add_argument("--batches", type=int, default=10,
                         help="chat batches per concurrency (at least 256 requests' worth)")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="independent runs (seeds 0..N-1): each cell then shows the mean ratio and its range "
+                             "(session 17: one seed moved a policy change's cells by 2-4%% either way)")
     args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error(f"--seeds: must be >= 1, got {args.seeds}")
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
     shorts = {"k-round profile": None}
@@ -175,18 +202,17 @@ def main() -> None:
         charge = VerifyRates(spec, args.k, shorts["with k=1 profile"])
     for p_true in args.p_true:
         for label, short in shorts.items():
-            proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, random.Random(0)), args.k, spec,
-                                      decode=decode, short_sps=short)
-            cells = []
-            for i, c in enumerate(args.concurrency):
-                work = batches(c, max(args.batches, 256 // c), seed=1 + i)   # >= 256 requests
-                plain = plain_seconds(decode, work)
-                seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + i, 10**6 * i, charge,
-                                                tuple(args.overhead))
-                fixed = fixed_seconds(spec, args.k, p_true, work, 3 + i)
-                cells.append(f"{c}: {plain / seconds:.3f} ({100 * share:.1f}% drafted; "
-                             f"fixed-{args.k} {plain / fixed:.3f})")
-            print(f"p_true {p_true}, {label} | " + " | ".join(cells), flush=True)
+            runs = [simulate(args, decode, spec, p_true, short, charge, seed) for seed in range(args.seeds)]
+            print(f"p_true {p_true}, {label} | " + " | ".join(
+                _cell(c, [run[i] for run in runs], args.k) for i, c in enumerate(args.concurrency)), flush=True)
+
+
+def _cell(c: int, results: list[tuple[float, float, float]], k: int) -> str:
+    """One concurrency's mean over the seeds (with the range of the policy's ratio when several)."""
+    ratios, shares, fixed = zip(*results)
+    spread = f" [{min(ratios):.3f}-{max(ratios):.3f}]" if len(ratios) > 1 else ""
+    return (f"{c}: {sum(ratios) / len(ratios):.3f}{spread} ({100 * sum(shares) / len(shares):.1f}% drafted; "
+            f"fixed-{k} {sum(fixed) / len(fixed):.3f})")
 
 
 if __name__ == "__main__":

@@ -7,10 +7,13 @@ step, its plain steps (count, mean) and its drafted steps (count per call, ms pe
 for engines whose call ran the same schedule as `none` step for step (same running requests
 and prefill tokens at each step: an engine that never drafted), the median extra ms of a
 decode step and of a prefill step over `none`'s same step, and the extra ms per call. This is
-how session 15 found that a paused step cost +0.02-0.14 ms at 32-256 requests.
+how session 15 found that a paused step cost +0.02-0.14 ms at 32-256 requests. With `--rounds`,
+each call's time split into prefill steps, decode steps, spikes (decode steps over `SPIKE` times
+the call's median one: flushes, syncs, GC pauses) and drafted rounds, with the steps that held
+buffered features: how session 17 found two flushes of stale rows (58-231 ms at 256 requests).
 
 Usage:
-    python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64]
+    python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+
+SPIKE = 1.8   # a decode step over this many times its call's median decode step is a spike
 
 
 def load(path: Path) -> list[dict]:
@@ -78,12 +83,35 @@ def matched(rows: list[dict], baseline: str = "none") -> list[dict]:
     return out
 
 
+def rounds(rows: list[dict]) -> list[dict]:
+    """One dict per (concurrency, round, engine), the call's ms split into `prefill` (steps with
+    prompt tokens), `drafted` (rounds whose drafter ran), `spikes` (other steps over `SPIKE` times
+    the call's median decode step) and `decode` (the rest); `buffered`: steps that began with
+    features buffered (paused, not declined)."""
+    groups: dict[tuple[int, int, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["concurrency"], row["round"], row["engine"])].append(row)
+    out = []
+    for (c, rnd, engine), steps in sorted(groups.items()):
+        decode = [s for s in steps if not s["prefill_tokens"]]
+        median = statistics.median(s["ms"] for s in decode) if decode else 0.0
+        parts = dict(prefill=0.0, drafted=0.0, spikes=0.0, decode=0.0)
+        for s in steps:
+            part = ("prefill" if s["prefill_tokens"] else "drafted" if s["kind"] != "plain"
+                    else "spikes" if s["ms"] > SPIKE * median else "decode")
+            parts[part] += s["ms"]
+        out.append(dict(concurrency=c, round=rnd, engine=engine, steps=len(steps), **parts,
+                        buffered=sum(1 for s in steps if s["buffered"] > 0)))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\nUsage")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("log", type=Path, help="steps.jsonl or steps.jsonl.gz from bench_dspark.py --step-log")
     parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="only these concurrencies")
     parser.add_argument("--baseline", default="none", help="the engine the others are matched against")
+    parser.add_argument("--rounds", action="store_true", help="also each call's time by kind of step (`rounds`)")
     args = parser.parse_args()
     rows = load(args.log)
     if args.concurrency:
@@ -108,6 +136,15 @@ def main() -> None:
         print(f"| {m['concurrency']} | {m['engine']} | {m['decode_steps']} | {m['decode_median_ms']:+.3f} "
               f"| {m['decode_ms_per_call']:+.1f} | {m['prefill_steps']} | {m['prefill_median_ms']:+.3f} "
               f"| {m['prefill_ms_per_call']:+.1f} | {m['mismatched']} |")
+    if args.rounds:
+        print()
+        print(f"Each call by kind of step (ms; spikes: decode steps over {SPIKE}x the call's median one; "
+              f"buffered: steps that began with features buffered).")
+        print("| requests | round | engine | steps | prefill | decode | spikes | drafted | buffered |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+        for r in rounds(rows):
+            print(f"| {r['concurrency']} | {r['round']} | {r['engine']} | {r['steps']} | {r['prefill']:.1f} "
+                  f"| {r['decode']:.1f} | {r['spikes']:.1f} | {r['drafted']:.1f} | {r['buffered']} |")
 
 
 if __name__ == "__main__":
