@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -142,6 +143,8 @@ def main() -> None:
                         help="print each engine's median step time by running requests, drafted or plain, "
                              "after each concurrency and each profile size (`StepTimes`)")
     args = parser.parse_args()
+    if not math.isfinite(args.sps_warmup) or args.sps_warmup < 0:
+        parser.error(f"--sps-warmup: must be a finite number of seconds >= 0, got {args.sps_warmup}")
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")

@@ -106,7 +106,8 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
         _print_trace("decode profile", b, rates[-1], trace)
     llm.close()
     how = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
-    return SPSProfile(sizes, rates, {"target": target, "method": f"{how}, {method} times"})
+    return SPSProfile(sizes, rates, {"target": target,
+                                     "method": f"{how}, {method} times, {warmup_seconds:g} s warm-up"})
 
 
 def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
@@ -139,7 +140,8 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
         _print_trace(f"k={k} profile", b, rates[-1], trace)
     llm.close()
     how = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
-    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter, "method": f"{how}, {method} times"})
+    return SPSProfile(tokens, rates, {"target": target, "drafter": drafter,
+                                      "method": f"{how}, {method} times, {warmup_seconds:g} s warm-up"})
 
 
 def _profile_rate(request_times: list[float], trace: StepTimes | None, b: int, kind: str, method: str) -> float:

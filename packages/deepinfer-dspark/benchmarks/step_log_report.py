@@ -8,8 +8,8 @@ for engines whose call ran the same schedule as `none` step for step (same runni
 and prefill tokens at each step: an engine that never drafted), the median extra ms of a
 decode step and of a prefill step over `none`'s same step, and the extra ms per call. This is
 how session 15 found that a paused step cost +0.02-0.14 ms at 32-256 requests. With `--rounds`,
-each call's time split into prefill steps, decode steps, spikes (decode steps over `SPIKE` times
-the call's median one: flushes, syncs, GC pauses) and drafted rounds, with the steps that held
+each call's time split into prefill steps, decode steps, spikes (plain steps over `SPIKE` times
+the call's median plain decode step: flushes, syncs, GC pauses) and drafted rounds, with the steps that held
 buffered features: how session 17 found two flushes of stale rows (58-231 ms at 256 requests).
 
 Usage:
@@ -85,16 +85,17 @@ def matched(rows: list[dict], baseline: str = "none") -> list[dict]:
 
 def rounds(rows: list[dict]) -> list[dict]:
     """One dict per (concurrency, round, engine), the call's ms split into `prefill` (steps with
-    prompt tokens), `drafted` (rounds whose drafter ran), `spikes` (other steps over `SPIKE` times
-    the call's median decode step) and `decode` (the rest); `buffered`: steps that began with
-    features buffered (paused, not declined)."""
+    prompt tokens), `drafted` (rounds whose drafter ran, their flushes included), `spikes` (plain
+    steps over `SPIKE` times the call's median plain decode step) and `decode` (the rest);
+    `buffered`: steps that began with features buffered (while paused; a declined step drops
+    them, so its step begins with rows too)."""
     groups: dict[tuple[int, int, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["concurrency"], row["round"], row["engine"])].append(row)
     out = []
     for (c, rnd, engine), steps in sorted(groups.items()):
-        decode = [s for s in steps if not s["prefill_tokens"]]
-        median = statistics.median(s["ms"] for s in decode) if decode else 0.0
+        plain = [s["ms"] for s in steps if not s["prefill_tokens"] and s["kind"] == "plain"]
+        median = statistics.median(plain) if plain else 0.0
         parts = dict(prefill=0.0, drafted=0.0, spikes=0.0, decode=0.0)
         for s in steps:
             part = ("prefill" if s["prefill_tokens"] else "drafted" if s["kind"] != "plain"
@@ -138,8 +139,8 @@ def main() -> None:
               f"| {m['prefill_ms_per_call']:+.1f} | {m['mismatched']} |")
     if args.rounds:
         print()
-        print(f"Each call by kind of step (ms; spikes: decode steps over {SPIKE}x the call's median one; "
-              f"buffered: steps that began with features buffered).")
+        print(f"Each call by kind of step (ms; spikes: plain steps over {SPIKE}x the call's median plain "
+              f"decode step; buffered: steps that began with features buffered).")
         print("| requests | round | engine | steps | prefill | decode | spikes | drafted | buffered |")
         print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
         for r in rounds(rows):

@@ -358,10 +358,10 @@ def test_realized_acceptance_overrules_miscalibrated_confidences() -> None:
 
 def test_loads_judged_from_the_acceptance_measured_elsewhere() -> None:
     """Drafting wins alone (3 of 4 drafts accepted); at 64 requests even that acceptance with every
-    draft verified loses (64 x 4 tokens at 150 rounds/s < 64 x 700 plain), so once 64 requests
-    have measured it, rounds at 64 are judged without drafting: the drafter never runs there,
-    where the ledger alone probes. As the measurements age without new ones, the bound widens and
-    a round at 64 drafts again."""
+    draft verified loses (64 x 4 tokens at 150 rounds/s < 64 x 700 plain), so once
+    `MIN_MEASURED_REQUESTS` drafted requests have measured it, rounds at 64 are judged without
+    drafting: the drafter never runs there, where the ledger alone probes. As the measurements
+    age without new ones, the bound widens and a round at 64 drafts again."""
 
     def drafter_calls_at_64(proposer: DSparkProposer, rounds: int, alone: int = 80) -> int:
         for _ in range(alone):

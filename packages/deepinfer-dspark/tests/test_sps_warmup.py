@@ -38,6 +38,22 @@ def test_warm_up_steps_are_not_measured(profiles, folders, capsys) -> None:
     assert _count(warm, "1 plain") > 0
     assert _count(measured, "1 plain") == _count(warm, "1 plain")
     assert profile.batch_tokens == [1] and profile.steps_per_s[0] > 0
+    assert profile.meta["method"].endswith("0 s warm-up")
+
+
+def test_the_speculative_profile_warms_up_too(profiles, folders, capsys) -> None:
+    target, drafter = folders
+    engine_kw = dict(load_format="dummy", dtype="float32", max_model_len=160, block_size=4,
+                     kv_cache_memory=32 << 20, deterministic=True, seed=11)
+    profile = profiles.measure_spec_sps(str(target), str(drafter), 3, [1], engine_kw, max_tokens=8, repeats=1,
+                                        method="steps", warmup_seconds=0.0)
+    lines = capsys.readouterr().out.splitlines()
+    warm = next(line for line in lines if line.startswith("k=3 profile warm-up"))
+    measured = next(line for line in lines if line.startswith("k=3 profile at 1:"))
+    # the same deterministic batches: the measured line counts its own rounds only, not the warm-up's too
+    cell = "1 drafted+eager"   # on the CPU every draft runs eagerly (`StepTimes`)
+    assert _count(warm, cell) > 0 and _count(measured, cell) == _count(warm, cell)
+    assert profile.meta["method"].endswith("0 s warm-up") and profile.batch_tokens == [4]
 
 
 def test_warm_up_runs_until_its_seconds_have_passed(profiles, monkeypatch) -> None:

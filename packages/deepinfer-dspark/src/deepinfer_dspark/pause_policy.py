@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
-MIN_MEASURED_REQUESTS = 16   # drafted requests (decayed; once) before `expected_loss` judges loads
+MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
 # (64 until session 17: with a drafter that lost everywhere the evidence never got past 33 requests
 # on the H200, and loads of 32-256 requests were probed and kept their features)
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
