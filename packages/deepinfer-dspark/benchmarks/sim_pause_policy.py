@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import types
 from pathlib import Path
 
@@ -173,7 +174,8 @@ def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: S
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\nUsage")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json and spec_sps.json")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64, 128, 256])
     parser.add_argument("--k", type=int, default=7, help="drafts per round (the spec profile's k)")
@@ -193,8 +195,20 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error(f"--seeds: must be >= 1, got {args.seeds}")
+    if args.k < 1 or min(args.concurrency) < 1 or args.batches < 1:
+        parser.error(f"--k, --concurrency and --batches: must be >= 1, got {args.k}, {args.concurrency}, "
+                     f"{args.batches}")
+    for name, values in (("--p-true", args.p_true), ("--p-conf", [] if args.p_conf is None else [args.p_conf])):
+        if not all(0.0 <= p <= 1.0 for p in values):
+            parser.error(f"{name}: probabilities in [0, 1], got {values}")
+    for name in ("sps.json", "spec_sps.json") + (("spec_k1_sps.json",) if args.k1 else ()):
+        if not (args.profiles / name).is_file():
+            parser.error(f"--profiles: {args.profiles} has no {name} (bench_dspark.py --save-sps writes them)")
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
+    measured_k = re.search(r"\bk=(\d+)", str(spec.meta.get("method", "")))
+    if measured_k and int(measured_k.group(1)) != args.k:
+        parser.error(f"--k: {args.k}, but {args.profiles / 'spec_sps.json'} was measured with k={measured_k.group(1)}")
     shorts = {"k-round profile": None}
     charge = None
     if args.k1:

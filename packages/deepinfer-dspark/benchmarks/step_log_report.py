@@ -114,8 +114,19 @@ def main() -> None:
     parser.add_argument("--baseline", default="none", help="the engine the others are matched against")
     parser.add_argument("--rounds", action="store_true", help="also each call's time by kind of step (`rounds`)")
     args = parser.parse_args()
-    rows = load(args.log)
+    if not args.log.is_file():
+        parser.error(f"log: no such file: {args.log}")
+    try:
+        rows = load(args.log)
+    except (OSError, ValueError) as exc:   # not gzip / not JSON lines
+        parser.error(f"log: cannot read {args.log} as JSON lines ({type(exc).__name__}: {exc})")
+    engines = {r.get("engine") for r in rows}
+    if args.baseline not in engines:
+        parser.error(f"--baseline: no engine {args.baseline!r} in the log (engines: {sorted(map(str, engines))})")
     if args.concurrency:
+        missing = sorted(set(args.concurrency) - {r.get("concurrency") for r in rows})
+        if missing:
+            parser.error(f"--concurrency: {missing} not in the log")
         rows = [r for r in rows if r["concurrency"] in args.concurrency]
     print("Times in ms. A call is one measured batch of `requests` requests (bench_dspark.py --interleave "
           "runs several per engine); drafted steps are verification rounds.")

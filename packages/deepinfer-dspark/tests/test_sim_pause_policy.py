@@ -40,3 +40,16 @@ def test_cells_show_the_mean_and_the_range(sim) -> None:
     cell = sim._cell(8, [(0.90, 0.10, 0.5), (1.10, 0.30, 0.7)], 7)
     assert cell == "8: 1.000 [0.900-1.100] (20.0% drafted; fixed-7 0.600)"
     assert sim._cell(8, [(0.95, 0.25, 0.5)], 7) == "8: 0.950 (25.0% drafted; fixed-7 0.500)"
+
+
+@pytest.mark.parametrize("extra, message", [(["--concurrency", "0"], "must be >= 1"),
+                                            (["--p-true", "1.5"], "--p-true: probabilities in [0, 1]"),
+                                            (["--k", "3"], "--k: 3, but"),
+                                            (["--seeds", "0"], "--seeds: must be >= 1")])
+def test_bad_arguments_name_the_field(sim, tmp_path, monkeypatch, capsys, extra, message) -> None:
+    SPSProfile([1, 4], [1000.0, 950.0]).save(tmp_path / "sps.json")
+    SPSProfile([8, 32], [400.0, 250.0], {"method": "dspark rounds, k=7, 128 tokens"}).save(tmp_path / "spec_sps.json")
+    monkeypatch.setattr("sys.argv", ["sim_pause_policy.py", "--profiles", str(tmp_path)] + extra)
+    with pytest.raises(SystemExit) as exit_:
+        sim.main()
+    assert exit_.value.code == 2 and message in capsys.readouterr().err

@@ -56,3 +56,17 @@ def test_rounds_split_each_call_by_kind_of_step(report) -> None:
     assert (r["engine"], r["round"], r["steps"], r["buffered"]) == ("paused", 0, 5, 1)
     assert r["prefill"] == pytest.approx(10.0) and r["drafted"] == pytest.approx(3.0)
     assert r["spikes"] == pytest.approx(5.0) and r["decode"] == pytest.approx(2.2)
+
+
+@pytest.mark.parametrize("extra, message", [(["--baseline", "bogus"], "--baseline: no engine 'bogus'"),
+                                            (["--concurrency", "5"], "--concurrency: [5] not in the log")])
+def test_bad_arguments_name_the_field(report, tmp_path, monkeypatch, capsys, extra, message) -> None:
+    path = tmp_path / "steps.jsonl"
+    path.write_text(json.dumps(step("none", 0, 0, 1.0)) + "\n")
+    for argv in ([str(path)] + extra, [str(tmp_path / "missing.jsonl")]):
+        monkeypatch.setattr("sys.argv", ["step_log_report.py"] + argv)
+        with pytest.raises(SystemExit) as exit_:
+            report.main()
+        assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "log: no such file" in err
