@@ -12,10 +12,11 @@ verifying fewer drafts is cheaper; the drafting is not). A policy's transitions 
 plain steps at that batch (`--overhead FLUSH SYNC`): a drafted round after a round without
 drafts pays FLUSH more (it projects the context buffered meanwhile: 4.5-6.3 ms against 3.3 ms
 for a drafted round at 8 requests on the H200, session 15's step log) and a round without drafts
-after a drafted one pays SYNC more (nothing in flight to overlap: ~1.9 ms against ~1.0). The
-per-row cost of projecting buffered features is not charged: every buffered (request, step) pair
-is walked once by some flush, whichever round it happens in. Nor are the features a paused step
-captures (`decline_features` is not modelled). Printed
+after a drafted one pays SYNC more (nothing in flight to overlap: ~1.9 ms against ~1.0). By default the
+per-row cost of projecting buffered features is not charged (every buffered (request, step) pair
+is walked once by some flush, whichever round it happens in), nor are the features a paused step
+captures, and every step is observed: `--features CAPTURE ROW_US` models `wants_features` (a
+declined step leaves its requests a gap) and charges both. Printed
 per concurrency: the ratio of plain decoding's time to the policy's
 time for the same batches (above 1: faster than plain decoding), the share of rounds drafted,
 and the same ratio for fixed-k (always drafting).
@@ -36,6 +37,7 @@ import random
 import re
 import types
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from deepinfer_core.interfaces import DraftRequest
@@ -100,23 +102,36 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
     return seconds
 
 
+class FeatureCosts(NamedTuple):
+    """`--features CAPTURE ROW_US`: the engine asks `wants_features` before every step without
+    drafts; a declined step is not observed (its requests get a gap, as on the engine). A plain
+    step that captures the features costs CAPTURE plain steps more, and a drafted round that
+    flushes the buffer ROW_US microseconds more per row projected."""
+
+    capture: float
+    row_us: float
+
+
 def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfile, p_true: float,
                    work: list[list[int]], seed: int, first_id: int,
-                   charge: VerifyRates | None = None, overhead: tuple[float, float] = (0.0, 0.0)
-                   ) -> tuple[float, float]:
+                   charge: VerifyRates | None = None, overhead: tuple[float, float] = (0.0, 0.0),
+                   features: FeatureCosts | None = None) -> tuple[float, float]:
     """Seconds and drafted share of the policy over `work`, the proposer kept across calls. A
     drafted round costs the full round, or with `charge` its own verified tokens' time; the
-    transitions cost `overhead` (FLUSH, SYNC) plain steps."""
+    transitions cost `overhead` (FLUSH, SYNC) plain steps; with `features`, declined features
+    and what capturing and flushing them cost (`FeatureCosts`)."""
     rng, seconds, rounds, drafted, k = random.Random(seed), 0.0, 0, 0, proposer.num_tokens
     was_drafted = None   # the last round's kind in this batch (None: the batch's first round)
     for b, lengths in enumerate(work):
         ids = [f"r{first_id + b * len(lengths) + i}" for i in range(len(lengths))]
         left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, 20)
-        proposer.observe_step(ids, [0] * len(ids), [20] * len(ids), [20 * i for i in range(len(ids))],
-                              torch.zeros(20 * len(ids), 1))   # the prefill
+        if features is None or proposer.wants_features():   # the prefill (a step without drafts)
+            proposer.observe_step(ids, [0] * len(ids), [20] * len(ids), [20 * i for i in range(len(ids))],
+                                  torch.zeros(20 * len(ids), 1))
         was_drafted = None
         while left:
             live, rounds = list(left), rounds + 1
+            buffered = len(proposer.pending)
             if proposer.idle_rounds() > 0:
                 proposer.idle_round(len(live))
                 drafts = None
@@ -124,10 +139,16 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                 drafts = proposer.propose([DraftRequest(r, [1] * (pos[r] + 1), min(k, left[r] - 1), 0.0, 0, 1.0, 0.0,
                                                         0, 0) for r in live])
             emitted = dict.fromkeys(live, 1)
+            observed = True
             if drafts is None or not any(d.token_ids for d in drafts):
                 seconds += (1 + (overhead[1] if was_drafted else 0.0)) / decode.at(len(live))
                 was_drafted = False
+                if features is not None:
+                    observed = proposer.wants_features()
+                    seconds += features.capture / decode.at(len(live)) if observed else 0.0
             else:
+                if features is not None:   # the rows this round's flush projected
+                    seconds += features.row_us * 1e-6 * max(buffered - len(proposer.pending), 0)
                 drafted += 1
                 if was_drafted is False:
                     seconds += overhead[0] / decode.at(len(live))
@@ -145,7 +166,8 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                     proposer.commit(r, pos[r] + 1 + emitted[r])
             counts = [emitted[r] for r in live]
             starts = [sum(counts[:i]) for i in range(len(live))]
-            proposer.observe_step(live, [pos[r] for r in live], counts, starts, torch.zeros(sum(counts), 1))
+            if observed:
+                proposer.observe_step(live, [pos[r] for r in live], counts, starts, torch.zeros(sum(counts), 1))
             for r in live:
                 pos[r] += emitted[r]
                 left[r] -= emitted[r]
@@ -167,8 +189,9 @@ def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: S
         base = i + 1000 * seed
         work = batches(c, max(args.batches, 256 // c), seed=1 + base)   # >= 256 requests
         plain = plain_seconds(decode, work)
+        features = None if args.features is None else FeatureCosts(*args.features)
         seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + base, 10**6 * i, charge,
-                                        tuple(args.overhead))
+                                        tuple(args.overhead), features)
         out.append((plain / seconds, share, plain / fixed_seconds(spec, args.k, p_true, work, 3 + base)))
     return out
 
@@ -189,12 +212,18 @@ def main() -> None:
                              "one, cost on top (the H200's, session 15; 0 0 for none)")
     parser.add_argument("--batches", type=int, default=10,
                         help="chat batches per concurrency (at least 256 requests' worth)")
+    parser.add_argument("--features", type=float, nargs=2, default=None, metavar=("CAPTURE", "ROW_US"),
+                        help="model declined features (`wants_features`): a plain step that captures them costs "
+                             "CAPTURE plain steps more, a flush ROW_US us per row (the H200: ~0.03 and ~1.5, "
+                             "sessions 15 and 14); default: every step observed, nothing charged")
     parser.add_argument("--seeds", type=int, default=1,
                         help="independent runs (seeds 0..N-1): each cell then shows the mean ratio and its range "
                              "(session 17: one seed moved a policy change's cells by 2-4%% either way)")
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error(f"--seeds: must be >= 1, got {args.seeds}")
+    if args.features is not None and min(args.features) < 0:
+        parser.error(f"--features: costs must be >= 0, got {args.features}")
     if args.k < 1 or min(args.concurrency) < 1 or args.batches < 1:
         parser.error(f"--k, --concurrency and --batches: must be >= 1, got {args.k}, {args.concurrency}, "
                      f"{args.batches}")

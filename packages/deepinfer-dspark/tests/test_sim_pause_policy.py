@@ -23,7 +23,7 @@ def sim(benchmark_script):
 
 
 def args(**kw):
-    base = dict(k=7, p_conf=None, concurrency=[1, 4], batches=1, overhead=[2.0, 1.0])
+    base = dict(k=7, p_conf=None, concurrency=[1, 4], batches=1, overhead=[2.0, 1.0], features=None)
     return types.SimpleNamespace(**{**base, **kw})
 
 
@@ -34,6 +34,17 @@ def test_a_seed_is_reproducible_and_seeds_differ(sim) -> None:
     assert other != first
     for ratio, share, fixed in first + other:
         assert ratio > 0 and 0.0 <= share <= 1.0 and fixed > 0
+
+
+def test_feature_costs_are_charged(sim) -> None:
+    """With `--features`, plain steps that capture the features cost more: a policy whose
+    drafter loses (acceptance 0.2: it pauses, keeping the features at loads not ruled out) runs
+    slower as CAPTURE grows; every step observed (no `--features`) is the old model."""
+    free = sim.simulate(args(features=[0.0, 0.0]), DECODE, SPEC, 0.2, None, None, seed=0)
+    costly = sim.simulate(args(features=[0.5, 0.0]), DECODE, SPEC, 0.2, None, None, seed=0)
+    old = sim.simulate(args(), DECODE, SPEC, 0.2, None, None, seed=0)
+    assert all(c[0] < f[0] for c, f in zip(costly, free)), (costly, free)
+    assert all(o[0] > 0 for o in old)
 
 
 def test_cells_show_the_mean_and_the_range(sim) -> None:
