@@ -283,9 +283,10 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
         for name in names[r % len(names):] + names[:r % len(names)]:
             start = time.perf_counter()
             outs = llms[name].chat(prompts, params)
-            runs[name].append(_numbers(outs, time.perf_counter() - start))
+            wall = time.perf_counter() - start
+            runs[name].append(_numbers(outs, wall))
             if logs and log_path is not None:
-                append_steps(log_path, logs[name], name, c, r)
+                append_steps(log_path, logs[name], name, c, r, wall)
     rows = []
     for name in names:
         ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
@@ -296,11 +297,15 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     return rows
 
 
-def append_steps(path: Path, log: list, engine: str, c: int, round_index: int) -> None:
-    """Appends one call's steps (`StepTimes` log entries, then emptied) to `path` as JSON lines."""
+def append_steps(path: Path, log: list, engine: str, c: int, round_index: int, wall: float | None = None) -> None:
+    """Appends one call's steps (`StepTimes` log entries, then emptied) to `path` as JSON lines;
+    the first step's row also carries the call's wall time (`call_ms`: the steps plus what the
+    call did outside them, e.g. chat templates, tokenizing, detokenizing)."""
     with open(path, "a") as f:
         for index, entry in enumerate(log):
             row = {"engine": engine, "concurrency": c, "round": round_index, "step": index, **entry}
+            if index == 0 and wall is not None:
+                row["call_ms"] = round(1e3 * wall, 3)
             f.write(json.dumps(row) + "\n")
     log.clear()
 

@@ -108,7 +108,8 @@ def proposer_state(llm, c: int) -> str:
     """The confidence proposer's counters and estimates after a concurrency (empty for other
     engines): rounds drafted and skipped so far, the excluded one-request warm-up call of each
     concurrency included (~44 drafted rounds on the H200's SmolLM2); the ledger's gain and the
-    acceptance ratio at C's bucket; the accepted drafts per request at full verification
+    acceptance ratio at C's bucket (declined steps: those that captured no features; dormant: those
+    of them that asked the proposer nothing, `DormantSteps`); the accepted drafts per request at full verification
     (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
     paused; the draft graphs captured and the context pool's reallocations so far."""
     spec = llm.engine.speculative
@@ -118,7 +119,8 @@ def proposer_state(llm, c: int) -> str:
     full = proposer.acceptance.full
     gain = proposer.pauses.gain(c)
     return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds "
-            f"(features declined in {getattr(proposer, 'declined_steps', 0)} steps); at {c}: gain "
+            f"(features declined in {getattr(proposer, 'declined_steps', 0)} steps, "
+            f"{getattr(getattr(spec, 'dormant', None), 'steps', 0)} of them dormant); at {c}: gain "
             f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
             f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "

@@ -10,7 +10,8 @@ decode step and of a prefill step over `none`'s same step, and the extra ms per 
 how session 15 found that a paused step cost +0.02-0.14 ms at 32-256 requests. With `--rounds`,
 each call's time split into prefill steps, decode steps, spikes (plain steps over `SPIKE` times
 the call's median plain decode step: flushes, syncs, GC pauses) and drafted rounds, with the steps that held
-buffered features: how session 17 found two flushes of stale rows (58-231 ms at 256 requests).
+buffered features: how session 17 found two flushes of stale rows (58-231 ms at 256 requests);
+and, in logs from session 18 on, the call's time outside its steps (`outside`).
 
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
@@ -88,7 +89,8 @@ def rounds(rows: list[dict]) -> list[dict]:
     prompt tokens), `drafted` (rounds whose drafter ran, their flushes included), `spikes` (plain
     steps over `SPIKE` times the call's median plain decode step) and `decode` (the rest);
     `buffered`: steps that began with features buffered (while paused; a declined step drops
-    them, so its step begins with rows too)."""
+    them, so its step begins with rows too); `outside`: the call's wall time minus its steps
+    (None in logs without `call_ms`, before session 18)."""
     groups: dict[tuple[int, int, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["concurrency"], row["round"], row["engine"])].append(row)
@@ -101,8 +103,10 @@ def rounds(rows: list[dict]) -> list[dict]:
             part = ("prefill" if s["prefill_tokens"] else "drafted" if s["kind"] != "plain"
                     else "spikes" if s["ms"] > SPIKE * median else "decode")
             parts[part] += s["ms"]
+        wall = next((s["call_ms"] for s in steps if "call_ms" in s), None)
         out.append(dict(concurrency=c, round=rnd, engine=engine, steps=len(steps), **parts,
-                        buffered=sum(1 for s in steps if s["buffered"] > 0)))
+                        buffered=sum(1 for s in steps if s["buffered"] > 0),
+                        outside=None if wall is None else wall - sum(s["ms"] for s in steps)))
     return out
 
 
@@ -152,11 +156,12 @@ def main() -> None:
         print()
         print(f"Each call by kind of step (ms; spikes: plain steps over {SPIKE}x the call's median plain "
               f"decode step; buffered: steps that began with features buffered).")
-        print("| requests | round | engine | steps | prefill | decode | spikes | drafted | buffered |")
-        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+        print("| requests | round | engine | steps | prefill | decode | spikes | drafted | buffered | outside |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
         for r in rounds(rows):
+            outside = "-" if r["outside"] is None else f"{r['outside']:.1f}"
             print(f"| {r['concurrency']} | {r['round']} | {r['engine']} | {r['steps']} | {r['prefill']:.1f} "
-                  f"| {r['decode']:.1f} | {r['spikes']:.1f} | {r['drafted']:.1f} | {r['buffered']} |")
+                  f"| {r['decode']:.1f} | {r['spikes']:.1f} | {r['drafted']:.1f} | {r['buffered']} | {outside} |")
 
 
 if __name__ == "__main__":

@@ -128,6 +128,7 @@ def test_engine_declines_features_where_drafting_is_ruled_out(folders, kit) -> N
     assert kit.greedy(llm, batch) == expected
     assert sum(declined) >= 15, declined             # the steps at 3 requests skipped the features
     assert proposer.declined_steps == sum(declined)   # the metric counts them
+    assert llm.engine.speculative.dormant.steps >= 10   # most of them asked the proposer nothing
     assert llm.engine.speculative.stats.proposed == 0
     declined.clear()
     lone = kit.greedy(llm, batch[:1])
@@ -222,3 +223,34 @@ def test_a_declined_step_drops_rows_buffered_at_another_bucket(fake_runner) -> N
     step(proposer, 64)                               # its first decode round: 64 is still ruled out
     assert not proposer.wants_features()
     assert not proposer.pending.holds and proposer.pending.pairs == 0
+
+
+def test_a_dormant_stretch_records_what_its_steps_one_by_one_would(fake_runner) -> None:
+    """`dormant_rounds` / `dormant_passed` (the engine asks nothing in between) leave the proposer
+    as `wants_features` (declined) and `idle_round` step by step would: the pause left, the
+    skipped and declined counts, the evidence's age, the last batch; the buffer is dropped."""
+    def paused() -> DSparkProposer:
+        proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
+        observe(proposer, "r0", 0, 9)
+        proposer._last_batch = 64
+        proposer._pause_for(30, 64, ruled_out=True)   # ruled out at 64 for 30 rounds
+        observe(proposer, "r0", 9, 1)                 # a row captured before the engine asked
+        assert proposer.pending.holds
+        return proposer
+    one_by_one, stretch = paused(), paused()
+    for _ in range(12):
+        assert not one_by_one.wants_features()
+        one_by_one.idle_round(64)
+    assert stretch.dormant_rounds(64) == 30 and not stretch.pending.holds
+    stretch.dormant_passed(64, 12)
+    assert not one_by_one.pending.holds
+    for p in (one_by_one, stretch):
+        p.state = (p.pauses.left(64), p.skipped_rounds, p.declined_steps, p._last_batch,
+                   p.acceptance._now, p.acceptance.full._now, p.wants_features())
+    assert stretch.state == one_by_one.state and stretch.state[0] == 18
+    assert stretch.dormant_rounds(1) == 0 and stretch._last_batch == 1   # not ruled out at 1
+    assert stretch.wants_features()                   # judged at the batch asked about
+    measured = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, measure_step_times=True)
+    measured.pauses.pause(64, 30)
+    measured._ruled_out.add(64)
+    assert measured.dormant_rounds(64) == 0           # it times every step: never dormant

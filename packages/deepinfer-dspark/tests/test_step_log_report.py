@@ -56,6 +56,21 @@ def test_rounds_split_each_call_by_kind_of_step(report) -> None:
     assert (r["engine"], r["round"], r["steps"], r["buffered"]) == ("paused", 0, 5, 1)
     assert r["prefill"] == pytest.approx(10.0) and r["drafted"] == pytest.approx(3.0)
     assert r["spikes"] == pytest.approx(5.0) and r["decode"] == pytest.approx(2.2)
+    assert r["outside"] is None                  # a log from before `call_ms`
+    rows[0]["call_ms"] = 26.5                    # the call's wall time: 20.2 ms of steps
+    (r,) = report.rounds(rows)
+    assert r["outside"] == pytest.approx(6.3)
+
+
+def test_bench_writes_the_call_wall_time_on_the_first_step(benchmark_script, tmp_path, monkeypatch) -> None:
+    from pathlib import Path
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))   # its neighbours
+    bench = benchmark_script("bench_dspark")
+    path = tmp_path / "steps.jsonl"
+    log = [dict(running=2, kind="plain", ms=1.0), dict(running=2, kind="plain", ms=2.0)]
+    bench.append_steps(path, log, "none", 2, 0, 0.0042)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rows[0]["call_ms"] == pytest.approx(4.2) and "call_ms" not in rows[1] and log == []
 
 
 @pytest.mark.parametrize("extra, message", [(["--baseline", "bogus"], "--baseline: no engine 'bogus'"),

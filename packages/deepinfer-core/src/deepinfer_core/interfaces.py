@@ -106,6 +106,17 @@ class Proposer(Protocol):
     and must not draft for a request from a context with a gap. Steps with drafts always capture
     them. Any other return value, or an exception, counts as True.
 
+    Optional, with both of the above, for proposers that can tell that a stretch of steps will be
+    paused rounds without features (e.g. DSpark paused where it declines the features): a method
+    `dormant_rounds(num_requests: int) -> int`, asked before a step without drafts, with the
+    number of running requests. When it returns m > 0, that step and up to m - 1 more, while the
+    number of running requests stays `num_requests`, are dormant: the engine asks nothing else for
+    them (no `wants_features`, `observe*`, `idle_rounds`, `idle_round` or `propose` calls), they
+    capture no features and carry no drafts. When the stretch ends, the engine first reports the
+    steps it ran with `dormant_passed(num_requests: int, rounds: int) -> None`, then asks as
+    usual. Any other return value, or an exception, counts as 0; a `dormant_passed` that raises
+    ends dormancy for that engine (its steps ran plain either way).
+
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any
     batch size): an attribute `retired: bool`. When it is True after the factory returns, the

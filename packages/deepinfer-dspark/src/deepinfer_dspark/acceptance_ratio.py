@@ -108,10 +108,10 @@ class AcceptanceRatio:
         """Rounds folded in (all buckets)."""
         return self._all.rounds
 
-    def tick(self) -> None:
-        """One engine round has passed (drafted or not): the evidence ages."""
-        self._now += 1
-        self.full.tick()
+    def tick(self, rounds: int = 1) -> None:
+        """One engine round (or `rounds`) has passed (drafted or not): the evidence ages."""
+        self._now += rounds
+        self.full.tick(rounds)
 
     def ratio(self, batch: int) -> float:
         """Realized / predicted accepted drafts at `batch`'s bucket; over all buckets while the

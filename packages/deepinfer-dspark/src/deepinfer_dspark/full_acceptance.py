@@ -46,9 +46,9 @@ class FullAcceptance:
         self._now = self._at = 0
         self._mean: float | None = None       # `mean`, until the sums change
 
-    def tick(self) -> None:
-        """One engine round has passed (drafted or not)."""
-        self._now += 1
+    def tick(self, rounds: int = 1) -> None:
+        """One engine round (or `rounds`) has passed (drafted or not)."""
+        self._now += rounds
 
     @property
     def requests(self) -> float:

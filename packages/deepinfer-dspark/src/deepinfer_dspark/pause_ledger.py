@@ -74,12 +74,14 @@ class PauseLedger:
         """Rounds still to skip at `batch`'s bucket."""
         return self._left.get(ledger_bucket(batch), 0)
 
-    def skip(self, batch: int) -> bool:
-        """Whether a round of `batch` requests is skipped (paused); counts it when it is."""
+    def skip(self, batch: int, rounds: int = 1) -> bool:
+        """Whether a round of `batch` requests is skipped (paused); counts it when it is
+        (`rounds` such rounds at once: as many as are left)."""
         bucket = ledger_bucket(batch)
-        if self._left.get(bucket, 0) <= 0:
+        left = self._left.get(bucket, 0)
+        if left <= 0:
             return False
-        self._left[bucket] -= 1
+        self._left[bucket] = left - min(rounds, left)
         return True
 
     def pause(self, batch: int, rounds: int) -> None:

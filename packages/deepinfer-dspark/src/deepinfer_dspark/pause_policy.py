@@ -13,7 +13,9 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
   (`PauseLedger`), the pause after a loss priced by `DraftCosts.probe_pause`;
 - `_spread_loss`: a settled loss pauses the larger buckets that cannot gain more;
 - `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
-  declining after measured losses stops.
+  declining after measured losses stops;
+- `dormant_rounds` and `dormant_passed`: a pause with the features declined, declared to the
+  engine at once (`deepinfer_core.Proposer.dormant_rounds`: it then asks nothing per step).
 
 Every decision reads earlier rounds only, never the drafts it governs, so verification stays
 lossless. Device-free.
@@ -54,6 +56,36 @@ class PausePolicy:
             return False
         upper = self.acceptance.full.upper()
         return upper is not None and self.costs.loses(batch, upper)
+
+    def dormant_rounds(self, num_requests: int) -> int:
+        """Upcoming rounds at `num_requests` requests that are paused with the features declined
+        (see `deepinfer_core.Proposer.dormant_rounds`): the pause left at the bucket while it is
+        ruled out (`wants_features` would decline them all), else 0. The engine then asks
+        nothing for them and reports them with `dormant_passed`. Declining drops the buffered
+        features, as `wants_features` does. Never with `measure_step_times` (it times every step).
+        The engine asks before every step without drafts outside a stretch, with the requests
+        running then: the last batch (what `wants_features` and `idle_rounds` judge) is that one
+        from now on, not the last round's (a batch that just ended, or shrank, is not judged)."""
+        self._last_batch = num_requests
+        bucket = ledger_bucket(num_requests)
+        if bucket not in self._ruled_out or self.measure_step_times:
+            return 0
+        left = self.pauses.left(num_requests)
+        if left > 0 and self.pending.holds:
+            self.pending.clear()
+        return left
+
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        """`rounds` dormant rounds at `num_requests` requests have run: what `rounds` calls of
+        `wants_features` (declined) and `idle_round(num_requests)` would have recorded."""
+        self.acceptance.close()
+        self.acceptance.tick(rounds)
+        self._last_batch, self._cleared = num_requests, 0
+        self.pauses.skip(num_requests, rounds)
+        self.skipped_rounds += rounds
+        self.declined_steps += rounds
+        if not self._ledger_declined and ledger_bucket(num_requests) in self._ledger_ruled:
+            self._ledger_declined += not self.cannot_pay(num_requests) and not self.expected_loss(num_requests)
 
     def _pause_for(self, rounds: int, batch: int, ruled_out: bool = False) -> None:
         """Pauses `rounds` rounds at `batch`'s bucket; `ruled_out`: because even accepting every

@@ -231,7 +231,8 @@ class AsyncEngineCore(EngineCore):
         job = self._start_fill(sampling_rows, previous)
         try:
             fill_from = None if previous is None else previous.sampled
-            if self.speculative is not None and not self.speculative.wants_features():
+            dormant = self._dormant({})
+            if self.speculative is not None and (dormant or not self.speculative.wants_features()):
                 model_out = self.runner.execute_model(chunks, fill_from=fill_from, features=False)
             else:
                 model_out = self.runner.execute_model(chunks, fill_from=fill_from)
@@ -264,7 +265,7 @@ class AsyncEngineCore(EngineCore):
             self._deferred = sampled
         else:
             self._inflight = sampled
-        if self.speculative is not None:
+        if self.speculative is not None and not dormant:
             self._after_speculative_overlap(sched, model_out, outputs)
 
     def _sample(self, logits: torch.Tensor, sampling: list[Request], out_index: list[int],

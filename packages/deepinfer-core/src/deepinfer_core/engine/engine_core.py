@@ -222,7 +222,8 @@ class EngineCore:
         plain = [req for req in sampling if req.request_id not in drafts]
         # Grammar masks depend only on the tokens accepted so far: fill them while the model runs.
         filling = self.structured.start_fill(plain) if self.structured is not None and plain else None
-        if self.speculative is not None and not drafts and not self.speculative.wants_features():
+        dormant = self._dormant(drafts)
+        if self.speculative is not None and not drafts and (dormant or not self.speculative.wants_features()):
             model_out = self.runner.execute_model(chunks, features=False)
         else:
             model_out = self.runner.execute_model(chunks)
@@ -275,7 +276,7 @@ class EngineCore:
                 out.new_token_ids = out.new_token_ids[:kept]
                 if out.new_logprobs is not None:
                     out.new_logprobs = out.new_logprobs[:kept]
-        if self.speculative is not None:
+        if self.speculative is not None and not dormant:
             failed = {}
             if model_out.aux_hidden is not None:
                 failed = self.speculative.observe(sched.scheduled, drafts, tokens, model_out.aux_hidden,
@@ -292,6 +293,13 @@ class EngineCore:
         for out in outputs.values():
             if out.error is not None and out.finish_reason is None:  # a grammar or the proposer failed it
                 self._finish_with_error(out)
+
+    def _dormant(self, drafts: dict[str, list[int]]) -> bool:
+        """Whether this step, without drafts, is one the proposer declared dormant: it is asked
+        nothing for it (`DormantSteps`, `Proposer.dormant_rounds`)."""
+        if self.speculative is None or drafts:
+            return False
+        return self.speculative.dormant.step(len(self.scheduler.running))
 
     def _fail_grammars(self) -> dict[str, EngineCoreOutput]:
         """Ends the requests whose grammar failed to compile (or timed out): they fail alone."""
@@ -312,6 +320,8 @@ class EngineCore:
         self._release_row(request_id)
         if self.speculative is not None:
             self.speculative.remove(request_id)
+            if not self.scheduler.has_unfinished():   # the last one: its dormant steps are reported now
+                self.speculative.dormant.settle()
         if self.structured is not None:
             self.structured.release(request_id)
 

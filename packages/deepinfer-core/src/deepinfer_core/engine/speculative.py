@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from deepinfer_core.engine.dormant_steps import DormantSteps
 from deepinfer_core.engine.proposer_plugins import load_proposer
 from deepinfer_core.engine.request import RequestStatus
 from deepinfer_core.executor.transfer import to_device
@@ -126,6 +127,7 @@ class SpeculativeDecoder:
         self.stats = SpecStats()
         self.request_stats: dict[str, SpecStats] = {}
         self._reported: dict[str, tuple[int, int, int]] = {}
+        self.dormant = DormantSteps(proposer)   # stretches that ask the proposer nothing
 
     def propose(self, requests: list[Request]) -> dict[str, str]:
         """Stores drafts on the requests that will decode next step (`spec_token_ids`, `spec_probs`).

@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""DormantSteps: stretches of steps that a paused proposer needs nothing from.
+
+A proposer paused at a load where it declines the target's features (DSpark where drafting
+cannot pay) is still asked three things per step: `wants_features` before the launch, then
+`idle_rounds` and `idle_round` for the next step's drafts. On the H200's host that costs
+tens of microseconds a step, 2-5% of a decode step at 8-128 requests, for answers known in
+advance. A proposer with `dormant_rounds(num_requests) -> int` can declare such a stretch at
+once: the engine then asks nothing for that many steps while the number of running requests
+stays the same, and reports them afterwards in one call, `dormant_passed(num_requests, rounds)`
+(see `deepinfer_core.Proposer`). Those steps capture no features and carry no drafts: their
+output is plain decoding's. Device-free.
+"""
+
+from __future__ import annotations
+
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+class DormantSteps:
+    """The engine's side of `Proposer.dormant_rounds` for one proposer.
+
+    Args:
+        proposer: the engine's proposer; dormancy is used only when it has both
+            `dormant_rounds` and `dormant_passed`.
+
+    Attributes:
+        num_requests: the running requests of the current stretch.
+        left: steps of the stretch not yet run.
+        passed: steps of the stretch run and not yet reported.
+        steps: dormant steps run in all (metrics).
+    """
+
+    def __init__(self, proposer: object) -> None:
+        ask, report = getattr(proposer, "dormant_rounds", None), getattr(proposer, "dormant_passed", None)
+        self._ask = ask if callable(ask) and callable(report) else None
+        self._report = report
+        self.num_requests = 0
+        self.left = 0
+        self.passed = 0
+        self.steps = 0
+
+    def step(self, num_requests: int) -> bool:
+        """Whether the coming step, with `num_requests` running requests and no drafts, is
+        dormant: nothing is asked of the proposer for it, no features are captured. A stretch
+        ends when its steps run out or the number of running requests changes; it is then
+        reported (`settle`) and the proposer is asked again.
+
+        A proposer whose `dormant_rounds` raises or returns anything but a positive int only
+        loses the stretch (the step runs as usual); one whose `dormant_passed` raises is not
+        asked again (logged)."""
+        if self.left > 0 and num_requests == self.num_requests:
+            self.left -= 1
+            self.passed += 1
+            self.steps += 1
+            return True
+        self.settle()
+        if self._ask is None:
+            return False
+        try:
+            rounds = self._ask(num_requests)
+        except Exception:  # noqa: BLE001 - a faulty plug-in only loses the stretch
+            return False
+        if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds <= 0:
+            return False
+        self.num_requests, self.left, self.passed = num_requests, rounds - 1, 1
+        self.steps += 1
+        return True
+
+    def settle(self) -> None:
+        """Reports the stretch's steps run so far (`dormant_passed`) and ends it."""
+        passed, self.passed, self.left = self.passed, 0, 0
+        if not passed:
+            return
+        try:
+            self._report(self.num_requests, passed)
+        except Exception as exc:  # noqa: BLE001 - the steps ran plain either way
+            logger.warning("speculative_config.proposer: dormant_passed failed (%s: %s); no more dormant "
+                           "stretches for this engine", type(exc).__name__, exc)
+            self._ask = None

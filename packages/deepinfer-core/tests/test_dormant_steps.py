@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`Proposer.dormant_rounds`: a paused proposer declares a stretch of steps it needs nothing
+from; the engine then asks it nothing for them (no `wants_features`, `observe*`, `idle_rounds`,
+`idle_round`, `propose`), captures no features, and reports the steps run with
+`dormant_passed` when the stretch ends (its steps run out, or the number of running requests
+changes). Greedy output never changes; a faulty plug-in only loses the stretches.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from deepinfer_core import LLM, SamplingParams
+from deepinfer_core.engine.dormant_steps import DormantSteps
+from deepinfer_core.interfaces import Draft, DraftRequest
+
+PROMPTS = [[5, 6, 7, 8, 5, 6, 7], [9, 10, 11, 9, 10], [3, 4, 3, 4, 3, 4], [8, 8, 9, 8, 8]]
+MAX_TOKENS = [20, 14, 9, 20]   # requests finish at different steps: the running count changes
+
+
+class Sleeper:
+    """Drafts the last token twice for `awake` rounds, then sleeps `asleep` rounds: paused
+    (`idle_rounds`), features declined, and declared dormant for the rest of the pause.
+    Every call is logged; a call outside the protocol fails the test."""
+
+    def __init__(self, awake: int = 3, asleep: int = 5, fail: str = "", answer: object = None) -> None:
+        self.target_layer_ids = (0,)
+        self.awake, self.asleep, self.fail, self.answer = awake, asleep, fail, answer
+        self.round = 0            # rounds seen: drafted, idle or dormant
+        self.calls: list[tuple] = []
+        self.granted = 0          # dormant steps granted and not yet reported
+        self.observed = 0
+
+    def _left(self) -> int:
+        """Idle rounds left in the current sleep (0 while awake)."""
+        phase = self.round % (self.awake + self.asleep)
+        return 0 if phase < self.awake else self.awake + self.asleep - phase
+
+    def _check(self, name: str) -> None:
+        assert not self.granted, f"{name} called during a dormant stretch"
+        self.calls.append((name,))
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        self._check("propose")
+        self.round += 1
+        return [Draft([int(r.token_ids[-1])] * min(2, r.max_tokens)) for r in requests]
+
+    def idle_rounds(self) -> int:
+        self._check("idle_rounds")
+        return self._left()
+
+    def idle_round(self, num_requests: int) -> None:
+        self._check("idle_round")
+        self.round += 1
+
+    def wants_features(self) -> bool:
+        self._check("wants_features")
+        return self._left() == 0
+
+    def observe_step(self, request_ids, first_positions, counts, row_starts, features) -> None:
+        self._check("observe_step")
+        self.observed += 1
+
+    def dormant_rounds(self, num_requests: int) -> object:
+        self._check("dormant_rounds")
+        if self.fail == "ask":
+            raise RuntimeError("ask broke")
+        if self.answer is not None:
+            return self.answer
+        self.granted = self._left()
+        return self.granted
+
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        assert 1 <= rounds <= self.granted, (rounds, self.granted)
+        self.granted = 0
+        self.calls.append(("dormant_passed", num_requests, rounds))
+        self.round += rounds
+        if self.fail == "report":
+            raise RuntimeError("report broke")
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        pass
+
+    def remove(self, request_id: str) -> None:
+        pass
+
+
+def build(folder, proposer=None, **kw) -> LLM:
+    spec = None if proposer is None else {"proposer": proposer, "num_speculative_tokens": 2}
+    return LLM(str(folder), max_model_len=64, block_size=4, kv_cache_memory=16 << 20, deterministic=True,
+               speculative_config=spec, **kw)
+
+
+def run(llm: LLM) -> list[list[int]]:
+    outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS],
+                        [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in MAX_TOKENS])
+    assert all(o.error is None for o in outs)
+    return [o.outputs[0].token_ids for o in outs]
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_dormant_stretches_ask_nothing_and_keep_greedy_output(tiny_checkpoint, async_scheduling: bool) -> None:
+    folder = tiny_checkpoint("qwen3")
+    expected = run(build(folder))
+    sleeper = Sleeper()
+    llm = build(folder, sleeper, async_scheduling=async_scheduling)
+    assert run(llm) == expected
+    reports = [c for c in sleeper.calls if c[0] == "dormant_passed"]
+    dormant = sum(c[2] for c in reports)
+    assert reports and dormant == llm.engine.speculative.dormant.steps > 0
+    assert len({c[1] for c in reports}) >= 2              # stretches at several batch sizes
+    assert not llm.engine.speculative.dormant.passed      # reported when the last request ended
+    assert llm.engine.speculative.stats.verified > 0      # awake rounds still drafted
+    assert sleeper.observed > 0                            # ... with their features
+
+
+@pytest.mark.parametrize("fail,answer", [("ask", None), ("", True), ("", "3"), ("", -2), ("", 2.0)])
+def test_a_faulty_or_odd_dormant_rounds_only_loses_the_stretch(tiny_checkpoint, fail: str, answer: object) -> None:
+    folder = tiny_checkpoint("qwen3")
+    expected = run(build(folder))
+    sleeper = Sleeper(fail=fail, answer=answer)
+    llm = build(folder, sleeper)
+    assert run(llm) == expected
+    assert llm.engine.speculative.dormant.steps == 0
+    assert not [c for c in sleeper.calls if c[0] == "dormant_passed"]
+    assert any(c[0] == "idle_round" for c in sleeper.calls)   # paused rounds asked one by one
+
+
+def test_a_raising_dormant_passed_ends_dormancy(tiny_checkpoint, caplog) -> None:
+    folder = tiny_checkpoint("qwen3")
+    expected = run(build(folder))
+    sleeper = Sleeper(fail="report")
+    llm = build(folder, sleeper)
+    with caplog.at_level(logging.WARNING, logger="deepinfer_core.engine.dormant_steps"):
+        assert run(llm) == expected
+    assert len([c for c in sleeper.calls if c[0] == "dormant_passed"]) == 1
+    assert "dormant_passed failed" in caplog.text and "speculative_config.proposer" in caplog.text
+    asks = [i for i, c in enumerate(sleeper.calls) if c[0] == "dormant_rounds"]
+    report = next(i for i, c in enumerate(sleeper.calls) if c[0] == "dormant_passed")
+    assert all(i < report for i in asks)                   # never asked again
+
+
+class Log:
+    """A bare proposer side for `DormantSteps` alone: grants `grant` rounds each time."""
+
+    def __init__(self, grant: int) -> None:
+        self.grant, self.asked, self.reports = grant, [], []
+
+    def dormant_rounds(self, n: int) -> int:
+        self.asked.append(n)
+        return self.grant
+
+    def dormant_passed(self, n: int, rounds: int) -> None:
+        self.reports.append((n, rounds))
+
+
+def test_a_stretch_ends_when_its_rounds_run_out_or_the_batch_changes() -> None:
+    log = Log(3)
+    steps = DormantSteps(log)
+    assert [steps.step(8) for _ in range(4)] == [True] * 4     # 3 granted, then asked again: 3 more
+    assert log.asked == [8, 8] and log.reports == [(8, 3)]
+    assert steps.step(7)                                        # the batch changed: reported, asked
+    assert log.reports == [(8, 3), (8, 1)] and log.asked == [8, 8, 7]
+    steps.settle()
+    steps.settle()                                              # nothing left to report
+    assert log.reports == [(8, 3), (8, 1), (7, 1)] and steps.steps == 5
+    none = DormantSteps(Log(0))
+    assert not none.step(8) and none.steps == 0
+    assert not DormantSteps(object()).step(8)                   # a proposer without the methods
+    half = Log(3)
+    half.dormant_passed = None                                  # asking needs a way to report
+    assert not DormantSteps(half).step(8) and half.asked == []
