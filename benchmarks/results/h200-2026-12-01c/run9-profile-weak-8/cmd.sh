@@ -1,0 +1,3 @@
+# Session 18, call 9 (right after call 8): cProfile of one more run of none and confidence at 8
+# requests with the weak drafter (engines one after another, not interleaved).
+source tools/gpu_env.sh >/dev/null 2>&1; T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; P=benchmarks/results/h200-2026-12-01c/run3-paired-dormant; timeout 170 python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target $T --drafter ~/drafter_weak --max-tokens 128 --concurrency 8 --fixed 7 --sps $P/sps.json --spec-sps $P/spec_sps.json --variants none confidence --kv-cache-gib 8 --profile $OUT/profile_8.txt --profile-at 8 > $OUT/bench.log 2>&1; grep -E "^8 " $OUT/bench.log | cut -c1-250; ls -la $OUT

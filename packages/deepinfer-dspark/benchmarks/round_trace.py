@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Per drafted round of confidence scheduling: what the pause policy weighed against what the
+target accepted.
+
+For each round `_plan_pause` judged: the batch, the expected accepted drafts (the verified
+prefixes' survivals summed, as the policy reads them before scaling by the acceptance ratio),
+the drafts verified, the drafts the target then accepted (from `commit`), the acceptance ratio
+at the batch's bucket, the ledger's smoothed gain before and after the round, and the pause it
+left. Written for the 1-2 request loads of session 18 on the H200: confidence drafted 23 rounds
+of the one-request warm-up, judged a gain of 0.98 and paused, while fixed-3 ran at 1.14x plain
+decoding on the same prompt. The first batch of each concurrency is the benchmark's excluded
+warm-up (its first conversation alone), as in `bench_dspark.py`.
+
+Usage:
+    python3 round_trace.py --target T.gguf --drafter DIR --sps sps.json --spec-sps spec_sps.json \\
+        [--concurrency 1 2] [--calls 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def trace(llm, batches: list, generate) -> list[dict]:
+    """Runs `generate(batch)` for each batch, recording every round `_plan_pause` judges; returns
+    one dict per round (keys: call, batch, expected, verified, accepted, ratio, gain_before,
+    gain, pause). `accepted` sums the drafts accepted by the round's requests, as `commit`
+    reports them (a request that ends before its commit counts none)."""
+    proposer = llm.engine.speculative.proposer
+    rounds: list[dict] = []
+    plan, commit = proposer._plan_pause, proposer.commit
+    current = {"call": 0}
+
+    def traced_plan(expected, lengths, batch, partial=False):
+        before = proposer.pauses.gain(batch)
+        plan(expected, lengths, batch, partial)
+        rounds.append(dict(call=current["call"], batch=batch, expected=float(expected), verified=sum(lengths),
+                           accepted=0, ratio=proposer.acceptance.ratio(batch), gain_before=before,
+                           gain=proposer.pauses.gain(batch), pause=proposer.pauses.left(batch)))
+
+    def traced_commit(request_id, num_tokens):
+        entry = proposer.acceptance._open.get(request_id)   # (tokens before, verified, survival)
+        if entry is not None and rounds:
+            rounds[-1]["accepted"] += min(max(num_tokens - entry[0] - 1, 0), entry[1])
+        commit(request_id, num_tokens)
+
+    proposer._plan_pause, proposer.commit = traced_plan, traced_commit
+    try:
+        for index, batch in enumerate(batches):
+            current["call"] = index
+            generate(batch)
+    finally:
+        proposer._plan_pause, proposer.commit = plan, commit
+    return rounds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", required=True, help="GGUF file or HF folder of the target")
+    parser.add_argument("--drafter", required=True, help="DSpark checkpoint folder")
+    parser.add_argument("--sps", required=True, help="plain-decode SPS profile (bench_dspark.py --save-sps)")
+    parser.add_argument("--spec-sps", required=True, help="speculative-round SPS profile (spec_<name>)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--calls", type=int, default=3, help="measured batches per concurrency")
+    parser.add_argument("--k", type=int, default=7, help="num_speculative_tokens (the profile's k)")
+    parser.add_argument("--max-tokens", type=int, default=128)
+    args = parser.parse_args()
+    if args.calls < 1 or min(args.concurrency) < 1:
+        parser.error("--calls and --concurrency: must be >= 1")
+    from deepinfer_core import LLM, SamplingParams
+
+    from deepinfer_dspark.sps import SPSProfile
+    from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
+
+    spec = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": args.k, "scheduling": "confidence",
+            "sps_profile": SPSProfile.load(args.spec_sps), "decode_profile": SPSProfile.load(args.sps)}
+    llm = LLM(args.target, speculative_config=spec, max_num_seqs=max(args.concurrency), kv_cache_memory=8 << 30)
+    pool = [[{"role": "user", "content": p}]   # bench_dspark.py's pool (seed 12345)
+            for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
+    params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
+    for c in args.concurrency:
+        batches = [pool[:1]] + [pool[:c]] * args.calls
+        for r in trace(llm, batches, lambda batch: llm.chat(batch, params)):
+            print(f"c={c} call {r['call']} B={r['batch']} expected {r['expected']:.2f} verified {r['verified']} "
+                  f"accepted {r['accepted']} ratio {r['ratio']:.2f} gain {r['gain_before'] or 0:.3f}->"
+                  f"{r['gain'] or 0:.3f} pause {r['pause']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`benchmarks/round_trace.py`: each judged round's inputs against what the target accepted,
+on the tiny engine (the random drafter's drafts are mostly rejected)."""
+
+from __future__ import annotations
+
+from deepinfer_core import SamplingParams
+
+from deepinfer_dspark.sps import SPSProfile
+
+
+def test_trace_records_each_judged_round(benchmark_script, folders, kit) -> None:
+    round_trace = benchmark_script("round_trace")
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 64], [900.0, 890.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0])}
+    llm = kit.build(target, spec)
+    proposer = llm.engine.speculative.proposer
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    batches = [[{"prompt_token_ids": p}] for p in kit.prompts(2, seed=4)]
+    expected = kit.greedy(kit.build(target), [b[0]["prompt_token_ids"] for b in batches])
+    outs = []
+    rounds = round_trace.trace(llm, batches, lambda batch: outs.extend(llm.generate(batch, params)))
+    assert [o.outputs[0].token_ids for o in outs] == expected            # output untouched
+    assert rounds and {r["call"] for r in rounds} <= {0, 1} and all(r["batch"] == 1 for r in rounds)
+    assert all(0 <= r["accepted"] <= r["verified"] <= 4 for r in rounds)
+    drafted = sum(o.metrics.spec_accepted for o in outs)
+    assert sum(r["accepted"] for r in rounds) == drafted                  # every commit counted
+    assert rounds[-1]["gain"] == proposer.pauses.gain(1) and rounds[0]["gain_before"] is None
+    assert proposer._plan_pause.__name__ == "_plan_pause"                 # the hooks are removed
