@@ -157,6 +157,60 @@ class Log:
         self.reports.append((n, rounds))
 
 
+def test_a_stretch_ends_after_a_step_that_finished_requests() -> None:
+    """`ran` (after each dormant step's update): the step that finished requests is reported at
+    the count running after it, the stretch's earlier steps at its own count; then the engine
+    asks again."""
+    log = Log(10)
+    steps = DormantSteps(log)
+    for _ in range(3):
+        assert steps.step(8)
+        steps.ran(8)
+    assert steps.step(8)
+    steps.ran(6)                                               # this step finished two requests
+    assert log.reports == [(8, 3), (6, 1)] and steps.passed == 0
+    assert steps.step(6) and log.asked == [8, 6]
+    steps.ran(0)                                               # the last ones finished
+    assert log.reports == [(8, 3), (6, 1), (0, 1)] and steps.steps == 5
+
+
+def test_integer_answers_count_and_a_failing_ask_is_logged_once(caplog) -> None:
+    import numpy as np
+
+    log = Log(np.int64(2))
+    steps = DormantSteps(log)
+    assert steps.step(4) and steps.step(4) and steps.left == 0   # a numpy int is a number of rounds
+
+    class Broken(Log):
+        def dormant_rounds(self, n: int) -> int:
+            raise RuntimeError("ask broke")
+    broken = DormantSteps(Broken(0))
+    with caplog.at_level(logging.WARNING, logger="deepinfer_core.engine.dormant_steps"):
+        assert not broken.step(4) and not broken.step(4)
+    assert caplog.text.count("dormant_rounds failed") == 1
+
+
+def test_abort_and_drafts_report_the_open_stretch(tiny_checkpoint) -> None:
+    """The engine reports an open stretch when its last request is aborted (not with the next
+    batch), and before a step that carries drafts (drafts scheduled from before the stretch)."""
+    folder = tiny_checkpoint("qwen3")
+    sleeper = Sleeper(awake=0, asleep=1000)                     # paused for good, always dormant
+    llm = build(folder, sleeper)
+    engine = llm.engine
+    engine.add_request("a", PROMPTS[0], SamplingParams(temperature=0, max_tokens=30, ignore_eos=True))
+    for _ in range(6):
+        engine.step()
+    assert engine.speculative.dormant.passed > 0
+    engine.abort("a")
+    assert engine.speculative.dormant.passed == 0 and sleeper.calls[-1][0] == "dormant_passed"
+    while engine.has_unfinished():
+        engine.step()
+    dormant = engine.speculative.dormant
+    dormant.num_requests, dormant.passed, dormant.left, sleeper.granted = 2, 3, 5, 8
+    assert engine._dormant({"b": [1, 2]}) is False              # a step with drafts
+    assert sleeper.calls[-1] == ("dormant_passed", 2, 3) and dormant.passed == 0
+
+
 def test_a_stretch_ends_when_its_rounds_run_out_or_the_batch_changes() -> None:
     log = Log(3)
     steps = DormantSteps(log)

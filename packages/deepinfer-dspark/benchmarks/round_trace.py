@@ -23,35 +23,43 @@ import argparse
 
 
 def trace(llm, batches: list, generate) -> list[dict]:
-    """Runs `generate(batch)` for each batch, recording every round `_plan_pause` judges; returns
-    one dict per round (keys: call, batch, expected, verified, accepted, ratio, gain_before,
-    gain, pause). `accepted` sums the drafts accepted by the round's requests, as `commit`
-    reports them (a request that ends before its commit counts none)."""
+    """Runs `generate(batch)` for each batch, recording every drafted round that confidence
+    scheduling opens (`acceptance.begin`); returns one dict per round (keys: call, batch, verified,
+    accepted, and from `_plan_pause`, when it judged the round: expected, ratio, gain_before,
+    gain, pause; None for a round it did not judge, e.g. a re-timing run). `accepted` sums the
+    drafts accepted by the round's requests, as `commit` reports them (a request that ends before
+    its commit counts none)."""
     proposer = llm.engine.speculative.proposer
+    acceptance = proposer.acceptance
     rounds: list[dict] = []
-    plan, commit = proposer._plan_pause, proposer.commit
+    plan, commit, begin = proposer._plan_pause, proposer.commit, acceptance.begin
     current = {"call": 0}
+
+    def traced_begin(batch, entries):
+        begin(batch, entries)
+        rounds.append(dict(call=current["call"], batch=batch, verified=sum(e[2] for e in entries), accepted=0,
+                           expected=None, ratio=None, gain_before=None, gain=None, pause=None))
 
     def traced_plan(expected, lengths, batch, partial=False):
         before = proposer.pauses.gain(batch)
         plan(expected, lengths, batch, partial)
-        rounds.append(dict(call=current["call"], batch=batch, expected=float(expected), verified=sum(lengths),
-                           accepted=0, ratio=proposer.acceptance.ratio(batch), gain_before=before,
-                           gain=proposer.pauses.gain(batch), pause=proposer.pauses.left(batch)))
+        if rounds:   # the round `begin` just opened
+            rounds[-1].update(expected=float(expected), ratio=acceptance.ratio(batch), gain_before=before,
+                              gain=proposer.pauses.gain(batch), pause=proposer.pauses.left(batch))
 
     def traced_commit(request_id, num_tokens):
-        entry = proposer.acceptance._open.get(request_id)   # (tokens before, verified, survival)
+        entry = acceptance._open.get(request_id)   # (tokens before, verified, survival) of the open round
         if entry is not None and rounds:
             rounds[-1]["accepted"] += min(max(num_tokens - entry[0] - 1, 0), entry[1])
         commit(request_id, num_tokens)
 
-    proposer._plan_pause, proposer.commit = traced_plan, traced_commit
+    proposer._plan_pause, proposer.commit, acceptance.begin = traced_plan, traced_commit, traced_begin
     try:
         for index, batch in enumerate(batches):
             current["call"] = index
             generate(batch)
     finally:
-        proposer._plan_pause, proposer.commit = plan, commit
+        proposer._plan_pause, proposer.commit, acceptance.begin = plan, commit, begin
     return rounds
 
 
@@ -82,9 +90,11 @@ def main() -> None:
     for c in args.concurrency:
         batches = [pool[:1]] + [pool[:c]] * args.calls
         for r in trace(llm, batches, lambda batch: llm.chat(batch, params)):
-            print(f"c={c} call {r['call']} B={r['batch']} expected {r['expected']:.2f} verified {r['verified']} "
-                  f"accepted {r['accepted']} ratio {r['ratio']:.2f} gain {r['gain_before'] or 0:.3f}->"
-                  f"{r['gain'] or 0:.3f} pause {r['pause']}", flush=True)
+            judged = ("not judged" if r["expected"] is None else
+                      f"expected {r['expected']:.2f} ratio {r['ratio']:.2f} gain {r['gain_before'] or 0:.3f}->"
+                      f"{r['gain']:.3f} pause {r['pause']}")
+            print(f"c={c} call {r['call']} B={r['batch']} verified {r['verified']} accepted {r['accepted']} {judged}",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -208,9 +208,10 @@ def test_a_recompute_closes_a_gap_while_buffering_and_through_project(fake_runne
 def test_a_declined_step_drops_rows_buffered_at_another_bucket(fake_runner) -> None:
     """A chat batch at a load ruled out long ago: its prefill runs while the last round's bucket
     (the previous batch's tail, one request) still wants features, so the prompts' rows are
-    buffered; its first declined step must drop them (they have a gap from then on), not keep
-    them until a flush (on the H200, 256 chat prompts piled up 44k rows over two batches and a
-    flush of 58-231 ms)."""
+    buffered (step by step, as here; in the engine, `dormant_rounds` now judges the batch about
+    to run, so a prefill at a ruled-out load is declined outright); its first declined step must
+    drop them (they have a gap from then on), not keep them until a flush (on the H200, 256 chat
+    prompts piled up 44k rows over two batches and a flush of 58-231 ms)."""
     proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
     for _ in range(6):                               # 64 requests: ruled out, features declined
         step(proposer, 64)
@@ -254,3 +255,35 @@ def test_a_dormant_stretch_records_what_its_steps_one_by_one_would(fake_runner) 
     measured.pauses.pause(64, 30)
     measured._ruled_out.add(64)
     assert measured.dormant_rounds(64) == 0           # it times every step: never dormant
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_engine_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, async_scheduling: bool) -> None:
+    """A batch shrinking from 5 requests to 1 (ruled out at 2-5, drafting at 1): with dormant
+    stretches, the proposer ends in the state that asking it step by step leaves (the same asks
+    of `dormant_rounds`, never granted): pauses, skipped and declined counts, the evidence's age,
+    the last batch; the output is plain decoding's."""
+    from deepinfer_core import SamplingParams
+
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 150.0, 150.0]),
+            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0])}
+    prompts = [{"prompt_token_ids": p} for p in kit.prompts(5, seed=8)]
+    params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in (30, 24, 17, 11, 6)]
+    outs, states = [], []
+    for stretches in (True, False):
+        llm = kit.build(target, spec, async_scheduling=async_scheduling)
+        proposer = llm.engine.speculative.proposer
+        if not stretches:
+            ask = proposer.dormant_rounds
+            llm.engine.speculative.dormant._ask = lambda n, ask=ask: ask(n) and 0   # asked, never granted
+        for _ in range(2):
+            outs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params)])
+        assert (llm.engine.speculative.dormant.steps > 0) == stretches
+        states.append((dict(proposer.pauses._left), proposer.skipped_rounds, proposer.declined_steps,
+                       proposer.acceptance._now, proposer.acceptance.full._now, proposer._last_batch,
+                       proposer.drafted_rounds))
+    plain = [o.outputs[0].token_ids for o in kit.build(target).generate(prompts, params)]
+    assert outs[0] == outs[1] == outs[2] == outs[3] == plain
+    assert states[0] == states[1], states

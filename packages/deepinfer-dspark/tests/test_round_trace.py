@@ -28,4 +28,6 @@ def test_trace_records_each_judged_round(benchmark_script, folders, kit) -> None
     drafted = sum(o.metrics.spec_accepted for o in outs)
     assert sum(r["accepted"] for r in rounds) == drafted                  # every commit counted
     assert rounds[-1]["gain"] == proposer.pauses.gain(1) and rounds[0]["gain_before"] is None
+    assert all(r["expected"] is not None for r in rounds)                  # every round judged here
     assert proposer._plan_pause.__name__ == "_plan_pause"                 # the hooks are removed
+    assert proposer.acceptance.begin.__name__ == "begin"

@@ -112,10 +112,13 @@ class Proposer(Protocol):
     number of running requests. When it returns m > 0, that step and up to m - 1 more, while the
     number of running requests stays `num_requests`, are dormant: the engine asks nothing else for
     them (no `wants_features`, `observe*`, `idle_rounds`, `idle_round` or `propose` calls), they
-    capture no features and carry no drafts. When the stretch ends, the engine first reports the
-    steps it ran with `dormant_passed(num_requests: int, rounds: int) -> None`, then asks as
-    usual. Any other return value, or an exception, counts as 0; a `dormant_passed` that raises
-    ends dormancy for that engine (its steps ran plain either way).
+    capture no features and carry no drafts. The engine reports the steps it ran with
+    `dormant_passed(num_requests: int, rounds: int) -> None` before any other call but `commit`
+    and `remove`; a step that finishes requests ends the stretch right after its update, and is
+    reported at the number of requests then running (as `idle_round` would have heard it), the
+    stretch's earlier steps at `num_requests`. A return value that is not an integer, or an
+    exception, counts as 0; a `dormant_passed` that raises ends dormancy for that engine (its
+    steps ran plain either way).
 
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any

@@ -63,12 +63,15 @@ class PausePolicy:
         ruled out (`wants_features` would decline them all), else 0. The engine then asks
         nothing for them and reports them with `dormant_passed`. Declining drops the buffered
         features, as `wants_features` does. Never with `measure_step_times` (it times every step).
-        The engine asks before every step without drafts outside a stretch, with the requests
-        running then: the last batch (what `wants_features` and `idle_rounds` judge) is that one
-        from now on, not the last round's (a batch that just ended, or shrank, is not judged)."""
+        With `decline_features`, the engine asks before every step without drafts outside a
+        stretch, with the requests running then: the last batch (what `wants_features` and
+        `idle_rounds` judge) is that one from now on, not the last round's (a batch that just
+        ended, or shrank, is not judged). Without it, nothing changes and 0 is returned."""
+        if not self.decline_features:   # (also off with `measure_step_times`: it times every step)
+            return 0
         self._last_batch = num_requests
         bucket = ledger_bucket(num_requests)
-        if bucket not in self._ruled_out or self.measure_step_times:
+        if bucket not in self._ruled_out:
             return 0
         left = self.pauses.left(num_requests)
         if left > 0 and self.pending.holds:
@@ -76,13 +79,15 @@ class PausePolicy:
         return left
 
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
-        """`rounds` dormant rounds at `num_requests` requests have run: what `rounds` calls of
-        `wants_features` (declined) and `idle_round(num_requests)` would have recorded."""
+        """`rounds` dormant rounds have run, `num_requests` requests running after each: what
+        `rounds` calls of `wants_features` (declined) and `idle_round(num_requests)` would have
+        recorded (0 requests: the batch ended, nothing skipped)."""
         self.acceptance.close()
         self.acceptance.tick(rounds)
         self._last_batch, self._cleared = num_requests, 0
-        self.pauses.skip(num_requests, rounds)
-        self.skipped_rounds += rounds
+        if num_requests:
+            self.pauses.skip(num_requests, rounds)
+            self.skipped_rounds += rounds
         self.declined_steps += rounds
         if not self._ledger_declined and ledger_bucket(num_requests) in self._ledger_ruled:
             self._ledger_declined += not self.cannot_pay(num_requests) and not self.expected_loss(num_requests)

@@ -126,7 +126,7 @@ class DSparkProposer(PausePolicy):
         self.max_probe_every = max(max_probe_every, probe_every)
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
         self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket
-        self._last_batch = 0                 # requests in the last propose call
+        self._last_batch = 0                 # requests in the last round (or the last `dormant_rounds` ask)
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
         self.rates = MeasuredRates()
@@ -188,7 +188,7 @@ class DSparkProposer(PausePolicy):
     def idle_rounds(self) -> int:
         """Rounds still paused: `propose` returns no drafts for that many calls (see `Proposer`).
 
-        When the pause is over but drafting still cannot pay at the last round's batch size
+        When the pause is over but drafting still cannot pay at the last batch size (`_last_batch`)
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
         if self._pause == 0 and self._last_batch and not self._probing():
@@ -207,7 +207,7 @@ class DSparkProposer(PausePolicy):
 
     def wants_features(self) -> bool:
         """Whether the next step must capture the target features (see
-        `deepinfer_core.Proposer.wants_features`): False while the last round's bucket is paused
+        `deepinfer_core.Proposer.wants_features`): False while the last batch's bucket is paused
         because even accepting every draft could not pay there, or after a settled measured loss
         (`decline_features`, `_plan_pause`). A pause run out is judged again here (`idle_rounds`,
         as the engine's next call would). A declined step drops the features buffered so far:
@@ -228,7 +228,8 @@ class DSparkProposer(PausePolicy):
 
     @property
     def _pause(self) -> int:
-        """Rounds still to skip at the last round's batch bucket (`PauseLedger`)."""
+        """Rounds still to skip at the last batch's bucket (`_last_batch`: the last round's, or the
+        requests running at the last `dormant_rounds` ask; `PauseLedger`)."""
         return self.pauses.left(self._last_batch)
 
     def idle_round(self, num_requests: int) -> None:
@@ -240,7 +241,7 @@ class DSparkProposer(PausePolicy):
         self._count(PLAIN, num_requests)
         self.acceptance.tick()
         if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
-            self.pauses.skip(num_requests)   # asked by the last round's bucket, a lag of one round)
+            self.pauses.skip(num_requests)   # asked by the last batch's bucket, a lag of one round)
             self.skipped_rounds += 1
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:

@@ -39,7 +39,8 @@ steps that verify drafts or return prompt logprobs run synchronously (`EngineCor
 draining the in-flight step. A speculative engine whose step carries no drafts overlaps too: the
 proposer observes the step's target features as usual, and is asked for the next drafts at
 once while it declares idle rounds (`Proposer.idle_rounds`, e.g. DSpark pausing under load);
-otherwise the next step first waits for the ids and then proposes.
+otherwise the next step first waits for the ids and then proposes. A step in a dormant stretch
+(`Proposer.dormant_rounds`, `DormantSteps`) asks the proposer nothing at all.
 """
 
 from __future__ import annotations
@@ -265,7 +266,9 @@ class AsyncEngineCore(EngineCore):
             self._deferred = sampled
         else:
             self._inflight = sampled
-        if self.speculative is not None and not dormant:
+        if dormant:
+            self.speculative.dormant.ran(len(self.scheduler.running))
+        elif self.speculative is not None:
             self._after_speculative_overlap(sched, model_out, outputs)
 
     def _sample(self, logits: torch.Tensor, sampling: list[Request], out_index: list[int],

@@ -9,13 +9,15 @@ tens of microseconds a step, 2-5% of a decode step at 8-128 requests, for answer
 advance. A proposer with `dormant_rounds(num_requests) -> int` can declare such a stretch at
 once: the engine then asks nothing for that many steps while the number of running requests
 stays the same, and reports them afterwards in one call, `dormant_passed(num_requests, rounds)`
-(see `deepinfer_core.Proposer`). Those steps capture no features and carry no drafts: their
-output is plain decoding's. Device-free.
+(see `deepinfer_core.Proposer`): before any other call to the proposer, or, when a step
+finishes requests, right after that step (its round at the new count). Those steps capture no
+features and carry no drafts: their output is plain decoding's. Device-free.
 """
 
 from __future__ import annotations
 
 import logging
+import operator
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ class DormantSteps:
         self.left = 0
         self.passed = 0
         self.steps = 0
+        self._warned = False
 
     def step(self, num_requests: int) -> bool:
         """Whether the coming step, with `num_requests` running requests and no drafts, is
@@ -49,9 +52,9 @@ class DormantSteps:
         ends when its steps run out or the number of running requests changes; it is then
         reported (`settle`) and the proposer is asked again.
 
-        A proposer whose `dormant_rounds` raises or returns anything but a positive int only
-        loses the stretch (the step runs as usual); one whose `dormant_passed` raises is not
-        asked again (logged)."""
+        A proposer whose `dormant_rounds` raises or returns anything but a positive integer
+        only loses the stretch (the step runs as usual; logged once); one whose `dormant_passed`
+        raises is not asked again (logged)."""
         if self.left > 0 and num_requests == self.num_requests:
             self.left -= 1
             self.passed += 1
@@ -61,23 +64,48 @@ class DormantSteps:
         if self._ask is None:
             return False
         try:
-            rounds = self._ask(num_requests)
-        except Exception:  # noqa: BLE001 - a faulty plug-in only loses the stretch
+            answer = self._ask(num_requests)
+            if isinstance(answer, bool):
+                raise TypeError("a bool is no number of rounds")
+            rounds = operator.index(answer)   # an int, numpy's included
+        except Exception as exc:  # noqa: BLE001 - a faulty plug-in only loses the stretch
+            if not self._warned:
+                self._warned = True
+                logger.warning("speculative_config.proposer: dormant_rounds failed or returned no integer "
+                               "(%s: %s); its steps run as usual", type(exc).__name__, exc)
             return False
-        if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds <= 0:
+        if rounds <= 0:
             return False
         self.num_requests, self.left, self.passed = num_requests, rounds - 1, 1
         self.steps += 1
         return True
 
+    def ran(self, num_requests: int) -> None:
+        """After a dormant step's update, with the requests then running: when they are not the
+        stretch's (the step finished some), the stretch ends here. Its steps before this one are
+        reported at the stretch's count, this one at the new count, as a proposer asked after
+        every step would have heard them (`idle_round` gets the requests running after it)."""
+        if num_requests == self.num_requests or not self.passed:
+            return
+        earlier, self.passed = self.passed - 1, 0
+        self.left = 0
+        if earlier:
+            self._call(self.num_requests, earlier)
+        self.num_requests = num_requests
+        self._call(num_requests, 1)
+
     def settle(self) -> None:
         """Reports the stretch's steps run so far (`dormant_passed`) and ends it."""
         passed, self.passed, self.left = self.passed, 0, 0
-        if not passed:
+        if passed:
+            self._call(self.num_requests, passed)
+
+    def _call(self, num_requests: int, rounds: int) -> None:
+        if self._report is None:
             return
         try:
-            self._report(self.num_requests, passed)
+            self._report(num_requests, rounds)
         except Exception as exc:  # noqa: BLE001 - the steps ran plain either way
             logger.warning("speculative_config.proposer: dormant_passed failed (%s: %s); no more dormant "
                            "stretches for this engine", type(exc).__name__, exc)
-            self._ask = None
+            self._ask = self._report = None

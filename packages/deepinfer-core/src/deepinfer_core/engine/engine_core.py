@@ -177,7 +177,9 @@ class EngineCore:
     def abort(self, request_id: str) -> bool:
         """Aborts a queued or running request; returns False if it is unknown or finished."""
         self._release(request_id)
-        return self.scheduler.abort(request_id) is not None
+        known = self.scheduler.abort(request_id) is not None
+        self._settle_when_idle()
+        return known
 
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
@@ -276,7 +278,9 @@ class EngineCore:
                 out.new_token_ids = out.new_token_ids[:kept]
                 if out.new_logprobs is not None:
                     out.new_logprobs = out.new_logprobs[:kept]
-        if self.speculative is not None and not dormant:
+        if dormant:
+            self.speculative.dormant.ran(len(self.scheduler.running))
+        elif self.speculative is not None:
             failed = {}
             if model_out.aux_hidden is not None:
                 failed = self.speculative.observe(sched.scheduled, drafts, tokens, model_out.aux_hidden,
@@ -297,9 +301,17 @@ class EngineCore:
     def _dormant(self, drafts: dict[str, list[int]]) -> bool:
         """Whether this step, without drafts, is one the proposer declared dormant: it is asked
         nothing for it (`DormantSteps`, `Proposer.dormant_rounds`)."""
-        if self.speculative is None or drafts:
+        if self.speculative is None:
+            return False
+        if drafts:   # (drafts from before a stretch: the proposer hears of its steps first)
+            self.speculative.dormant.settle()
             return False
         return self.speculative.dormant.step(len(self.scheduler.running))
+
+    def _settle_when_idle(self) -> None:
+        """With no request left, the last dormant stretch is reported now, not by the next batch."""
+        if self.speculative is not None and not self.scheduler.has_unfinished():
+            self.speculative.dormant.settle()
 
     def _fail_grammars(self) -> dict[str, EngineCoreOutput]:
         """Ends the requests whose grammar failed to compile (or timed out): they fail alone."""
@@ -314,14 +326,14 @@ class EngineCore:
         self._release(out.request_id)
         self.scheduler.finish(out.request_id, RequestStatus.FINISHED_ERROR)
         out.finish_reason = RequestStatus.FINISHED_ERROR.value
+        self._settle_when_idle()
 
     def _release(self, request_id: str) -> None:
         self.sampler.release(request_id)
         self._release_row(request_id)
         if self.speculative is not None:
             self.speculative.remove(request_id)
-            if not self.scheduler.has_unfinished():   # the last one: its dormant steps are reported now
-                self.speculative.dormant.settle()
+            self._settle_when_idle()
         if self.structured is not None:
             self.structured.release(request_id)
 
