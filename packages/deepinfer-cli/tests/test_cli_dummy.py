@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pytest
 import transformers
 
 from deepinfer_cli.__main__ import build_parser, main
@@ -41,3 +42,31 @@ def test_bench_throughput_refuses_outputs_that_cannot_fit(tmp_path, capsys):
     assert main(argv) != 0
     captured = capsys.readouterr()
     assert "--output-len: input MAX + output MAX (38) exceeds max_model_len (32)" in captured.out + captured.err
+
+
+def test_generate_with_a_speculative_config(tmp_path, capsys):
+    """`--speculative-config` reaches the engine (n-gram drafts on a random model); the output is
+    that of plain decoding, and a line sums the verification counters. Bad JSON fails before
+    the model loads, naming the flag; an unknown key is named by the engine."""
+    transformers.LlamaConfig(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                             architectures=["LlamaForCausalLM"]).save_pretrained(str(tmp_path))
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt_token_ids": [5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6]}\n')
+    base = ["generate", "--prompts-file", str(prompts), "--model", str(tmp_path), "--load-format", "dummy",
+            "--dtype", "float32", "--max-tokens", "40", "--ignore-eos", "--kv-cache-memory", "1MiB", "--deterministic"]
+    texts = []
+    for extra in ([], ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1}']):
+        assert main(base + ["--output", str(tmp_path / "out.jsonl")] + extra) == 0
+        texts.append((tmp_path / "out.jsonl").read_text().split('"outputs"')[1])
+        out = capsys.readouterr().out
+        assert ("speculative:" in out) == bool(extra)
+    assert texts[0] == texts[1]
+    for bad, message in (("{method: ngram}", "--speculative-config: not JSON"),
+                         ("[1]", "--speculative-config: expected a JSON object, got list")):
+        with pytest.raises(SystemExit) as exit_:
+            main(base + ["--speculative-config", bad])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert main(base + ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "bogus": 1}']) != 0
+    captured = capsys.readouterr()
+    assert "speculative_config" in captured.out + captured.err and "bogus" in captured.out + captured.err

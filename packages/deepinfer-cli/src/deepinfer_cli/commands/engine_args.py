@@ -24,6 +24,21 @@ def parse_bytes(text: str, flag: str = "--kv-cache-memory") -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
+def parse_json_object(text: str) -> dict:
+    """Parse a JSON object given on the command line (e.g. `{"method": "ngram", "num_speculative_tokens": 3}`).
+
+    Raises:
+        argparse.ArgumentTypeError: the text is not JSON, or not an object (argparse names the flag).
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """Flags that map one to one onto `deepinfer_core.LLM` keyword arguments."""
     g = parser.add_argument_group("engine")
@@ -45,6 +60,10 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
                    help="wait for each step's tokens before scheduling the next (overlap off)")
     g.add_argument("--deterministic", action="store_true",
                    help="batch-invariant kernels: a request's output does not depend on its neighbours")
+    g.add_argument("--speculative-config", type=parse_json_object, default=None, metavar="JSON",
+                   help='speculative decoding, as LLM(speculative_config=...): e.g. \'{"method": "ngram", '
+                        '"num_speculative_tokens": 3}\' or a DSpark drafter \'{"method": "dspark", "model": '
+                        '"drafter/", "num_speculative_tokens": 3}\' (lossless: the output is the target\'s)')
 
 
 def engine_kwargs(args: argparse.Namespace) -> dict:
@@ -54,6 +73,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         "max_num_seqs": args.max_num_seqs, "max_num_batched_tokens": args.max_num_batched_tokens,
         "kv_cache_memory": args.kv_cache_memory, "block_size": args.block_size,
         "load_format": args.load_format, "device": args.device,
+        "speculative_config": getattr(args, "speculative_config", None),
     }
     kwargs = {k: v for k, v in pairs.items() if v is not None}
     if args.no_chunked_prefill:

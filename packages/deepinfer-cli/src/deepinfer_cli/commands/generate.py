@@ -179,6 +179,13 @@ def report(console: Console, results: list, elapsed: float, output: Path | None,
                           "can repeat inside an unbounded number or string", soft_wrap=True)
     if results and all(getattr(r, "error", None) for r in results):
         return
+    metrics = [r.metrics for r in results if getattr(r, "metrics", None) is not None]
+    rounds = sum(m.spec_rounds for m in metrics)
+    if rounds:   # speculative decoding verified drafts: the engine's counters, summed over requests
+        verified, accepted = sum(m.spec_verified for m in metrics), sum(m.spec_accepted for m in metrics)
+        console.print(f"[bold]speculative:[/bold] {rounds} verification rounds, {verified} drafts verified, "
+                      f"{accepted} accepted; mean accepted length {(accepted + rounds) / rounds:.2f} tokens a round",
+                      soft_wrap=True)
     rate = output_tokens / elapsed if elapsed > 0 else 0.0
     console.print(f"[bold]throughput:[/bold] {len(results)} requests, {prompt_tokens} prompt tokens, "
                   f"{output_tokens} output tokens in {elapsed:.2f} s: {rate:.1f} output tok/s, "
