@@ -54,7 +54,8 @@ def test_generate_with_a_speculative_config(tmp_path, capsys):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt_token_ids": [5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6]}\n')
     base = ["generate", "--prompts-file", str(prompts), "--model", str(tmp_path), "--load-format", "dummy",
-            "--dtype", "float32", "--max-tokens", "40", "--ignore-eos", "--kv-cache-memory", "1MiB", "--deterministic"]
+            "--dtype", "float32", "--max-tokens", "40", "--ignore-eos", "--kv-cache-memory", "1MiB",
+            "--deterministic"]
     texts = []
     for extra in ([], ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1}']):
         assert main(base + ["--output", str(tmp_path / "out.jsonl")] + extra) == 0
