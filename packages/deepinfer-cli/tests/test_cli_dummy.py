@@ -57,7 +57,8 @@ def test_generate_with_a_speculative_config(tmp_path, capsys):
             "--dtype", "float32", "--max-tokens", "40", "--ignore-eos", "--kv-cache-memory", "1MiB",
             "--deterministic"]
     texts = []
-    for extra in ([], ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1}']):
+    ngram = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1}'
+    for extra in ([], ["--speculative-config", ngram]):
         assert main(base + ["--output", str(tmp_path / "out.jsonl")] + extra) == 0
         texts.append((tmp_path / "out.jsonl").read_text().split('"outputs"')[1])
         out = capsys.readouterr().out
