@@ -119,7 +119,8 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods, in this order: none, confidence, fixed-K (for K in "
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
-                             "confidence-direct, confidence-measured; default none, confidence and every fixed-K")
+                             "confidence-direct, confidence-measured, confidence-full; default none, confidence "
+                             "and every fixed-K")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
@@ -199,6 +200,9 @@ def main() -> None:
     # `none-again` is a second engine without speculation: its paired ratio to `none` (listed
     # first) is the noise floor of the others'.
     variants["confidence-measured"] = {**variants["confidence"], "measure_step_times": True}
+    # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
+    # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
+    variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
     rows = []
@@ -209,7 +213,8 @@ def main() -> None:
             raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
         variants = {k: variants[k] for k in args.variants}   # in the order given
     else:
-        for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured"):
+        for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
+                     "confidence-full"):
             variants.pop(name)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)

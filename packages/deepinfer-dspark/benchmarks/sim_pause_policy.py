@@ -178,12 +178,12 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
 
 
 def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: SPSProfile | None,
-             charge: VerifyRates | None, seed: int) -> list[tuple[float, float, float]]:
+             charge: VerifyRates | None, seed: int, full_round: bool = False) -> list[tuple[float, float, float]]:
     """One run of every concurrency in order, the proposer kept across them: per concurrency
     (plain / policy time, drafted share, plain / fixed-k time). Seed 0 is the single run of
     sessions 11-16; seed s draws other confidences, reply lengths and acceptances."""
     proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, random.Random(seed)), args.k, spec,
-                              decode=decode, short_sps=short)
+                              decode=decode, short_sps=short, full_round=full_round)
     out = []
     for i, c in enumerate(args.concurrency):
         base = i + 1000 * seed
@@ -207,6 +207,9 @@ def main() -> None:
     parser.add_argument("--k1", action="store_true",
                         help="charge drafted rounds at their own verified tokens, interpolated with the "
                              "folder's spec_k1_sps.json (`VerifyRates`), and run the policy with and without it")
+    parser.add_argument("--full-round", action="store_true",
+                        help="also run the policy with prefix_pricing='full_round' (Algorithm 1 prices every "
+                             "round as the full one, as the pause policy does: it verifies every draft)")
     parser.add_argument("--overhead", type=float, nargs=2, default=[1.5, 0.9], metavar=("FLUSH", "SYNC"),
                         help="plain steps a drafted round after a plain one, and a plain round after a drafted "
                              "one, cost on top (the H200's, session 15; 0 0 for none)")
@@ -238,14 +241,17 @@ def main() -> None:
     measured_k = re.search(r"\bk=(\d+)", str(spec.meta.get("method", "")))
     if measured_k and int(measured_k.group(1)) != args.k:
         parser.error(f"--k: {args.k}, but {args.profiles / 'spec_sps.json'} was measured with k={measured_k.group(1)}")
-    shorts = {"k-round profile": None}
+    policies = {"k-round profile": (None, False)}   # label -> (short profile, full_round)
     charge = None
     if args.k1:
-        shorts["with k=1 profile"] = SPSProfile.load(args.profiles / "spec_k1_sps.json")
-        charge = VerifyRates(spec, args.k, shorts["with k=1 profile"])
+        short = SPSProfile.load(args.profiles / "spec_k1_sps.json")
+        policies["with k=1 profile"] = (short, False)
+        charge = VerifyRates(spec, args.k, short)
+    if args.full_round:
+        policies["full-round pricing"] = (None, True)
     for p_true in args.p_true:
-        for label, short in shorts.items():
-            runs = [simulate(args, decode, spec, p_true, short, charge, seed) for seed in range(args.seeds)]
+        for label, (short, full_round) in policies.items():
+            runs = [simulate(args, decode, spec, p_true, short, charge, seed, full_round) for seed in range(args.seeds)]
             print(f"p_true {p_true}, {label} | " + " | ".join(
                 _cell(c, [run[i] for run in runs], args.k) for i, c in enumerate(args.concurrency)), flush=True)
 

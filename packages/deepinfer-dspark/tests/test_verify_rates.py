@@ -116,3 +116,40 @@ def test_the_pause_decision_prices_the_round_it_chose(fake_runner) -> None:
         assert (tau * rate <= 950.0) == (name == "long"), (name, lengths, tau * rate)
         idle[name] = proposer.idle_rounds()
     assert idle["long"] > 0 and idle["both"] == 0
+
+
+def test_full_round_pricing_verifies_every_draft(fake_runner) -> None:
+    """`full_round` (`prefix_pricing`): every round of B requests at the full round's rate, so
+    Algorithm 1 verifies all drafts where the single profile (read at the verified tokens, the
+    rate of a full round of fewer requests) verifies short prefixes at 8 requests."""
+    rates = VerifyRates(LONG, 7, full_round=True)
+    for batch in (1, 8, 32):
+        rate = rates.for_batch(batch)
+        assert rate.at(batch) == rate.at(8 * batch) == pytest.approx(LONG.at(8 * batch), rel=1e-12)
+    with pytest.raises(ValueError, match="full_round"):
+        VerifyRates(LONG, 7, SHORT, full_round=True)
+    confidences = [0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4]
+    verified = {}
+    for full in (False, True):
+        proposer = DSparkProposer(fake_runner(7, confidences), 7, LONG, full_round=full)
+        ids = [f"r{i}" for i in range(8)]
+        proposer.observe_step(ids, [0] * 8, [10] * 8, [10 * i for i in range(8)], torch.zeros(80, 1))
+        proposer.propose([DraftRequest(r, [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 0) for r in ids])
+        verified[full] = sum(proposer.lengths)
+    assert verified[True] == 56 and verified[False] < 56, verified
+
+
+def test_prefix_pricing_is_a_checked_key(folders, kit) -> None:
+    target, drafter = folders
+    base = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": LONG}
+    with pytest.raises(ValueError, match="speculative_config.prefix_pricing: expected 'profile' or 'full_round'"):
+        kit.build(target, {**base, "prefix_pricing": "flat"})
+    with pytest.raises(ValueError, match="speculative_config.prefix_pricing: only used with scheduling='confidence'"):
+        kit.build(target, {**base, "scheduling": "fixed", "sps_profile": None, "prefix_pricing": "full_round"})
+    with pytest.raises(ValueError, match="speculative_config.prefix_pricing: 'full_round'.*sps_profile_k1"):
+        kit.build(target, {**base, "sps_profile_k1": SHORT, "prefix_pricing": "full_round"})
+    batch = kit.prompts(3, seed=2)
+    llm = kit.build(target, {**base, "prefix_pricing": "full_round"})
+    assert kit.greedy(llm, batch) == kit.greedy(kit.build(target), batch)   # lossless
+    assert llm.engine.speculative.proposer.verify_rates.full_round

@@ -28,7 +28,11 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           features and the requests then running or admitted are never drafted again;
           False: features every step),
           measure_step_times (False: opt in to correcting the two profiles by the step times
-          measured while serving, see `MeasuredRates`; needs decode_profile).
+          measured while serving, see `MeasuredRates`; needs decode_profile),
+          prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
+          verifies, as in the paper; "full_round": every round is priced as verifying all k
+          drafts, as the pause policy prices it, so every draft is verified and the pause policy
+          alone decides where to draft; see `VerifyRates`; not with sps_profile_k1).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -127,6 +131,15 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
         if scheduling != "confidence":
             raise ValueError("speculative_config.sps_profile_k1: only used with scheduling='confidence'")
         short = _profile("sps_profile_k1", short)
+    pricing = spec_config.get("prefix_pricing")
+    if pricing is not None:
+        if scheduling != "confidence":
+            raise ValueError("speculative_config.prefix_pricing: only used with scheduling='confidence'")
+        if pricing not in ("profile", "full_round"):
+            raise ValueError(f"speculative_config.prefix_pricing: expected 'profile' or 'full_round', got {pricing!r}")
+        if pricing == "full_round" and short is not None:
+            raise ValueError("speculative_config.prefix_pricing: 'full_round' prices every round as verifying all "
+                             "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "decline_features"):
         if spec_config.get(key) is not None and scheduling != "confidence":
@@ -143,7 +156,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                 defer_context=_bool_key(spec_config, "defer_context", True),
                 decline_features=_bool_key(spec_config, "decline_features", True),
-                measure_step_times=_bool_key(spec_config, "measure_step_times", False))
+                measure_step_times=_bool_key(spec_config, "measure_step_times", False),
+                full_round=pricing == "full_round")
 
 
 # Checked by the engine before it loads the target (`deepinfer_core.interfaces.Proposer`).
@@ -189,7 +203,7 @@ ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # re
 NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
-                         "decline_features"})
+                         "decline_features", "prefix_pricing"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

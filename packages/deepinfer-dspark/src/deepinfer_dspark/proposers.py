@@ -77,6 +77,9 @@ class DSparkProposer(PausePolicy):
             `expected_loss` judges from the measured acceptance's upper bound, so a judgement later
             reversed still costs those requests their drafting. Never with `measure_step_times`
             (its timing reads every step).
+        full_round: with `sps`, Algorithm 1 prices every round of B requests as the full one
+            (`VerifyRates`: it then verifies every draft; the pause policy alone decides where to
+            draft); not with `short_sps`.
         measure_step_times: with both profiles, time every step into `rates` and use its
             correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
             and the confidences only (the same inputs give the same verification lengths, run
@@ -107,7 +110,7 @@ class DSparkProposer(PausePolicy):
                  probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256,
                  max_batch: int | None = None, defer_context: bool = True,
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
-                 decline_features: bool = True) -> None:
+                 decline_features: bool = True, full_round: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -115,7 +118,7 @@ class DSparkProposer(PausePolicy):
         self.runner = runner
         self.num_tokens = num_tokens
         self.sps = sps
-        self.verify_rates = None if sps is None else VerifyRates(sps, num_tokens, short_sps)
+        self.verify_rates = None if sps is None else VerifyRates(sps, num_tokens, short_sps, full_round)
         self.target_layer_ids = tuple(runner.drafter.config.target_layer_ids)
         self.lengths: list[int] = []
         self.probe_every = probe_every

@@ -22,6 +22,18 @@ with a slope of at least zero. A k = 1 round drafts one position through the seq
 where a confidence round drafts k (the parallel backbone runs the whole block either way), so
 the slope also carries that small difference: it errs towards shorter verification.
 
+With `full_round` (`speculative_config.prefix_pricing = "full_round"`), every round of B
+requests is priced as the full one, 1 / sps(B (1 + k)), whatever it verifies: the price the
+pause policy puts on a drafted round without the short profile (`round_rate`). Algorithm 1 then
+verifies every draft (more verified drafts never lower the expected tokens), and whether to draft
+at a load is the pause policy's call alone. Without it, the single profile prices a round of B
+requests verifying T tokens at sps(T), the rate of a full round of T / (1 + k) requests, while
+the pause policy prices it as the full round of B: in the simulation (session 18, acceptance 0.8
+at 32 requests) Algorithm 1 then verified short prefixes that the pause policy judged losses, and
+drafted 5% of the rounds where fixed-7 gained 6% (BENCHMARKS.md). Which price is nearer the
+truth depends on whether verification is host-bound (small targets: nearly flat in T) or
+compute-bound.
+
 The rate depends on B and T only, never on the drafts, so the early stop keeps Algorithm 1
 lossless. Device-free.
 """
@@ -63,24 +75,34 @@ class VerifyRates:
         num_tokens: k.
         short: speculative-round profile measured on rounds verifying 1 draft per request
             (batch tokens 2 B), or None.
+        full_round: price every round of B requests as the full one (a flat `RoundRate`);
+            not with `short`.
 
     `for_batch(B)` is `sps` itself without `short` (the single-profile behaviour) or when
-    k = 1, else a `RoundRate` interpolating between the two measured rounds of B requests.
+    k = 1, else a `RoundRate` interpolating between the two measured rounds of B requests;
+    with `full_round`, a flat `RoundRate` at the full round's rate.
+
+    Raises:
+        ValueError: `full_round` with `short`.
     """
 
-    def __init__(self, sps: SPSProfile, num_tokens: int, short: SPSProfile | None = None) -> None:
+    def __init__(self, sps: SPSProfile, num_tokens: int, short: SPSProfile | None = None,
+                 full_round: bool = False) -> None:
+        if full_round and short is not None:
+            raise ValueError("full_round: prices every round as the full one; the short profile is then unused")
         self.sps = sps
         self.num_tokens = num_tokens
         self.short = short
+        self.full_round = full_round
         self._memo: dict[int, RoundRate] = {}
 
     def for_batch(self, batch: int) -> SPSProfile | RoundRate:
         """The rate of a round of `batch` (>= 1) drafted requests, by verified tokens."""
-        if self.short is None or self.num_tokens == 1:
+        if not self.full_round and (self.short is None or self.num_tokens == 1):
             return self.sps
         rate = self._memo.get(batch)
         if rate is None:
-            rate = self._memo[batch] = RoundRate(batch, 1.0 / self.short.at(2 * batch),
-                                                 1.0 / self.sps.at(batch * (1 + self.num_tokens)),
-                                                 self.num_tokens)
+            full = 1.0 / self.sps.at(batch * (1 + self.num_tokens))
+            short = full if self.full_round else 1.0 / self.short.at(2 * batch)
+            rate = self._memo[batch] = RoundRate(batch, short, full, self.num_tokens)
         return rate
