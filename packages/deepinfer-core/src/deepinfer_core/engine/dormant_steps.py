@@ -4,9 +4,11 @@
 
 A proposer paused at a load where it declines the target's features (DSpark where drafting
 cannot pay) is still asked three things per step: `wants_features` before the launch, then
-`idle_rounds` and `idle_round` for the next step's drafts. On the H200's host that costs
-tens of microseconds a step, 2-5% of a decode step at 8-128 requests, for answers known in
-advance. A proposer with `dormant_rounds(num_requests) -> int` can declare such a stretch at
+`idle_rounds` and `idle_round` for the next step's drafts. For the tiny test engine at 64
+requests on a 2-core CPU those calls cost ~30 us a step (78 us with a new batch's prefill
+features captured; session 18, packages/deepinfer-dspark/BENCHMARKS.md), where an H200 decode
+step of SmolLM2-135M takes 1-3 ms at 8-128 requests and its host is the bottleneck: all for
+answers known in advance. A proposer with `dormant_rounds(num_requests) -> int` can declare such a stretch at
 once: the engine then asks nothing for that many steps while the number of running requests
 stays the same, and reports them afterwards in one call, `dormant_passed(num_requests, rounds)`
 (see `deepinfer_core.Proposer`): before any other call to the proposer, or, when a step
