@@ -65,10 +65,19 @@ def test_generate_with_a_speculative_config(tmp_path, capsys):
         assert ("speculative:" in out) == bool(extra)
     assert texts[0] == texts[1]
     for bad, message in (("{method: ngram}", "--speculative-config: not JSON"),
-                         ("[1]", "--speculative-config: expected a JSON object, got list")):
+                         ("[1]", "--speculative-config: expected a JSON object, got an array"),
+                         ("null", "--speculative-config: expected a JSON object, got null"),
+                         ("[" * 5000 + "]" * 5000, "--speculative-config: not usable JSON (RecursionError")):
         with pytest.raises(SystemExit) as exit_:
             main(base + ["--speculative-config", bad])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
+    never = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 10000}'   # never drafts
+    assert main(base + ["--speculative-config", never]) == 0
+    assert "speculative: 0 verification rounds, 0 drafts verified" in capsys.readouterr().out
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"prompt_token_ids": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    assert main(["generate", "--prompts-file", str(deep)]) == 2
+    assert "--prompts-file line 1: not usable JSON (RecursionError" in capsys.readouterr().err
     assert main(base + ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "bogus": 1}']) != 0
     captured = capsys.readouterr()
     assert "speculative_config" in captured.out + captured.err and "bogus" in captured.out + captured.err

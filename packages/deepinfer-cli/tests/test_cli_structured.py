@@ -49,7 +49,7 @@ def test_per_request_override_and_bad_spec_name_the_field(tmp_path):
 
 @pytest.mark.parametrize("content,message", [
     ("{not json", r"argument --json-schema: \S+ is not JSON"),
-    ("[1, 2]", r"argument --json-schema: \S+ must hold a JSON object, got list"),
+    ("[1, 2]", r"argument --json-schema: \S+ must hold a JSON object, got an array"),
     (None, r"argument --json-schema: cannot read"),
 ])
 def test_bad_schema_files_are_clean_errors(tmp_path, capsys, content, message):

@@ -31,8 +31,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           measured while serving, see `MeasuredRates`; needs decode_profile),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
           verifies, as in the paper; "full_round": every round is priced as verifying all k
-          drafts, as the pause policy prices it, so every draft is verified and the pause policy
-          alone decides where to draft; see `VerifyRates`; not with sps_profile_k1).
+          drafts, as the pause policy prices it, so every draft with a chance of acceptance is
+          verified and the pause policy alone decides where to draft; see `VerifyRates`; not
+          with sps_profile_k1).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -135,7 +136,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     if pricing is not None:
         if scheduling != "confidence":
             raise ValueError("speculative_config.prefix_pricing: only used with scheduling='confidence'")
-        if pricing not in ("profile", "full_round"):
+        if not isinstance(pricing, str) or pricing not in ("profile", "full_round"):
             raise ValueError(f"speculative_config.prefix_pricing: expected 'profile' or 'full_round', got {pricing!r}")
         if pricing == "full_round" and short is not None:
             raise ValueError("speculative_config.prefix_pricing: 'full_round' prices every round as verifying all "

@@ -78,8 +78,8 @@ class DSparkProposer(PausePolicy):
             reversed still costs those requests their drafting. Never with `measure_step_times`
             (its timing reads every step).
         full_round: with `sps`, Algorithm 1 prices every round of B requests as the full one
-            (`VerifyRates`: it then verifies every draft; the pause policy alone decides where to
-            draft); not with `short_sps`.
+            (`VerifyRates`: it then verifies every draft with a chance of acceptance; the pause
+            policy alone decides where to draft); not with `short_sps`.
         measure_step_times: with both profiles, time every step into `rates` and use its
             correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
             and the confidences only (the same inputs give the same verification lengths, run

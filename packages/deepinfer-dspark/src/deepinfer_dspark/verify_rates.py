@@ -25,7 +25,8 @@ the slope also carries that small difference: it errs towards shorter verificati
 With `full_round` (`speculative_config.prefix_pricing = "full_round"`), every round of B
 requests is priced as the full one, 1 / sps(B (1 + k)), whatever it verifies: the price the
 pause policy puts on a drafted round without the short profile (`round_rate`). Algorithm 1 then
-verifies every draft (more verified drafts never lower the expected tokens), and whether to draft
+verifies every draft with a chance of acceptance (more verified drafts never lower the expected
+tokens), and whether to draft
 at a load is the pause policy's call alone. Without it, the single profile prices a round of B
 requests verifying T tokens at sps(T), the rate of a full round of T / (1 + k) requests, while
 the pause policy prices it as the full round of B: in the simulation (session 18, acceptance 0.8

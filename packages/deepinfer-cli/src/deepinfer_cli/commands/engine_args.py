@@ -34,9 +34,18 @@ def parse_json_object(text: str) -> dict:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:   # nested too deeply, an integer of too many digits
+        raise argparse.ArgumentTypeError(f"not usable JSON ({type(exc).__name__}: {str(exc)[:80]})") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {json_type(value)}")
     return value
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a decoded value's type (null, array, string, number, boolean, object)."""
+    names = {type(None): "null", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
@@ -129,8 +138,11 @@ def load_json_schema(path: str) -> dict:
         raise argparse.ArgumentTypeError(f"cannot read {path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"{path} is not JSON ({exc.msg}, line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:   # nested too deeply, an integer of too many digits
+        raise argparse.ArgumentTypeError(f"{path} is not usable JSON ({type(exc).__name__}: {str(exc)[:80]})") \
+            from None
     if not isinstance(schema, dict):
-        raise argparse.ArgumentTypeError(f"{path} must hold a JSON object, got {type(schema).__name__}")
+        raise argparse.ArgumentTypeError(f"{path} must hold a JSON object, got {json_type(schema)}")
     return schema
 
 

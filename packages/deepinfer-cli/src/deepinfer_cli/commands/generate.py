@@ -57,6 +57,9 @@ def load_requests(args: argparse.Namespace) -> list[dict]:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"--prompts-file line {lineno}: not JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:   # nested too deeply, an integer of too many digits
+            raise ValueError(f"--prompts-file line {lineno}: not usable JSON ({type(exc).__name__}: "
+                             f"{str(exc)[:80]})") from None
         kinds = [k for k in ("prompt", "messages", "prompt_token_ids") if k in item] if isinstance(item, dict) else []
         if len(kinds) != 1:
             raise ValueError(f"--prompts-file line {lineno}: needs exactly one of prompt, messages, prompt_token_ids")
@@ -143,16 +146,18 @@ def run(args: argparse.Namespace) -> int:
                 results[i] = out
     elapsed = time.perf_counter() - start
 
-    report(console, results, elapsed, args.output, [p.structured_outputs is not None for p in params])
+    report(console, results, elapsed, args.output, [p.structured_outputs is not None for p in params],
+           speculative=getattr(args, "speculative_config", None) is not None)
     return 1 if any(getattr(r, "error", None) for r in results) else 0
 
 
 def report(console: Console, results: list, elapsed: float, output: Path | None,
-           structured: list[bool] | None = None) -> None:
+           structured: list[bool] | None = None, speculative: bool = False) -> None:
     """Print answers (or write JSONL) and one throughput line counting only emitted tokens (and the
     prompt tokens of requests that did not fail); no throughput line when every request failed.
     A structured output cut by its token limit gets a warning: it does not match its schema or
-    pattern."""
+    pattern. With `speculative` (or when drafts were verified), a line sums the verification
+    counters, also when no draft was verified."""
     prompt_tokens = sum(len(r.prompt_token_ids or []) for r in results if not getattr(r, "error", None))
     output_tokens = sum(len(c.token_ids) for r in results for c in r.outputs)
     if output is not None:
@@ -181,11 +186,11 @@ def report(console: Console, results: list, elapsed: float, output: Path | None,
         return
     metrics = [r.metrics for r in results if getattr(r, "metrics", None) is not None]
     rounds = sum(m.spec_rounds for m in metrics)
-    if rounds:   # speculative decoding verified drafts: the engine's counters, summed over requests
+    if rounds or speculative:   # the engine's counters, summed over requests
         verified, accepted = sum(m.spec_verified for m in metrics), sum(m.spec_accepted for m in metrics)
+        mean = f"{(accepted + rounds) / rounds:.2f} tokens a round" if rounds else "- (no round verified drafts)"
         console.print(f"[bold]speculative:[/bold] {rounds} verification rounds, {verified} drafts verified, "
-                      f"{accepted} accepted; mean accepted length {(accepted + rounds) / rounds:.2f} tokens a round",
-                      soft_wrap=True)
+                      f"{accepted} accepted; mean accepted length {mean}", soft_wrap=True)
     rate = output_tokens / elapsed if elapsed > 0 else 0.0
     console.print(f"[bold]throughput:[/bold] {len(results)} requests, {prompt_tokens} prompt tokens, "
                   f"{output_tokens} output tokens in {elapsed:.2f} s: {rate:.1f} output tok/s, "
