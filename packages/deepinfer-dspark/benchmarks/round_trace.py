@@ -12,9 +12,13 @@ of the one-request warm-up, judged a gain of 0.98 and paused, while fixed-3 ran 
 decoding on the same prompt. The first batch of each concurrency is the benchmark's excluded
 warm-up (its first conversation alone), as in `bench_dspark.py`.
 
+With `--fixed K` (default 7), a fixed-K engine then runs the same batches, and its accepted
+drafts are printed by reply position (`by_position`): whether the first rounds of a reply, the
+ones confidence judged, accept fewer drafts than the rest.
+
 Usage:
     python3 round_trace.py --target T.gguf --drafter DIR --sps sps.json --spec-sps spec_sps.json \\
-        [--concurrency 1 2] [--calls 3]
+        [--concurrency 1 2] [--calls 3] [--fixed 7]
 """
 
 from __future__ import annotations
@@ -63,6 +67,42 @@ def trace(llm, batches: list, generate) -> list[dict]:
     return rounds
 
 
+def by_position(llm, batches: list, generate, width: int = 32) -> dict[int, list[int]]:
+    """Runs `generate(batch)` for each batch and sums the drafted rounds of any DSpark proposer
+    (fixed-length or confidence) by the reply position of their first draft (`DraftRequest.step`),
+    in buckets of `width` tokens: bucket -> [rounds, drafts verified, drafts accepted]. Tells
+    whether a reply's first rounds accept fewer drafts than its later ones."""
+    proposer = llm.engine.speculative.proposer
+    propose, commit = proposer.propose, proposer.commit
+    open_rounds: dict[str, tuple[int, int, int]] = {}   # request id -> (bucket, tokens before, verified)
+    sums: dict[int, list[int]] = {}
+
+    def traced_propose(requests):
+        drafts = propose(requests)
+        for r, d in zip(requests, drafts):
+            if d.token_ids:
+                open_rounds[r.request_id] = (r.step // width, len(r.token_ids), len(d.token_ids))
+        return drafts
+
+    def traced_commit(request_id, num_tokens):
+        entry = open_rounds.pop(request_id, None)
+        if entry is not None:
+            bucket, before, verified = entry
+            row = sums.setdefault(bucket, [0, 0, 0])
+            row[0] += 1
+            row[1] += verified
+            row[2] += min(max(num_tokens - before - 1, 0), verified)   # emitted: accepted + 1
+        commit(request_id, num_tokens)
+
+    proposer.propose, proposer.commit = traced_propose, traced_commit
+    try:
+        for batch in batches:
+            generate(batch)
+    finally:
+        proposer.propose, proposer.commit = propose, commit
+    return dict(sorted(sums.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", required=True, help="GGUF file or HF folder of the target")
@@ -73,9 +113,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3, help="measured batches per concurrency")
     parser.add_argument("--k", type=int, default=7, help="num_speculative_tokens (the profile's k)")
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--fixed", type=int, default=7, metavar="K",
+                        help="also run fixed-K drafting on the same batches and print both engines' accepted "
+                             "drafts by reply position (0: no fixed-K engine)")
     args = parser.parse_args()
-    if args.calls < 1 or min(args.concurrency) < 1:
-        parser.error("--calls and --concurrency: must be >= 1")
+    if args.calls < 1 or min(args.concurrency) < 1 or args.fixed < 0:
+        parser.error("--calls and --concurrency: must be >= 1; --fixed: >= 0")
     from deepinfer_core import LLM, SamplingParams
 
     from deepinfer_dspark.sps import SPSProfile
@@ -87,6 +130,9 @@ def main() -> None:
     pool = [[{"role": "user", "content": p}]   # bench_dspark.py's pool (seed 12345)
             for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
+    fixed_spec = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": args.fixed}
+    fixed = None if not args.fixed else LLM(args.target, speculative_config=fixed_spec,
+                                            max_num_seqs=max(args.concurrency), kv_cache_memory=8 << 30)
     for c in args.concurrency:
         batches = [pool[:1]] + [pool[:c]] * args.calls
         for r in trace(llm, batches, lambda batch: llm.chat(batch, params)):
@@ -95,6 +141,11 @@ def main() -> None:
                       f"{r['gain']:.3f} pause {r['pause']}")
             print(f"c={c} call {r['call']} B={r['batch']} verified {r['verified']} accepted {r['accepted']} {judged}",
                   flush=True)
+        if fixed is not None:   # the same batches: accepted drafts by reply position
+            for row in by_position(fixed, batches, lambda batch: fixed.chat(batch, params)).items():
+                bucket, (rounds, verified, accepted) = row
+                print(f"c={c} fixed-{args.fixed} reply tokens {32 * bucket}-{32 * bucket + 31}: {rounds} rounds, "
+                      f"{verified} verified, {accepted} accepted ({accepted / rounds:.2f} a round)", flush=True)
 
 
 if __name__ == "__main__":

@@ -31,3 +31,21 @@ def test_trace_records_each_judged_round(benchmark_script, folders, kit) -> None
     assert all(r["expected"] is not None for r in rounds)                  # every round judged here
     assert proposer._plan_pause.__name__ == "_plan_pause"                 # the hooks are removed
     assert proposer.acceptance.begin.__name__ == "begin"
+
+
+def test_by_position_sums_a_fixed_engines_rounds(benchmark_script, folders, kit) -> None:
+    """`by_position`: a fixed-length engine's rounds by reply position; the sums match the
+    engine's own counters, and the hooks are removed."""
+    round_trace = benchmark_script("round_trace")
+    target, drafter = folders
+    llm = kit.build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 3})
+    params = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
+    outs = []
+    batches = [[{"prompt_token_ids": p} for p in kit.prompts(2, seed=6)]]
+    sums = round_trace.by_position(llm, batches, lambda batch: outs.extend(llm.generate(batch, params)), width=16)
+    assert set(sums) <= {0, 1, 2} and len(sums) >= 2                       # 40 tokens: buckets of 16
+    rounds, verified, accepted = (sum(row[i] for row in sums.values()) for i in range(3))
+    assert rounds == sum(o.metrics.spec_rounds for o in outs)
+    assert verified == sum(o.metrics.spec_verified for o in outs)
+    assert accepted == sum(o.metrics.spec_accepted for o in outs)
+    assert llm.engine.speculative.proposer.propose.__name__ == "propose"
