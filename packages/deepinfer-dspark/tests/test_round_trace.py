@@ -5,6 +5,7 @@ on the tiny engine (the random drafter's drafts are mostly rejected)."""
 
 from __future__ import annotations
 
+import pytest
 from deepinfer_core import SamplingParams
 
 from deepinfer_dspark.sps import SPSProfile
@@ -29,6 +30,9 @@ def test_trace_records_each_judged_round(benchmark_script, folders, kit) -> None
     assert sum(r["accepted"] for r in rounds) == drafted                  # every commit counted
     assert rounds[-1]["gain"] == proposer.pauses.gain(1) and rounds[0]["gain_before"] is None
     assert all(r["expected"] is not None for r in rounds)                  # every round judged here
+    assert rounds[0]["gain"] == pytest.approx(rounds[0]["round_gain"])    # a first round is the average
+    assert all(r["round_ms"] > 0 and r["plain_ms"] > 0 and r["tau"] >= 1 for r in rounds)
+    assert "gain" not in vars(proposer.costs)                             # the pricing hook is removed
     assert proposer._plan_pause.__name__ == "_plan_pause"                 # the hooks are removed
     assert proposer.acceptance.begin.__name__ == "begin"
 
