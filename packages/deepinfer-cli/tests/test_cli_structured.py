@@ -62,6 +62,35 @@ def test_bad_schema_files_are_clean_errors(tmp_path, capsys, content, message):
     assert exc.value.code == 2 and re.search(message, err) and "--json-schema: --json-schema" not in err
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["--regex", "(ab"], r"^deepinfer: error: --regex: regex: .*unclosed group"),
+    (["--choice", "a", "--choice", ""], r"^deepinfer: error: structured_outputs\.choice"),
+])
+def test_bad_structured_flags_fail_before_the_model_loads(monkeypatch, capsys, argv, message):
+    pytest.importorskip("llguidance")
+    import deepinfer_core
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(deepinfer_core, "LLM", no_load)
+    assert main(["generate", "x", *argv]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "\n" not in err.strip(), err
+
+
+def test_json_schema_keyword_the_backend_cannot_enforce_fails_before_loading(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("llguidance")
+    import deepinfer_core
+
+    monkeypatch.setattr(deepinfer_core, "LLM", lambda *a, **k: pytest.fail("the model was loaded"))
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps({"type": "array", "uniqueItems": True}))
+    assert main(["generate", "x", "--json-schema", str(path)]) == 2
+    assert re.search(r"--json-schema: json_schema: unsupported keyword\(s\) \[\"uniqueItems\"\]",
+                     capsys.readouterr().err)
+
+
 def test_structured_flags_are_exclusive(capsys):
     with pytest.raises(SystemExit):
         parse("generate", "x", "--regex", "a", "--choice", "b")

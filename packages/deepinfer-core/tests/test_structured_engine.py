@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("llguidance")
 jsonschema = pytest.importorskip("jsonschema")
 
-from deepinfer_core import LLM, SamplingParams  # noqa: E402
+from deepinfer_core import LLM, SamplingParams, StructuredOutputs  # noqa: E402
 
 MAX_LEN = 96
 PROMPTS = ["Hello", "The quick brown fox", "1 2 3", "{", "Once upon a time", "abc"]
@@ -130,6 +130,12 @@ def test_bad_specs_fail_alone_and_single_prompts_raise(llm: LLM) -> None:
             llm.generate("Hello", SamplingParams(max_tokens=4, structured_outputs=spec))
     with pytest.raises(ValueError, match="structured_outputs.regex"):
         SamplingParams(structured_outputs={"regex": 5})
+    for (spec, _), out in zip(bad, outs[1:-1]):   # `check`, without the model: the engine's own error
+        with pytest.raises(ValueError) as exc:
+            StructuredOutputs.from_value(spec).check()
+        assert str(exc.value) == out.error, (str(exc.value), out.error)
+    for spec in specs() + [{"json_object": True}, {"grammar": 'root ::= "a" | "b"'}]:
+        StructuredOutputs.from_value(spec).check()   # accepted specs pass
 
 
 def test_compile_timeout_fails_alone(llm: LLM, monkeypatch) -> None:

@@ -93,13 +93,19 @@ def build_params(args: argparse.Namespace, requests: list[dict]) -> list:
     """One SamplingParams per request: CLI defaults (greedy, up to 256 tokens), flags, per-request overrides.
 
     Raises:
-        ValueError: an invalid flag value, or a request's `sampling_params` has an unknown or invalid
-            field (names the request and the field).
+        ValueError: an invalid flag value (a structured-output flag's regex, grammar or schema is
+            compiled here, without the model), or a request's `sampling_params` has an unknown or
+            invalid field (names the request and the field).
     """
     from deepinfer_core import SamplingParams
 
     base = sampling_defaults(args)
-    SamplingParams(**base)  # a bad flag is named as such, not as a request's error
+    flag = SamplingParams(**base)  # a bad flag is named as such, not as a request's error
+    if flag.structured_outputs is not None:   # compiled without the model: fails before loading it
+        try:
+            flag.structured_outputs.check()
+        except ValueError as exc:
+            raise ValueError(f"--{flag.structured_outputs.kind.replace('_', '-')}: {exc}") from None
     params = []
     for i, r in enumerate(requests):
         try:

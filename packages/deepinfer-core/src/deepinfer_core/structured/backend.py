@@ -146,19 +146,7 @@ class GuidanceBackend:
         """
         kind, text = spec.key()
         ll = self._ll
-        try:
-            if kind == "json_schema":
-                grammar = ll.LLMatcher.grammar_from_json_schema(text, defaults=_JSON_OPTIONS)
-            elif kind == "json_object":
-                grammar = ll.LLMatcher.grammar_from_json_schema('{"type":"object"}', defaults=_JSON_OPTIONS)
-            elif kind == "regex":
-                grammar = ll.LLMatcher.grammar_from_regex(text)
-            elif kind == "grammar":
-                grammar = ll.grammar_from("grammar", text)  # Lark as is; GBNF/EBNF converted to Lark
-            else:
-                grammar = ll.grammar_from("choice", list(spec.choice))
-        except ValueError as exc:
-            raise ValueError(f"{kind}: {one_line(str(exc))}") from None
+        grammar = _grammar(ll, spec)
         tokenizer = self._ll_tokenizer()
         matcher = ll.LLMatcher(tokenizer, grammar, log_level=0)
         if not matcher.is_error():
@@ -211,6 +199,41 @@ class GuidanceBackend:
         if self._executor is None:
             self._executor = self._ll.LLExecutor(self._num_threads)
         return self._executor
+
+
+def check_spec(spec: StructuredOutputs) -> None:
+    """Translates and validates `spec` without a tokenizer (llguidance's
+    `LLMatcher.validate_grammar`): what `GuidanceBackend.compile` would reject, short of a language
+    that no token sequence of the model's vocabulary can complete (that needs the tokenizer).
+    Cheap (no model): front ends call it before loading one.
+
+    Raises:
+        ValueError: as `GuidanceBackend.compile` (the message starts with the field name).
+        ImportError: llguidance is not installed.
+    """
+    import llguidance
+
+    grammar = _grammar(llguidance, spec)
+    error = llguidance.LLMatcher.validate_grammar(grammar)
+    if error:
+        raise ValueError(_error_message(spec.kind, error))
+
+
+def _grammar(ll, spec: StructuredOutputs) -> str:
+    """llguidance's grammar for `spec` (module `ll`); ValueError starting with the field name."""
+    kind, text = spec.key()
+    try:
+        if kind == "json_schema":
+            return ll.LLMatcher.grammar_from_json_schema(text, defaults=_JSON_OPTIONS)
+        if kind == "json_object":
+            return ll.LLMatcher.grammar_from_json_schema('{"type":"object"}', defaults=_JSON_OPTIONS)
+        if kind == "regex":
+            return ll.LLMatcher.grammar_from_regex(text)
+        if kind == "grammar":
+            return ll.grammar_from("grammar", text)  # Lark as is; GBNF/EBNF converted to Lark
+        return ll.grammar_from("choice", list(spec.choice))
+    except ValueError as exc:
+        raise ValueError(f"{kind}: {one_line(str(exc))}") from None
 
 
 def _error_message(kind: str, error: str) -> str:

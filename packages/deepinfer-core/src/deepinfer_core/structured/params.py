@@ -75,6 +75,19 @@ class StructuredOutputs:
             raise ValueError(f"structured_outputs: unknown field(s) {unknown}; expected one of {', '.join(KINDS)}")
         return cls(**value)
 
+    def check(self) -> None:
+        """Compiles the constraint without a model (`backend.check_spec`, llguidance): a regex,
+        grammar or schema the engine would reject raises here, before a model is loaded. A language
+        that the model's tokens cannot complete is found only by the engine.
+
+        Raises:
+            ValueError: the message starts with the field name, e.g. "regex: ... unclosed group".
+            ImportError: llguidance is not installed.
+        """
+        from deepinfer_core.structured.backend import check_spec
+
+        check_spec(self)
+
     @property
     def kind(self) -> str:
         """The field that is set: one of `KINDS`."""
