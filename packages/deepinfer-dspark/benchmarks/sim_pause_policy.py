@@ -21,6 +21,15 @@ per concurrency: the ratio of plain decoding's time to the policy's
 time for the same batches (above 1: faster than plain decoding), the share of rounds drafted,
 and the same ratio for fixed-k (always drafting).
 
+Two options make the drafter less uniform: `--calibrated` accepts each draft with the
+probability of its own confidence (a calibrated drafter: the confidences then carry information,
+and the realized acceptance matches the predicted one, as on the H200 at 1 request in session
+18), and `--early TOKENS P` lowers the acceptance (and the confidences) in a reply's first TOKENS
+tokens. With both (`--p-true 0.75 --early 30 0.5 --calibrated`), fixed-7 runs at 1.08x plain
+decoding at 1 request while the policy pauses (0.99x): the H200's session-18 finding. After a
+settled loss the requests then running lose their context (declined features), so only new
+replies are probed, at their openings, where drafting loses.
+
 One run's cells move by 2-4% with its random draws (session 17), as much as the policy changes
 weighed with it: compare policies over several seeds (`--seeds`, each cell then shows the mean
 and the range of the policy's ratio).
@@ -52,10 +61,11 @@ class FakeRunner:
     """Drafts k tokens with confidences around `level` (Gaussian, sd 0.15, clipped); holds every
     position it was shown."""
 
-    def __init__(self, k: int, level: float, rng: random.Random) -> None:
+    def __init__(self, k: int, level: float, rng: random.Random, early: tuple[int, float] | None = None) -> None:
         self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=k, target_layer_ids=[1]),
                                              dtype=torch.float32)
-        self.level, self.rng, self.held = level, rng, {}
+        self.level, self.rng, self.held, self.early = level, rng, {}, early
+        self.last: dict[str, list[float]] = {}   # request id -> its last draft's confidences
 
     def num_positions(self, request_id: str) -> int:
         return self.held.get(request_id, 0)
@@ -68,10 +78,16 @@ class FakeRunner:
         self.observe_rows([(r, p) for r, p, _ in items], None)
 
     def draft(self, requests, k: int) -> list:
-        def conf() -> float:
-            return min(0.99, max(0.01, self.level + self.rng.gauss(0.0, 0.15)))
-        return [DraftOutput(torch.full((k,), 7), None, torch.tensor([conf() for _ in range(k)]), None)
-                for _ in requests]
+        outs = []
+        for r in requests:
+            level = self._level(r.anchor_position - 20)
+            self.last[r.request_id] = [confidence(level, self.rng) for _ in range(k)]
+            outs.append(DraftOutput(torch.full((k,), 7), None, torch.tensor(self.last[r.request_id]), None))
+        return outs
+
+    def _level(self, step: int) -> float:   # (prompts are 20 tokens long here)
+        """The confidence level at reply position `step` (`--early`: lower in a reply's first tokens)."""
+        return self.early[1] if self.early is not None and step < self.early[0] else self.level
 
     def remove(self, request_id: str) -> None:
         self.held.pop(request_id, None)
@@ -87,7 +103,20 @@ def plain_seconds(decode: SPSProfile, work: list[list[int]]) -> float:
                for lengths in work for step in range(max(lengths)))
 
 
-def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]], seed: int) -> float:
+def confidence(level: float, rng: random.Random) -> float:
+    """A draft's confidence: Gaussian around `level` (sd 0.15), clipped to [0.01, 0.99]."""
+    return min(0.99, max(0.01, level + rng.gauss(0.0, 0.15)))
+
+
+def acceptance(p_true: float, early: tuple[int, float] | None, step: int) -> float:
+    """The per-draft acceptance at reply position `step` (`--early TOKENS P`: P in the first TOKENS)."""
+    return early[1] if early is not None and step < early[0] else p_true
+
+
+def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]], seed: int,
+                  early: tuple[int, float] | None = None, calibrated: bool = False) -> float:
+    """Fixed-k drafting's seconds over `work`; `calibrated`: each draft is accepted with the
+    probability of a confidence drawn as the fake drafter draws it, around the acceptance."""
     rng, seconds = random.Random(seed), 0.0
     for lengths in work:
         left = list(lengths)
@@ -96,7 +125,8 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
             seconds += 1 / spec.at(len(live) * (k + 1))
             for i in live:
                 accepted, room = 0, min(k, left[i] - 1)   # as the engine bounds drafts (`_room`)
-                while accepted < room and rng.random() < p_true:
+                p = acceptance(p_true, early, lengths[i] - left[i])
+                while accepted < room and rng.random() < (confidence(p, rng) if calibrated else p):
                     accepted += 1
                 left[i] -= 1 + accepted
     return seconds
@@ -115,11 +145,14 @@ class FeatureCosts(NamedTuple):
 def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfile, p_true: float,
                    work: list[list[int]], seed: int, first_id: int,
                    charge: VerifyRates | None = None, overhead: tuple[float, float] = (0.0, 0.0),
-                   features: FeatureCosts | None = None) -> tuple[float, float]:
+                   features: FeatureCosts | None = None, early: tuple[int, float] | None = None,
+                   calibrated: bool = False) -> tuple[float, float]:
     """Seconds and drafted share of the policy over `work`, the proposer kept across calls. A
     drafted round costs the full round, or with `charge` its own verified tokens' time; the
     transitions cost `overhead` (FLUSH, SYNC) plain steps; with `features`, declined features
-    and what capturing and flushing them cost (`FeatureCosts`)."""
+    and what capturing and flushing them cost (`FeatureCosts`); with `early` (TOKENS, P), a reply's
+    first TOKENS tokens accept each draft with probability P; `calibrated`: each draft is accepted
+    with the probability of its own confidence instead."""
     rng, seconds, rounds, drafted, k = random.Random(seed), 0.0, 0, 0, proposer.num_tokens
     was_drafted = None   # the last round's kind in this batch (None: the batch's first round)
     for b, lengths in enumerate(work):
@@ -137,7 +170,7 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                 drafts = None
             else:
                 drafts = proposer.propose([DraftRequest(r, [1] * (pos[r] + 1), min(k, left[r] - 1), 0.0, 0, 1.0, 0.0,
-                                                        0, 0) for r in live])
+                                                        0, pos[r] - 20) for r in live])
             emitted = dict.fromkeys(live, 1)
             observed = True
             if drafts is None or not any(d.token_ids for d in drafts):
@@ -159,8 +192,9 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                     verified = sum(len(d.token_ids) for d in drafts)
                     seconds += 1 / charge.for_batch(len(live)).at(len(live) + verified)
                 for r, d in zip(live, drafts):
-                    accepted = 0
-                    while accepted < len(d.token_ids) and rng.random() < p_true:
+                    accepted, p = 0, acceptance(p_true, early, pos[r] - 20)
+                    confs = proposer.runner.last[r]
+                    while accepted < len(d.token_ids) and rng.random() < (confs[accepted] if calibrated else p):
                         accepted += 1
                     emitted[r] = min(1 + accepted, left[r])
                     proposer.commit(r, pos[r] + 1 + emitted[r])
@@ -182,7 +216,9 @@ def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: S
     """One run of every concurrency in order, the proposer kept across them: per concurrency
     (plain / policy time, drafted share, plain / fixed-k time). Seed 0 is the single run of
     sessions 11-16; seed s draws other confidences, reply lengths and acceptances."""
-    proposer = DSparkProposer(FakeRunner(args.k, args.p_conf or p_true, random.Random(seed)), args.k, spec,
+    early = None if args.early is None else (int(args.early[0]), args.early[1])
+    level = p_true if args.calibrated else (args.p_conf or p_true)
+    proposer = DSparkProposer(FakeRunner(args.k, level, random.Random(seed), early), args.k, spec,
                               decode=decode, short_sps=short, full_round=full_round)
     out = []
     for i, c in enumerate(args.concurrency):
@@ -191,8 +227,9 @@ def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: S
         plain = plain_seconds(decode, work)
         features = None if args.features is None else FeatureCosts(*args.features)
         seconds, share = policy_seconds(proposer, decode, spec, p_true, work, 2 + base, 10**6 * i, charge,
-                                        tuple(args.overhead), features)
-        out.append((plain / seconds, share, plain / fixed_seconds(spec, args.k, p_true, work, 3 + base)))
+                                        tuple(args.overhead), features, early, args.calibrated)
+        out.append((plain / seconds, share,
+                     plain / fixed_seconds(spec, args.k, p_true, work, 3 + base, early, args.calibrated)))
     return out
 
 
@@ -219,12 +256,21 @@ def main() -> None:
                         help="model declined features (`wants_features`): a plain step that captures them costs "
                              "CAPTURE plain steps more, a flush ROW_US us per row (the H200: ~0.03 and ~1.5, "
                              "sessions 15 and 14); default: every step observed, nothing charged")
+    parser.add_argument("--early", type=float, nargs=2, default=None, metavar=("TOKENS", "P"),
+                        help="a reply's first TOKENS tokens accept each draft with probability P (and the "
+                             "confidences sit around P there): replies whose openings are harder to draft")
+    parser.add_argument("--calibrated", action="store_true",
+                        help="accept each draft with the probability of its own confidence (a calibrated drafter "
+                             "whose confidences carry information) instead of a constant --p-true; the confidences "
+                             "sit around --p-true (or --early's P), so --p-conf is ignored")
     parser.add_argument("--seeds", type=int, default=1,
                         help="independent runs (seeds 0..N-1): each cell then shows the mean ratio and its range "
                              "(session 17: one seed moved a policy change's cells by 2-4%% either way)")
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error(f"--seeds: must be >= 1, got {args.seeds}")
+    if args.early is not None and (args.early[0] < 0 or not 0.0 <= args.early[1] <= 1.0):
+        parser.error(f"--early: TOKENS >= 0 and P in [0, 1], got {args.early}")
     if args.features is not None and min(args.features) < 0:
         parser.error(f"--features: costs must be >= 0, got {args.features}")
     if args.k < 1 or min(args.concurrency) < 1 or args.batches < 1:

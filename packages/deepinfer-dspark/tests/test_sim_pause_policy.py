@@ -23,7 +23,8 @@ def sim(benchmark_script):
 
 
 def args(**kw):
-    base = dict(k=7, p_conf=None, concurrency=[1, 4], batches=1, overhead=[2.0, 1.0], features=None)
+    base = dict(k=7, p_conf=None, concurrency=[1, 4], batches=1, overhead=[2.0, 1.0], features=None, early=None,
+                calibrated=False)
     return types.SimpleNamespace(**{**base, **kw})
 
 
@@ -57,6 +58,32 @@ def test_full_round_pricing_drafts_where_full_rounds_win(sim) -> None:
     assert full[0][1] > profile[0][1] and full[0][0] > profile[0][0], (profile, full)
 
 
+def test_early_tokens_accept_less(sim) -> None:
+    """`--early TOKENS P`: a reply's first TOKENS tokens accept with P, so fixed-k (the third
+    number) runs slower when P is lower than the rest's acceptance, and equally when P equals it."""
+    base = sim.simulate(args(concurrency=[1]), DECODE, SPEC, 0.8, None, None, seed=0)
+    early = sim.simulate(args(concurrency=[1], early=[40, 0.3]), DECODE, SPEC, 0.8, None, None, seed=0)
+    same = sim.simulate(args(concurrency=[1], early=[40, 0.8]), DECODE, SPEC, 0.8, None, None, seed=0)
+    assert early[0][2] < 0.9 * base[0][2] and same[0][2] == pytest.approx(base[0][2]), (base, early, same)
+
+
+def test_calibrated_drafts_accept_as_their_confidences_say(sim) -> None:
+    """`--calibrated`: each draft is accepted with its own confidence, so the realized accepted
+    drafts match the predicted ones (the proposer's learnt ratio near 1); with constant acceptance
+    below the confidences (0.4 against 0.8) the ratio falls well below 1."""
+    import random
+
+    from deepinfer_dspark.proposers import DSparkProposer
+
+    def ratio(calibrated: bool, p_true: float, level: float) -> float:
+        proposer = DSparkProposer(sim.FakeRunner(7, level, random.Random(0)), 7, SPEC, decode=DECODE)
+        sim.policy_seconds(proposer, DECODE, SPEC, p_true, sim.batches(1, 40, seed=1), 2, 0, calibrated=calibrated)
+        return proposer.acceptance.ratio(1)
+
+    assert 0.85 < ratio(True, 0.8, 0.8) < 1.15
+    assert ratio(False, 0.4, 0.8) < 0.7
+
+
 def test_cells_show_the_mean_and_the_range(sim) -> None:
     cell = sim._cell(8, [(0.90, 0.10, 0.5), (1.10, 0.30, 0.7)], 7)
     assert cell == "8: 1.000 [0.900-1.100] (20.0% drafted; fixed-7 0.600)"
@@ -66,7 +93,8 @@ def test_cells_show_the_mean_and_the_range(sim) -> None:
 @pytest.mark.parametrize("extra, message", [(["--concurrency", "0"], "must be >= 1"),
                                             (["--p-true", "1.5"], "--p-true: probabilities in [0, 1]"),
                                             (["--k", "3"], "--k: 3, but"),
-                                            (["--seeds", "0"], "--seeds: must be >= 1")])
+                                            (["--seeds", "0"], "--seeds: must be >= 1"),
+                                            (["--early", "30", "1.5"], "--early: TOKENS >= 0 and P in [0, 1]")])
 def test_bad_arguments_name_the_field(sim, tmp_path, monkeypatch, capsys, extra, message) -> None:
     SPSProfile([1, 4], [1000.0, 950.0]).save(tmp_path / "sps.json")
     SPSProfile([8, 32], [400.0, 250.0], {"method": "dspark rounds, k=7, 128 tokens"}).save(tmp_path / "spec_sps.json")
