@@ -119,7 +119,8 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods, in this order: none, confidence, fixed-K (for K in "
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
-                             "confidence-direct, confidence-measured, confidence-full; default none, confidence "
+                             "confidence-direct, confidence-measured, confidence-full, confidence-whole; default "
+                             "none, confidence "
                              "and every fixed-K")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--max-model-len", type=int, default=2048)
@@ -203,6 +204,8 @@ def main() -> None:
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
+    # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
+    variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
     rows = []
@@ -214,7 +217,7 @@ def main() -> None:
         variants = {k: variants[k] for k in args.variants}   # in the order given
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
-                     "confidence-full"):
+                     "confidence-full", "confidence-whole"):
             variants.pop(name)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)

@@ -107,7 +107,8 @@ def _composition(plan) -> dict:
 def proposer_state(llm, c: int) -> str:
     """The confidence proposer's counters and estimates after a concurrency (empty for other
     engines): rounds drafted and skipped so far, the excluded one-request warm-up call of each
-    concurrency included (~44 drafted rounds on the H200's SmolLM2); the ledger's gain and the
+    concurrency included (~44 drafted rounds on the H200's SmolLM2); the ledger's gain (and the
+    openings' ledger's, `OpeningPhase`, judged against `worth_skipping`) and the
     acceptance ratio at C's bucket (declined steps: those that captured no features; dormant: those
     of them that asked the proposer nothing, `DormantSteps`); the accepted drafts per request at full verification
     (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
@@ -118,10 +119,13 @@ def proposer_state(llm, c: int) -> str:
         return ""
     full = proposer.acceptance.full
     gain = proposer.pauses.gain(c)
+    openings = getattr(proposer, "openings", None)
+    opening = None if openings is None else openings.ledger.gain(c)
     return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds "
             f"(features declined in {getattr(proposer, 'declined_steps', 0)} steps, "
             f"{getattr(getattr(spec, 'dormant', None), 'steps', 0)} of them dormant); at {c}: gain "
-            f"{'-' if gain is None else f'{gain:.2f}'} ratio {proposer.acceptance.ratio(c):.2f} "
+            f"{'-' if gain is None else f'{gain:.2f}'} (openings {'-' if opening is None else f'{opening:.2f}'}) "
+            f"ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
             f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "
             f"{_graph_state(proposer.runner)}")

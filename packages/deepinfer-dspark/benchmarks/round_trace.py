@@ -30,7 +30,8 @@ def trace(llm, batches: list, generate) -> list[dict]:
     """Runs `generate(batch)` for each batch, recording every drafted round that confidence
     scheduling opens (`acceptance.begin`); returns one dict per round (keys: call, batch, verified,
     accepted, and from `_plan_pause`, when it judged the round: expected, ratio, gain_before,
-    gain, pause, and the round's own priced gain (round_gain: tau * round rate / plain rate), tau
+    gain, pause (of the ledger that judged it: the openings' when `opening`, see `OpeningPhase`),
+    and the round's own priced gain (round_gain: tau * round rate / plain rate), tau
     (emitted tokens expected), round_ms and plain_ms (the profiles' round and plain-step times);
     None for a round it did not judge, e.g. a re-timing run). `accepted` sums the
     drafts accepted by the round's requests, as `commit` reports them (a request that ends before
@@ -44,11 +45,12 @@ def trace(llm, batches: list, generate) -> list[dict]:
     def traced_begin(batch, entries):
         begin(batch, entries)
         rounds.append(dict(call=current["call"], batch=batch, verified=sum(e[2] for e in entries), accepted=0,
-                           expected=None, ratio=None, gain_before=None, gain=None, pause=None,
+                           expected=None, ratio=None, gain_before=None, gain=None, pause=None, opening=None,
                            round_gain=None, tau=None, round_ms=None, plain_ms=None))
 
-    def traced_plan(expected, lengths, batch, partial=False):
-        before = proposer.pauses.gain(batch)
+    def traced_plan(expected, lengths, batch, partial=False, opening=False):
+        ledger = proposer.openings.ledger if opening else proposer.pauses
+        before = ledger.gain(batch)
         costs, seen = proposer.costs, {}
         if costs is not None:   # the round's own gain and rate, as `_plan_pause` prices it
             def traced_gain(b, tokens, rate=None):
@@ -57,14 +59,14 @@ def trace(llm, batches: list, generate) -> list[dict]:
                 return type(costs).gain(costs, b, tokens, rate)
             costs.gain = traced_gain
         try:
-            plan(expected, lengths, batch, partial)
+            plan(expected, lengths, batch, partial, opening=opening)
         finally:
             if costs is not None:
                 del costs.gain
         if rounds:   # the round `begin` just opened
             own = None if not seen else seen["tokens"] * seen["rate"] / seen["plain"]
             rounds[-1].update(expected=float(expected), ratio=acceptance.ratio(batch), gain_before=before,
-                              gain=proposer.pauses.gain(batch), pause=proposer.pauses.left(batch),
+                              gain=ledger.gain(batch), pause=ledger.left(batch), opening=opening,
                               round_gain=own, tau=seen.get("tokens"), round_ms=1e3 / seen["rate"] if seen else None,
                               plain_ms=batch * 1e3 / seen["plain"] if seen else None)
 
@@ -154,7 +156,8 @@ def main() -> None:
         batches = [pool[:1]] + [pool[:c]] * args.calls
         for r in trace(llm, batches, lambda batch: llm.chat(batch, params)):
             judged = ("not judged" if r["expected"] is None else
-                      f"expected {r['expected']:.2f} ratio {r['ratio']:.2f} gain {r['gain_before'] or 0:.3f}->"
+                      f"{'opening' if r['opening'] else 'body'} expected {r['expected']:.2f} ratio {r['ratio']:.2f} "
+                      f"gain {r['gain_before'] or 0:.3f}->"
                       f"{r['gain']:.3f} pause {r['pause']}" +
                       ("" if r["round_gain"] is None else
                        f" round: tau {r['tau']:.2f} {r['round_ms']:.2f} ms vs plain {r['plain_ms']:.2f} ms"

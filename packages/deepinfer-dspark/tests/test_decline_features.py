@@ -27,7 +27,7 @@ DECODE = SPSProfile([1, 64], [1000.0, 700.0])
 
 
 def requests(batch: int, length: int = 10) -> list[DraftRequest]:
-    return [DraftRequest(f"r{i}", list(range(length)), K, 0.0, 0, 1.0, 0.0, 0, 9) for i in range(batch)]
+    return [DraftRequest(f"r{i}", list(range(length)), K, 0.0, 0, 1.0, 0.0, 0, 40) for i in range(batch)]
 
 
 def step(proposer: DSparkProposer, batch: int) -> bool:
@@ -78,7 +78,7 @@ def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
     proposer.feed.project([("r1", [0, 1, 2], torch.ones(3, 2))])
     proposer.feed.project([("r1", [4, 5], torch.ones(2, 2))])
     assert proposer.runner.num_positions("r0") == 5 and proposer.runner.num_positions("r1") == 3
-    gapped = [DraftRequest("r0", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    gapped = [DraftRequest("r0", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
     assert proposer.propose(gapped)[0].token_ids == []
     # Nothing could draft: a fixed pause (the engine's steps keep overlapping; a probe finding
     # nothing ready every round would make every step wait), the bucket's backoff untouched.
@@ -93,7 +93,7 @@ def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
     assert len(pauses) >= 200 // (NOTHING_READY_PAUSE + 1)
     # A request with a whole context, arriving during such a pause, drafts within the pause.
     observe(proposer, "r2", 0, 10)
-    whole = [DraftRequest("r2", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    whole = [DraftRequest("r2", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
     for waited in range(NOTHING_READY_PAUSE + 2):
         if proposer.idle_rounds() > 0:
             proposer.idle_round(1)
@@ -111,7 +111,8 @@ def test_engine_declines_features_where_drafting_is_ruled_out(folders, kit) -> N
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
             "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 150.0, 150.0]),
-            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0])}
+            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]),
+            "opening_tokens": 0}   # the short replies judged as bodies (openings never decline)
     batch = kit.prompts(3, seed=8)
     expected = kit.greedy(kit.build(target), batch)
     llm = kit.build(target, spec)
@@ -155,6 +156,11 @@ def test_decline_features_is_a_checked_key(folders, kit) -> None:
     with pytest.raises(ValueError, match="speculative_config.decline_features: cannot be true with measure_step_times"):
         kit.build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "decode_profile": DECODE,
                        "measure_step_times": True, "decline_features": True})
+    with pytest.raises(ValueError, match="speculative_config.opening_tokens: only used with scheduling='confidence'"):
+        kit.build(target, {**base, "opening_tokens": 0})
+    for bad in (-1, 2.5, True, None):
+        with pytest.raises(ValueError, match="speculative_config.opening_tokens: must be an int >= 0"):
+            kit.build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "opening_tokens": bad})
 
 
 def test_rows_of_requests_with_a_gap_are_not_buffered(fake_runner) -> None:

@@ -196,7 +196,7 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders, monkeypat
                                         for _ in requests]
 
     def requests(count: int) -> list:
-        return [CoreRequest(f"r{i}", list(range(10)), 4, 0.0, 0, 1.0, 0.0, 0, 10) for i in range(count)]
+        return [CoreRequest(f"r{i}", list(range(10)), 4, 0.0, 0, 1.0, 0.0, 0, 40) for i in range(count)]   # bodies
 
     def step(count: int) -> int:
         drafted = sum(len(d.token_ids) for d in proposer.propose(requests(count)))

@@ -34,7 +34,7 @@ def ready_requests(proposer: DSparkProposer, batch: int) -> list[DraftRequest]:
     out = []
     for i in range(batch):
         proposer.runner.held[f"r{i}"] = 9
-        out.append(DraftRequest(f"r{i}", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9))
+        out.append(DraftRequest(f"r{i}", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 40))
     return out
 
 
@@ -147,7 +147,7 @@ def test_a_gap_found_where_drafting_wins_stops_the_declines_after_losses(fake_ru
     settle(proposer, 4)
     proposer.propose(ready_requests(proposer, 4))
     assert proposer.ledger_decline and not proposer.wants_features()
-    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)]   # holds 0 positions
+    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 40)]   # holds 0 positions
     for batch in (2, 3):                                   # loads with no settled win: kept
         drafts = proposer.propose(gapped + ready_requests(proposer, batch - 1))
         assert not drafts[0].token_ids and drafts[1].token_ids and proposer.ledger_decline
@@ -170,7 +170,7 @@ def test_rounds_with_gapped_requests_are_not_judged(fake_runner) -> None:
     for every request wins. When it lost it pauses as long as a settled loss would, and it is
     neither judged, nor spread, nor a reason to decline features."""
     proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
-    gapped = DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)   # holds 0 positions
+    gapped = DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 40)   # holds 0 positions
     pauses = []
     for _ in range(300):
         if proposer.idle_rounds() > 0:
@@ -195,7 +195,7 @@ def test_no_regret_before_a_step_was_declined_after_a_loss(fake_runner) -> None:
     settle(proposer, 1, gain=1.3)
     settle(proposer, 4)
     proposer.propose(ready_requests(proposer, 4))          # a settled loss: buckets 4-8 would decline
-    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
     proposer.pauses.pause(1, 0)
     proposer.propose(gapped)                               # no step declined yet: kept
     assert proposer.ledger_decline
@@ -217,7 +217,7 @@ def test_declines_where_drafting_is_ruled_out_anyway_do_not_count_for_regret(fak
     proposer.propose(ready_requests(proposer, 4))          # a settled loss at 4, spread to 6 and 8
     proposer.idle_round(8)
     assert not proposer.wants_features() and proposer.pauses.left(8) > 0
-    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 9)]
+    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
     proposer.pauses.pause(1, 0)
     proposer.propose(gapped)
     assert proposer.ledger_decline                          # the step at 8 did not count

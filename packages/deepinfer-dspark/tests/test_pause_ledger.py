@@ -105,7 +105,7 @@ def _round(proposer: DSparkProposer, batch: int) -> bool:
     if proposer.idle_rounds() > 0:
         proposer.idle_round(batch)
         return False
-    requests = [DraftRequest(f"r{i}", list(range(10)), proposer.num_tokens, 0.0, 0, 1.0, 0.0, 0, 9)
+    requests = [DraftRequest(f"r{i}", list(range(10)), proposer.num_tokens, 0.0, 0, 1.0, 0.0, 0, 40)
                 for i in range(batch)]
     return any(d.token_ids for d in proposer.propose(requests))
 
@@ -171,7 +171,7 @@ def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None
         seen = []
         for step in range(300):
             batch = 1 + step % 16
-            requests = [DraftRequest(f"r{i}", list(range(10)), 1 + (i + step) % (K + 1), 0.0, 0, 1.0, 0.0, 0, 9)
+            requests = [DraftRequest(f"r{i}", list(range(10)), 1 + (i + step) % (K + 1), 0.0, 0, 1.0, 0.0, 0, 40)
                         for i in range(batch)]
             if proposer.idle_rounds() > 0:
                 proposer.idle_round(batch)
@@ -187,7 +187,7 @@ def test_small_rounds_schedule_in_python_as_the_tensor_path(monkeypatch) -> None
     for limit in (64, 0):
         monkeypatch.setattr(scheduler, "SMALL_SCHEDULE", limit)
         with pytest.raises(ValueError, match="^confidences: values must lie in"):
-            nan.propose([DraftRequest("r", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 9)])
+            nan.propose([DraftRequest("r", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 40)])
 
 
 # Profiles measured on the H200 (SmolLM2-135M-Instruct, chat prompts, k = 7; benchmarks/results/
@@ -241,10 +241,10 @@ def test_confidences_past_a_requests_room_are_ignored(monkeypatch) -> None:
         proposer.runner.draft = lambda requests, k: [
             DraftOutput(torch.full((k,), 7), None, torch.tensor([0.9, 0.9, float("nan"), 2.0]), None)
             for _ in requests]
-        roomy = [DraftRequest("r", list(range(10)), 2, 0.0, 0, 1.0, 0.0, 0, 9)]
+        roomy = [DraftRequest("r", list(range(10)), 2, 0.0, 0, 1.0, 0.0, 0, 40)]
         assert [len(d.token_ids) for d in proposer.propose(roomy)] == [2]
         with pytest.raises(ValueError, match="^confidences: values must lie in"):
-            proposer.propose([DraftRequest("r", list(range(10)), 3, 0.0, 0, 1.0, 0.0, 0, 9)])
+            proposer.propose([DraftRequest("r", list(range(10)), 3, 0.0, 0, 1.0, 0.0, 0, 40)])
 
 
 def _verified_round(proposer: DSparkProposer, batch: int, accepted: int) -> bool:
@@ -253,7 +253,7 @@ def _verified_round(proposer: DSparkProposer, batch: int, accepted: int) -> bool
     if proposer.idle_rounds() > 0:
         proposer.idle_round(batch)
         return False
-    requests = [DraftRequest(f"r{i}", list(range(10)), proposer.num_tokens, 0.0, 0, 1.0, 0.0, 0, 9)
+    requests = [DraftRequest(f"r{i}", list(range(10)), proposer.num_tokens, 0.0, 0, 1.0, 0.0, 0, 40)
                 for i in range(batch)]
     drafts = proposer.propose(requests)
     for r, d in zip(requests, drafts):
@@ -379,7 +379,7 @@ def test_loads_judged_from_the_acceptance_measured_elsewhere() -> None:
     back = [_verified_round(bounded, 1, 3) for _ in range(16)]    # alone again, drafting runs on (after
     assert all(back[1:]), back                                    # the one round the engine asks at 64)
     unmeasured = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
-    unmeasured.acceptance.commit = lambda request_id, num_tokens: None   # no realized acceptance
+    unmeasured.acceptance.commit = lambda request_id, num_tokens: 0   # no realized acceptance
     assert drafter_calls_at_64(unmeasured, 300) >= 3                    # the ledger's probes
     aged = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
     assert 1 <= drafter_calls_at_64(aged, 6 * AGE_ROUNDS) <= 6 * AGE_ROUNDS // 64

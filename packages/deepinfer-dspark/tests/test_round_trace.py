@@ -28,9 +28,11 @@ def test_trace_records_each_judged_round(benchmark_script, folders, kit) -> None
     assert all(0 <= r["accepted"] <= r["verified"] <= 4 for r in rounds)
     drafted = sum(o.metrics.spec_accepted for o in outs)
     assert sum(r["accepted"] for r in rounds) == drafted                  # every commit counted
-    assert rounds[-1]["gain"] == proposer.pauses.gain(1) and rounds[0]["gain_before"] is None
+    assert all(r["opening"] for r in rounds)                              # 24 tokens: all in the opening
+    assert rounds[-1]["gain"] == proposer.openings.ledger.gain(1) and rounds[0]["gain_before"] is None
     assert all(r["expected"] is not None for r in rounds)                  # every round judged here
-    assert rounds[0]["gain"] == pytest.approx(rounds[0]["round_gain"])    # a first round is the average
+    # A first round is the average (an opening's gain is judged against `worth_skipping`).
+    assert rounds[0]["gain"] == pytest.approx(rounds[0]["round_gain"] / proposer.openings.worth_skipping)
     assert all(r["round_ms"] > 0 and r["plain_ms"] > 0 and r["tau"] >= 1 for r in rounds)
     assert "gain" not in vars(proposer.costs)                             # the pricing hook is removed
     assert proposer._plan_pause.__name__ == "_plan_pause"                 # the hooks are removed

@@ -92,7 +92,7 @@ def test_the_proposer_reads_the_short_profile(fake_runner) -> None:
     for name, short in (("long", None), ("both", SHORT)):
         proposer = DSparkProposer(fake_runner(7, confidences), 7, LONG, short_sps=short)
         proposer.observe_step(["a"], [0], [10], [0], torch.zeros(10, 1))
-        drafts = proposer.propose([DraftRequest("a", [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 0)])
+        drafts = proposer.propose([DraftRequest("a", [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 40)])
         lengths[name] = len(drafts[0].token_ids)
     row = row_survivals(confidences, 7)
     assert lengths == {"long": 7, "both": brute_force(row, VerifyRates(LONG, 7, SHORT).for_batch(1).at)}
@@ -109,7 +109,7 @@ def test_the_pause_decision_prices_the_round_it_chose(fake_runner) -> None:
     for name, short in (("long", None), ("both", SHORT)):
         proposer = DSparkProposer(fake_runner(7, confidences), 7, LONG, decode=decode, short_sps=short)
         proposer.observe_step(["a"], [0], [10], [0], torch.zeros(10, 1))
-        proposer.propose([DraftRequest("a", [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 0)])
+        proposer.propose([DraftRequest("a", [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 40)])
         lengths, tau = proposer.lengths, 1 + sum(row_survivals(confidences, 7)[:proposer.lengths[0]])
         assert proposer.acceptance.ratio(1) >= 1   # no evidence yet: tau is the predicted one
         rate = LONG.at(8) if short is None else VerifyRates(LONG, 7, SHORT).for_batch(1).at(1 + lengths[0])
@@ -134,7 +134,7 @@ def test_full_round_pricing_verifies_every_draft(fake_runner) -> None:
         proposer = DSparkProposer(fake_runner(7, confidences), 7, LONG, full_round=full)
         ids = [f"r{i}" for i in range(8)]
         proposer.observe_step(ids, [0] * 8, [10] * 8, [10 * i for i in range(8)], torch.zeros(80, 1))
-        proposer.propose([DraftRequest(r, [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 0) for r in ids])
+        proposer.propose([DraftRequest(r, [1] * 11, 7, 0.0, 0, 1.0, 0.0, 0, 40) for r in ids])
         verified[full] = sum(proposer.lengths)
     assert verified[True] == 56 and verified[False] < 56, verified
 

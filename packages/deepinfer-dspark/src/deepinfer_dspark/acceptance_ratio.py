@@ -138,18 +138,20 @@ class AcceptanceRatio:
             else:   # nothing to verify: no commit comes
                 self.full.add(survival, 0, None)
 
-    def commit(self, request_id: str, num_tokens: int) -> None:
+    def commit(self, request_id: str, num_tokens: int) -> int:
         """The request holds `num_tokens` tokens after this round's verification (prompt +
-        output); its accepted drafts are the growth minus the bonus token, within [0, verified]."""
+        output); its accepted drafts are the growth minus the bonus token, within [0, verified].
+        Returns them (0 for a request not open in this round)."""
         entry = self._open.pop(request_id, None)
         if entry is None:
-            return
+            return 0
         before, verified, survival = entry
         accepted = min(max(num_tokens - before - 1, 0), verified)
         self._sums[0] += sum(survival[:verified])
         self._sums[1] += accepted
         self._sums[2] += 1
         self.full.add(survival, verified, accepted)
+        return accepted
 
     def close(self) -> None:
         """Folds the open round's committed requests into the averages (no-op without any)."""

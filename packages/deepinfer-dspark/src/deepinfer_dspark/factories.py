@@ -33,7 +33,10 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           verifies, as in the paper; "full_round": every round is priced as verifying all k
           drafts, as the pause policy prices it, so every draft with a chance of acceptance is
           verified and the pause policy alone decides where to draft; see `VerifyRates`; not
-          with sps_profile_k1).
+          with sps_profile_k1),
+          opening_tokens (32: rounds of a batch whose requests are all within their replies'
+          first opening_tokens tokens are judged and paused apart, without declining features,
+          see `OpeningPhase`; 0: one judgement for the whole reply).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -52,6 +55,7 @@ from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
 from deepinfer_dspark.ngram import NgramSpecProposer
+from deepinfer_dspark.opening_phase import OPENING_TOKENS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -142,7 +146,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
             raise ValueError("speculative_config.prefix_pricing: 'full_round' prices every round as verifying all "
                              "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
-    for key in ("decode_profile", "defer_context", "measure_step_times", "decline_features"):
+    for key in ("decode_profile", "defer_context", "measure_step_times", "decline_features", "opening_tokens"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -158,7 +162,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 defer_context=_bool_key(spec_config, "defer_context", True),
                 decline_features=_bool_key(spec_config, "decline_features", True),
                 measure_step_times=_bool_key(spec_config, "measure_step_times", False),
-                full_round=pricing == "full_round")
+                full_round=pricing == "full_round",
+                opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0))
 
 
 # Checked by the engine before it loads the target (`deepinfer_core.interfaces.Proposer`).
@@ -204,7 +209,7 @@ ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # re
 NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
-                         "decline_features", "prefix_pricing"})
+                         "decline_features", "prefix_pricing", "opening_tokens"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -10,7 +10,8 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
 - `cannot_pay` and `expected_loss`: drafting ruled out at a load outright (the profiles; the
   measured acceptance's upper bound);
 - `_plan_pause`: a drafted round's expected gain folded into its bucket's average
-  (`PauseLedger`), the pause after a loss priced by `DraftCosts.probe_pause`;
+  (`PauseLedger`), the pause after a loss priced by `DraftCosts.probe_pause`; rounds in the
+  replies' openings in a ledger of their own (`OpeningPhase`: paused apart, never declined);
 - `_spread_loss`: a settled loss pauses the larger buckets that cannot gain more;
 - `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
   declining after measured losses stops;
@@ -23,6 +24,7 @@ lossless. Device-free.
 
 from __future__ import annotations
 
+from deepinfer_dspark.draft_costs import PROBE_OVERHEAD_STEPS
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
@@ -85,6 +87,7 @@ class PausePolicy:
         self.acceptance.close()
         self.acceptance.tick(rounds)
         self._last_batch, self._cleared = num_requests, 0
+        self.openings.idle(0, rounds)   # (dormant: paused at the bucket itself, not in the opening)
         if num_requests:
             self.pauses.skip(num_requests, rounds)
             self.skipped_rounds += rounds
@@ -105,7 +108,8 @@ class PausePolicy:
         else:
             self._ruled_out.discard(bucket)
 
-    def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False) -> None:
+    def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False,
+                    opening: bool = False) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
@@ -129,7 +133,10 @@ class PausePolicy:
         while the average loses drafts on, so the average catches up as drafted rounds
         accumulate. A `partial` round (some requests could not draft: a gap in their context) is
         not evidence about the bucket: it is not judged, and when it lost it pauses as long as a
-        settled loss would (at least `NOTHING_READY_PAUSE` rounds), backoff untouched.
+        settled loss would (at least `NOTHING_READY_PAUSE` rounds), backoff untouched. An `opening`
+        round (every request in its reply's first `OPENING_TOKENS`) is judged in the openings'
+        ledger instead, against `OpeningPhase.worth_skipping`, and a loss there pauses openings
+        only: no declined features, no spread (`OpeningPhase`).
         """
         verified = sum(lengths)
         if self.decode is None:
@@ -144,6 +151,15 @@ class PausePolicy:
         if partial:
             if gain <= 1:   # priced as a probe: the next one pays a flush and a sync too
                 self.pauses.pause(batch, max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain)))
+            return
+        if opening:   # judged apart, paused apart: no decline, no spread (`OpeningPhase`)
+            ledger = self.openings.ledger
+            gain /= self.openings.worth_skipping   # a paused opening pays a transition when it ends
+            if ledger.judge(batch, gain) and gain <= 1:
+                settled = ledger.rounds(batch) >= SETTLED_ROUNDS
+                ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, None if settled else 0.0))
+            else:
+                ledger.won(batch)
             return
         if self.pauses.judge(batch, gain) and gain <= 1:
             settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS   # else a young average: short pauses

@@ -23,6 +23,7 @@ from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
+from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
 from deepinfer_dspark.pending_context import PendingContext
@@ -77,6 +78,8 @@ class DSparkProposer(PausePolicy):
             `expected_loss` judges from the measured acceptance's upper bound, so a judgement later
             reversed still costs those requests their drafting. Never with `measure_step_times`
             (its timing reads every step).
+        opening_tokens: rounds whose requests are all within their replies' first this many
+            tokens are judged and paused apart (`OpeningPhase`, `openings`); 0: not.
         full_round: with `sps`, Algorithm 1 prices every round of B requests as the full one
             (`VerifyRates`: it then verifies every draft with a chance of acceptance; the pause
             policy alone decides where to draft); not with `short_sps`.
@@ -101,7 +104,9 @@ class DSparkProposer(PausePolicy):
             until `_regret_gaps` turns it off).
         drafted_rounds: rounds in which the drafter ran (metrics).
         rates: the measured step times (`MeasuredRates`), used with both profiles.
-        pauses: the per-bucket pauses, backoffs and expected gains (`PauseLedger`).
+        pauses: the per-bucket pauses, backoffs and expected gains (`PauseLedger`) of the replies'
+            bodies; a pause there also holds the openings.
+        openings: the same for the replies' openings (`OpeningPhase`).
         acceptance: realized over predicted accepted drafts (`AcceptanceRatio`), which scales the
             predicted accepted count in the pause decisions.
     """
@@ -110,7 +115,8 @@ class DSparkProposer(PausePolicy):
                  probe_every: int = 8, decode: SPSProfile | None = None, max_probe_every: int = 256,
                  max_batch: int | None = None, defer_context: bool = True,
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
-                 decline_features: bool = True, full_round: bool = False) -> None:
+                 decline_features: bool = True, full_round: bool = False,
+                 opening_tokens: int = OPENING_TOKENS) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -128,7 +134,8 @@ class DSparkProposer(PausePolicy):
         self.decode = decode
         self.max_probe_every = max(max_probe_every, probe_every)
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
-        self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket
+        self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket (the replies' bodies)
+        self.openings = OpeningPhase(probe_every, self.max_probe_every, opening_tokens)   # their openings
         self._last_batch = 0                 # requests in the last round (or the last `dormant_rounds` ask)
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
@@ -220,7 +227,7 @@ class DSparkProposer(PausePolicy):
             return True
         if self._pause == 0:
             self.idle_rounds()
-        declined = ledger_bucket(self._last_batch) in self._ruled_out and self._pause > 0
+        declined = ledger_bucket(self._last_batch) in self._ruled_out and self.pauses.left(self._last_batch) > 0
         self.declined_steps += declined
         if declined and self.pending.holds:   # the running requests get a gap: their rows are useless
             self.pending.clear()   # (else kept until a flush: 44k rows of 256 chat prompts, 58-231 ms)
@@ -232,8 +239,9 @@ class DSparkProposer(PausePolicy):
     @property
     def _pause(self) -> int:
         """Rounds still to skip at the last batch's bucket (`_last_batch`: the last round's, or the
-        requests running at the last `dormant_rounds` ask; `PauseLedger`)."""
-        return self.pauses.left(self._last_batch)
+        requests running at the last `dormant_rounds` ask; `PauseLedger`), or while the batch is in
+        its opening, the opening rounds still to skip there (`OpeningPhase`)."""
+        return self.pauses.left(self._last_batch) or self.openings.paused(self._last_batch)
 
     def idle_round(self, num_requests: int) -> None:
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
@@ -243,9 +251,11 @@ class DSparkProposer(PausePolicy):
         self._last_batch, self._cleared = num_requests, 0
         self._count(PLAIN, num_requests)
         self.acceptance.tick()
-        if num_requests:   # a round without drafts (also one at a bucket not paused: the engine
-            self.pauses.skip(num_requests)   # asked by the last batch's bucket, a lag of one round)
+        paused_body = False   # a round without drafts (also one at a bucket not paused: the engine
+        if num_requests:      # asked by the last batch's bucket, a lag of one round)
+            paused_body = self.pauses.skip(num_requests)
             self.skipped_rounds += 1
+        self.openings.idle(0 if paused_body else num_requests)   # else an opening's pause, if any
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         began = self.rates.start()
@@ -256,7 +266,8 @@ class DSparkProposer(PausePolicy):
         self.acceptance.close()   # the last drafted round's commits are in
         probing = self._probing()
         self.acceptance.tick()
-        if requests and not probing and self.pauses.skip(batch):
+        opening = self.openings.begin([r.step for r in requests])
+        if requests and not probing and (self.pauses.skip(batch) or self.openings.skip(batch)):
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
@@ -303,7 +314,7 @@ class DSparkProposer(PausePolicy):
                                           for r, n, row in zip(asks, lengths, rows)])
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:
-                self._plan_pause(sum(expected), lengths, batch, partial=len(asks) < batch)
+                self._plan_pause(sum(expected), lengths, batch, partial=len(asks) < batch, opening=opening)
         self.lengths = lengths
         self._record(began, batch, sum(lengths))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
@@ -352,7 +363,7 @@ class DSparkProposer(PausePolicy):
     def commit(self, request_id: str, num_tokens: int) -> None:
         """After a verification: the request's realized accepted drafts (`acceptance`). The
         context cache needs nothing: it only ever holds committed positions (see observe)."""
-        self.acceptance.commit(request_id, num_tokens)
+        self.openings.advanced(self.acceptance.commit(request_id, num_tokens))
 
     def remove(self, request_id: str) -> None:
         self.acceptance.drop(request_id)
