@@ -52,6 +52,7 @@ import torch
 from deepinfer_core.interfaces import DraftRequest
 
 from deepinfer_dspark.draft_runner import DraftOutput
+from deepinfer_dspark.opening_phase import OPENING_TOKENS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.verify_rates import VerifyRates
@@ -219,7 +220,8 @@ def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: S
     early = None if args.early is None else (int(args.early[0]), args.early[1])
     level = p_true if args.calibrated else (args.p_conf or p_true)
     proposer = DSparkProposer(FakeRunner(args.k, level, random.Random(seed), early), args.k, spec,
-                              decode=decode, short_sps=short, full_round=full_round)
+                              decode=decode, short_sps=short, full_round=full_round,
+                              opening_tokens=getattr(args, "opening_tokens", OPENING_TOKENS))
     out = []
     for i, c in enumerate(args.concurrency):
         base = i + 1000 * seed
@@ -263,10 +265,15 @@ def main() -> None:
                         help="accept each draft with the probability of its own confidence (a calibrated drafter "
                              "whose confidences carry information) instead of a constant --p-true; the confidences "
                              "sit around --p-true (or --early's P), so --p-conf is ignored")
+    parser.add_argument("--opening-tokens", type=int, default=OPENING_TOKENS,
+                        help="the proposer's opening_tokens (`OpeningPhase`; 0: a reply judged as one, as "
+                             "before session 19)")
     parser.add_argument("--seeds", type=int, default=1,
                         help="independent runs (seeds 0..N-1): each cell then shows the mean ratio and its range "
                              "(session 17: one seed moved a policy change's cells by 2-4%% either way)")
     args = parser.parse_args()
+    if args.opening_tokens < 0:
+        parser.error(f"--opening-tokens: must be >= 0, got {args.opening_tokens}")
     if args.seeds < 1:
         parser.error(f"--seeds: must be >= 1, got {args.seeds}")
     if args.early is not None and (args.early[0] < 0 or not 0.0 <= args.early[1] <= 1.0):

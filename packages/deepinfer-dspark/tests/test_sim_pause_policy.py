@@ -84,6 +84,17 @@ def test_calibrated_drafts_accept_as_their_confidences_say(sim) -> None:
     assert ratio(False, 0.4, 0.8) < 0.7
 
 
+def test_opening_tokens_reach_the_proposer(sim) -> None:
+    """`--opening-tokens`: openings that accept little (0.3 in the first 40 tokens, 0.85 after)
+    judged apart (32), the bodies of the replies are drafted at 1 request and the policy runs
+    faster than with each reply judged as one (0)."""
+    apart = sim.simulate(args(concurrency=[1], early=[40, 0.3], calibrated=True, opening_tokens=32), DECODE, SPEC,
+                         0.85, None, None, seed=0)
+    whole = sim.simulate(args(concurrency=[1], early=[40, 0.3], calibrated=True, opening_tokens=0), DECODE, SPEC,
+                         0.85, None, None, seed=0)
+    assert apart[0][0] > 1.02 * whole[0][0], (apart, whole)
+
+
 def test_cells_show_the_mean_and_the_range(sim) -> None:
     cell = sim._cell(8, [(0.90, 0.10, 0.5), (1.10, 0.30, 0.7)], 7)
     assert cell == "8: 1.000 [0.900-1.100] (20.0% drafted; fixed-7 0.600)"
@@ -94,7 +105,8 @@ def test_cells_show_the_mean_and_the_range(sim) -> None:
                                             (["--p-true", "1.5"], "--p-true: probabilities in [0, 1]"),
                                             (["--k", "3"], "--k: 3, but"),
                                             (["--seeds", "0"], "--seeds: must be >= 1"),
-                                            (["--early", "30", "1.5"], "--early: TOKENS >= 0 and P in [0, 1]")])
+                                            (["--early", "30", "1.5"], "--early: TOKENS >= 0 and P in [0, 1]"),
+                                            (["--opening-tokens", "-1"], "--opening-tokens: must be >= 0")])
 def test_bad_arguments_name_the_field(sim, tmp_path, monkeypatch, capsys, extra, message) -> None:
     SPSProfile([1, 4], [1000.0, 950.0]).save(tmp_path / "sps.json")
     SPSProfile([8, 32], [400.0, 250.0], {"method": "dspark rounds, k=7, 128 tokens"}).save(tmp_path / "spec_sps.json")
