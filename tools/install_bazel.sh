@@ -4,7 +4,7 @@
 #
 # Installs Debian's offline-capable Bazel 4.2.3 (bazel-bootstrap) plus the two rule
 # repositories WORKSPACE points at, unless they are already there. Idempotent.
-# Why this Bazel: no registry we can reach ships a newer one (docs: toolchain.md §1.1).
+# Why this Bazel: no registry we can reach ships a newer one (docs/toolchain.md §1.1).
 set -euo pipefail
 
 # The paths WORKSPACE's local_repository() rules need, besides the binary itself.

@@ -3,7 +3,7 @@
 """local_python: the host Python (normally the repo's .venv) as Bazel's Python toolchain.
 
 Bazel 4.2.3 has no rules_python, so this repository rule probes an existing interpreter
-instead of downloading one (docs: toolchain.md §1.4). The generated repository holds:
+instead of downloading one (docs/toolchain.md §1.4). The generated repository holds:
   :py_toolchain     the py_runtime_pair toolchain (interpreter_path = the venv python, so its
                     site-packages, i.e. torch/pytest and the editable packages, are importable)
   :python           a wrapper script running that interpreter (for genrules)

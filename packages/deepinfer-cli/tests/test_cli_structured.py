@@ -79,6 +79,22 @@ def test_bad_structured_flags_fail_before_the_model_loads(monkeypatch, capsys, a
     assert re.search(message, err) and "\n" not in err.strip(), err
 
 
+def test_a_flag_every_request_overrides_is_not_checked(tmp_path):
+    """`--regex '(ab'` with a prompts file whose every request sets its own constraint (or none):
+    the flag applies to no request, so it fails nothing; one request without its own fails early."""
+    pytest.importorskip("llguidance")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"prompt": "a", "sampling_params": {"structured_outputs": {"choice": ["x"]}}}) + "\n"
+                       + json.dumps({"prompt": "b", "sampling_params": {"structured_outputs": None}}) + "\n")
+    args = parse("generate", "--prompts-file", str(prompts), "--regex", "(ab")
+    first, second = build_params(args, load_requests(args))
+    assert first.structured_outputs.choice == ("x",) and second.structured_outputs is None
+    prompts.write_text(prompts.read_text() + json.dumps({"prompt": "c"}) + "\n")
+    args = parse("generate", "--prompts-file", str(prompts), "--regex", "(ab")
+    with pytest.raises(ValueError, match=r"^--regex: regex: "):
+        build_params(args, load_requests(args))
+
+
 def test_json_schema_keyword_the_backend_cannot_enforce_fails_before_loading(tmp_path, monkeypatch, capsys):
     pytest.importorskip("llguidance")
     import deepinfer_core

@@ -136,6 +136,9 @@ def test_bad_specs_fail_alone_and_single_prompts_raise(llm: LLM) -> None:
         assert str(exc.value) == out.error, (str(exc.value), out.error)
     for spec in specs() + [{"json_object": True}, {"grammar": 'root ::= "a" | "b"'}]:
         StructuredOutputs.from_value(spec).check()   # accepted specs pass
+    odd = {"json_schema": {"type": "object", "default": b"x"}}   # a value JSON cannot encode: named at once
+    with pytest.raises(ValueError, match=r"^structured_outputs\.json_schema is not JSON-encodable: TypeError"):
+        SamplingParams(max_tokens=4, structured_outputs=odd)
 
 
 def test_compile_timeout_fails_alone(llm: LLM, monkeypatch) -> None:

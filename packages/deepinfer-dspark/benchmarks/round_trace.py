@@ -42,8 +42,8 @@ def trace(llm, batches: list, generate) -> list[dict]:
     plan, commit, begin = proposer._plan_pause, proposer.commit, acceptance.begin
     current = {"call": 0}
 
-    def traced_begin(batch, entries):
-        begin(batch, entries)
+    def traced_begin(batch, entries, opening=False):
+        begin(batch, entries, opening)
         rounds.append(dict(call=current["call"], batch=batch, verified=sum(e[2] for e in entries), accepted=0,
                            expected=None, ratio=None, gain_before=None, gain=None, pause=None, opening=None,
                            round_gain=None, tau=None, round_ms=None, plain_ms=None))
@@ -65,7 +65,7 @@ def trace(llm, batches: list, generate) -> list[dict]:
                 del costs.gain
         if rounds:   # the round `begin` just opened
             own = None if not seen else seen["tokens"] * seen["rate"] / seen["plain"]
-            rounds[-1].update(expected=float(expected), ratio=acceptance.ratio(batch), gain_before=before,
+            rounds[-1].update(expected=float(expected), ratio=acceptance.ratio(batch, opening), gain_before=before,
                               gain=ledger.gain(batch), pause=ledger.left(batch), opening=opening,
                               round_gain=own, tau=seen.get("tokens"), round_ms=1e3 / seen["rate"] if seen else None,
                               plain_ms=batch * 1e3 / seen["plain"] if seen else None)

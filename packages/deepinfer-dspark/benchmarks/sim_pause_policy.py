@@ -25,10 +25,11 @@ Two options make the drafter less uniform: `--calibrated` accepts each draft wit
 probability of its own confidence (a calibrated drafter: the confidences then carry information,
 and the realized acceptance matches the predicted one, as on the H200 at 1 request in session
 18), and `--early TOKENS P` lowers the acceptance (and the confidences) in a reply's first TOKENS
-tokens. With both (`--p-true 0.75 --early 30 0.5 --calibrated`), fixed-7 runs at 1.08x plain
-decoding at 1 request while the policy pauses (0.99x): the H200's session-18 finding. After a
-settled loss the requests then running lose their context (declined features), so only new
-replies are probed, at their openings, where drafting loses.
+tokens. With both (`--p-true 0.75 --early 30 0.5 --calibrated --opening-tokens 0`), fixed-7
+runs at 1.07x plain decoding at 1 request while the policy of sessions 8-18 pauses (0.99x): the
+H200's finding. After a settled loss the requests then running lose their context (declined
+features), so only new replies are probed, at their openings, where drafting loses. With the
+default `--opening-tokens 32` (`OpeningPhase`) the same runs at 1.15x.
 
 One run's cells move by 2-4% with its random draws (session 17), as much as the policy changes
 weighed with it: compare policies over several seeds (`--seeds`, each cell then shows the mean

@@ -158,9 +158,12 @@ def test_decline_features_is_a_checked_key(folders, kit) -> None:
                        "measure_step_times": True, "decline_features": True})
     with pytest.raises(ValueError, match="speculative_config.opening_tokens: only used with scheduling='confidence'"):
         kit.build(target, {**base, "opening_tokens": 0})
-    for bad in (-1, 2.5, True, None):
+    for bad in (-1, 2.5, True, "32"):
         with pytest.raises(ValueError, match="speculative_config.opening_tokens: must be an int >= 0"):
             kit.build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "opening_tokens": bad})
+    for value, expected in ((None, 32), (0, 0), (100, 100)):   # null takes the default, as for every key
+        llm = kit.build(target, {**base, "scheduling": "confidence", "sps_profile": SPS, "opening_tokens": value})
+        assert llm.engine.speculative.proposer.openings.tokens == expected
 
 
 def test_rows_of_requests_with_a_gap_are_not_buffered(fake_runner) -> None:

@@ -161,3 +161,71 @@ def test_engine_openings_are_judged_apart_and_lossless(folders, kit, async_sched
     assert openings >= 1 and bodies >= 1 and openings + bodies == proposer.drafted_rounds   # each judged once
     if bodies < 8:   # no settled body loss yet: features kept
         assert proposer.declined_steps == 0
+
+
+def batch_rounds(proposer: DSparkProposer, runner: Runner, count: int, length: int, accept) -> list[tuple[int, bool]]:
+    """`count` requests started together, `length` reply tokens each, as the engine runs them;
+    `accept(step, drafts)`: the drafts the target accepts at reply position `step`. Per round:
+    (reply position, drafted)."""
+    ids, prompt, step, rows = [f"b{i}" for i in range(count)], 10, 0, []
+    if proposer.wants_features():
+        proposer.observe_step(ids, [0] * count, [prompt] * count, [prompt * i for i in range(count)],
+                              torch.zeros(prompt * count, 1))
+    while step < length:
+        runner.step = step
+        tokens = [1] * (prompt + step + 1)
+        if proposer.idle_rounds() > 0:
+            proposer.idle_round(count)
+            drafts = [[] for _ in ids]
+        else:
+            room = min(K, length - step - 1)
+            drafts = [d.token_ids for d in proposer.propose([DraftRequest(r, tokens, room, 0.0, 0, 1.0, 0.0, 0, step)
+                                                             for r in ids])]
+        emitted = 1 + (accept(step, len(drafts[0])) if drafts[0] else 0)
+        for r, d in zip(ids, drafts):
+            if d:
+                proposer.commit(r, len(tokens) + emitted)
+        if drafts[0] or proposer.wants_features():
+            proposer.observe_step(ids, [prompt + step] * count, [emitted] * count, [emitted * i for i in range(count)],
+                                  torch.zeros(emitted * count, 1))
+        rows.append((step, bool(drafts[0])))
+        step += emitted
+    for r in ids:
+        proposer.remove(r)
+    return rows
+
+
+def test_openings_feed_no_evidence_to_the_bodies() -> None:
+    """Confident drafts (0.9) that the target rejects in every opening and accepts in every body
+    (session 19's review): the openings' realized acceptance neither rules the load out
+    (`expected_loss` reads only bodies' evidence) nor prices the first body rounds (the ratios
+    are kept per phase), so 16 requests draft their bodies from the first body round on."""
+    runner = Runner(opening=0.9, body=0.9)
+    proposer = DSparkProposer(runner, K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    rows = batch_rounds(proposer, runner, 16, 96, lambda step, drafts: 0 if step < OPENING_TOKENS else drafts)
+    assert proposer.acceptance.ratio(16, opening=True) < 0.5 < proposer.acceptance.ratio(16)
+    assert not proposer.expected_loss(16) and proposer.declined_steps == 0
+    body = [drafted for step, drafted in rows if step >= OPENING_TOKENS]
+    assert body and all(body), rows
+
+
+def test_a_partial_opening_round_pauses_the_openings_only() -> None:
+    """Two requests in their openings, one with a gap in its context: the round cannot judge the
+    load, and its loss pauses the openings, not the bodies."""
+    runner = Runner(opening=0.3, body=0.3)
+    proposer = DSparkProposer(runner, K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    proposer.observe_step(["a"], [0], [10], [0], torch.zeros(10, 1))   # "g" was never shown: a gap
+    tokens = [1] * 11
+    drafts = proposer.propose([DraftRequest(r, tokens, K, 0.0, 0, 1.0, 0.0, 0, 0) for r in ("a", "g")])
+    assert drafts[0].token_ids and not drafts[1].token_ids
+    assert proposer.pauses.left(2) == 0 and proposer.openings.ledger.left(2) > 0
+
+
+def test_accepted_drafts_move_the_opening_by_the_most_any_request_moved() -> None:
+    phase = OpeningPhase(probe_every=4, max_probe_every=16)
+    phase.begin([0] * 8)
+    for _ in range(8):                                              # eight requests accepted 2 drafts each
+        phase.advanced(2)
+    assert phase.rounds_left == OPENING_TOKENS - 1 - 2
+    phase.advanced(3)                                               # one of them accepted 3
+    assert phase.rounds_left == OPENING_TOKENS - 1 - 3

@@ -62,7 +62,6 @@ def build(target, spec) -> LLM:
 
 NGRAM_CASES = [
     ({"prompt_lookup_min": "x"}, "prompt_lookup_min"),
-    ({"prompt_lookup_min": None}, "prompt_lookup_min"),
     ({"prompt_lookup_min": 0}, "prompt_lookup_min"),
     ({"prompt_lookup_min": 2.5}, "prompt_lookup_min"),
     ({"prompt_lookup_min": True}, "prompt_lookup_min"),
@@ -76,6 +75,15 @@ def test_ngram_config_errors_name_the_key(folders, extra, key) -> None:
     target, _, _ = folders
     with pytest.raises(ValueError, match=f"speculative_config.{key}"):
         build(target, {"method": "ngram", "num_speculative_tokens": 3, **extra})
+
+
+def test_ngram_null_keys_take_their_defaults(folders) -> None:
+    """`null` means the default, as for every `speculative_config` key (1 and 4)."""
+    target, _, _ = folders
+    llm = build(target, {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": None,
+                         "prompt_lookup_max": None})
+    lookup = llm.engine.speculative.proposer.lookup
+    assert (lookup.min_n, lookup.max_n) == (1, 4)
 
 
 # (overrides of the spec, key the message must name); "{tmp}" is the test's temporary folder.

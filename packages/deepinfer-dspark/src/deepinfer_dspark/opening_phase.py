@@ -45,6 +45,7 @@ class OpeningPhase:
         self.ledger = PauseLedger(probe_every, max_probe_every)
         self.current = False   # whether the round being proposed is an opening round
         self.rounds_left = 0   # opening rounds after it, were they all plain steps (0: the body is next)
+        self._moved = 0        # the most accepted drafts a request of the last round reported
 
     def begin(self, steps: Sequence[int]) -> bool:
         """A round of requests whose next tokens are at reply positions `steps` (`DraftRequest.step`);
@@ -52,6 +53,7 @@ class OpeningPhase:
         oldest = max(steps, default=self.tokens)
         self.current = oldest < self.tokens
         self.rounds_left = max(self.tokens - oldest - 1, 0)
+        self._moved = 0
         return self.current
 
     def skip(self, batch: int) -> bool:
@@ -65,12 +67,17 @@ class OpeningPhase:
         opening = min(rounds, self.rounds_left)
         if opening and batch:
             self.ledger.skip(batch, opening)
-        self.advanced(rounds)
+        self.rounds_left -= opening
 
     def advanced(self, tokens: int) -> None:
-        """The oldest request may have moved `tokens` more tokens on (accepted drafts): fewer
-        opening rounds are left (an underestimate only makes the engine ask `propose` sooner)."""
-        self.rounds_left = max(self.rounds_left - tokens, 0)
+        """A request of the last round moved `tokens` more tokens on (its accepted drafts): the
+        oldest moved at most the most any request did, so that many fewer opening rounds are left
+        (an underestimate only makes the engine ask `propose` sooner; a request that joins with a
+        later position is seen at the next `propose`)."""
+        extra = tokens - self._moved
+        if extra > 0:
+            self._moved = tokens
+            self.rounds_left = max(self.rounds_left - extra, 0)
 
     @property
     def worth_skipping(self) -> float:

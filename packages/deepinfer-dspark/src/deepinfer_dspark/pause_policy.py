@@ -24,7 +24,6 @@ lossless. Device-free.
 
 from __future__ import annotations
 
-from deepinfer_dspark.draft_costs import PROBE_OVERHEAD_STEPS
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
@@ -134,26 +133,28 @@ class PausePolicy:
         accumulate. A `partial` round (some requests could not draft: a gap in their context) is
         not evidence about the bucket: it is not judged, and when it lost it pauses as long as a
         settled loss would (at least `NOTHING_READY_PAUSE` rounds), backoff untouched. An `opening`
-        round (every request in its reply's first `OPENING_TOKENS`) is judged in the openings'
-        ledger instead, against `OpeningPhase.worth_skipping`, and a loss there pauses openings
-        only: no declined features, no spread (`OpeningPhase`).
+        round (every request in its reply's first `OPENING_TOKENS`) is priced with the openings'
+        own acceptance ratio and judged in the openings' ledger instead, against
+        `OpeningPhase.worth_skipping`, and a loss there (partial rounds and rounds without a decode
+        profile included) pauses openings only: no declined features, no spread (`OpeningPhase`).
         """
         verified = sum(lengths)
+        ledger = self.openings.ledger if opening else self.pauses   # each phase pauses its own rounds
         if self.decode is None:
             if verified == 0:
-                self.pauses.lost(batch, double=False)
+                ledger.lost(batch, double=False)
             return
-        tau = batch + (min(self.acceptance.ratio(batch) * expected, float(verified)) if expected > 0 else 0.0)
+        ratio = self.acceptance.ratio(batch, opening)
+        tau = batch + (min(ratio * expected, float(verified)) if expected > 0 else 0.0)
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
         gain = self.costs.gain(batch, tau, rate)
         if partial:
             if gain <= 1:   # priced as a probe: the next one pays a flush and a sync too
-                self.pauses.pause(batch, max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain)))
+                ledger.pause(batch, max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain)))
             return
         if opening:   # judged apart, paused apart: no decline, no spread (`OpeningPhase`)
-            ledger = self.openings.ledger
             gain /= self.openings.worth_skipping   # a paused opening pays a transition when it ends
             if ledger.judge(batch, gain) and gain <= 1:
                 settled = ledger.rounds(batch) >= SETTLED_ROUNDS

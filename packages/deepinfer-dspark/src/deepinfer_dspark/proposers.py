@@ -311,7 +311,7 @@ class DSparkProposer(PausePolicy):
             rate = self.verify_rates.for_batch(len(outs))   # by verified tokens, for this many drafted
             lengths, expected, rows = schedule_round([o.confidences for o in outs], lengths, rate)
             self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, row)
-                                          for r, n, row in zip(asks, lengths, rows)])
+                                          for r, n, row in zip(asks, lengths, rows)], opening)
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:
                 self._plan_pause(sum(expected), lengths, batch, partial=len(asks) < batch, opening=opening)
@@ -321,7 +321,7 @@ class DSparkProposer(PausePolicy):
         if not probing and self.measure_step_times and self.decode is not None and self.rates.due(
                 PLAIN, batch, self._retime_every):
             self.rates.started(PLAIN, batch)
-            self._pause_for(max(self._pause, RUN), batch)   # plain steps are timed again too
+            self._pause_for(max(self.pauses.left(batch), RUN), batch)   # plain steps are timed again too
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts

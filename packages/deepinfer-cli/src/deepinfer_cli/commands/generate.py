@@ -94,14 +94,15 @@ def build_params(args: argparse.Namespace, requests: list[dict]) -> list:
 
     Raises:
         ValueError: an invalid flag value (a structured-output flag's regex, grammar or schema is
-            compiled here, without the model), or a request's `sampling_params` has an unknown or
-            invalid field (names the request and the field).
+            compiled here, without the model, unless every request sets its own), or a request's
+            `sampling_params` has an unknown or invalid field (names the request and the field).
     """
     from deepinfer_core import SamplingParams
 
     base = sampling_defaults(args)
     flag = SamplingParams(**base)  # a bad flag is named as such, not as a request's error
-    if flag.structured_outputs is not None:   # compiled without the model: fails before loading it
+    used = any("structured_outputs" not in r.get("sampling_params", {}) for r in requests)
+    if flag.structured_outputs is not None and used:   # compiled without the model: fails before loading it
         try:
             flag.structured_outputs.check()
         except ValueError as exc:

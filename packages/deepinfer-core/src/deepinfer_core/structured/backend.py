@@ -21,6 +21,8 @@ from deepinfer_core.structured.params import StructuredOutputs
 # Compact JSON: flexible whitespace lets small models pad outputs with newlines forever.
 _JSON_OPTIONS = {"whitespace_flexible": False}
 _UNIMPLEMENTED = re.compile(r"Unimplemented keys: (\[[^\]]*\])")
+_QUOTED_SOURCE = re.compile(r"^\d+ \| ")             # a line of the grammar llguidance quotes
+_SOURCE_POSITION = re.compile(r"^at \d+\(\d+\): ")   # its line(column) in that grammar
 
 
 class CompiledGrammar:
@@ -203,18 +205,25 @@ class GuidanceBackend:
 
 def check_spec(spec: StructuredOutputs) -> None:
     """Translates and validates `spec` without a tokenizer (llguidance's
-    `LLMatcher.validate_grammar`): what `GuidanceBackend.compile` would reject, short of a language
-    that no token sequence of the model's vocabulary can complete (that needs the tokenizer).
-    Cheap (no model): front ends call it before loading one.
+    `LLMatcher.validate_grammar`): what `GuidanceBackend.compile` would reject, short of what only
+    the model's vocabulary can tell: a language that none of its token sequences can complete,
+    and a grammar's references to special tokens (`<|name|>`, `<[id]>`) it lacks. Cheap (no
+    model): front ends call it before loading one.
 
     Raises:
-        ValueError: as `GuidanceBackend.compile` (the message starts with the field name).
+        ValueError: as the engine would report it (the message starts with the field name; a
+            crash of the translation reads "<field>: grammar compilation failed: ...").
         ImportError: llguidance is not installed.
     """
     import llguidance
 
-    grammar = _grammar(llguidance, spec)
-    error = llguidance.LLMatcher.validate_grammar(grammar)
+    try:
+        grammar = _grammar(llguidance, spec)
+        error = llguidance.LLMatcher.validate_grammar(grammar)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. a schema value JSON cannot encode
+        raise ValueError(f"{spec.kind}: grammar compilation failed: {type(exc).__name__}: {exc}") from None
     if error:
         raise ValueError(_error_message(spec.kind, error))
 
@@ -244,14 +253,17 @@ def _error_message(kind: str, error: str) -> str:
 
 
 def one_line(error: str) -> str:
-    """llguidance's message on one line, without the parser state dump that may follow it."""
+    """llguidance's message on one line, without the parser state dump that may follow it, the
+    source lines it quotes (`  1 | start: ...`), their `^` markers, and the position in its own
+    translation of the spec that starts it (`at 1(8): `: not a position in the user's text)."""
     lines = []
     for line in error.splitlines():
-        if line.strip().startswith("<state>"):
+        stripped = line.strip()
+        if stripped.startswith("<state>"):
             break
-        if line.strip():
-            lines.append(line.strip())
-    text = " ".join(lines) or "unknown error"
+        if stripped and stripped != "^" and not _QUOTED_SOURCE.match(stripped):
+            lines.append(stripped)
+    text = _SOURCE_POSITION.sub("", " ".join(lines)) or "unknown error"
     if "NoExtensionBias" in text:
         text += " (no output can complete a match: the language is empty)"
     return text

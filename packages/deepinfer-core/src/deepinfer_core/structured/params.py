@@ -77,8 +77,9 @@ class StructuredOutputs:
 
     def check(self) -> None:
         """Compiles the constraint without a model (`backend.check_spec`, llguidance): a regex,
-        grammar or schema the engine would reject raises here, before a model is loaded. A language
-        that the model's tokens cannot complete is found only by the engine.
+        grammar or schema the engine would reject raises here, before a model is loaded. Only the
+        engine finds what needs the model's vocabulary: a language its tokens cannot complete, and
+        a grammar's references to special tokens it lacks.
 
         Raises:
             ValueError: the message starts with the field name, e.g. "regex: ... unclosed group".
@@ -114,6 +115,11 @@ def _check_schema(value: object) -> None:
             raise ValueError(f"structured_outputs.json_schema is not valid JSON: {exc.msg} at {exc.pos}") from None
     _require(isinstance(value, dict), "json_schema must be a JSON object (a dict or its JSON text)",
              type(value).__name__)
+    try:   # the grammar cache keys it by its JSON text: a value JSON cannot encode fails here, named
+        json.dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"structured_outputs.json_schema is not JSON-encodable: {type(exc).__name__}: "
+                         f"{str(exc)[:120]}") from None
 
 
 def _require(ok: bool, message: str, value: object) -> None:
