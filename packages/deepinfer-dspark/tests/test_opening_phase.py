@@ -195,18 +195,26 @@ def batch_rounds(proposer: DSparkProposer, runner: Runner, count: int, length: i
     return rows
 
 
-def test_openings_feed_no_evidence_to_the_bodies() -> None:
-    """Confident drafts (0.9) that the target rejects in every opening and accepts in every body
-    (session 19's review): the openings' realized acceptance neither rules the load out
-    (`expected_loss` reads only bodies' evidence) nor prices the first body rounds (the ratios
-    are kept per phase), so 16 requests draft their bodies from the first body round on."""
+def test_openings_alone_never_rule_a_load_out() -> None:
+    """Confident drafts (0.9) of which the target accepts 1 in every opening round and all 4 in
+    every body round (session 19's review): the openings' evidence alone would rule 16 requests
+    out (`expected_loss`: at most ~1.3 accepted drafts a request) before any body was drafted;
+    `expected_loss` now waits for a body round, whose evidence lifts the bound, and the openings'
+    misses do not price the body rounds (the ratios are kept per phase), so 16 requests draft
+    their bodies from the first body round on. (Had the openings accepted nothing, the mixed
+    evidence would still rule the load out after that first body round.)"""
     runner = Runner(opening=0.9, body=0.9)
     proposer = DSparkProposer(runner, K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
-    rows = batch_rounds(proposer, runner, 16, 96, lambda step, drafts: 0 if step < OPENING_TOKENS else drafts)
+    rows = batch_rounds(proposer, runner, 16, 96, lambda step, drafts: 1 if step < OPENING_TOKENS else drafts)
     assert proposer.acceptance.ratio(16, opening=True) < 0.5 < proposer.acceptance.ratio(16)
     assert not proposer.expected_loss(16) and proposer.declined_steps == 0
     body = [drafted for step, drafted in rows if step >= OPENING_TOKENS]
     assert body and all(body), rows
+    early = DSparkProposer(Runner(opening=0.9, body=0.9), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    batch_rounds(early, early.runner, 16, OPENING_TOKENS, lambda step, drafts: 1)   # openings only
+    upper = early.acceptance.full.upper()
+    assert early.acceptance.full.most >= 16 and early.costs.loses(16, upper), upper   # they alone would rule out
+    assert not early.expected_loss(16) and early.acceptance.body_requests == 0
 
 
 def test_a_partial_opening_round_pauses_the_openings_only() -> None:

@@ -36,10 +36,12 @@ It also feeds every drafted request to `full` (`FullAcceptance`): the expected a
 of a request had all its drafts been verified, which bounds the gain of drafting at any load
 before drafting there (see `DSparkProposer.expected_loss`).
 
-Rounds in the replies' openings (`OpeningPhase`) are kept apart: their ratios per bucket are
-their own, and they feed no evidence to `full`. A drafter can accept far less, or be calibrated
-differently, in a reply's first tokens; mixed in, the openings' losses priced the first body
-rounds and could rule every load out before a body was drafted (session 19's review).
+Rounds in the replies' openings (`OpeningPhase`) keep ratios of their own: a drafter can be
+calibrated differently in a reply's first tokens, and mixed in, the openings' misses priced the
+first body rounds (session 19's review). They do feed `full`, since a request's acceptance over
+its whole reply is what a load's rounds see; `body_requests` counts the drafted requests of body
+rounds, so that `expected_loss` can wait for one (openings alone ruled every load out before a
+body was drafted, in the same review).
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class AcceptanceRatio:
         self._now = 0             # engine rounds so far
         self._all = {False: _Means(0), True: _Means(0)}       # per phase, over all buckets
         self.full = FullAcceptance(num_tokens)
+        self.body_requests = 0    # drafted requests committed in body rounds (not decayed)
 
     @property
     def rounds(self) -> int:
@@ -136,14 +139,14 @@ class AcceptanceRatio:
         """Closes the previous round, then opens one of `batch` requests: `(request id, tokens
         before the round (prompt + output), drafts verified, survival probabilities [k] (0 past
         the request's room))` per drafted request; `opening`: a round in the replies' openings
-        (kept apart, not fed to `full`)."""
+        (its ratio kept apart)."""
         self.close()
         self._batch, self._opening = batch, opening
         self._open = {}
         for rid, before, verified, survival in rounds:
             if verified > 0:
                 self._open[rid] = (before, verified, survival)
-            elif not opening:   # nothing to verify: no commit comes
+            else:   # nothing to verify: no commit comes
                 self.full.add(survival, 0, None)
 
     def commit(self, request_id: str, num_tokens: int) -> int:
@@ -158,8 +161,8 @@ class AcceptanceRatio:
         self._sums[0] += sum(survival[:verified])
         self._sums[1] += accepted
         self._sums[2] += 1
-        if not self._opening:
-            self.full.add(survival, verified, accepted)
+        self.body_requests += not self._opening
+        self.full.add(survival, verified, accepted)
         return accepted
 
     def close(self) -> None:

@@ -49,11 +49,13 @@ class PausePolicy:
         drafts do not depend on the batch it is in). The ledger's gain of such a round is lower
         still, so it is judged a loss without drafting it, and the next `probe_every - 1`
         rounds at its bucket with it. The measurements age (`FullAcceptance`), so the bound widens
-        until a load ruled out is drafted again. False without both profiles or before the
+        until a load ruled out is drafted again. False without both profiles, before a request of
+        a body round (not a reply's opening, `OpeningPhase`) has been drafted, or before the
         evidence has once reached `MIN_MEASURED_REQUESTS` drafted requests (`FullAcceptance.most`:
         once reached, the aging widens the bound, it does not switch the rule off: on the H200 the
         decayed count fell to 54 at 64 requests, and features were kept and flushed there)."""
-        if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS:
+        if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS \
+                or not self.acceptance.body_requests:
             return False
         upper = self.acceptance.full.upper()
         return upper is not None and self.costs.loses(batch, upper)
