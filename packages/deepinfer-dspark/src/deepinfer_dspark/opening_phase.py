@@ -12,10 +12,11 @@ then on probed only new replies, at their openings, where drafting loses: it ran
 plain decoding while fixed-7 ran at 1.05-1.08x.
 
 So the rounds of a batch whose requests are all in their first `OPENING_TOKENS` tokens (the
-opening phase) are judged in a ledger of their own (`PauseLedger`, per batch bucket), and a
-loss there pauses drafting in openings only: the features are kept (the requests reach the rest
-of their replies with a whole context), and a paused opening ends when the batch does (its
-oldest request passes `OPENING_TOKENS`: a plain step adds one token to each request). The rest of
+opening phase) are judged in a ledger of their own (`PauseLedger`, per batch bucket), against
+`worth_skipping` rather than 1, and a loss there pauses drafting in openings only: the features
+are kept (the requests reach the rest of their replies with a whole context), and a paused
+opening ends with the batch's opening (when its oldest request passes `OPENING_TOKENS`: a plain
+step adds one token to each request). The rest of
 the rounds (the body) keep the proposer's main ledger, which alone declines features and
 spreads losses to other loads. Device-free.
 """
