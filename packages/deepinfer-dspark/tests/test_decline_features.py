@@ -81,19 +81,24 @@ def test_a_request_with_a_gap_is_never_drafted_again(fake_runner) -> None:
     gapped = [DraftRequest("r0", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
     assert proposer.propose(gapped)[0].token_ids == []
     # Nothing could draft: a fixed pause (the engine's steps keep overlapping; a probe finding
-    # nothing ready every round would make every step wait), the bucket's backoff untouched.
-    pauses = []
+    # nothing ready every round would make every step wait), the bucket's backoff untouched. The
+    # request's gap is known now: while every running request has one, the pause is renewed
+    # without asking `propose` again and the features are declined (session 20).
+    assert "r0" in proposer.feed.gapped and proposer.pauses.left(1) == NOTHING_READY_PAUSE
     for _ in range(200):
-        if proposer.idle_rounds() > 0:
-            proposer.idle_round(1)
-            continue
-        assert proposer.propose(gapped)[0].token_ids == []
-        pauses.append(proposer.pauses.left(1))
-    assert pauses and set(pauses) == {NOTHING_READY_PAUSE} and proposer.drafted_rounds == 0, pauses
-    assert len(pauses) >= 200 // (NOTHING_READY_PAUSE + 1)
-    # A request with a whole context, arriving during such a pause, drafts within the pause.
+        assert not proposer.wants_features()
+        assert proposer.idle_rounds() > 0
+        proposer.idle_round(1)
+    assert proposer.drafted_rounds == 0 and proposer.pauses._backoff.get(1) is None   # backoff untouched
+    assert proposer.dormant_rounds(2) > 0 and proposer.dormant_rounds(3) == 0   # r0, r1 gapped; one more: not all
+    # A request with a whole context, arriving during such a pause (r0 and r1 have finished),
+    # drafts within the pause.
+    proposer.remove("r0")
+    assert proposer.dormant_rounds(1) > 0   # r1 is alive: a gapped request (e.g. preempted) counts
+    proposer.remove("r1")
     observe(proposer, "r2", 0, 10)
     whole = [DraftRequest("r2", list(range(11)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
+    assert proposer.dormant_rounds(1) == 0 and proposer.wants_features()
     for waited in range(NOTHING_READY_PAUSE + 2):
         if proposer.idle_rounds() > 0:
             proposer.idle_round(1)

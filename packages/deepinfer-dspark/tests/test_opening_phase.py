@@ -237,3 +237,26 @@ def test_accepted_drafts_move_the_opening_by_the_most_any_request_moved() -> Non
     assert phase.rounds_left == OPENING_TOKENS - 1 - 2
     phase.advanced(3)                                               # one of them accepted 3
     assert phase.rounds_left == OPENING_TOKENS - 1 - 3
+
+
+def test_a_paused_opening_does_not_keep_the_features_of_a_load_ruled_out() -> None:
+    """Two requests in their openings, the openings paused at their bucket, and a load where
+    drafting cannot pay (the decode profile rules out 2 requests): the pause of the openings
+    used to hold every judgement, so the features were captured through the whole opening
+    (session 20: the H200's 8-request batches captured their first 17 steps where
+    `expected_loss` held). The load is now judged when the body's pause is over, also inside a
+    paused opening: its features are declined."""
+    runner = Runner(opening=0.95, body=0.95)
+    decode = SPSProfile([1, 2, 64], [1000.0, 1e6, 1e6])   # from 2 requests plain decoding always wins
+    proposer = DSparkProposer(runner, K, SPS, decode=decode, probe_every=8, max_probe_every=64)
+    assert not proposer.retired and proposer.cannot_pay(2) and not proposer.cannot_pay(1)
+    proposer.observe_step(["a", "b"], [0, 0], [10, 10], [0, 10], torch.zeros(20, 1))
+    proposer.openings.begin([0, 0])
+    proposer.openings.ledger.pause(2, 40)   # an earlier opening at 2 requests lost
+    proposer._last_batch = 2
+    assert proposer.openings.paused(2) > 0 and proposer.pauses.left(2) == 0
+    assert proposer.idle_rounds() > 0
+    assert not proposer.wants_features() and proposer.declined_steps == 1
+    assert proposer.dormant_rounds(2) > 0   # and the engine may skip asking for a while
+    drafts = proposer.propose([DraftRequest(r, [1] * 11, K, 0.0, 0, 1.0, 0.0, 0, 0) for r in ("a", "b")])
+    assert not any(d.token_ids for d in drafts)

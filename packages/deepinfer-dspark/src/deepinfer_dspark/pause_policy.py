@@ -73,6 +73,12 @@ class PausePolicy:
         if not self.decline_features:   # (also off with `measure_step_times`: it times every step)
             return 0
         self._last_batch = num_requests
+        if self._all_gapped(num_requests):   # nothing can draft until a request joins: features are useless
+            if not self.pauses.left(num_requests):
+                self.pauses.pause(num_requests, NOTHING_READY_PAUSE)
+            if self.pending.holds:
+                self.pending.clear()
+            return self.pauses.left(num_requests)
         bucket = ledger_bucket(num_requests)
         if bucket not in self._ruled_out:
             return 0
@@ -80,6 +86,15 @@ class PausePolicy:
         if left > 0 and self.pending.holds:
             self.pending.clear()
         return left
+
+    def _all_gapped(self, num_requests: int) -> bool:
+        """Whether each of the `num_requests` running requests is known to have a gap in its
+        context (`ContextFeed.gapped`: requests alive, the running ones and any preempted), so
+        none can draft again and features captured now would be dropped: a batch whose steps were
+        declined at a load ruled out, found with nothing ready (`propose`) when it was not (session
+        20: on the H200 such batches captured features to their end, a sync every 32 rounds).
+        A request that joins raises the count past the gapped ones: its features are captured."""
+        return 0 < num_requests <= len(self.feed.gapped)
 
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
         """`rounds` dormant rounds have run, `num_requests` requests running after each: what

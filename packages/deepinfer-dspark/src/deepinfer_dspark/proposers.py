@@ -201,8 +201,10 @@ class DSparkProposer(PausePolicy):
         When the pause is over but drafting still cannot pay at the last batch size (`_last_batch`)
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
-        if self._pause == 0 and self._last_batch and not self._probing():
-            batch = self._last_batch
+        if self.decline_features and self._all_gapped(self._last_batch) and not self.pauses.left(self._last_batch):
+            self.pauses.pause(self._last_batch, NOTHING_READY_PAUSE)   # as `dormant_rounds` would: nothing can draft
+        if self.pauses.left(self._last_batch) == 0 and self._last_batch and not self._probing():
+            batch = self._last_batch   # (also in a paused opening: a load ruled out declines its features)
             hopeless = self.cannot_pay(batch)
             if hopeless and not self._probe_due(batch):
                 self._pause_for(self.probe_every, batch, ruled_out=True)
@@ -223,9 +225,14 @@ class DSparkProposer(PausePolicy):
         as the engine's next call would). A declined step drops the features buffered so far:
         every request it runs gets a gap, also at a bucket ruled out before (rows buffered
         meanwhile at another bucket, e.g. a new chat batch's prefill, would wait for a flush)."""
+        if self.decline_features and self._all_gapped(self._last_batch):   # no running request can use them
+            self.declined_steps += 1
+            if self.pending.holds:
+                self.pending.clear()
+            return False
         if not self._ruled_out or ledger_bucket(self._last_batch) not in self._ruled_out:
             return True
-        if self._pause == 0:
+        if self.pauses.left(self._last_batch) == 0:   # (an opening's pause does not hold a ruled-out load)
             self.idle_rounds()
         declined = ledger_bucket(self._last_batch) in self._ruled_out and self.pauses.left(self._last_batch) > 0
         self.declined_steps += declined
@@ -267,7 +274,7 @@ class DSparkProposer(PausePolicy):
         probing = self._probing()
         self.acceptance.tick()
         opening = self.openings.begin([r.step for r in requests])
-        if requests and not probing and (self.pauses.skip(batch) or self.openings.skip(batch)):
+        if requests and not probing and self.pauses.skip(batch):
             self.skipped_rounds += 1
             self._count(PLAIN, batch)
             return drafts
@@ -285,6 +292,10 @@ class DSparkProposer(PausePolicy):
                 self.skipped_rounds += 1
                 self._count(PLAIN, batch)
                 return drafts
+        if requests and not probing and self.openings.skip(batch):   # after the rules above: a load ruled
+            self.skipped_rounds += 1                                    # out declines features in openings too
+            self._count(PLAIN, batch)
+            return drafts
         if requests and not probing and self.measure_step_times and self.decode is not None \
                 and self.rates.due(SPEC, batch, self._retime_every):   # a lone round is no sample: a run
             self.rates.started(SPEC, batch)
@@ -297,6 +308,10 @@ class DSparkProposer(PausePolicy):
         if len(ready) < len(requests) and self._ledger_declined:
             self._regret_gaps(batch)
         if not ready:   # every context has a gap (features declined) or is incomplete: nothing can draft
+            # A context short of the committed positions has a gap for good (a recompute may close it):
+            # features are declined while every running request has one (`PausePolicy.dormant_rounds`).
+            self.feed.gapped.update(r.request_id for r in requests
+                                    if self.runner.num_positions(r.request_id) < len(r.token_ids) - 1)
             if requests and not probing:   # a fixed pause (steps overlap), the backoff untouched: a
                 self.pauses.pause(batch, NOTHING_READY_PAUSE)   # request with a whole context waits <= 32 rounds
             self._count(PLAIN, batch)

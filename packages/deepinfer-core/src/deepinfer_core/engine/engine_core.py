@@ -97,6 +97,7 @@ class EngineCore:
         self.runner = runner
         self.structured = structured
         self.speculative = speculative
+        self._dormant_step = False   # a dormant step is being updated (see `_settle_when_idle`)
         self.max_model_len = max_model_len
         self.vocab_size = vocab_size
         self.eos_token_id = eos_token_id
@@ -269,6 +270,7 @@ class EngineCore:
                 tokens[req.request_id] = ids
         before = {r.request_id: r.num_output_tokens for r in spec_reqs}
 
+        self._dormant_step = dormant   # its stretch is reported by `ran` below, also when the batch ends here
         for req in self.scheduler.update_from_output(sched, tokens):
             self._release(req.request_id)
             out = outputs[req.request_id]
@@ -278,6 +280,7 @@ class EngineCore:
                 out.new_token_ids = out.new_token_ids[:kept]
                 if out.new_logprobs is not None:
                     out.new_logprobs = out.new_logprobs[:kept]
+        self._dormant_step = False
         if dormant:
             self.speculative.dormant.ran(len(self.scheduler.running))
         elif self.speculative is not None:
@@ -309,8 +312,10 @@ class EngineCore:
         return self.speculative.dormant.step(len(self.scheduler.running))
 
     def _settle_when_idle(self) -> None:
-        """With no request left, the last dormant stretch is reported now, not by the next batch."""
-        if self.speculative is not None and not self.scheduler.has_unfinished():
+        """With no request left, the last dormant stretch is reported now, not by the next batch
+        (a dormant step that finishes the batch reports it itself: `DormantSteps.ran`, its last
+        step at the new count, as a proposer asked step by step hears it)."""
+        if self.speculative is not None and not self._dormant_step and not self.scheduler.has_unfinished():
             self.speculative.dormant.settle()
 
     def _fail_grammars(self) -> dict[str, EngineCoreOutput]:

@@ -1,0 +1,16 @@
+# Session 20, call 3 (right after call 2): the 370 s drafter of call 2 and session 18's profiles;
+# none, none-again, confidence (OpeningPhase: a reply's first 32 tokens judged apart),
+# confidence-whole (opening_tokens 0: as in sessions 8-18), fixed-3 and fixed-7 at 1-64 requests,
+# 7 paired rounds, the step log.
+ls ~/drafter_real/config.json || exit 3
+source tools/gpu_env.sh >/dev/null 2>&1
+T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
+P=benchmarks/results/h200-2026-12-01c/run3-paired-dormant
+timeout 560 python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target $T --drafter ~/drafter_real \
+  --max-tokens 128 --concurrency 1 2 8 32 64 --fixed 3 7 --sps $P/sps.json --spec-sps $P/spec_sps.json \
+  --variants none none-again confidence confidence-whole fixed-3 fixed-7 --interleave 7 \
+  --kv-cache-gib 8 --step-log $OUT/steps.jsonl \
+  --out $OUT/dspark_paired.md > $OUT/bench_paired.log 2>&1
+gzip -f $OUT/steps.jsonl
+grep -E "^[0-9]+ " $OUT/bench_paired.log | sed -E "s/'per-user tok\/s': [0-9.]+, //; s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-420
+grep -E "rror|Trace" $OUT/bench_paired.log | tail -5

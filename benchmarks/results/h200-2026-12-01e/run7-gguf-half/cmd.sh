@@ -1,0 +1,6 @@
+# Session 20, call 7 (a fresh machine): the first half of the SmolLM2-135M-Instruct GGUF onto the machine (call 8,
+# issued at once, carries the second half) and the GPU environment installed.
+mkdir -p ~/gguf && cp .cache/gguf/part_aa ~/gguf/
+source tools/gpu_env.sh > $OUT/env.log 2>&1
+python3 -c "import torch, deepinfer_dspark; print(torch.__version__, torch.cuda.get_device_name())"
+ls -la ~/gguf

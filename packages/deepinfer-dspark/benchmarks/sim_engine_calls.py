@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`sim_pause_policy.py` with the engine's own call sequence: what a paused proposer costs.
+
+`sim_pause_policy.py` asks the proposer `idle_rounds` / `propose` once a round. The engine asks
+more, and what it asks decides what a step costs (`deepinfer_core.engine.async_core`):
+
+  - before a step without drafts: `dormant_rounds` (through core's own `DormantSteps`, so a
+    declared stretch asks nothing until it ends or the running count changes), else
+    `wants_features`: a step that captures the features costs `--capture` plain steps more;
+  - after it: `idle_rounds`, and `idle_round` while paused; otherwise the next step waits for
+    the token ids and calls `propose`; when that drafts nothing the step lost its overlap
+    with the host (a sync, `--sync` plain steps; session 20's H200 step log: 0.6-1 ms spikes);
+  - a drafted round costs the full k-round (`1 / SPS_spec(B (k + 1))`), plus `--flush` plain steps
+    after a step without drafts (the buffered context's projection) and the next plain step
+    `--sync` more (nothing in flight to overlap).
+
+The fake drafter is `sim_pause_policy.FakeRunner` with `--calibrated` acceptance (each draft
+accepted with the probability of its own confidence) and `--early 30 0.5` (openings accept less):
+the H200's drafters of sessions 18-20. `--equal` gives every reply 128 tokens, as the H200's
+docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
+ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
+prints each step of the first N batches of seed 0: D drafted, z dormant, d declined (asked),
+B captured and buffered, k captured (nothing buffered), s proposed with nothing drafted.
+
+Session 20 found with it, on the H200-like case (`--equal --p 0.7`, which fixed-7 runs at 0.77x
+at 8 requests), batches whose requests all had gaps capturing features to their end with a sync
+every 32 steps, and a paused opening that kept the features of a load ruled out
+(BENCHMARKS.md, session 20).
+
+Usage (repository root; profiles as `bench_dspark.py --save-sps` writes them):
+    python3 packages/deepinfer-dspark/benchmarks/sim_engine_calls.py \
+        --profiles benchmarks/results/h200-2026-12-01c/run3-paired-dormant --equal --p 0.66 0.7 0.75
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in the tests)
+import sim_pause_policy as sim  # noqa: E402
+from deepinfer_core.engine.dormant_steps import DormantSteps  # noqa: E402
+from deepinfer_core.interfaces import DraftRequest  # noqa: E402
+
+from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
+from deepinfer_dspark.sps import SPSProfile  # noqa: E402
+
+PROMPT = 20   # prompt tokens (the fake drafter's positions count from here)
+EARLY = (30, 0.5)
+
+
+class Clock:
+    """Seconds charged to the policy (see the module docstring), in plain steps at the batch."""
+
+    def __init__(self, decode: SPSProfile, spec: SPSProfile, k: int, capture: float, flush: float,
+                 sync: float) -> None:
+        self.decode, self.spec, self.k = decode, spec, k
+        self.capture, self.flush, self.sync = capture, flush, sync
+        self.seconds, self.after_draft = 0.0, False
+
+    def plain(self, batch: int, captured: bool, synced: bool) -> None:
+        extra = (self.capture if captured else 0.0) + (self.sync if self.after_draft or synced else 0.0)
+        self.seconds += (1.0 + extra) / self.decode.at(batch)
+        self.after_draft = False
+
+    def drafted(self, batch: int) -> None:
+        flush = 0.0 if self.after_draft else self.flush / self.decode.at(batch)
+        self.seconds += 1.0 / self.spec.at(batch * (self.k + 1)) + flush
+        self.after_draft = True
+
+
+def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int], ids: list[str],
+              rng: random.Random, clock: Clock) -> str:
+    """One batch of replies of `lengths` tokens, started together, as the engine runs it; returns
+    the steps' marks (see the module docstring)."""
+    k, marks = proposer.num_tokens, []
+    left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, PROMPT)
+    n = len(ids)
+    quiet = dormant.step(n)   # the prefill: a step without drafts
+    if not quiet and proposer.wants_features():
+        proposer.observe_step(ids, [0] * n, [PROMPT] * n, [PROMPT * i for i in range(n)], torch.zeros(PROMPT * n, 1))
+    due = False
+    if quiet:
+        dormant.ran(n)
+    elif proposer.idle_rounds() > 0:
+        proposer.idle_round(n)
+    else:
+        due = True
+    while left:
+        live = list(left)
+        drafts = None
+        if due:
+            asks = [DraftRequest(r, [1] * (pos[r] + 1), min(k, left[r] - 1), 0.0, 0, 1.0, 0.0, 0, pos[r] - PROMPT)
+                    for r in live]
+            drafts = proposer.propose(asks)
+            drafts = drafts if any(d.token_ids for d in drafts) else None
+        emitted = dict.fromkeys(live, 1)
+        if drafts is not None:
+            quiet, captured = False, True
+            for r, d in zip(live, drafts):
+                accepted, confidences = 0, proposer.runner.last[r]
+                while accepted < len(d.token_ids) and rng.random() < confidences[accepted]:
+                    accepted += 1
+                emitted[r] = min(1 + accepted, left[r])
+                proposer.commit(r, pos[r] + 1 + emitted[r])
+            clock.drafted(len(live))
+            marks.append("D")
+        else:
+            quiet = dormant.step(len(live))
+            captured = not quiet and proposer.wants_features()
+            clock.plain(len(live), captured, due)
+            marks.append("s" if due else "z" if quiet else "d" if not captured
+                         else "B" if len(proposer.pending) else "k")
+        counts = [emitted[r] for r in live]
+        if captured:
+            proposer.observe_step(live, [pos[r] for r in live], counts, [sum(counts[:i]) for i in range(len(live))],
+                                  torch.zeros(sum(counts), 1))
+        for r in live:
+            pos[r] += emitted[r]
+            left[r] -= emitted[r]
+            if left[r] <= 0:
+                del left[r]
+                proposer.remove(r)
+        due = False
+        if quiet:
+            dormant.ran(len(left))
+        elif left:
+            if proposer.idle_rounds() > 0:
+                proposer.idle_round(len(left))
+            else:
+                due = True
+    dormant.settle()
+    return "".join(marks)
+
+
+def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: float, seed: int,
+             trace: int = 0) -> dict[int, tuple[float, float]]:
+    """One run of the plan (the proposer kept across it): concurrency -> (plain / policy time,
+    plain / fixed-k time)."""
+    rng = random.Random(seed)
+    proposer = DSparkProposer(sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY), args.k, spec,
+                              decode=decode)
+    dormant, out, first = DormantSteps(proposer), {}, 0
+    for c, count in args.plan:
+        clock = Clock(decode, spec, args.k, args.capture, args.flush, args.sync)
+        work = [[128] * c if args.equal else [rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
+        for b, lengths in enumerate(work):
+            marks = run_batch(proposer, dormant, lengths, [f"r{first + i}" for i in range(c)], rng, clock)
+            first += c
+            if b < trace:
+                print(f"p={p} c={c} batch {b}: {marks}")
+        plain = sim.plain_seconds(decode, work)
+        out[c] = (plain / clock.seconds, plain / sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json and spec_sps.json")
+    parser.add_argument("--p", type=float, nargs="+", default=[0.66, 0.7, 0.75], help="confidence level")
+    parser.add_argument("--k", type=int, default=7)
+    parser.add_argument("--plan", default="1:12,2:12,8:12,32:4,64:3", help="concurrency:batches, in order")
+    parser.add_argument("--equal", action="store_true", help="every reply 128 tokens (default: 30-128)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--capture", type=float, default=0.02, help="plain steps a captured step costs more")
+    parser.add_argument("--flush", type=float, default=1.5)
+    parser.add_argument("--sync", type=float, default=0.9)
+    parser.add_argument("--trace", type=int, default=0)
+    args = parser.parse_args()
+    try:
+        args.plan = [tuple(int(x) for x in item.split(":")) for item in args.plan.split(",")]
+    except ValueError:
+        parser.error(f"--plan: expected concurrency:batches,..., got {args.plan!r}")
+    if args.seeds < 1 or any(c < 1 or n < 1 for c, n in args.plan):
+        parser.error("--seeds and --plan values: must be >= 1")
+    decode = SPSProfile.load(args.profiles / "sps.json")
+    spec = SPSProfile.load(args.profiles / "spec_sps.json")
+    for p in args.p:
+        runs = [simulate(args, decode, spec, p, seed, args.trace if seed == 0 else 0) for seed in range(args.seeds)]
+        cells = []
+        for c, _ in args.plan:
+            ratios = [run[c][0] for run in runs]
+            fixed = sum(run[c][1] for run in runs) / len(runs)
+            cells.append(f"{c}: {sum(ratios) / len(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}, "
+                         f"fixed-{args.k} {fixed:.3f})")
+        print(f"p={p}  " + "  ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`benchmarks/sim_engine_calls.py`: the pause policy driven by the engine's own call sequence
+(core's `DormantSteps`, `wants_features`, `idle_rounds`, `propose`)."""
+
+from __future__ import annotations
+
+import random
+import types
+
+import pytest
+from deepinfer_core.engine.dormant_steps import DormantSteps
+
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+# k = 7: a round of 8 tokens at 400/s against 1000 plain steps/s pays alone with ~1.5 accepted
+# drafts; from 4 requests (32 tokens at 100/s against 950 steps/s) it never can.
+SPEC = SPSProfile([8, 32], [400.0, 100.0])
+DECODE = SPSProfile([1, 4], [1000.0, 950.0])
+
+
+@pytest.fixture
+def sim(benchmark_script):
+    return benchmark_script("sim_engine_calls")
+
+
+def args(**kw):
+    base = dict(k=7, plan=[(1, 3), (4, 3)], equal=True, capture=0.02, flush=1.5, sync=0.9)
+    return types.SimpleNamespace(**{**base, **kw})
+
+
+def test_a_run_is_reproducible_and_a_load_that_cannot_pay_stays_dormant(sim) -> None:
+    first = sim.simulate(args(), DECODE, SPEC, 0.9, seed=0)
+    assert first == sim.simulate(args(), DECODE, SPEC, 0.9, seed=0)
+    assert first[1][0] > 1.2 and first[1][1] > 1.2          # a confident drafter pays alone
+    assert first[4][1] < 0.5 and first[4][0] > 0.99          # at 4 drafting cannot pay: plain decoding's time
+    proposer = DSparkProposer(sim.sim.FakeRunner(7, 0.9, random.Random(0), sim.EARLY), 7, SPEC, decode=DECODE)
+    clock = sim.Clock(DECODE, SPEC, 7, 0.02, 1.5, 0.9)
+    marks = sim.run_batch(proposer, DormantSteps(proposer), [128] * 4, [f"r{i}" for i in range(4)],
+                          random.Random(0), clock)
+    assert len(marks) == 128 and "D" not in marks and marks.count("z") > 100, marks   # dormant stretches
+
+
+def test_drafted_rounds_and_syncs_are_charged(sim) -> None:
+    clock = sim.Clock(DECODE, SPEC, 7, 0.5, 2.0, 1.0)
+    clock.plain(1, captured=True, synced=False)
+    assert clock.seconds == pytest.approx(1.5 / 1000)
+    clock.drafted(1)                                          # after a plain step: the flush
+    assert clock.seconds == pytest.approx(1.5 / 1000 + 1 / 400 + 2.0 / 1000)
+    clock.plain(1, captured=False, synced=False)              # after a drafted round: a sync
+    assert clock.seconds == pytest.approx(1.5 / 1000 + 1 / 400 + 2.0 / 1000 + 2.0 / 1000)
