@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Where one `DraftTrainer` step's time goes, on the device: the target's forward, the drafter's
-teacher-forced blocks, the loss, the backward pass and the optimizer, timed apart (synchronized),
-then a `torch.profiler` table of the kernels of a few steps.
+"""Where one `DraftTrainer` step's time goes, on the device: the batch and its blocks, the target
+(its forward, or with `TargetCache` the cache's gather and the LM head at the blocks' rows), the
+drafter's teacher-forced blocks, the loss, the backward pass and the optimizer, timed apart
+(synchronized), then a `torch.profiler` table of the kernels of a few steps. `--no-cache` runs
+the target every step, as before session 20.
 
 The sequences are random tokens of the lengths `deepinfer-dspark train` sees (a chat prompt of
 `--prompt-min`..`--prompt-max` tokens and a reply of `--reply` tokens): a step's cost does not
@@ -20,14 +22,13 @@ import statistics
 import time
 
 import torch
-from deepinfer_dspark.train.blocks import build_blocks, pad_batch, sample_anchors
 from deepinfer_dspark.train.data import TrainingSequence
 from deepinfer_dspark.train.features import TargetModel, default_target_layer_ids, load_hf_target
 from deepinfer_dspark.train.losses import dspark_loss
 from deepinfer_dspark.train.model import drafter_config, init_drafter
 from deepinfer_dspark.train.trainer import DraftTrainer, TrainConfig
 
-PHASES = ("batch", "target", "blocks", "drafter", "loss", "backward", "optimizer")
+PHASES = ("batch", "target", "drafter", "loss", "backward", "optimizer")
 
 
 def random_sequences(count: int, vocab: int, args: argparse.Namespace) -> list[TrainingSequence]:
@@ -40,30 +41,31 @@ def random_sequences(count: int, vocab: int, args: argparse.Namespace) -> list[T
 
 
 def timed_step(trainer: DraftTrainer, sync) -> dict[str, float]:
-    """One optimizer step, as `DraftTrainer.step` runs it, with a clock between phases (ms)."""
+    """One optimizer step, as `DraftTrainer.step` runs it (`loss_at`), with a clock between
+    phases (ms); "target" is the cache's gather and LM head, or the target's forward."""
     marks = [time.perf_counter()]
 
     def mark() -> None:
         sync()
         marks.append(time.perf_counter())
 
-    cfg, drafter = trainer.config, trainer.drafter
-    drafter.train()
+    cfg = trainer.config
+    trainer.drafter.train()
     trainer.optimizer.zero_grad(set_to_none=True)
-    batch = trainer.next_batch()
-    ids, lengths = pad_batch([s.token_ids for s in batch])
-    seq_index, anchors = sample_anchors(lengths.tolist(), [s.prompt_len for s in batch],
-                                        cfg.anchors_per_sequence, trainer.generator)
-    ids = ids.to(trainer.device)
+    indices = trainer.next_indices()
+    ids, _, blocks = trainer.blocks_of([trainer.sequences[i] for i in indices])
     mark()
-    target = trainer.target(ids)
+    if trainer.cache is not None:
+        rows = trainer.cache.rows(torch.tensor(indices, dtype=torch.int64), ids.shape[1])
+        features = trainer.cache.batch_features(rows[:, :blocks.context_len])
+        target_logits = trainer.cache.logits_at(rows[blocks.seq_index[:, None], blocks.target_positions])
+    else:
+        target = trainer.target(ids)
+        features = target.features
+        target_logits = target.logits[blocks.seq_index[:, None], blocks.target_positions]
     mark()
-    dcfg = drafter.config
-    blocks = build_blocks(ids, lengths, seq_index, anchors, dcfg.block_size, dcfg.mask_token_id)
+    draft_logits, conf_logits = trainer.forward_blocks(features, blocks)
     mark()
-    draft_logits, conf_logits = trainer.forward_blocks(target.features, blocks)
-    mark()
-    target_logits = target.logits[blocks.seq_index[:, None], blocks.target_positions]
     out = dspark_loss(draft_logits, target_logits, blocks.labels, blocks.valid, conf_logits, cfg.loss)
     mark()
     out.total.backward()
@@ -87,6 +89,7 @@ def main() -> None:
     parser.add_argument("--reply", type=int, default=256)
     parser.add_argument("--steps", type=int, default=12, help="timed steps (after 3 warm-up steps)")
     parser.add_argument("--profile-steps", type=int, default=2, help="steps under torch.profiler (0: none)")
+    parser.add_argument("--no-cache", action="store_true", help="run the target every step (no TargetCache)")
     args = parser.parse_args()
 
     device = torch.device(args.device)
@@ -97,8 +100,12 @@ def main() -> None:
                             target_layer_ids=target.target_layer_ids, mask_token_id=0, num_anchors=args.anchors)
     drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, device=device)
     sequences = random_sequences(4 * args.batch_size, target.vocab_size, args)
+    began = time.perf_counter()
     trainer = DraftTrainer(drafter, target, sequences, TrainConfig(steps=10 ** 6, batch_size=args.batch_size,
-                                                                    anchors_per_sequence=args.anchors))
+                                                                    anchors_per_sequence=args.anchors,
+                                                                    cache_target=not args.no_cache))
+    print(f"target cache: {'off' if trainer.cache is None else 'filled'} "
+          f"({1e3 * (time.perf_counter() - began):.0f} ms to build the trainer, {len(sequences)} sequences)")
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for _ in range(3):
         timed_step(trainer, sync)

@@ -195,3 +195,30 @@ def test_invalid_settings_raise(setup) -> None:
         DraftTrainer(init_drafter(bad, target.embed_weight, target.lm_head_weight), target, seqs)
     with pytest.raises(ValueError, match="embed"):
         init_drafter(config, target.embed_weight[:10], target.lm_head_weight)
+
+
+def test_the_target_cache_gives_the_loss_of_running_the_target(setup) -> None:
+    """`TargetCache` (the target's features and last hidden states kept once per sequence, its LM
+    head applied where the loss reads): the same anchors and the same loss, to float32 rounding,
+    as running the target over each batch; a target whose logits are not its LM head on its last
+    hidden state is refused."""
+    from deepinfer_dspark.train.target_cache import TargetCache
+
+    _, seqs, target, config = setup
+    losses = []
+    for cache in (True, False):
+        drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=1)
+        trainer = DraftTrainer(drafter, target, seqs, TrainConfig(**{**FAST, "cache_target": cache}))
+        assert (trainer.cache is not None) == cache
+        indices = trainer.next_indices()
+        out = trainer.loss_at(indices)
+        losses.append((float(out.total), out.ce, out.tv, out.conf, out.acceptance))
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5, abs=1e-6)
+    cache = TargetCache(target, seqs[:3], batch_size=2)
+    assert cache.features.shape[0] == sum(len(s.token_ids) for s in seqs[:3])
+    rows = cache.rows(torch.tensor([2, 0]), max(len(s.token_ids) for s in seqs[:3]) + 5)
+    assert int(rows[0, -1]) == cache.offsets[2] + cache.lengths[2] - 1   # past the end: its last row
+    scaled = TargetModel(target.model, LAYERS)
+    scaled.lm_head = lambda hidden: 2 * target.lm_head(hidden)
+    with pytest.raises(ValueError, match="cache_target"):
+        TargetCache(scaled, seqs[:2])

@@ -190,13 +190,18 @@ def run_train(args: argparse.Namespace) -> dict:
     drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=args.seed, device=device)
     _log(f"training {sum(p.numel() for p in drafter.parameters() if p.requires_grad) / 1e6:.1f} M parameters on "
          f"{len(train_seqs)} sequences; target layers {list(target.target_layer_ids)}, mask token {mask}")
+    cache_start = time.time()
+    trainer = DraftTrainer(drafter, target, train_seqs, train_cfg)
+    _log(f"target features and last hidden states cached once per sequence in {time.time() - cache_start:.1f} s"
+         if trainer.cache is not None else "target run every step (its cache would take over half the free memory)")
     train_start = time.time()
-    history = DraftTrainer(drafter, target, train_seqs, train_cfg).train(
+    history = trainer.train(
         on_log=lambda e: _log(f"step {e['step']}/{args.steps} loss {e['loss']:.4f} ce {e['ce']:.3f} "
                               f"tv {e['tv']:.3f} conf {e['conf']:.3f} accept {e['acceptance']:.3f} "
                               f"[{time.time() - train_start:.0f} s, {e['step'] / max(time.time() - train_start, 1e-9):.3g} steps/s]"),
         max_seconds=args.max_train_seconds)
     train_time = time.time() - train_start
+    trainer.cache = None   # its device memory back before calibration
     out = save_checkpoint(drafter, config, args.out)
     del drafter
     calibration = None

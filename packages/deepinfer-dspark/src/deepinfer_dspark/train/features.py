@@ -92,6 +92,21 @@ class TargetOutput:
     logits: torch.Tensor
 
 
+@dataclass
+class TargetHidden:
+    """The target's view of a right-padded batch without its full logits (`TargetModel.hidden`).
+
+    Attributes:
+        features: `[B, L, m*d]` as `TargetOutput.features`.
+        last_hidden: `[B, L, d]` the last layer's output after the final norm (what the LM head reads).
+        last_logits: `[B, 1, V]` the target's own logits at the last position (a consistency check).
+    """
+
+    features: torch.Tensor
+    last_hidden: torch.Tensor
+    last_logits: torch.Tensor
+
+
 class TargetModel:
     """A frozen HF causal LM that returns DSpark training features.
 
@@ -146,11 +161,34 @@ class TargetModel:
         Raises:
             ValueError: `token_ids` is not a 2-D int64 tensor of ids < vocab_size.
         """
+        self._check_ids(token_ids)
+        out = self.model(input_ids=token_ids.to(self.device), output_hidden_states=True, use_cache=False)
+        features = torch.cat([out.hidden_states[i + 1] for i in self.target_layer_ids], dim=-1)
+        return TargetOutput(features=features, logits=out.logits)
+
+    @torch.no_grad()
+    def hidden(self, token_ids: torch.Tensor) -> TargetHidden:
+        """Features and last hidden states of a right-padded batch, the logits at its last
+        position only (HF `logits_to_keep=1`): for `TargetCache`, which applies the LM head
+        (`lm_head`) where the loss reads it.
+
+        Raises:
+            ValueError: as `__call__`.
+        """
+        self._check_ids(token_ids)
+        out = self.model(input_ids=token_ids.to(self.device), output_hidden_states=True, use_cache=False,
+                         logits_to_keep=1)
+        features = torch.cat([out.hidden_states[i + 1] for i in self.target_layer_ids], dim=-1)
+        return TargetHidden(features=features, last_hidden=out.hidden_states[-1], last_logits=out.logits)
+
+    @torch.no_grad()
+    def lm_head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The target's LM head on last hidden states `[..., d]`: logits `[..., V]` (model dtype)."""
+        return self.model.get_output_embeddings()(hidden)
+
+    def _check_ids(self, token_ids: torch.Tensor) -> None:
         if token_ids.dim() != 2 or token_ids.dtype != torch.int64:
             raise ValueError(f"token_ids: need a [B, L] int64 tensor, got {token_ids.dtype} "
                              f"{tuple(token_ids.shape)}")
         if token_ids.numel() and not 0 <= int(token_ids.min()) <= int(token_ids.max()) < self.vocab_size:
             raise ValueError(f"token_ids: ids must be in [0, {self.vocab_size})")
-        out = self.model(input_ids=token_ids.to(self.device), output_hidden_states=True, use_cache=False)
-        features = torch.cat([out.hidden_states[i + 1] for i in self.target_layer_ids], dim=-1)
-        return TargetOutput(features=features, logits=out.logits)

@@ -2,8 +2,9 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """DraftTrainer: fits a DSpark drafter to the target on the target's own generations.
 
-One step (DSpark, Cheng et al. 2026, section 5, scaled down): draw `batch_size` sequences, run the
-frozen target over them for its features and logits, draw random anchors in each
+One step (DSpark, Cheng et al. 2026, section 5, scaled down): draw `batch_size` sequences, take
+the frozen target's features and logits over them (from `TargetCache`, filled once, or by running
+the target), draw random anchors in each
 (`blocks.sample_anchors`), build the teacher-forced blocks, run the drafter's parallel backbone
 with every block's context K/V taken from its own sequence's features before the anchor, and
 minimise `losses.dspark_loss`. AdamW, linear warmup then cosine decay to zero, gradient clipping.
@@ -32,6 +33,7 @@ from deepinfer_dspark.train.blocks import BlockBatch, build_blocks, pad_batch, s
 from deepinfer_dspark.train.data import TrainingSequence
 from deepinfer_dspark.train.features import TargetModel
 from deepinfer_dspark.train.losses import LossOutput, LossWeights, dspark_loss
+from deepinfer_dspark.train.target_cache import TargetCache
 
 KERNEL_BACKEND_ENV = "DEEPINFER_KERNEL_BACKEND"   # documented in deepinfer_kernels.ops
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -54,6 +56,10 @@ class TrainConfig:
         seed: seeds the batch and anchor draws.
         loss: loss weights and the position decay.
         log_every: steps between history entries.
+        cache_target: compute the target's features and last hidden states once per sequence
+            (`TargetCache`) instead of running the target every step; skipped (with the same
+            results up to rounding) when the cache would take more than half the free device
+            memory.
     """
 
     steps: int = 3000
@@ -68,6 +74,7 @@ class TrainConfig:
     seed: int = 0
     loss: LossWeights = field(default_factory=LossWeights)
     log_every: int = 50
+    cache_target: bool = True
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "anchors_per_sequence", "log_every"):
@@ -153,31 +160,62 @@ class DraftTrainer:
                                             {"params": no_decay, "weight_decay": 0.0}],
                                            lr=config.lr, betas=config.betas)
         self.generator = torch.Generator().manual_seed(config.seed)
+        self.cache = TargetCache(target, self.sequences) if config.cache_target and self._cache_fits() else None
         self.step_count = 0
         self.horizon = config.steps   # the schedule's length: `config.steps`, or what fits a time budget
         self._order: list[int] = []
 
-    def next_batch(self) -> list[TrainingSequence]:
-        """`batch_size` sequences, sweeping a fresh random permutation each epoch."""
+    def _cache_fits(self) -> bool:
+        """Whether `TargetCache` would take at most half the device's free memory (always on CPU)."""
+        if self.device.type != "cuda":
+            return True
+        tokens = sum(len(s.token_ids) for s in self.sequences)
+        width = self.target.hidden_size * (len(self.target.target_layer_ids) + 1)
+        need = tokens * width * torch.empty(0, dtype=self.target.dtype).element_size()
+        return need <= torch.cuda.mem_get_info(self.device)[0] // 2
+
+    def next_indices(self) -> list[int]:
+        """`batch_size` indices into `sequences`, sweeping a fresh random permutation each epoch."""
         batch = []
         while len(batch) < self.config.batch_size:
             if not self._order:
                 self._order = torch.randperm(len(self.sequences), generator=self.generator).tolist()
-            batch.append(self.sequences[self._order.pop()])
+            batch.append(self._order.pop())
         return batch
 
+    def next_batch(self) -> list[TrainingSequence]:
+        """The sequences of `next_indices`."""
+        return [self.sequences[i] for i in self.next_indices()]
+
     def loss(self, batch: Sequence[TrainingSequence]) -> LossOutput:
-        """The DSpark loss of `batch` (differentiable w.r.t. the drafter)."""
+        """The DSpark loss of `batch` (differentiable w.r.t. the drafter), the target run on it."""
+        ids, lengths, blocks = self.blocks_of(batch)
+        target = self.target(ids)
+        draft_logits, conf_logits = self.forward_blocks(target.features, blocks)
+        target_logits = target.logits[blocks.seq_index[:, None], blocks.target_positions]
+        return dspark_loss(draft_logits, target_logits, blocks.labels, blocks.valid, conf_logits, self.config.loss)
+
+    def loss_at(self, indices: Sequence[int]) -> LossOutput:
+        """The DSpark loss of `sequences[i]` for `i` in `indices`: read from `cache` when there
+        is one (the same anchors and, up to rounding, the same value as `loss`), else `loss`."""
+        batch = [self.sequences[i] for i in indices]
+        if self.cache is None:
+            return self.loss(batch)
+        ids, _, blocks = self.blocks_of(batch)
+        rows = self.cache.rows(torch.tensor(list(indices), dtype=torch.int64), ids.shape[1])
+        features = self.cache.batch_features(rows[:, :blocks.context_len])
+        draft_logits, conf_logits = self.forward_blocks(features, blocks)
+        target_logits = self.cache.logits_at(rows[blocks.seq_index[:, None], blocks.target_positions])
+        return dspark_loss(draft_logits, target_logits, blocks.labels, blocks.valid, conf_logits, self.config.loss)
+
+    def blocks_of(self, batch: Sequence[TrainingSequence]) -> tuple[torch.Tensor, torch.Tensor, BlockBatch]:
+        """The padded ids on the device, the lengths, and the blocks of freshly drawn anchors."""
         ids, lengths = pad_batch([s.token_ids for s in batch])
         seq_index, anchors = sample_anchors(lengths.tolist(), [s.prompt_len for s in batch],
                                             self.config.anchors_per_sequence, self.generator)
         ids = ids.to(self.device)
-        target = self.target(ids)
         cfg = self.drafter.config
-        blocks = build_blocks(ids, lengths, seq_index, anchors, cfg.block_size, cfg.mask_token_id)
-        draft_logits, conf_logits = self.forward_blocks(target.features, blocks)
-        target_logits = target.logits[blocks.seq_index[:, None], blocks.target_positions]
-        return dspark_loss(draft_logits, target_logits, blocks.labels, blocks.valid, conf_logits, self.config.loss)
+        return ids, lengths, build_blocks(ids, lengths, seq_index, anchors, cfg.block_size, cfg.mask_token_id)
 
     def forward_blocks(self, features: torch.Tensor, blocks: BlockBatch
                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -218,7 +256,7 @@ class DraftTrainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self.config.lr * lr_factor(self.step_count, self.horizon, self.config.warmup_ratio)
         self.optimizer.zero_grad(set_to_none=True)
-        out = self.loss(self.next_batch())
+        out = self.loss_at(self.next_indices())
         out.total.backward()
         if self.step_count == 0:
             missing = [n for n, p in self.drafter.named_parameters() if p.requires_grad and p.grad is None]
