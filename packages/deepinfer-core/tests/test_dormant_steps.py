@@ -227,3 +227,27 @@ def test_a_stretch_ends_when_its_rounds_run_out_or_the_batch_changes() -> None:
     half = Log(3)
     half.dormant_passed = None                                  # asking needs a way to report
     assert not DormantSteps(half).step(8) and half.asked == []
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_each_finished_request_is_removed_once_and_keeps_its_counters(tiny_checkpoint, async_scheduling: bool) -> None:
+    """A length limit ends requests inside dormant stretches and drafted rounds: the proposer
+    hears `remove` once per request, in the asynchronous engine as soon as the limit is known
+    (`SpeculativeDecoder.forget`, before the request's last token is resolved), and each output
+    still carries its speculation counters."""
+    class Counting(Sleeper):
+        def __init__(self) -> None:
+            super().__init__()
+            self.removed: list[str] = []
+
+        def remove(self, request_id: str) -> None:
+            self.removed.append(request_id)
+
+    folder = tiny_checkpoint("qwen3")
+    sleeper = Counting()
+    llm = build(folder, sleeper, async_scheduling=async_scheduling)
+    outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS],
+                        [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in MAX_TOKENS])
+    assert sorted(sleeper.removed) == sorted(o.request_id for o in outs)
+    assert all(o.error is None and o.metrics is not None for o in outs)
+    assert sum(o.metrics.spec_proposed for o in outs) > 0

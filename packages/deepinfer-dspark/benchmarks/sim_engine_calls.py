@@ -162,7 +162,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json and spec_sps.json")
-    parser.add_argument("--p", type=float, nargs="+", default=[0.66, 0.7, 0.75], help="confidence level")
+    parser.add_argument("--p", type=float, nargs="+", default=[0.66, 0.7, 0.75],
+                        help="acceptance: the drafts' confidence level, each accepted with its confidence")
     parser.add_argument("--k", type=int, default=7)
     parser.add_argument("--plan", default="1:12,2:12,8:12,32:4,64:3", help="concurrency:batches, in order")
     parser.add_argument("--equal", action="store_true", help="every reply 128 tokens (default: 30-128)")

@@ -301,3 +301,74 @@ def test_engine_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, a
     plain = [o.outputs[0].token_ids for o in kit.build(target).generate(prompts, params)]
     assert outs[0] == outs[1] == outs[2] == outs[3] == plain
     assert states[0] == states[1], states
+
+
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_a_request_in_a_gapped_requests_place_gets_its_features(folders, kit, async_scheduling: bool) -> None:
+    """Three requests (drafting cannot pay at 3: declined, so the two left have gaps); when a
+    length limit ends one of them, a new request takes its slot at the same running count. Its
+    prefill's features are captured (the proposer hears of the ended request at once, also in the
+    asynchronous engine, where its last token is resolved a step later: session 20's review) and
+    it drafts; the output stays plain decoding's."""
+    from deepinfer_core import SamplingParams
+
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 10, 15], [900.0, 900.0, 900.0, 150.0]),
+            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]), "opening_tokens": 0}
+    llm = kit.build(target, spec, async_scheduling=async_scheduling)
+    engine, proposer = llm.engine, llm.engine.speculative.proposer
+    assert proposer.cannot_pay(3) and not proposer.cannot_pay(2)
+    prompts = kit.prompts(4, seed=8)
+    for rid, prompt, most in (("R1", prompts[0], 120), ("R2", prompts[1], 60), ("R3", prompts[2], 10)):
+        engine.add_request(rid, prompt, SamplingParams(temperature=0, max_tokens=most, ignore_eos=True))
+    added, tokens, proposed = False, {}, {}
+    while engine.has_unfinished():
+        for out in engine.step():
+            tokens.setdefault(out.request_id, []).extend(out.new_token_ids)
+            if out.spec_counts is not None:
+                proposed[out.request_id] = proposed.get(out.request_id, 0) + out.spec_counts[0]
+        running = [r.request_id for r in engine.scheduler.running]
+        if not added and "R2" not in running and "R3" not in running and "R1" in running:
+            assert proposer.feed.gapped   # R1 (and R2 until it is heard of) lost their context at 3
+            engine.add_request("N", prompts[3], SamplingParams(temperature=0, max_tokens=60, ignore_eos=True))
+            added = True
+    assert added and proposed.get("N", 0) > 0, proposed   # N's context is whole: it drafted
+    plain = kit.build(target)
+    for rid, prompt, most in (("R1", prompts[0], 120), ("N", prompts[3], 60)):
+        out = plain.generate([{"prompt_token_ids": prompt}],
+                             SamplingParams(temperature=0, max_tokens=most, ignore_eos=True))[0]
+        assert tokens[rid] == out.outputs[0].token_ids
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_stretches_match_steps_when_a_stop_token_ends_the_batch(folders, kit, async_scheduling: bool) -> None:
+    """The last request ends on a stop token inside a dormant stretch (the asynchronous engine
+    finds it a step later, while resolving): with stretches the proposer ends as asking it step by
+    step leaves it (session 20's review: the batch's end settled the stretch at the old count)."""
+    from deepinfer_core import SamplingParams
+
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 10, 15], [900.0, 900.0, 900.0, 150.0]),
+            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]), "opening_tokens": 0}
+    prompts = [{"prompt_token_ids": p} for p in kit.prompts(3, seed=8)]
+    first = kit.build(target).generate(prompts[:1], SamplingParams(temperature=0, max_tokens=80,
+                                                                   ignore_eos=True))[0].outputs[0].token_ids
+    stop = next(t for i, t in enumerate(first) if i >= 50 and t not in first[:i])
+    params = [SamplingParams(temperature=0, max_tokens=80, stop_token_ids=[stop]),
+              SamplingParams(temperature=0, max_tokens=30, ignore_eos=True),
+              SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)]
+    outs, states = [], []
+    for stretches in (True, False):
+        llm = kit.build(target, spec, async_scheduling=async_scheduling)
+        proposer = llm.engine.speculative.proposer
+        if not stretches:
+            ask = proposer.dormant_rounds
+            llm.engine.speculative.dormant._ask = lambda n, ask=ask: ask(n) and 0   # asked, never granted
+        outs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params)])
+        assert (llm.engine.speculative.dormant.steps > 0) == stretches
+        states.append((dict(proposer.pauses._left), proposer.skipped_rounds, proposer.declined_steps,
+                       proposer.acceptance._now, proposer._last_batch, proposer.drafted_rounds))
+    assert outs[0] == outs[1] and outs[0][0][-1] == stop
+    assert states[0] == states[1], states

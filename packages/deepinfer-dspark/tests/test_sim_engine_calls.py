@@ -50,3 +50,18 @@ def test_drafted_rounds_and_syncs_are_charged(sim) -> None:
     assert clock.seconds == pytest.approx(1.5 / 1000 + 1 / 400 + 2.0 / 1000)
     clock.plain(1, captured=False, synced=False)              # after a drafted round: a sync
     assert clock.seconds == pytest.approx(1.5 / 1000 + 1 / 400 + 2.0 / 1000 + 2.0 / 1000)
+
+
+def test_a_batch_whose_requests_all_have_gaps_stays_dormant(sim) -> None:
+    """Four requests whose contexts have gaps (declined earlier) at a load where drafting may pay:
+    one `propose` finds nothing ready, then the batch is dormant to its end. Before session 20
+    it captured features it could not use to its end, with a sync every 32 steps ('k', 's')."""
+    proposer = DSparkProposer(sim.sim.FakeRunner(7, 0.9, random.Random(0), sim.EARLY), 7, SPEC,
+                              decode=SPSProfile([1, 4], [1000.0, 200.0]))   # 4 requests: drafting may pay
+    assert not proposer.cannot_pay(4)
+    ids = [f"g{i}" for i in range(4)]
+    proposer._last_batch = 4
+    proposer._pause_for(1, 4, ruled_out=True)   # the prefill's features are declined: gaps
+    marks = sim.run_batch(proposer, DormantSteps(proposer), [128] * 4, ids, random.Random(0),
+                          sim.Clock(DECODE, SPEC, 7, 0.02, 1.5, 0.9))
+    assert len(marks) == 128 and marks.count("z") >= 126 and "D" not in marks, marks   # a step or two to find out

@@ -245,7 +245,11 @@ class AsyncEngineCore(EngineCore):
         self._fail_masked(outputs)
         if previous is not None:  # host work for step N while the device runs step N+1
             self.num_overlapped_steps += 1
-            self._resolve(previous, outputs, job)
+            self._dormant_step = dormant   # a batch ending here: its stretch is reported by `ran` below
+            try:
+                self._resolve(previous, outputs, job)
+            finally:
+                self._dormant_step = False
         live = [(b, req) for b, req in enumerate(sampling_rows) if not req.is_finished]  # stopped in step N
         logits = model_out.logits
         if job is not None:   # the masks are laid out for every row: sample all, drop the stopped ones
@@ -260,8 +264,11 @@ class AsyncEngineCore(EngineCore):
                 SchedulerOutput(scheduled, sched.preempted, sched.num_batched_tokens),
                 {r.request_id: [PLACEHOLDER] for r in sampling if not r.is_finished}):
             # Finished by a length limit: reported when its last token is resolved, but its blocks
-            # and block-table row are free now (the launched step already read them).
+            # and block-table row are free now (the launched step already read them), and the
+            # proposer hears of it now (a request admitted in its place is not taken for it).
             self._release_row(req.request_id)
+            if self.speculative is not None:
+                self.speculative.forget(req.request_id)
         if isinstance(sampled, DeferredSample):
             self._deferred = sampled
         else:

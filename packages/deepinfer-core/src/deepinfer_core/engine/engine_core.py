@@ -271,16 +271,18 @@ class EngineCore:
         before = {r.request_id: r.num_output_tokens for r in spec_reqs}
 
         self._dormant_step = dormant   # its stretch is reported by `ran` below, also when the batch ends here
-        for req in self.scheduler.update_from_output(sched, tokens):
-            self._release(req.request_id)
-            out = outputs[req.request_id]
-            out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
-            if req.request_id in before:  # a stop inside the accepted drafts: drop what follows it
-                kept = earlier[req.request_id] + req.num_output_tokens - before[req.request_id]
-                out.new_token_ids = out.new_token_ids[:kept]
-                if out.new_logprobs is not None:
-                    out.new_logprobs = out.new_logprobs[:kept]
-        self._dormant_step = False
+        try:
+            for req in self.scheduler.update_from_output(sched, tokens):
+                self._release(req.request_id)
+                out = outputs[req.request_id]
+                out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
+                if req.request_id in before:  # a stop inside the accepted drafts: drop what follows it
+                    kept = earlier[req.request_id] + req.num_output_tokens - before[req.request_id]
+                    out.new_token_ids = out.new_token_ids[:kept]
+                    if out.new_logprobs is not None:
+                        out.new_logprobs = out.new_logprobs[:kept]
+        finally:
+            self._dormant_step = False
         if dormant:
             self.speculative.dormant.ran(len(self.scheduler.running))
         elif self.speculative is not None:

@@ -128,6 +128,7 @@ class SpeculativeDecoder:
         self.request_stats: dict[str, SpecStats] = {}
         self._reported: dict[str, tuple[int, int, int]] = {}
         self.dormant = DormantSteps(proposer)   # stretches that ask the proposer nothing
+        self._forgotten: set[str] = set()        # requests the proposer forgot before `remove`
 
     def propose(self, requests: list[Request]) -> dict[str, str]:
         """Stores drafts on the requests that will decode next step (`spec_token_ids`, `spec_probs`).
@@ -343,15 +344,30 @@ class SpeculativeDecoder:
             return f"speculative_config.proposer: commit failed: {type(exc).__name__}: {exc}"
         return None
 
+    def forget(self, request_id: str) -> None:
+        """The request will run no more steps (a length limit ended it while its last token is
+        still in flight): the proposer forgets it now, its counters stay until `remove`. A
+        proposer that counts the requests it holds (DSpark's gapped batches) would otherwise
+        count it for one more step, also when a new request has taken its place."""
+        if request_id not in self._forgotten:
+            self._forgotten.add(request_id)
+            self._remove_from_proposer(request_id)
+
     def remove(self, request_id: str) -> SpecStats | None:
         """Forgets a finished request; returns its counters. A proposer that raises here is
         ignored (the request is over either way)."""
+        if request_id in self._forgotten:
+            self._forgotten.discard(request_id)
+        else:
+            self._remove_from_proposer(request_id)
+        self._reported.pop(request_id, None)
+        return self.request_stats.pop(request_id, None)
+
+    def _remove_from_proposer(self, request_id: str) -> None:
         try:
             self.proposer.remove(request_id)
         except Exception:  # noqa: BLE001, S110 - nothing left to fail
             pass
-        self._reported.pop(request_id, None)
-        return self.request_stats.pop(request_id, None)
 
     def take_counts(self, request_id: str) -> tuple[int, int, int]:
         """(proposed, verified, accepted) draft tokens of the request since the last call."""
