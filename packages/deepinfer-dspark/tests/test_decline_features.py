@@ -271,6 +271,26 @@ def test_a_dormant_stretch_records_what_its_steps_one_by_one_would(fake_runner) 
     assert measured.dormant_rounds(64) == 0           # it times every step: never dormant
 
 
+def stretches_and_steps(kit, target, spec, prompts, params, async_scheduling: bool, batches: int = 1):
+    """Runs `batches` generate calls on two engines, one with dormant stretches and one asked
+    step by step (`dormant_rounds` asked, never granted); returns per engine the outputs (a list
+    per call) and the proposer's state: pauses, skipped and declined counts, the evidence's age,
+    the last batch, the drafted rounds."""
+    outs, states = [], []
+    for stretches in (True, False):
+        llm = kit.build(target, spec, async_scheduling=async_scheduling)
+        proposer = llm.engine.speculative.proposer
+        if not stretches:
+            ask = proposer.dormant_rounds
+            llm.engine.speculative.dormant._ask = lambda n, ask=ask: ask(n) and 0   # asked, never granted
+        outs.append([[o.outputs[0].token_ids for o in llm.generate(prompts, params)] for _ in range(batches)])
+        assert (llm.engine.speculative.dormant.steps > 0) == stretches
+        states.append((dict(proposer.pauses._left), proposer.skipped_rounds, proposer.declined_steps,
+                       proposer.acceptance._now, proposer.acceptance.full._now, proposer._last_batch,
+                       proposer.drafted_rounds))
+    return outs, states
+
+
 @pytest.mark.parametrize("async_scheduling", [True, False])
 def test_engine_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, async_scheduling: bool) -> None:
     """A batch shrinking from 5 requests to 1 (ruled out at 2-5, drafting at 1): with dormant
@@ -285,21 +305,9 @@ def test_engine_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, a
             "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0])}
     prompts = [{"prompt_token_ids": p} for p in kit.prompts(5, seed=8)]
     params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in (30, 24, 17, 11, 6)]
-    outs, states = [], []
-    for stretches in (True, False):
-        llm = kit.build(target, spec, async_scheduling=async_scheduling)
-        proposer = llm.engine.speculative.proposer
-        if not stretches:
-            ask = proposer.dormant_rounds
-            llm.engine.speculative.dormant._ask = lambda n, ask=ask: ask(n) and 0   # asked, never granted
-        for _ in range(2):
-            outs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params)])
-        assert (llm.engine.speculative.dormant.steps > 0) == stretches
-        states.append((dict(proposer.pauses._left), proposer.skipped_rounds, proposer.declined_steps,
-                       proposer.acceptance._now, proposer.acceptance.full._now, proposer._last_batch,
-                       proposer.drafted_rounds))
+    outs, states = stretches_and_steps(kit, target, spec, prompts, params, async_scheduling, batches=2)
     plain = [o.outputs[0].token_ids for o in kit.build(target).generate(prompts, params)]
-    assert outs[0] == outs[1] == outs[2] == outs[3] == plain
+    assert outs[0] == outs[1] == [plain, plain]
     assert states[0] == states[1], states
 
 
@@ -359,16 +367,6 @@ def test_stretches_match_steps_when_a_stop_token_ends_the_batch(folders, kit, as
     params = [SamplingParams(temperature=0, max_tokens=80, stop_token_ids=[stop]),
               SamplingParams(temperature=0, max_tokens=30, ignore_eos=True),
               SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)]
-    outs, states = [], []
-    for stretches in (True, False):
-        llm = kit.build(target, spec, async_scheduling=async_scheduling)
-        proposer = llm.engine.speculative.proposer
-        if not stretches:
-            ask = proposer.dormant_rounds
-            llm.engine.speculative.dormant._ask = lambda n, ask=ask: ask(n) and 0   # asked, never granted
-        outs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params)])
-        assert (llm.engine.speculative.dormant.steps > 0) == stretches
-        states.append((dict(proposer.pauses._left), proposer.skipped_rounds, proposer.declined_steps,
-                       proposer.acceptance._now, proposer._last_batch, proposer.drafted_rounds))
-    assert outs[0] == outs[1] and outs[0][0][-1] == stop
+    outs, states = stretches_and_steps(kit, target, spec, prompts, params, async_scheduling)
+    assert outs[0] == outs[1] and outs[0][0][0][-1] == stop
     assert states[0] == states[1], states
