@@ -116,16 +116,7 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
             clock.plain(len(live), captured, due)
             marks.append("s" if due else "z" if quiet else "d" if not captured
                          else "B" if len(proposer.pending) else "k")
-        counts = [emitted[r] for r in live]
-        if captured:
-            proposer.observe_step(live, [pos[r] for r in live], counts, [sum(counts[:i]) for i in range(len(live))],
-                                  torch.zeros(sum(counts), 1))
-        for r in live:
-            pos[r] += emitted[r]
-            left[r] -= emitted[r]
-            if left[r] <= 0:
-                del left[r]
-                proposer.remove(r)
+        sim.advance(proposer, live, emitted, pos, left, captured)
         due = False
         if quiet:
             dormant.ran(len(left))

@@ -200,17 +200,24 @@ def policy_seconds(proposer: DSparkProposer, decode: SPSProfile, spec: SPSProfil
                         accepted += 1
                     emitted[r] = min(1 + accepted, left[r])
                     proposer.commit(r, pos[r] + 1 + emitted[r])
-            counts = [emitted[r] for r in live]
-            starts = [sum(counts[:i]) for i in range(len(live))]
-            if observed:
-                proposer.observe_step(live, [pos[r] for r in live], counts, starts, torch.zeros(sum(counts), 1))
-            for r in live:
-                pos[r] += emitted[r]
-                left[r] -= emitted[r]
-                if left[r] <= 0:
-                    del left[r]
-                    proposer.remove(r)
+            advance(proposer, live, emitted, pos, left, observed)
     return seconds, drafted / max(rounds, 1)
+
+
+def advance(proposer: DSparkProposer, live: list[str], emitted: dict[str, int], pos: dict[str, int],
+            left: dict[str, int], observed: bool) -> None:
+    """After a step: its features shown to the proposer (when captured), each request moved on by
+    the tokens it emitted, and the finished ones removed."""
+    counts = [emitted[r] for r in live]
+    if observed:
+        proposer.observe_step(live, [pos[r] for r in live], counts, [sum(counts[:i]) for i in range(len(live))],
+                              torch.zeros(sum(counts), 1))
+    for r in live:
+        pos[r] += emitted[r]
+        left[r] -= emitted[r]
+        if left[r] <= 0:
+            del left[r]
+            proposer.remove(r)
 
 
 def simulate(args, decode: SPSProfile, spec: SPSProfile, p_true: float, short: SPSProfile | None,
