@@ -21,7 +21,10 @@ the H200's drafters of sessions 18-20. `--equal` gives every reply 128 tokens, a
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
 prints each step of the first N batches of seed 0: D drafted, z dormant, d declined (asked),
-B captured and buffered, k captured (nothing buffered), s proposed with nothing drafted.
+B captured and buffered, k captured (nothing buffered), s proposed with nothing drafted;
+`--breakdown` prints per concurrency each overhead's share of plain decoding's time (captures,
+syncs, flushes) and the drafted rounds' net share (negative: they gain), which add up to the
+policy's time over plain decoding's.
 
 Session 20 found with it, on the H200-like case (`--equal --p 0.7`, which fixed-7 runs at 0.77x
 at 8 requests), batches whose requests all had gaps capturing features to their end with a sync
@@ -62,14 +65,20 @@ class Clock:
         self.decode, self.spec, self.k = decode, spec, k
         self.capture, self.flush, self.sync = capture, flush, sync
         self.seconds, self.after_draft = 0.0, False
+        self.extra = dict.fromkeys(("capture", "sync", "flush"), 0.0)   # seconds of each overhead
 
     def plain(self, batch: int, captured: bool, synced: bool) -> None:
-        extra = (self.capture if captured else 0.0) + (self.sync if self.after_draft or synced else 0.0)
-        self.seconds += (1.0 + extra) / self.decode.at(batch)
+        step = 1.0 / self.decode.at(batch)
+        capture = self.capture * step if captured else 0.0
+        sync = self.sync * step if self.after_draft or synced else 0.0
+        self.extra["capture"] += capture
+        self.extra["sync"] += sync
+        self.seconds += step + capture + sync
         self.after_draft = False
 
     def drafted(self, batch: int) -> None:
         flush = 0.0 if self.after_draft else self.flush / self.decode.at(batch)
+        self.extra["flush"] += flush
         self.seconds += 1.0 / self.spec.at(batch * (self.k + 1)) + flush
         self.after_draft = True
 
@@ -130,9 +139,10 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
 
 
 def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: float, seed: int,
-             trace: int = 0) -> dict[int, tuple[float, float]]:
+             trace: int = 0) -> dict[int, tuple[float, float, dict[str, float]]]:
     """One run of the plan (the proposer kept across it): concurrency -> (plain / policy time,
-    plain / fixed-k time)."""
+    plain / fixed-k time, {overhead or "rounds": its share of plain decoding's time}: the captures,
+    syncs and flushes (`Clock`), and the rest, the drafted rounds' net loss (negative: gain))."""
     rng = random.Random(seed)
     proposer = DSparkProposer(sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY), args.k, spec,
                               decode=decode)
@@ -146,7 +156,10 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
             if b < trace:
                 print(f"p={p} c={c} batch {b}: {marks}")
         plain = sim.plain_seconds(decode, work)
-        out[c] = (plain / clock.seconds, plain / sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True))
+        shares = {kind: seconds / plain for kind, seconds in clock.extra.items()}
+        shares["rounds"] = (clock.seconds - sum(clock.extra.values())) / plain - 1.0
+        fixed = sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True)
+        out[c] = (plain / clock.seconds, plain / fixed, shares)
     return out
 
 
@@ -163,6 +176,8 @@ def main() -> None:
     parser.add_argument("--flush", type=float, default=1.5)
     parser.add_argument("--sync", type=float, default=0.9)
     parser.add_argument("--trace", type=int, default=0)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="per concurrency, each overhead's share of plain decoding's time (mean over seeds)")
     args = parser.parse_args()
     try:
         args.plan = [tuple(int(x) for x in item.split(":")) for item in args.plan.split(",")]
@@ -181,6 +196,10 @@ def main() -> None:
             cells.append(f"{c}: {sum(ratios) / len(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}, "
                          f"fixed-{args.k} {fixed:.3f})")
         print(f"p={p}  " + "  ".join(cells), flush=True)
+        if args.breakdown:
+            for c, _ in args.plan:
+                shares = {kind: sum(run[c][2][kind] for run in runs) / len(runs) for kind in runs[0][c][2]}
+                print(f"    {c}: " + "  ".join(f"{kind} {100 * share:+.1f}%" for kind, share in shares.items()))
 
 
 if __name__ == "__main__":

@@ -138,6 +138,32 @@ def test_a_young_loss_pauses_briefly_and_a_settled_win_overrules_the_spread(fake
     assert mixed.pauses.left(8) == 0
 
 
+def test_a_loss_implied_by_a_spread_is_priced_as_settled_until_a_round_wins(fake_runner) -> None:
+    """A bucket paused by a settled loss below it (`_spread_loss`) is not probed as a young one
+    once that pause runs out: its first losing round pauses as long as a settled loss would
+    (probe overhead included), spreads and declines; a round there that wins ends that."""
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    settle(proposer, 4)
+    proposer.propose(ready_requests(proposer, 4))
+    assert proposer.pauses.left(8) >= LONG and proposer.pauses.rounds(8) == 0   # implied, not judged
+    proposer.pauses.pause(8, 0)                     # the implied pause ran out
+    assert any(d.token_ids for d in proposer.propose(ready_requests(proposer, 8)))   # a probe, lost
+    gain = proposer.pauses.gain(8)
+    assert gain < 1 and proposer.pauses.rounds(8) == 1
+    assert proposer.pauses.left(8) == proposer.costs.probe_pause(8, gain) >= LONG
+    assert not proposer.wants_features()            # declined as after a settled loss
+    # Without the spread, the same round at a young 8 pauses briefly (the test above).
+    young = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    young.propose(ready_requests(young, 8))
+    young_gain = young.pauses.gain(8)
+    assert young.pauses.left(8) == max(young.probe_every, young.costs.probe_pause(8, young_gain, 0.0))
+    assert young.pauses.left(8) < proposer.pauses.left(8) and young.wants_features()
+    # A round that wins at 8 drops the mark: the next loss there is young again.
+    proposer.pauses.pause(8, 0)
+    proposer.pauses.judge(8, 5.0)                   # (the average wins from here)
+    assert proposer.propose(ready_requests(proposer, 8)) and 8 not in proposer._inferred
+
+
 def test_a_gap_found_where_drafting_wins_stops_the_declines_after_losses(fake_runner) -> None:
     """Declining after measured losses gaps the requests running; when such a request reaches a
     load where drafting wins (the last request of a batch), that decline stops for good, while

@@ -50,6 +50,17 @@ def test_drafted_rounds_and_syncs_are_charged(sim) -> None:
     assert clock.seconds == pytest.approx(1.5 / 1000 + 1 / 400 + 2.0 / 1000)
     clock.plain(1, captured=False, synced=False)              # after a drafted round: a sync
     assert clock.seconds == pytest.approx(1.5 / 1000 + 1 / 400 + 2.0 / 1000 + 2.0 / 1000)
+    assert clock.extra == pytest.approx({"capture": 0.5 / 1000, "sync": 1.0 / 1000, "flush": 2.0 / 1000})
+
+
+def test_the_breakdown_adds_up_to_the_ratio(sim) -> None:
+    """`--breakdown`: the overheads' and the rounds' shares of plain decoding's time add up to
+    the policy's time over it."""
+    out = sim.simulate(args(), DECODE, SPEC, 0.9, seed=0)
+    for ratio, _, shares in out.values():
+        assert set(shares) == {"capture", "sync", "flush", "rounds"}
+        assert 1.0 + sum(shares.values()) == pytest.approx(1.0 / ratio)
+    assert out[1][2]["rounds"] < 0 < out[1][2]["flush"]      # at 1 drafting pays, after its transitions
 
 
 def test_a_batch_whose_requests_all_have_gaps_stays_dormant(sim) -> None:

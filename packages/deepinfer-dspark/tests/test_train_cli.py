@@ -31,7 +31,7 @@ def test_train_then_calibrate(tmp_path) -> None:
                                                      "training.json"]
     report = json.loads((out / "training.json").read_text())
     assert [e["step"] for e in report["history"]] == [2, 4]
-    assert report["num_train_sequences"] == 6 and report["num_held_out_sequences"] == 3
+    assert report["num_train_sequences"] == 6 and report["num_held_out_sequences"] == 3 and report["target_cache"]
     assert report["calibration"]["rollouts"] > 0
     drafter = load_checkpoint(out)
     assert drafter.config.target_layer_ids == (0, 2) and drafter.config.block_size == 4
@@ -49,3 +49,14 @@ def test_bad_arguments_fail_before_any_work(tmp_path) -> None:
         main(["train", "--out", str(tmp_path), "--target-layer-ids", "a,b"])
     with pytest.raises(ValueError, match="steps"):
         main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path), "--steps", "-1"])
+
+
+def test_no_target_cache_runs_the_target_every_step(tmp_path) -> None:
+    target = build_tiny_target(tmp_path / "target")
+    main(["train", "--target", str(target), "--out", str(tmp_path / "drafter"), *SMALL,
+          "--num-calibration-prompts", "0", "--steps", "2", "--log-every", "1", "--layers", "1",
+          "--block-size", "4", "--markov-rank", "0", "--target-layer-ids", "0,2", "--batch-size", "3",
+          "--anchors", "4", "--no-target-cache"])
+    report = json.loads((tmp_path / "drafter" / "training.json").read_text())
+    assert report["target_cache"] is False and report["steps_run"] == 2
+    assert all(e["loss"] == e["loss"] for e in report["history"])   # finite (not NaN) losses

@@ -143,9 +143,12 @@ class PausePolicy:
         rounds, the pause also pays for the next probe's overhead (`PROBE_OVERHEAD_STEPS`: with
         the defaults at least 101 rounds), the larger buckets that cannot gain more pause as long
         (`_spread_loss`), and the bucket's features are declined while it is paused
-        (`decline_features`, `ledger_decline`); a younger average (the first rounds at a bucket,
-        before the acceptance ratio has settled) pauses for the backoff or the round's own loss
-        only. When the round wins or the average does, the backoff is reset: a round that wins
+        (`decline_features`, `ledger_decline`). So does a bucket whose loss a settled smaller
+        bucket implied (`_spread_loss`), from its first losing round, until a round there wins
+        (session 21's `sim_engine_calls.py`: at 32 requests, probing as a young bucket once the
+        implied pause ran out lost 5-7% with a drafter that wins at 1-2). A younger average (the
+        first rounds at a bucket, before the acceptance ratio has settled) pauses for the backoff
+        or the round's own loss only. When the round wins or the average does, the backoff is reset: a round that wins
         while the average loses drafts on, so the average catches up as drafted rounds
         accumulate. A `partial` round (some requests could not draft: a gap in their context) is
         not evidence about the bucket: it is not judged, and when it lost it pauses as long as a
@@ -179,8 +182,9 @@ class PausePolicy:
             else:
                 ledger.won(batch)
             return
+        bucket = ledger_bucket(batch)
         if self.pauses.judge(batch, gain) and gain <= 1:
-            settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS   # else a young average: short pauses
+            settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS or bucket in self._inferred   # else short pauses
             at_least = self.costs.probe_pause(batch, gain, None if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:
@@ -190,6 +194,7 @@ class PausePolicy:
                     self._ledger_ruled.add(ledger_bucket(batch))
         else:
             self.pauses.won(batch)
+            self._inferred.discard(bucket)
 
     def _spread_loss(self, batch: int, rounds: int) -> None:
         """A measured loss at `batch` is one at every larger bucket whose gain factor is no larger
@@ -197,7 +202,8 @@ class PausePolicy:
         no more there): those pause at least `rounds` too (and decline their features while
         `ledger_decline`), so a chat batch shrinking through the buckets probes a losing
         load once rather than once per bucket. A bucket whose own settled average wins keeps
-        drafting (its rounds' evidence overrules the inference: the profiles are interpolated)."""
+        drafting (its rounds' evidence overrules the inference: the profiles are interpolated).
+        The buckets paused are marked `_inferred`: their next losing round is priced as settled."""
         factor = self.costs.gain_factor(batch)
         for bucket in buckets_above(batch, self.max_batch):
             own = self.pauses.gain(bucket)   # a settled average of its own that wins overrules
@@ -205,6 +211,7 @@ class PausePolicy:
                 continue
             if self.costs.gain_factor(bucket) <= factor:
                 self.pauses.extend(bucket, rounds)
+                self._inferred.add(bucket)
                 if self.ledger_decline:
                     self._ruled_out.add(bucket)   # its requests get a gap when a step is declined
                     self._ledger_ruled.add(bucket)

@@ -147,6 +147,7 @@ class DSparkProposer(PausePolicy):
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
         self._ledger_ruled: set[int] = set()  # buckets declined after measured losses
         self._ledger_declined = 0             # steps declined there (counted up to the first)
+        self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
         self.retired_reason = ""

@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bf16 autocast on CUDA with auto; float32 master weights always")
     train.add_argument("--calibration-anchors", type=int, default=16, help="rollouts per held-out reply")
     train.add_argument("--log-every", type=int, default=50, help="steps between log lines")
+    train.add_argument("--no-target-cache", action="store_true",
+                       help="run the target every step instead of caching its features and last hidden "
+                            "states once per sequence (TrainConfig.cache_target)")
     cal = sub.add_parser("calibrate", help="refit calibration.json for a trained drafter (train already fits it)",
                          formatter_class=defaults)
     _data_args(cal, 128)
@@ -175,7 +178,7 @@ def run_train(args: argparse.Namespace) -> dict:
     start, device = time.time(), _check_flags(args)
     train_cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, anchors_per_sequence=args.anchors,
                             lr=args.lr, precision=args.precision, seed=args.seed, loss=LossWeights(),
-                            log_every=args.log_every)   # validated before the slow steps
+                            log_every=args.log_every, cache_target=not args.no_target_cache)   # validated early
     docs = stdlib_docstrings(args.num_prompts + args.num_calibration_prompts, seed=args.seed,
                              max_chars=args.max_prompt_chars)
     prompts = build_prompts(docs)
@@ -192,8 +195,10 @@ def run_train(args: argparse.Namespace) -> dict:
          f"{len(train_seqs)} sequences; target layers {list(target.target_layer_ids)}, mask token {mask}")
     cache_start = time.time()
     trainer = DraftTrainer(drafter, target, train_seqs, train_cfg)
+    cached = trainer.cache is not None
     _log(f"target features and last hidden states cached once per sequence in {time.time() - cache_start:.1f} s"
-         if trainer.cache is not None else "target run every step (its cache would take over half the free memory)")
+         if cached else "target run every step (--no-target-cache)" if args.no_target_cache
+         else "target run every step (its cache would take over half the free memory)")
     train_start = time.time()
     history = trainer.train(
         on_log=lambda e: _log(f"step {e['step']}/{args.steps} loss {e['loss']:.4f} ce {e['ce']:.3f} "
@@ -212,7 +217,8 @@ def run_train(args: argparse.Namespace) -> dict:
              f"temperatures {[round(t, 3) for t in calibration['temperatures']]}")
     report = {"target": str(path), "device": str(device), "args": vars(args),
               "num_train_sequences": len(train_seqs), "num_held_out_sequences": len(held_out),
-              "steps_run": history[-1]["step"] if history else 0, "history": history, "calibration": calibration,
+              "steps_run": history[-1]["step"] if history else 0, "target_cache": cached, "history": history,
+              "calibration": calibration,
               "seconds": {"train": round(train_time, 1), "total": round(time.time() - start, 1)}}
     (out / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
     _log(f"wrote {out} in {report['seconds']['total']} s")
