@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -164,15 +165,75 @@ def profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> 
 
 def torch_profile_run(llm, prompts: list, max_tokens: int, label: str, path: Path) -> None:
     """Appends to `path` the 30 costliest ops by device time of one more run (`torch.profiler`,
-    CPU and CUDA activities): where the GPU time goes, which a cProfile of the host cannot say."""
+    CPU and CUDA activities): where the GPU time goes, which a cProfile of the host cannot say.
+    The run's host phases are marked (`annotated`) and its trace is exported next to `path` as
+    `<stem>-<label with dashes>.trace.json.gz` (for `gpu_gaps.py`: the GPU's idle gaps by the
+    host phase that kept it waiting)."""
+    import gzip
+    import os
+    import shutil
+
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     from deepinfer_core import SamplingParams
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    with profile(activities=activities) as prof:
+    with annotated(llm), profile(activities=activities) as prof:
         llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens))
     sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
     with open(path, "a") as f:
         f.write(f"==== {label}\n{prof.key_averages().table(sort_by=sort, row_limit=30)}\n")
+    trace = path.with_name(f"{path.stem}-{label.replace(' ', '-')}.trace.json")
+    prof.export_chrome_trace(str(trace))
+    with open(trace, "rb") as src, gzip.open(f"{trace}.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.remove(trace)
+
+
+# The host phases `annotated` marks: (path from the engine, label). Missing ones are skipped
+# (an engine without speculation has no proposer).
+PHASES = (("scheduler.schedule", "schedule"), ("runner.execute_model", "execute"),
+          ("speculative.verify", "verify"), ("speculative.observe", "observe"),
+          ("speculative.commit", "commit"), ("speculative.propose", "propose"),
+          ("speculative.proposer.runner.draft", "draft"), ("speculative.proposer._plan_pause", "plan"))
+
+
+@contextmanager
+def annotated(llm):
+    """Marks the engine's host phases (`PHASES`, and DSpark's `schedule_round`) with
+    `torch.profiler.record_function` for the duration of the block: each call of those methods
+    becomes a user annotation in a profiler trace. The methods are wrapped on their instances and
+    restored afterwards."""
+    import sys
+
+    from torch.profiler import record_function
+
+    def wrap(fn, label):
+        def marked(*args, **kwargs):
+            with record_function(label):
+                return fn(*args, **kwargs)
+        return marked
+
+    patched = []
+    for dotted, label in PHASES:
+        owner = llm.engine
+        *parents, attr = dotted.split(".")
+        for name in parents:
+            owner = getattr(owner, name, None)
+        if owner is None or not hasattr(owner, attr):
+            continue
+        patched.append((owner, attr, owner.__dict__.get(attr)))
+        setattr(owner, attr, wrap(getattr(owner, attr), label))
+    module = sys.modules.get("deepinfer_dspark.proposers")
+    if module is not None and hasattr(module, "schedule_round"):
+        patched.append((module, "schedule_round", module.schedule_round))
+        module.schedule_round = wrap(module.schedule_round, "schedule_round")
+    try:
+        yield
+    finally:
+        for owner, attr, original in reversed(patched):
+            if original is None and owner is not module:
+                delattr(owner, attr)   # the class's method again
+            else:
+                setattr(owner, attr, original)

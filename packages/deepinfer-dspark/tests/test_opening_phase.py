@@ -260,3 +260,35 @@ def test_a_paused_opening_does_not_keep_the_features_of_a_load_ruled_out() -> No
     assert proposer.dormant_rounds(2) > 0   # and the engine may skip asking for a while
     drafts = proposer.propose([DraftRequest(r, [1] * 11, K, 0.0, 0, 1.0, 0.0, 0, 0) for r in ("a", "b")])
     assert not any(d.token_ids for d in drafts)
+
+
+def test_openings_are_judged_against_one_where_the_body_settled_a_loss() -> None:
+    """`worth_skipping` prices the transition from a paused opening into a drafting body. Where
+    the body's settled average loses (or a smaller bucket's loss paused it, `_inferred`), the body
+    will not draft after the opening: an opening round that loses a little (gain 0.97, above
+    `worth_skipping`'s 0.94) pauses the openings. Before the body has settled, it drafts on."""
+    from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
+
+    def opening_round(proposer: DSparkProposer) -> int:
+        proposer._plan_pause(0.94, [K], 1, opening=True)   # tau 1.94 at half a plain step's rate: 0.97
+        return proposer.openings.ledger.left(1)
+
+    def fresh() -> DSparkProposer:
+        return DSparkProposer(Runner(0.3, 0.3), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+
+    assert OpeningPhase(8, 64).worth_skipping < 0.97
+    young = fresh()
+    for _ in range(SETTLED_ROUNDS - 1):
+        young.pauses.judge(1, 0.8)
+    assert opening_round(young) == 0
+    settled = fresh()
+    for _ in range(SETTLED_ROUNDS):
+        settled.pauses.judge(1, 0.8)
+    assert opening_round(settled) > 0
+    winning = fresh()
+    for _ in range(SETTLED_ROUNDS):
+        winning.pauses.judge(1, 1.2)
+    assert opening_round(winning) == 0
+    inferred = fresh()
+    inferred._inferred.add(1)
+    assert opening_round(inferred) > 0

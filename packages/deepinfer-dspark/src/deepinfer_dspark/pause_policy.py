@@ -155,7 +155,8 @@ class PausePolicy:
         settled loss would (at least `NOTHING_READY_PAUSE` rounds), backoff untouched. An `opening`
         round (every request in its reply's first `OPENING_TOKENS`) is priced with the openings'
         own acceptance ratio and judged in the openings' ledger instead, against
-        `OpeningPhase.worth_skipping`, and a loss there (partial rounds and rounds without a decode
+        `OpeningPhase.worth_skipping` (against 1 where the body will not draft after it:
+        `_body_loses`), and a loss there (partial rounds and rounds without a decode
         profile included) pauses openings only: no declined features, no spread (`OpeningPhase`).
         """
         verified = sum(lengths)
@@ -175,7 +176,8 @@ class PausePolicy:
                 ledger.pause(batch, max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain)))
             return
         if opening:   # judged apart, paused apart: no decline, no spread (`OpeningPhase`)
-            gain /= self.openings.worth_skipping   # a paused opening pays a transition when it ends
+            if not self._body_loses(batch):   # a paused opening pays a transition into a drafting body
+                gain /= self.openings.worth_skipping
             if ledger.judge(batch, gain) and gain <= 1:
                 settled = ledger.rounds(batch) >= SETTLED_ROUNDS
                 ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, None if settled else 0.0))
@@ -195,6 +197,16 @@ class PausePolicy:
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
+
+    def _body_loses(self, batch: int) -> bool:
+        """Whether the body rounds at `batch`'s bucket have a settled average that loses
+        (`SETTLED_ROUNDS` judged, gain at most 1) or were paused by one at a smaller bucket
+        (`_inferred`): the body will not draft after the opening, so a paused opening ends
+        without the transition `OpeningPhase.worth_skipping` prices."""
+        if ledger_bucket(batch) in self._inferred:
+            return True
+        gain = self.pauses.gain(batch)
+        return gain is not None and gain <= 1 and self.pauses.rounds(batch) >= SETTLED_ROUNDS
 
     def _spread_loss(self, batch: int, rounds: int) -> None:
         """A measured loss at `batch` is one at every larger bucket whose gain factor is no larger
