@@ -21,8 +21,9 @@ class StepTimes:
 
     With `log` (a list), every step is also appended to it in order: a dict of the requests
     running before it, its kind, its milliseconds, the (request, step) pairs buffered before it,
-    and what the scheduler put in it (prefill tokens, requests verifying drafts, requests
-    scheduled): `--step-log`.
+    what the scheduler put in it (prefill tokens, requests verifying drafts, requests
+    scheduled), and its end on the wall clock (`t`, Unix seconds: to line steps up with
+    `nvidia-smi` samples of the GPU's clocks): `--step-log`.
 
     NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
@@ -51,7 +52,7 @@ class StepTimes:
                 totals = {key: sum(plan[key] for plan in planned)
                           for key in ("scheduled", "prefill_tokens", "verifying")}
                 self.log.append({"running": running, "kind": kind, "ms": round(1e3 * elapsed, 3),
-                                 "buffered": before[1], **totals})
+                                 "buffered": before[1], **totals, "t": round(time.time(), 4)})
             return out
 
         self.engine.step = step

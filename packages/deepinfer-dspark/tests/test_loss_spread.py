@@ -13,7 +13,7 @@ from deepinfer_core.interfaces import DraftRequest
 
 from deepinfer_dspark.draft_costs import PROBE_OVERHEAD_STEPS, PROBE_SHARE
 from deepinfer_dspark.pause_ledger import PauseLedger, buckets_above
-from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, SETTLED_ROUNDS
+from deepinfer_dspark.pause_policy import CAPTURE_SHARE, NOTHING_READY_PAUSE, SETTLED_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -252,3 +252,49 @@ def test_declines_where_drafting_is_ruled_out_anyway_do_not_count_for_regret(fak
     proposer.pauses.pause(1, 0)
     proposer.propose(gapped)
     assert not proposer.ledger_decline
+
+
+def test_a_dormant_batch_of_gapped_requests_at_a_winning_load_regrets(fake_runner) -> None:
+    """A batch whose every request has a gap is dormant (`dormant_rounds`: `propose` is not
+    asked), so the regret `propose` would find there comes from `dormant_passed`: on the H200
+    (session 21) a 2-request batch declined at 2 ran its last request alone, plain, where
+    drafting had won 1.41. At a load with no settled win nothing changes."""
+    for won_at_1 in (True, False):
+        proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+        settle(proposer, 4)
+        proposer.propose(ready_requests(proposer, 4))   # a settled loss: declined at 4-8
+        assert not proposer.wants_features()            # a step declined after the loss
+        gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 40)]   # holds 0 positions
+        proposer.pauses.pause(1, 0)
+        assert not proposer.propose(gapped)[0].token_ids   # found with a gap, alone: no settled win yet
+        assert "g" in proposer.feed.gapped and proposer.ledger_decline
+        if won_at_1:
+            settle(proposer, 1, gain=1.3)
+        rounds = proposer.dormant_rounds(1)             # only "g" left, and it cannot draft
+        assert rounds > 0 and proposer.ledger_decline
+        proposer.dormant_passed(1, rounds)
+        assert proposer.ledger_decline != won_at_1, won_at_1
+
+
+def test_regret_weighs_the_gaps_cost_against_the_declines_savings(fake_runner) -> None:
+    """Each step declined after a measured loss saves a capture (`CAPTURE_SHARE` plain steps);
+    each round a gapped request runs plain where drafting won `g` costs `g - 1`. The declines
+    stop once the costs exceed the savings, not at the first gapped round: in
+    `sim_engine_calls.py --equal` (batches of 8 ending together) a regret at the first gapped
+    round at 2 kept 8's features, and its losing probes, for good."""
+    proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+    settle(proposer, 4)
+    proposer.propose(ready_requests(proposer, 4))
+    declined = 0
+    while proposer.idle_rounds() > 0 and declined < 100:
+        declined += not proposer.wants_features()
+        proposer.idle_round(4)
+    assert declined == 100 and proposer._ledger_declined == 100   # saved 100 * CAPTURE_SHARE = 2 steps
+    settle(proposer, 1, gain=1.3)
+    gapped = [DraftRequest("g", list(range(20)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
+    rounds = 0
+    while proposer.ledger_decline:
+        proposer.pauses.pause(1, 0)
+        assert not proposer.propose(gapped)[0].token_ids
+        rounds += 1
+    assert rounds == math.floor(100 * CAPTURE_SHARE / 0.3) + 1, rounds   # 0.3 plain steps lost a round

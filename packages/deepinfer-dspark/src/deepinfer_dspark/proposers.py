@@ -71,7 +71,8 @@ class DSparkProposer(PausePolicy):
         decline_features: while drafting is paused at the current load because even accepting
             every draft could not pay there (`cannot_pay`, `expected_loss`), or after a settled
             measured loss there or below (`_plan_pause`, `_spread_loss`; until a request with a
-            gap is found at a load where drafting has a settled win: `_regret_gaps`), decline the
+            gap has cost more at loads where drafting has a settled win than the declines saved:
+            `_regret_gaps`), decline the
             target's features (`wants_features`: the target skips them, 1.5-2% of a decode
             step at 8-32 requests and 3-5% at 64-256 on the H200); the requests then running, and those
             admitted while declined, are never drafted again (their context has a gap).
@@ -146,7 +147,8 @@ class DSparkProposer(PausePolicy):
         self._ruled_out: set[int] = set()    # buckets whose features are declined while paused
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
         self._ledger_ruled: set[int] = set()  # buckets declined after measured losses
-        self._ledger_declined = 0             # steps declined there (counted up to the first)
+        self._ledger_declined = 0             # steps declined there
+        self._gap_cost = 0.0                  # plain steps gapped requests cost at winning loads (`_regret_gaps`)
         self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
@@ -239,7 +241,7 @@ class DSparkProposer(PausePolicy):
         self.declined_steps += declined
         if declined and self.pending.holds:   # the running requests get a gap: their rows are useless
             self.pending.clear()   # (else kept until a flush: 44k rows of 256 chat prompts, 58-231 ms)
-        if declined and not self._ledger_declined and ledger_bucket(self._last_batch) in self._ledger_ruled:
+        if declined and ledger_bucket(self._last_batch) in self._ledger_ruled:
             # a step declined after a measured loss only, not where drafting is ruled out anyway
             self._ledger_declined += not self.cannot_pay(self._last_batch) and not self.expected_loss(self._last_batch)
         return not declined
@@ -307,7 +309,7 @@ class DSparkProposer(PausePolicy):
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
         if len(ready) < len(requests) and self._ledger_declined:
-            self._regret_gaps(batch)
+            self._regret_gaps(batch, 1.0 - len(ready) / len(requests))
         if not ready:   # every context has a gap (features declined) or is incomplete: nothing can draft
             # A context short of the committed positions has a gap for good (a recompute may close it):
             # features are declined while every running request has one (`PausePolicy.dormant_rounds`).
