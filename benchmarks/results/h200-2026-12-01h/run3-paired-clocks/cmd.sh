@@ -11,8 +11,8 @@ T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
 P=benchmarks/results/h200-2026-12-01c/run3-paired-dormant
 nvidia-smi -q -d PERFORMANCE,CLOCK,POWER > $OUT/perf_before.txt 2>&1
 date +%s.%N > $OUT/clock_start.txt
-Q=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu,pstate,clocks_event_reasons.active,temperature.gpu
-nvidia-smi --query-gpu=$Q --format=csv,noheader -c 1 > /dev/null 2>&1 || Q=${Q/clocks_event/clocks_throttle}
+Q=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu,pstate,temperature.gpu
+nvidia-smi --query-gpu=$Q --format=csv,noheader -c 1 > /dev/null 2>&1 || Q=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu
 nvidia-smi --query-gpu=$Q --format=csv,noheader -lms 100 > $W/clocks.csv 2>&1 &
 SMI=$!
 timeout 560 python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target $T --drafter ~/drafter_real \

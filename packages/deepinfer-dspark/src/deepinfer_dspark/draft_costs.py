@@ -24,6 +24,18 @@ LONGEST_PROBE_PAUSE = 2048   # rounds: the longest pause that share sets (the ev
 # H200 with SmolLM2-135M such a round took 4.5-6.3 ms at 8 requests against 3.3 ms for a drafted
 # round and ~1.05 ms for a plain step (BENCHMARKS.md, session 15's step log): 1-3 plain steps.
 PROBE_OVERHEAD_STEPS = 2.0
+# At few requests a probe costs more, in plain steps: capturing the features for the steps before it
+# weighs more against a plain step. On the H200 (session 23, 1 request, step log of call 4) a
+# probed call lost ~6 plain steps besides its rounds' own loss: 31 captured steps at +0.1 ms
+# (plain 1.2 ms), the flush +3 ms, the step after the round +1 ms.
+SMALL_BATCH_OVERHEAD_STEPS = 4.0
+
+
+def probe_overhead(batch: int) -> float:
+    """Plain steps a probe at `batch` requests loses besides its rounds' own loss:
+    `PROBE_OVERHEAD_STEPS + SMALL_BATCH_OVERHEAD_STEPS / batch` (6 at 1 request, 2.5 at 8: a fit
+    to the H200's two measurements, sessions 15 and 23)."""
+    return PROBE_OVERHEAD_STEPS + SMALL_BATCH_OVERHEAD_STEPS / max(batch, 1)
 
 
 class DraftCosts:
@@ -91,7 +103,7 @@ class DraftCosts:
         doubling backoff alone (8, 16, 32, ... rounds) the first probes could cost a third of the
         time: on the H200 profiles of session 11 (BENCHMARKS.md) a probe at 32 requests loses ~2.5
         plain steps, against a first pause of 8. At most `LONGEST_PROBE_PAUSE`."""
-        overhead = PROBE_OVERHEAD_STEPS if overhead is None else overhead
+        overhead = probe_overhead(batch) if overhead is None else overhead
         lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0) \
             + overhead
         if not math.isfinite(lost_steps) or lost_steps / PROBE_SHARE >= LONGEST_PROBE_PAUSE:

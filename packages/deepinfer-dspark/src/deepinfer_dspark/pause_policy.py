@@ -145,8 +145,8 @@ class PausePolicy:
         both profiles measured rounds of the same requests. Drafting then pauses for the bucket's
         backoff, which doubles (up to `max_probe_every`), or longer when the round's loss asks
         for it (`DraftCosts.probe_pause`). Once the bucket has judged `SETTLED_ROUNDS` drafted
-        rounds, the pause also pays for the next probe's overhead (`PROBE_OVERHEAD_STEPS`: with
-        the defaults at least 101 rounds), the larger buckets that cannot gain more pause as long
+        rounds, the pause also pays for the next probe's overhead (`probe_overhead`: with the
+        defaults at least 100 rounds, 300 at 1 request), the larger buckets that cannot gain more pause as long
         (`_spread_loss`), and the bucket's features are declined while it is paused
         (`decline_features`, `ledger_decline`). So does a bucket whose loss a settled smaller
         bucket implied (`_spread_loss`), from its first losing round, until a round there wins
