@@ -21,8 +21,9 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
   - `confidence-direct` and `confidence-measured` (by name only): `defer_context` false, and
     `measure_step_times` true.
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
-`chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s); per-user tok/s = mean over requests of
-tokens / (finish - arrival); mean verified / accepted lengths from the engine's counters.
+`chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s);
+per-user tok/s = mean over requests of tokens / (finish - arrival); mean verified / accepted
+lengths from the engine's counters (with `--interleave`, over every call).
 
 `--interleave N` keeps every variant's engine alive and, per concurrency, runs N rounds of one
 call per variant (the order rotated each round); it reports each variant's median and the median
@@ -75,11 +76,16 @@ def _numbers(outs: list, wall: float) -> dict:
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
                                for o in outs)
-    m = [o.metrics for o in outs]
-    rounds = sum(x.spec_rounds for x in m)
     return {"tok/s": tokens / wall, "per-user tok/s": per_user, "tokens": tokens,
-            "verified/round": sum(x.spec_verified for x in m) / rounds if rounds else 0.0,
-            "accepted len": (sum(x.spec_accepted for x in m) + rounds) / rounds if rounds else 1.0}
+            **_lengths([o.metrics for o in outs])}
+
+
+def _lengths(metrics: list) -> dict:
+    """Mean verified drafts per drafted round and mean accepted length (accepted drafts plus the
+    bonus token) over `metrics` (`RequestMetrics`); 0 and 1 without drafted rounds."""
+    rounds = sum(x.spec_rounds for x in metrics)
+    return {"verified/round": sum(x.spec_verified for x in metrics) / rounds if rounds else 0.0,
+            "accepted len": (sum(x.spec_accepted for x in metrics) + rounds) / rounds if rounds else 1.0}
 
 
 def main() -> None:
@@ -281,25 +287,30 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
 def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
                 log_path: Path | None = None) -> list:
     """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round. One
-    row per engine: its median call and `paired`, the median over rounds of its tok/s divided by
-    the first engine's in that round (printed with the lowest and highest ratio). With `logs`
+    row per engine: its median call, its verified and accepted lengths over every call (a
+    confidence engine may draft in some calls only: session 23's median calls were dormant), and
+    `paired`, the median over rounds of its tok/s divided by the first engine's in that round
+    (printed with the lowest and highest ratio). With `logs`
     (engine -> the list its `StepTimes` appends to), each call's steps are appended to
     `log_path` (`--step-log`) as JSON lines tagged with the engine, concurrency, round and step."""
     names = list(llms)
     runs = {name: [] for name in names}
+    metrics = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             start = time.perf_counter()
             outs = llms[name].chat(prompts, params)
             wall = time.perf_counter() - start
             runs[name].append(_numbers(outs, wall))
+            metrics[name].extend(o.metrics for o in outs)
             if logs and log_path is not None:
                 append_steps(log_path, logs[name], name, c, r, wall)
     rows = []
     for name in names:
         ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
         median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
-        rows.append((c, name, {**median, "runs": len(runs[name]), "paired": statistics.median(ratios),
+        rows.append((c, name, {**median, **_lengths(metrics[name]), "runs": len(runs[name]),
+                               "paired": statistics.median(ratios),
                                "paired min": min(ratios), "paired max": max(ratios)}))
         print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, proposer_state(llms[name], c), flush=True)
     return rows

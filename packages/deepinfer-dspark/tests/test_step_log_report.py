@@ -85,3 +85,33 @@ def test_bad_arguments_name_the_field(report, tmp_path, monkeypatch, capsys, ext
         assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "log: no such file" in err
+
+
+def test_paired_rows_report_lengths_over_every_call(benchmark_script, monkeypatch) -> None:
+    """A confidence engine may draft in some calls only (session 23: its median calls were
+    dormant, and the table read 0 verified drafts): the lengths pool every call's counters,
+    while tok/s stays the median call's."""
+    from pathlib import Path
+    from types import SimpleNamespace
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+
+    class Fake:
+        """Calls alternately dormant and drafting (2 rounds of 7 verified; 7, then 3 accepted)."""
+        def __init__(self, drafts: bool) -> None:
+            self.calls, self.drafts = 0, drafts
+            self.engine = SimpleNamespace(speculative=SimpleNamespace(proposer=None))
+
+        def chat(self, prompts, params):
+            self.calls += 1
+            rounds = 2 if self.drafts and self.calls % 2 == 0 else 0
+            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=rounds,
+                                      spec_verified=7 * rounds,
+                                      spec_accepted=(7 if self.calls == 2 else 3) if rounds else 0)
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * 8)], metrics=metrics)]
+
+    rows = bench.paired_rows({"none": Fake(False), "confidence": Fake(True)}, ["p"], None, 5, 1)
+    (_, _, none), (_, _, conf) = rows
+    assert none["verified/round"] == 0.0 and none["accepted len"] == 1.0
+    assert conf["verified/round"] == 7.0 and conf["accepted len"] == pytest.approx((7 + 3 + 4) / 4)   # no single call's
+    assert conf["runs"] == 5
