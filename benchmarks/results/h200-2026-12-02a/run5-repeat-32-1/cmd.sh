@@ -1,0 +1,17 @@
+# Session 24, call 5 (right after call 4, same drafter): call 4 ran confidence at 0.69x plain decoding at
+# 32 requests (features kept in every paused step, 20 drafted rounds): again at 32 then at 1,
+# profiles measured in this process at 1-32 requests, 5 paired rounds.
+ls ~/drafter_real/config.json || exit 3
+source tools/gpu_env.sh >/dev/null 2>&1
+export PYTHONUNBUFFERED=1
+W=~/o5; rm -rf $W; mkdir -p $W
+T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
+timeout $((LIMIT - 20)) python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target $T --drafter ~/drafter_real \
+  --max-tokens 128 --concurrency 32 1 --fixed 7 --sps-method steps --sps-in-process \
+  --sps-sizes 1 2 4 8 16 32 --sps-warmup 3 --save-sps $OUT/sps.json \
+  --variants none none-again confidence fixed-7 --interleave 5 \
+  --kv-cache-gib 8 --step-log $W/steps.jsonl --out $OUT/dspark_paired.md > $OUT/bench_paired.log 2>&1
+echo "paired rc $? at ${SECONDS} s"
+gzip -f $W/steps.jsonl; cp $W/steps.jsonl.gz $OUT/
+grep -E "^[0-9]+ |profile at" $OUT/bench_paired.log | sed -E "s/'per-user tok\/s': [0-9.]+, //; s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-420
+grep -E "rror|Trace" $OUT/bench_paired.log | tail -5
