@@ -22,8 +22,12 @@ class StepTimes:
     With `log` (a list), every step is also appended to it in order: a dict of the requests
     running before it, its kind, its milliseconds, the (request, step) pairs buffered before it,
     what the scheduler put in it (prefill tokens, requests verifying drafts, requests
-    scheduled), and its end on the wall clock (`t`, Unix seconds: to line steps up with
-    `nvidia-smi` samples of the GPU's clocks): `--step-log`.
+    scheduled), the tokens its outputs emitted (`emitted`) and the drafts they accepted and
+    verified (`accepted`, `verified`: `EngineCoreOutput.spec_counts`; with asynchronous
+    scheduling a step reports the tokens of the step before it), the shortest reply among the
+    running requests before it (`reply`, tokens: where in the replies a round drafted), and its
+    end on the wall clock (`t`, Unix seconds: to line steps up with `nvidia-smi` samples of the
+    GPU's clocks): `--step-log`.
 
     NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
@@ -42,6 +46,7 @@ class StepTimes:
 
         def step():
             running, before = len(self.engine.scheduler.running), self._counters()
+            reply = min((r.num_output_tokens for r in self.engine.scheduler.running), default=0)
             planned.clear()
             start = time.perf_counter()
             out = original()
@@ -51,8 +56,11 @@ class StepTimes:
             if self.log is not None:
                 totals = {key: sum(plan[key] for plan in planned)
                           for key in ("scheduled", "prefill_tokens", "verifying")}
+                counts = [o.spec_counts for o in out if getattr(o, "spec_counts", None)]
                 self.log.append({"running": running, "kind": kind, "ms": round(1e3 * elapsed, 3),
-                                 "buffered": before[1], **totals, "t": round(time.time(), 4)})
+                                 "buffered": before[1], **totals, "t": round(time.time(), 4),
+                                 "emitted": sum(len(o.new_token_ids) for o in out), "reply": reply,
+                                 "accepted": sum(c[2] for c in counts), "verified": sum(c[1] for c in counts)})
             return out
 
         self.engine.step = step
