@@ -92,14 +92,16 @@ def compare_contexts(a, b, request_a: str, request_b: str) -> tuple[int, int, fl
 
 
 def run_pair(always, paused, inputs: list, params, draft_run: int, pause: int,
-             chat: bool) -> tuple[list[dict], Counter]:
+             chat: bool, pause_first: int = 0) -> tuple[list[dict], Counter]:
     """Generates each of `inputs` (one at a time) on both engines (`LLM`s: `always` drafting every
     round, `paused` with forced pauses, see the module docstring) and compares them.
 
     Returns:
         (one dict per reply: `tokens`, `same_reply`, context positions `na`/`nb`, `diff` (max |K/V|
         difference), `first_bad` (-1 when none), drafted rounds `ra`/`rb`, `common` anchors,
-        `tokens_equal`, `conf_diff`; the paused engine's verified lengths).
+        `tokens_equal`, `conf_diff`; the paused engine's verified lengths). With `pause_first`, the
+        paused engine is paused that many rounds before each reply, so its prompt's features are
+        buffered too (an engine paused at the load when a request arrives).
     """
     engines = {"always": always.engine.speculative.proposer, "paused": paused.engine.speculative.proposer}
     logs = {name: {} for name in engines}
@@ -109,6 +111,8 @@ def run_pair(always, paused, inputs: list, params, draft_run: int, pause: int,
     verified = pauser(engines["paused"], draft_run, pause)
     results = []
     for item in inputs:
+        if pause_first:
+            engines["paused"].pauses.pause(1, pause_first)
         outs = {name: (llm.chat([item], params) if chat else llm.generate([item], params))[0].outputs[0].token_ids
                 for name, llm in (("always", always), ("paused", paused))}
         with torch.inference_mode():
@@ -153,6 +157,8 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--draft-run", type=int, default=3, help="drafted rounds between pauses")
     parser.add_argument("--pause", type=int, default=6, help="rounds of each pause")
+    parser.add_argument("--pause-first", type=int, default=0,
+                        help="rounds the paused engine is paused before each reply (its prompt's features buffered)")
     parser.add_argument("--kv-cache-gib", type=float, default=2.0)
     parser.add_argument("--dtype", default=None, help="engine dtype (e.g. float32: no bfloat16 near-ties)")
     parser.add_argument("--plain", action="store_true", help="also compare both replies with plain decoding's")
@@ -175,7 +181,8 @@ def main() -> int:
     paused = LLM(args.target, speculative_config=paused_spec, **kw)
     pool = [[{"role": "user", "content": p}] for p in build_prompts(stdlib_docstrings(args.requests, seed=12345))]
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
-    results, verified = run_pair(always, paused, pool[: args.requests], params, args.draft_run, args.pause, chat=True)
+    results, verified = run_pair(always, paused, pool[: args.requests], params, args.draft_run, args.pause, chat=True,
+                                 pause_first=args.pause_first)
     for i, r in enumerate(results):
         print(f"reply {i}: {r['tokens']} tokens, replies equal {r['same_reply']}; context positions "
               f"{r['na']} / {r['nb']}, max |dK/V| {r['diff']:.3g}, first position off by >5%: {r['first_bad']}; "

@@ -36,6 +36,18 @@ def test_paused_engine_builds_the_always_drafting_engines_context(parity, folder
     assert paused.engine.speculative.proposer.skipped_rounds > 0 and sum(verified.values()) > 0
 
 
+def test_a_prompt_buffered_while_paused_builds_the_same_context(parity, folders, kit) -> None:
+    """The paused engine is paused when each request arrives: the prompt's features wait in the
+    buffer with the first decode steps' (session 24: at 1 request the H200's confidence engine
+    paused each reply's opening, then drafted its body at half fixed-7's acceptance)."""
+    always, paused = _pair(parity, folders, kit)
+    inputs = [{"prompt_token_ids": p} for p in kit.prompts(3, seed=6)]
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    results, _ = parity.run_pair(always, paused, inputs, params, draft_run=4, pause=2, chat=False, pause_first=5)
+    assert sum(parity.mismatches(r) for r in results) == 0, results
+    assert all(r["common"] > 0 and r["rb"] < r["ra"] for r in results)
+
+
 def test_a_corrupted_buffer_is_caught(parity, folders, kit) -> None:
     always, paused = _pair(parity, folders, kit)
     feed = paused.engine.speculative.proposer.feed
