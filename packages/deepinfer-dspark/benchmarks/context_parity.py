@@ -81,6 +81,9 @@ def pauser(proposer, every: int, length: int) -> Counter:
 def compare_contexts(a, b, request_a: str, request_b: str) -> tuple[int, int, float, int]:
     """(positions in a, in b, max |K/V difference| over the common positions, first position whose
     difference exceeds 5% of that position's largest |K/V|, or -1)."""
+    if request_a not in a.runner.context or request_b not in b.runner.context:   # never observed (a gap)
+        held = [r in p.runner.context for p, r in ((a, request_a), (b, request_b))]
+        return int(held[0]), int(held[1]), 0.0, -1
     ka, va = a.runner.context_of(request_a)
     kb, vb = b.runner.context_of(request_b)
     n = min(ka.shape[1], kb.shape[1])
@@ -106,18 +109,19 @@ def run_pair(always, paused, inputs: list, params, draft_run: int, pause: int,
     engines = {"always": always.engine.speculative.proposer, "paused": paused.engine.speculative.proposer}
     logs = {name: {} for name in engines}
     for name, proposer in engines.items():
-        proposer.remove = lambda request_id: None   # keep the contexts to compare
+        proposer.runner.remove = lambda request_id: None   # keep the contexts to compare (the rest forgets)
         recorder(proposer, logs[name])
     verified = pauser(engines["paused"], draft_run, pause)
     results = []
     for item in inputs:
         if pause_first:
             engines["paused"].pauses.pause(1, pause_first)
-        outs = {name: (llm.chat([item], params) if chat else llm.generate([item], params))[0].outputs[0].token_ids
+        done = {name: (llm.chat([item], params) if chat else llm.generate([item], params))[0]
                 for name, llm in (("always", always), ("paused", paused))}
+        outs = {name: out.outputs[0].token_ids for name, out in done.items()}
         with torch.inference_mode():
             engines["paused"]._flush()
-        ids = {name: p.runner.context.request_ids[-1] for name, p in engines.items()}
+        ids = {name: out.request_id for name, out in done.items()}
         na, nb, diff, first_bad = compare_contexts(engines["always"], engines["paused"], ids["always"], ids["paused"])
         la = {pos: v for (rid, pos), v in logs["always"].items() if rid == ids["always"]}
         lb = {pos: v for (rid, pos), v in logs["paused"].items() if rid == ids["paused"]}

@@ -31,7 +31,8 @@ def test_paused_engine_builds_the_always_drafting_engines_context(parity, folder
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
     results, verified = parity.run_pair(always, paused, inputs, params, draft_run=2, pause=3, chat=False)
     assert len(results) == 3 and sum(parity.mismatches(r) for r in results) == 0, results
-    assert all(r["na"] == r["nb"] > 24 and r["diff"] < 1e-4 for r in results)
+    # (a finished request's rows still buffered are dropped, so the paused context may be shorter)
+    assert all(r["na"] >= r["nb"] > 24 and r["diff"] < 1e-4 for r in results)
     assert all(0 < r["common"] < r["ra"] for r in results)   # the paused engine skipped rounds, and drafted
     assert paused.engine.speculative.proposer.skipped_rounds > 0 and sum(verified.values()) > 0
 
@@ -46,6 +47,28 @@ def test_a_prompt_buffered_while_paused_builds_the_same_context(parity, folders,
     results, _ = parity.run_pair(always, paused, inputs, params, draft_run=4, pause=2, chat=False, pause_first=5)
     assert sum(parity.mismatches(r) for r in results) == 0, results
     assert all(r["common"] > 0 and r["rb"] < r["ra"] for r in results)
+
+
+def test_declined_steps_never_let_a_holed_context_draft(parity, folders, kit) -> None:
+    """Steps whose features are declined (forced here, two in every 30 asks) leave gaps: the
+    requests concerned draft no more, so every draft still comes from a context equal to the
+    always-drafting engine's."""
+    target, drafter = folders
+    fixed, paused_spec = parity.specs(str(drafter), 4)
+    always, paused = kit.build(target, fixed), kit.build(target, {**paused_spec, "decline_features": True})
+    proposer = paused.engine.speculative.proposer
+    original, asks = proposer.wants_features, [0]
+
+    def wants_features() -> bool:
+        asks[0] += 1
+        return False if asks[0] % 30 in (8, 9) else original()
+
+    proposer.wants_features = wants_features
+    inputs = [{"prompt_token_ids": p} for p in kit.prompts(4, seed=4)]
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    results, _ = parity.run_pair(always, paused, inputs, params, draft_run=3, pause=4, chat=False)
+    assert sum(parity.mismatches(r) for r in results) == 0, results
+    assert any(r["rb"] > 0 for r in results) and any(r["nb"] < r["na"] for r in results)
 
 
 def test_a_corrupted_buffer_is_caught(parity, folders, kit) -> None:
