@@ -296,6 +296,7 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     names = list(llms)
     runs = {name: [] for name in names}
     metrics = {name: [] for name in names}
+    replies = {name: [] for name in names}   # per round: each prompt's reply token ids
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             start = time.perf_counter()
@@ -303,6 +304,7 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
             wall = time.perf_counter() - start
             runs[name].append(_numbers(outs, wall))
             metrics[name].extend(o.metrics for o in outs)
+            replies[name].append([list(o.outputs[0].token_ids) for o in outs])
             if logs and log_path is not None:
                 append_steps(log_path, logs[name], name, c, r, wall)
     rows = []
@@ -311,9 +313,24 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
         median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
         rows.append((c, name, {**median, **_lengths(metrics[name]), "runs": len(runs[name]),
                                "paired": statistics.median(ratios),
-                               "paired min": min(ratios), "paired max": max(ratios)}))
+                               "paired min": min(ratios), "paired max": max(ratios),
+                               **same_replies(replies[name], replies[names[0]])}))
         print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, proposer_state(llms[name], c), flush=True)
     return rows
+
+
+def same_replies(replies: list[list[list[int]]], reference: list[list[list[int]]]) -> dict:
+    """How many of an engine's replies equal the first engine's to the same prompt in the same
+    round (`same replies`, a fraction), and where the others first differ (`first difference`,
+    the median token index; -1 when none differs). In bfloat16 a speculative engine's verification
+    shapes round differently from plain decoding's, so a near-tie can send a reply elsewhere
+    (session 24: the random target's replies left plain decoding's at tokens 90-125); a
+    throughput ratio between engines whose replies differ compares different texts."""
+    pairs = [(a, b) for run, ref in zip(replies, reference) for a, b in zip(run, ref)]
+    firsts = [next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+              for a, b in pairs if a != b]
+    return {"same replies": (len(pairs) - len(firsts)) / len(pairs) if pairs else 1.0,
+            "first difference": statistics.median(firsts) if firsts else -1}
 
 
 def append_steps(path: Path, log: list, engine: str, c: int, round_index: int, wall: float | None = None) -> None:
@@ -332,12 +349,19 @@ def append_steps(path: Path, log: list, engine: str, c: int, round_index: int, w
 def table(rows: list) -> list[str]:
     paired = any("paired" in r for _, _, r in rows)
     lines = ["| concurrency | method | output tok/s | per-user tok/s | mean verified / round | mean accepted length |"
-             + (" paired ratio to the first method |" if paired else ""),
-             "|---|---|---|---|---|---|" + ("---|" if paired else "")]
+             + (" paired ratio to the first method | replies equal to the first method's |" if paired else ""),
+             "|---|---|---|---|---|---|" + ("---|---|" if paired else "")]
     lines += [f"| {c} | {n} | {r['tok/s']:.0f} | {r['per-user tok/s']:.1f} | {r['verified/round']:.2f} | "
-              f"{r['accepted len']:.2f} |" + (f" {r['paired']:.3f} |" if paired else "")
+              f"{r['accepted len']:.2f} |" + (f" {r['paired']:.3f} | {_same(r)} |" if paired else "")
               for c, n, r in sorted(rows, key=lambda x: x[0])]
     return lines
+
+
+def _same(row: dict) -> str:
+    if "same replies" not in row:
+        return "-"
+    text = f"{100 * row['same replies']:.0f}%"
+    return text if row["first difference"] < 0 else f"{text} (others from token {row['first difference']:.0f})"
 
 
 def write_table(rows: list, out: Path | None) -> None:

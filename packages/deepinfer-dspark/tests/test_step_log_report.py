@@ -115,3 +115,19 @@ def test_paired_rows_report_lengths_over_every_call(benchmark_script, monkeypatc
     assert none["verified/round"] == 0.0 and none["accepted len"] == 1.0
     assert conf["verified/round"] == 7.0 and conf["accepted len"] == pytest.approx((7 + 3 + 4) / 4)   # no single call's
     assert conf["runs"] == 5
+    assert conf["same replies"] == 1.0 and conf["first difference"] == -1
+
+
+def test_replies_are_compared_with_the_first_engines(benchmark_script, monkeypatch) -> None:
+    """In bfloat16 a speculative engine's reply may leave plain decoding's at a near-tie: the
+    table says how many replies were the same and where the others first differed."""
+    from pathlib import Path
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    reference = [[[1, 2, 3, 4], [5, 6, 7]], [[1, 2, 3, 4], [5, 6, 7]]]   # 2 rounds of 2 prompts
+    other = [[[1, 2, 9, 9], [5, 6, 7]], [[1, 2, 3, 4], [5, 6]]]          # differs at 2, then is cut at 2
+    same = bench.same_replies(other, reference)
+    assert same == {"same replies": 0.5, "first difference": 2}
+    assert bench.same_replies(reference, reference) == {"same replies": 1.0, "first difference": -1}
+    row = {"tok/s": 10.0, "per-user tok/s": 5.0, "verified/round": 0.0, "accepted len": 1.0, "paired": 0.9, **same}
+    assert bench.table([(1, "fixed-7", row)])[-1].endswith("| 0.900 | 50% (others from token 2) |")
