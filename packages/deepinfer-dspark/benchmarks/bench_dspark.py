@@ -129,6 +129,10 @@ def main() -> None:
                              "none, confidence "
                              "and every fixed-K")
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="batch-invariant kernels (`EngineConfig.deterministic`) in every engine and profile: "
+                             "speculative replies then equal plain decoding's in bfloat16 too (without it, a "
+                             "verification's shapes round differently and near-ties send replies elsewhere)")
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--out", type=Path, default=None, help="markdown table path (rewritten after every row)")
     parser.add_argument("--profile", type=Path, default=None,
@@ -162,7 +166,8 @@ def main() -> None:
     from deepinfer_dspark.sps import SPSProfile
     from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
 
-    engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len)
+    engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len,
+                     deterministic=args.deterministic)
     if args.kv_cache_gib is not None:
         engine_kw["kv_cache_memory"] = int(args.kv_cache_gib * (1 << 30))
     # Sizes above max_num_seqs would run in waves (a smaller batch than b at the end).
