@@ -128,6 +128,9 @@ def main() -> None:
                              "confidence-direct, confidence-measured, confidence-full, confidence-whole; default "
                              "none, confidence "
                              "and every fixed-K")
+    parser.add_argument("--prompt-sets", type=int, default=1, metavar="N",
+                        help="with --interleave: round r at concurrency C chats the prompt set r %% N (C prompts "
+                             "each), so a cell does not rest on C replies only (at 1 request: one reply)")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--deterministic", action="store_true",
                         help="batch-invariant kernels (`EngineConfig.deterministic`) in every engine and profile: "
@@ -157,6 +160,8 @@ def main() -> None:
     args = parser.parse_args()
     if not math.isfinite(args.sps_warmup) or args.sps_warmup < 0:
         parser.error(f"--sps-warmup: must be a finite number of seconds >= 0, got {args.sps_warmup}")
+    if args.prompt_sets < 1:
+        parser.error(f"--prompt-sets: must be >= 1, got {args.prompt_sets}")
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")
@@ -198,7 +203,7 @@ def main() -> None:
             spec_k1.save(args.save_sps.with_name("spec_k1_" + args.save_sps.name))
     # A different shuffle than training's (seed 0); the pools may still share some docstrings.
     pool = [[{"role": "user", "content": p}]
-            for p in build_prompts(stdlib_docstrings(max(args.concurrency), seed=12345))]
+            for p in build_prompts(stdlib_docstrings(max(args.concurrency) * args.prompt_sets, seed=12345))]
     variants = {"none": None, "none-again": None, "confidence": {"method": "dspark", "model": args.drafter,
                                              "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
                                              "sps_profile": spec_sps, "decode_profile": decode}}
@@ -278,7 +283,8 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
         for name, trace in traces.items():
             trace.take()                 # forgets the warm-up's steps
             logs.get(name, []).clear()
-        rows += paired_rows(llms, pool[:c], params, args.interleave, c, logs, args.step_log)
+        sets = [pool[i * c:(i + 1) * c] for i in range(args.prompt_sets)]
+        rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log)
         for name, trace in traces.items():
             summary = trace.take()
             if args.step_times:
@@ -291,7 +297,8 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
 
 def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
                 log_path: Path | None = None) -> list:
-    """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round. One
+    """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round
+    (`prompts`: one batch of chats, or a list of such batches, round r chatting batch r % N). One
     row per engine: its median call, its verified and accepted lengths over every call (a
     confidence engine may draft in some calls only: session 23's median calls were dormant), and
     `paired`, the median over rounds of its tok/s divided by the first engine's in that round
@@ -302,10 +309,12 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     runs = {name: [] for name in names}
     metrics = {name: [] for name in names}
     replies = {name: [] for name in names}   # per round: each prompt's reply token ids
+    sets = prompts if prompts and isinstance(prompts[0], list) and prompts[0] and isinstance(prompts[0][0], list) \
+        else [prompts]
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             start = time.perf_counter()
-            outs = llms[name].chat(prompts, params)
+            outs = llms[name].chat(sets[r % len(sets)], params)
             wall = time.perf_counter() - start
             runs[name].append(_numbers(outs, wall))
             metrics[name].extend(o.metrics for o in outs)

@@ -118,6 +118,31 @@ def test_paired_rows_report_lengths_over_every_call(benchmark_script, monkeypatc
     assert conf["same replies"] == 1.0 and conf["first difference"] == -1
 
 
+def test_paired_rows_rotate_prompt_sets(benchmark_script, monkeypatch) -> None:
+    """`--prompt-sets`: round r chats set r % N, so one cell is not one reply."""
+    from pathlib import Path
+    from types import SimpleNamespace
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    seen = []
+
+    class Echo:
+        engine = SimpleNamespace(speculative=None)
+
+        def chat(self, prompts, params):
+            seen.append(prompts[0][0]["content"])
+            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
+                                      spec_accepted=0)
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])], metrics=metrics) for _ in prompts]
+
+    sets = [[[{"role": "user", "content": f"set {i}"}]] for i in range(3)]
+    bench.paired_rows({"none": Echo()}, sets, None, 5, 1)
+    assert seen == ["set 0", "set 1", "set 2", "set 0", "set 1"]
+    seen.clear()
+    bench.paired_rows({"none": Echo()}, sets[1], None, 2, 1)   # one batch: every round
+    assert seen == ["set 1", "set 1"]
+
+
 def test_replies_are_compared_with_the_first_engines(benchmark_script, monkeypatch) -> None:
     """In bfloat16 a speculative engine's reply may leave plain decoding's at a near-tie: the
     table says how many replies were the same and where the others first differed."""
