@@ -82,12 +82,12 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
     """Steps per second of plain decode at each batch size (one token per request per step): the
     median of (finish - first token) / (tokens - 1) over the requests that left prefill last
     (`_after_prefill`; with `method="steps"`, the engine's median step time at exactly b requests
-    running instead, see `_profile_rate`), every request generating
+    running instead, see `_batch_time`), every request generating
     `max_tokens` (EOS ignored) from `prompts` (chat conversations; None: synthetic 16-token
-    prompts), and the median of that over `repeats` batches (one batch once measured 32 requests
-    at half the rate of 16 and 64 on the H200, session 11). Real prompt lengths matter: attention
-    reads the whole context every step. The engine first runs `warmup_seconds` of batches of the
-    first size, not measured (`_warm_up`)."""
+    prompts), and the median of that over `repeats` passes over the sizes (`_measure_sizes`: one
+    batch once measured 32 requests at half the rate of 16 and 64 on the H200, session 11). Real
+    prompt lengths matter: attention reads the whole context every step. The engine first runs
+    `warmup_seconds` of batches of the first size, not measured (`_warm_up`)."""
     from deepinfer_core import LLM
 
     from deepinfer_dspark.sps import SPSProfile
@@ -95,15 +95,8 @@ def measure_sps(target: str, sizes: list[int], engine_kw: dict, prompts: list | 
     llm = LLM(target, **engine_kw)
     trace = StepTimes(llm) if step_times or method == "steps" else None
     _warm_up(llm, prompts, sizes[0], max_tokens, warmup_seconds, trace, "decode profile")
-    rates = []
-    for b in sizes:
-        runs = []
-        for _ in range(repeats):
-            outs = _timed(llm, *_workload(prompts, b), max_tokens)
-            runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
-                                          / max(len(o.outputs[0].token_ids) - 1, 1) for o in _after_prefill(outs)))
-        rates.append(_profile_rate(runs, trace, b, "plain", method))
-        _print_trace("decode profile", b, rates[-1], trace)
+    rates = _measure_sizes(llm, prompts, sizes, max_tokens, repeats, trace, "plain", method, "decode profile",
+                           lambda o: len(o.outputs[0].token_ids) - 1)
     llm.close()
     how = f"decode steps, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
     return SPSProfile(sizes, rates, {"target": target,
@@ -118,7 +111,7 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
     the cost confidence scheduling must weigh against plain decoding (`measure_sps`); the median
     of (finish - first token) / rounds over the requests that left prefill last (or, with
     `method="steps"`, the median drafted step at exactly b requests), on the workload of
-    `measure_sps`, and the median of that over `repeats` batches, after `warmup_seconds` of
+    `measure_sps`, and the median of that over `repeats` passes over the sizes, after `warmup_seconds` of
     batches of the first size, not measured (`_warm_up`)."""
     from deepinfer_core import LLM
 
@@ -128,40 +121,50 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
               **engine_kw)
     trace = StepTimes(llm) if step_times or method == "steps" else None
     _warm_up(llm, prompts, sizes[0], max_tokens, warmup_seconds, trace, f"k={k} profile")
-    tokens, rates = [], []
-    for b in sizes:
-        runs = []
-        for _ in range(repeats):
-            outs = _timed(llm, *_workload(prompts, b), max_tokens)
-            runs.append(statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
-                                          / max(o.metrics.spec_rounds, 1) for o in _after_prefill(outs)))
-        tokens.append(b * (k + 1))
-        rates.append(_profile_rate(runs, trace, b, "drafted", method))
-        _print_trace(f"k={k} profile", b, rates[-1], trace)
+    rates = _measure_sizes(llm, prompts, sizes, max_tokens, repeats, trace, "drafted", method, f"k={k} profile",
+                           lambda o: o.metrics.spec_rounds)
+    tokens = [b * (k + 1) for b in sizes]
     llm.close()
     how = f"dspark rounds, k={k}, {max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
     return SPSProfile(tokens, rates, {"target": target, "drafter": drafter,
                                       "method": f"{how}, {method} times, {warmup_seconds:g} s warm-up"})
 
 
-def _profile_rate(request_times: list[float], trace: StepTimes | None, b: int, kind: str, method: str) -> float:
-    """A profile's steps per second at `b` requests: 1 / the median of the repeats' request times
-    (`method="request"`), or 1 / the engine's median `kind` step at exactly b requests running
-    (`"steps"`: what a decision compares, whatever the requests' own timelines; on the H200 the
-    request times of 8 requests whose drafts were all accepted mixed rounds of 2-8 requests,
-    BENCHMARKS.md session 12, run 8). With fewer than 5 such steps, the request times."""
+def _measure_sizes(llm, prompts: list | None, sizes: list[int], max_tokens: int, repeats: int,
+                   trace: StepTimes | None, kind: str, method: str, label: str, steps_of) -> list[float]:
+    """Steps per second at each of `sizes`, measured in `repeats` passes over all the sizes (not
+    `repeats` batches of one size, then the next: on the H200 a slow spell of the host covered all
+    three batches of 32 requests once, and the plain step read 1.65 ms there against 1.43 at 64
+    and 1.15 in the benchmark that followed, session 24), each pass one batch per size; a size's
+    rate is 1 / the median over passes of that batch's time per step (`_batch_time`)."""
+    times: dict[int, list[float]] = {b: [] for b in sizes}
+    for _ in range(max(repeats, 1)):
+        for b in sizes:
+            outs = _timed(llm, *_workload(prompts, b), max_tokens)
+            request_time = statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
+                                             / max(steps_of(o), 1) for o in _after_prefill(outs))
+            times[b].append(_batch_time(request_time, trace, b, kind, method))
+            if trace is not None:
+                print(f"{label} at {b}: {1e3 * times[b][-1]:.2f} ms; {trace.take()}", flush=True)
+    rates = [1.0 / statistics.median(times[b]) for b in sizes]
+    for b, rate in zip(sizes, rates):
+        print(f"{label} at {b}: {rate:.1f} steps/s ({1e3 / rate:.2f} ms; passes "
+              f"{', '.join(f'{1e3 * t:.2f}' for t in times[b])} ms)", flush=True)
+    return rates
+
+
+def _batch_time(request_time: float, trace: StepTimes | None, b: int, kind: str, method: str) -> float:
+    """One batch's seconds per step at `b` requests: the median request time per step
+    (`method="request"`), or the engine's median `kind` step at exactly b requests running in
+    that batch (`"steps"`: what a decision compares, whatever the requests' own timelines; on
+    the H200 the request times of 8 requests whose drafts were all accepted mixed rounds of 2-8
+    requests, BENCHMARKS.md session 12, run 8). With fewer than 5 such steps, the request time."""
     if method == "steps":
         median = trace.median(b, kind) if trace is not None else None
         if median is not None:
-            return 1.0 / median
+            return median
         print(f"profile at {b}: fewer than 5 {kind} steps ran {b} requests; the request times are used", flush=True)
-    return 1.0 / statistics.median(request_times)
-
-
-def _print_trace(label: str, b: int, rate: float, trace: StepTimes | None) -> None:
-    """With `--step-times`: a profile's rate at `b` requests beside the engine's step times."""
-    if trace is not None:
-        print(f"{label} at {b}: {rate:.1f} steps/s ({1e3 / rate:.2f} ms); {trace.take()}", flush=True)
+    return request_time
 
 
 def measure_in_child(kind: str, params: dict) -> "SPSProfile":
