@@ -13,8 +13,12 @@ the call's median plain decode step: flushes, syncs, GC pauses) and drafted roun
 buffered features: how session 17 found two flushes of stale rows (58-231 ms at 256 requests);
 and, in logs from session 18 on, the call's time outside its steps (`outside`).
 
+With `--acceptance` (logs from session 24 on), verified and accepted drafts by reply position:
+whether an engine drafted where replies are easy or hard.
+
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
+        [--acceptance]
 """
 
 from __future__ import annotations
@@ -110,6 +114,31 @@ def rounds(rows: list[dict]) -> list[dict]:
     return out
 
 
+REPLY_BUCKETS = (0, 32, 64, 128)   # reply positions (tokens) where acceptance is split
+
+
+def acceptance(rows: list[dict]) -> list[dict]:
+    """One dict per (concurrency, engine, reply bucket) with drafts verified: `verified` and
+    `accepted` drafts, `reports` (steps whose outputs reported a verification), `rate` (accepted
+    / verified) and `per_report` (accepted / reports: accepted drafts a round at 1 request), split
+    by the step's `reply` (the shortest running reply before it) into `REPLY_BUCKETS`. Logs from
+    session 24 on (rows without `accepted` are skipped). With asynchronous scheduling a step
+    reports the tokens of the step before it, so a round may land in the next step's bucket."""
+    groups: dict[tuple[int, str, int], list[dict]] = defaultdict(list)
+    for row in rows:
+        if row.get("verified"):
+            bucket = max(b for b in REPLY_BUCKETS if b <= row.get("reply", 0))
+            groups[(row["concurrency"], row["engine"], bucket)].append(row)
+    out = []
+    for (c, engine, bucket), steps in sorted(groups.items()):
+        verified, accepted = sum(s["verified"] for s in steps), sum(s["accepted"] for s in steps)
+        upper = next((b for b in REPLY_BUCKETS if b > bucket), None)
+        out.append(dict(concurrency=c, engine=engine, reply=f"{bucket}-{upper - 1}" if upper else f"{bucket}+",
+                        verified=verified, accepted=accepted, reports=len(steps), rate=accepted / verified,
+                        per_report=accepted / len(steps)))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\nUsage")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,6 +146,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="only these concurrencies")
     parser.add_argument("--baseline", default="none", help="the engine the others are matched against")
     parser.add_argument("--rounds", action="store_true", help="also each call's time by kind of step (`rounds`)")
+    parser.add_argument("--acceptance", action="store_true",
+                        help="also verified and accepted drafts by reply position (`acceptance`; logs from session 24)")
     args = parser.parse_args()
     if not args.log.is_file():
         parser.error(f"log: no such file: {args.log}")
@@ -162,6 +193,15 @@ def main() -> None:
             outside = "-" if r["outside"] is None else f"{r['outside']:.1f}"
             print(f"| {r['concurrency']} | {r['round']} | {r['engine']} | {r['steps']} | {r['prefill']:.1f} "
                   f"| {r['decode']:.1f} | {r['spikes']:.1f} | {r['drafted']:.1f} | {r['buffered']} | {outside} |")
+    if args.acceptance:
+        print()
+        print("Verified and accepted drafts by reply position (the shortest running reply before the step, "
+              "tokens); per report: accepted drafts per step that reported a verification.")
+        print("| requests | engine | reply | reports | verified | accepted | accepted / verified | per report |")
+        print("|---:|---|---|---:|---:|---:|---:|---:|")
+        for a in acceptance(rows):
+            print(f"| {a['concurrency']} | {a['engine']} | {a['reply']} | {a['reports']} | {a['verified']} "
+                  f"| {a['accepted']} | {a['rate']:.3f} | {a['per_report']:.2f} |")
 
 
 if __name__ == "__main__":

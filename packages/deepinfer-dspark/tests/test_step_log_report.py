@@ -118,6 +118,25 @@ def test_paired_rows_report_lengths_over_every_call(benchmark_script, monkeypatc
     assert conf["same replies"] == 1.0 and conf["first difference"] == -1
 
 
+def test_acceptance_by_reply_position(report) -> None:
+    """`--acceptance`: verified and accepted drafts split by where in the reply the step ran
+    (session 24: confidence's rounds at 1 request emitted half fixed-7's, on other positions or
+    texts); rows of older logs, without the fields, are skipped."""
+    def row(engine, reply, verified, accepted):
+        return {"engine": engine, "concurrency": 1, "round": 0, "step": reply, "reply": reply, "kind": "drafted",
+                "ms": 3.0, "verified": verified, "accepted": accepted}
+
+    rows = [row("fixed-7", 5, 7, 1), row("fixed-7", 40, 7, 3), row("fixed-7", 41, 7, 5), row("fixed-7", 130, 7, 7),
+            row("confidence", 33, 7, 2), row("confidence", 70, 0, 0),
+            {"engine": "fixed-7", "concurrency": 1, "round": 0, "step": 9, "kind": "drafted", "ms": 3.0}]
+    out = {(a["engine"], a["reply"]): a for a in report.acceptance(rows)}
+    assert sorted(out) == [("confidence", "32-63"), ("fixed-7", "0-31"), ("fixed-7", "128+"), ("fixed-7", "32-63")]
+    body = out[("fixed-7", "32-63")]
+    assert (body["reports"], body["verified"], body["accepted"]) == (2, 14, 8)
+    assert body["rate"] == pytest.approx(8 / 14) and body["per_report"] == 4.0
+    assert out[("confidence", "32-63")]["per_report"] == 2.0
+
+
 def test_paired_rows_rotate_prompt_sets(benchmark_script, monkeypatch) -> None:
     """`--prompt-sets`: round r chats set r % N, so one cell is not one reply."""
     from pathlib import Path
