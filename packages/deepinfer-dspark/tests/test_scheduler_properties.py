@@ -175,3 +175,29 @@ def test_small_batches_schedule_the_same_in_python() -> None:
         for sps in (SPSProfile([1], [1.0]), lambda b: torch.ones_like(b, dtype=torch.float64)):
             with pytest.raises(ValueError, match=message):
                 schedule_prefixes(bad, sps)
+
+
+def test_schedule_round_matches_the_tensor_path_for_one_and_more_requests() -> None:
+    """`schedule_round` (the proposer's host path: one request is admitted in its row's order,
+    no sort, no second check) returns the tensor path's lengths and expected accepted drafts,
+    with rooms, ties and dead candidates."""
+    import random
+
+    from deepinfer_dspark.scheduler import schedule_round
+
+    rng = random.Random(5)
+    for case in range(400):
+        sizes = sorted(rng.sample(range(1, 64), rng.randint(1, 4)))
+        profile = SPSProfile(sizes, [rng.uniform(10.0, 1000.0) for _ in sizes])
+        rows, gamma = (1 if case % 3 else rng.randint(2, 8)), rng.randint(1, 7)
+        levels = [0.0, 0.3, 0.9, 1.0]
+        conf = torch.tensor([[rng.choice(levels) if case % 2 else rng.random() for _ in range(gamma)]
+                             for _ in range(rows)], dtype=torch.float32)
+        rooms = [rng.randint(0, gamma) for _ in range(rows)]
+        lengths, expected, survivals = schedule_round(list(conf), rooms, profile)
+        past = torch.tensor(rooms)[:, None] <= torch.arange(gamma)[None, :]
+        s = prefix_survival(conf.double().masked_fill(past, 0.0))
+        slow = schedule_prefixes(s, lambda b: profile(b)).tolist()
+        assert lengths == slow, (sizes, conf, rooms)
+        assert survivals == s.tolist()
+        assert expected == [sum(row[:n]) for row, n in zip(s.tolist(), slow)]

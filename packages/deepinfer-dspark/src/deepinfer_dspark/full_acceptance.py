@@ -65,11 +65,16 @@ class FullAcceptance:
         self._requests += 1.0
         self._verified += 1.0 if accepted is not None and verified > 0 else 0.0
         self.most = max(self.most, self._verified)
-        for j, s in enumerate(survival[:self.k]):
-            self._survival[j] += s
-            if accepted is not None and j < verified:
-                self._predicted[j] += s
-                self._realized[j] += 1.0 if accepted > j else 0.0
+        head = survival[:self.k]
+        totals = self._survival
+        for j, s in enumerate(head):
+            totals[j] += s
+        if accepted is not None:   # (per position j < verified: predicted s_j, realized [accepted > j])
+            predicted, realized = self._predicted, self._realized
+            for j, s in enumerate(head[:verified]):
+                predicted[j] += s
+            for j in range(min(accepted, verified, len(head))):
+                realized[j] += 1.0
 
     def mean(self) -> float | None:
         """a: expected accepted drafts per request at full verification (None without data)."""
@@ -106,6 +111,6 @@ class FullAcceptance:
         self._mean = None
         self._requests *= factor
         self._verified *= factor
-        for values in (self._survival, self._predicted, self._realized):
-            for j in range(self.k):
-                values[j] *= factor
+        self._survival = [v * factor for v in self._survival]
+        self._predicted = [v * factor for v in self._predicted]
+        self._realized = [v * factor for v in self._realized]

@@ -127,7 +127,14 @@ def schedule_rows(rows: list[list[float]], rate: Callable[[int], float]) -> list
         raise ValueError("survivals: values must lie in [0, 1]")
     if any(b > a for row in rows for a, b in zip(row, row[1:])):
         raise ValueError("survivals: must be non-increasing along each row (prefix products)")
+    return _admit(rows, rate)
+
+
+def _admit(rows: list[list[float]], rate: Callable[[int], float]) -> list[int]:
+    """`schedule_rows` on rows already checked (values in [0, 1], non-increasing)."""
     num_req = len(rows)
+    if num_req == 1:   # one row is ranked in its own order: no sort (the host path of 1 request)
+        return [_admit_row(rows[0], rate)]
     ranked = sorted((-a, j, r) for r, row in enumerate(rows) for j, a in enumerate(row) if a > 0)
     lengths = [0] * num_req
     best, admitted = num_req * rate(num_req), 0.0
@@ -139,6 +146,21 @@ def schedule_rows(rows: list[list[float]], rate: Callable[[int], float]) -> list
         best, admitted = theta, total
         lengths[request] = depth + 1
     return lengths
+
+
+def _admit_row(row: list[float], rate: Callable[[int], float]) -> int:
+    """`_admit` of a single request: its candidates in row order (a non-increasing row ranks so:
+    ties by depth), the same float64 arithmetic (tau = 1 + the running sum)."""
+    best, admitted, count = rate(1), 0.0, 0
+    for a in row:
+        if a <= 0:   # the rest are 0 too (prefix products)
+            break
+        total = admitted + a
+        theta = (1 + total) * rate(2 + count)
+        if theta <= best:
+            break
+        best, admitted, count = theta, total, count + 1
+    return count
 
 
 def verify_capacity(survivals: torch.Tensor, sps: SPSFn) -> int:
@@ -270,7 +292,7 @@ def schedule_round(confidences: Sequence[torch.Tensor], rooms: Sequence[int],
     lengths."""
     if len(confidences) * int(confidences[0].numel()) <= SMALL_SCHEDULE:
         rows = [row_survivals(c.tolist(), room) for c, room in zip(confidences, rooms)]
-        lengths = schedule_rows(rows, rate.at)
+        lengths = _admit(rows, rate.at)   # (row_survivals checked the values: valid prefix products)
         return lengths, [sum(row[:n]) for row, n in zip(rows, lengths)], rows
     conf = torch.stack(list(confidences)).double().cpu()   # one transfer
     past = torch.tensor(list(rooms))[:, None] <= torch.arange(conf.shape[1])[None, :]

@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""The host time confidence scheduling adds to a drafted round, against fixed-k drafting.
+
+On the H200 (session 25, BENCHMARKS.md) a confidence engine drafting every round at 1 request
+(`confidence-whole`) verified exactly what fixed-7 verified, on the same texts, yet its rounds
+took 3.53 ms against 3.30: the proposer's own decisions (Algorithm 1 over the confidences, the
+acceptance bookkeeping at each commit, the pause ledger, the `expected_loss` check before each
+round) run on the host between the draft and the verification. This script times that work
+alone: a `DSparkProposer` driven as the engine drives it (`idle_rounds`, `propose`, one `commit`
+per drafted request, `observe_many` for the committed positions), with the simulation's fake
+drafter (`sim_pause_policy.FakeRunner`: its draft costs the same in both modes) drafting k
+tokens with confidences around `--level`, each draft accepted with the probability of its own
+confidence. The confidence proposer gets the given profiles and `opening_tokens=0`; rounds in
+which it did not draft are left out. Printed per batch size: the median host time of a drafted
+round of each mode (the best of `--repeats` runs of `--rounds` rounds, the modes alternated) and the difference.
+
+Usage (repository root; profiles as `bench_dspark.py --save-sps` writes them):
+    python3 packages/deepinfer-dspark/benchmarks/proposer_host_cost.py \
+        --profiles benchmarks/results/h200-2026-12-02b/run8-whole-fast --batch 1 2 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in the tests)
+import sim_pause_policy as sim  # noqa: E402
+from deepinfer_core.interfaces import DraftRequest  # noqa: E402
+
+from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
+from deepinfer_dspark.sps import SPSProfile  # noqa: E402
+
+PROMPT = 20       # prompt tokens a request starts with
+RESTART = 1500    # tokens after which a request is replaced by a fresh one (bounded contexts)
+
+
+def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode: SPSProfile,
+                spec: SPSProfile, seed: int = 0) -> list[float]:
+    """Seconds of host work of each drafted round (`idle_rounds` + `propose` + the commits) of a
+    `mode` proposer ("fixed" or "confidence") at `batch` requests, over `rounds` rounds."""
+    runner = sim.FakeRunner(k, level, random.Random(seed))
+    kw = {} if mode == "fixed" else {"sps": spec, "decode": decode, "opening_tokens": 0}
+    proposer = DSparkProposer(runner, k, **kw)
+    rng, feature = random.Random(seed + 1), torch.zeros(1, 4)
+    ids = [f"r{i}" for i in range(batch)]
+    tokens: dict[str, list[int]] = {}
+
+    def start(request_id: str) -> None:
+        tokens[request_id] = list(range(PROMPT))
+        proposer.observe_many([(request_id, list(range(PROMPT - 1)), feature.expand(PROMPT - 1, 4))])
+
+    for request_id in ids:
+        start(request_id)
+    times = []
+    for _ in range(rounds):
+        asks = [DraftRequest(i, tokens[i], k, 0.0, 0, 1.0, 0.0, 0, len(tokens[i]) - PROMPT) for i in ids]
+        began = time.perf_counter()
+        proposer.idle_rounds()
+        drafts = proposer.propose(asks)
+        grown = {}
+        for i, draft in zip(ids, drafts):
+            if draft.token_ids:
+                accepted = 0
+                for c in runner.last[i][:len(draft.token_ids)]:
+                    if rng.random() >= c:
+                        break
+                    accepted += 1
+                grown[i] = accepted + 1
+                proposer.commit(i, len(tokens[i]) + grown[i])
+        spent = time.perf_counter() - began
+        if grown:
+            times.append(spent)
+        for i in ids:
+            n, first = grown.get(i, 1), len(tokens[i]) - 1
+            tokens[i].extend([7] * n)
+            proposer.observe_many([(i, list(range(first, first + n)), feature.expand(n, 4))])
+            if len(tokens[i]) > RESTART:
+                proposer.remove(i)
+                start(i)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profiles", type=Path, required=True,
+                        help="folder with sps.json (plain decode steps) and spec_sps.json (k-rounds)")
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 2, 8])
+    parser.add_argument("--rounds", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--k", type=int, default=7)
+    parser.add_argument("--level", type=float, default=0.9, help="the fake drafter's mean confidence")
+    args = parser.parse_args()
+    decode = SPSProfile.load(args.profiles / "sps.json")
+    spec = SPSProfile.load(args.profiles / "spec_sps.json")
+    print("| requests | fixed-k us/round | confidence us/round | confidence extra us | confidence drafted |")
+    print("|---:|---:|---:|---:|---:|")
+    for batch in args.batch:
+        runs: dict[str, list[list[float]]] = {"fixed": [], "confidence": []}
+        for _ in range(args.repeats):   # alternated: a slow spell of the host hits both modes
+            for mode, out in runs.items():
+                out.append(round_times(mode, batch, args.rounds, args.k, args.level, decode, spec))
+        fixed, conf = (min(statistics.median(r) for r in runs[m]) * 1e6 for m in ("fixed", "confidence"))
+        drafted = len(runs["confidence"][0])
+        print(f"| {batch} | {fixed:.1f} | {conf:.1f} | {conf - fixed:+.1f} | {drafted} / {args.rounds} |")
+
+
+if __name__ == "__main__":
+    main()
