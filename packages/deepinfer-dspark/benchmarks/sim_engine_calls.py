@@ -17,7 +17,9 @@ more, and what it asks decides what a step costs (`deepinfer_core.engine.async_c
 
 The fake drafter is `sim_pause_policy.FakeRunner` with `--calibrated` acceptance (each draft
 accepted with the probability of its own confidence) and `--early 30 0.5` (openings accept less):
-the H200's drafters of sessions 18-20. `--equal` gives every reply 128 tokens, as the H200's
+the H200's drafters of sessions 18-20. `--hard SHARE FACTOR` makes a share of the replies accept each
+draft with FACTOR times its confidence: texts the drafter cannot follow, whatever it predicts (session
+25). `--equal` gives every reply 128 tokens, as the H200's
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
 prints each step of the first N batches of seed 0: D drafted, z dormant, d declined (asked),
@@ -84,9 +86,11 @@ class Clock:
 
 
 def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int], ids: list[str],
-              rng: random.Random, clock: Clock) -> str:
+              rng: random.Random, clock: Clock, hard: dict[str, float] | None = None) -> str:
     """One batch of replies of `lengths` tokens, started together, as the engine runs it; returns
-    the steps' marks (see the module docstring)."""
+    the steps' marks (see the module docstring). `hard`: request -> the factor its drafts'
+    acceptance takes below their confidences (a reply the drafter cannot follow)."""
+    hard = hard or {}
     k, marks = proposer.num_tokens, []
     left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, PROMPT)
     n = len(ids)
@@ -113,7 +117,7 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
             quiet, captured = False, True
             for r, d in zip(live, drafts):
                 accepted, confidences = 0, proposer.runner.last[r]
-                while accepted < len(d.token_ids) and rng.random() < confidences[accepted]:
+                while accepted < len(d.token_ids) and rng.random() < confidences[accepted] * hard.get(r, 1.0):
                     accepted += 1
                 emitted[r] = min(1 + accepted, left[r])
                 proposer.commit(r, pos[r] + 1 + emitted[r])
@@ -147,11 +151,14 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer = DSparkProposer(sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY), args.k, spec,
                               decode=decode)
     dormant, out, first = DormantSteps(proposer), {}, 0
+    texts = random.Random(1000 + seed)   # which replies are hard (`--hard`), apart from `rng`
     for c, count in args.plan:
         clock = Clock(decode, spec, args.k, args.capture, args.flush, args.sync)
         work = [[128] * c if args.equal else [rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
         for b, lengths in enumerate(work):
-            marks = run_batch(proposer, dormant, lengths, [f"r{first + i}" for i in range(c)], rng, clock)
+            ids = [f"r{first + i}" for i in range(c)]
+            hard = {} if args.hard is None else {r: args.hard[1] for r in ids if texts.random() < args.hard[0]}
+            marks = run_batch(proposer, dormant, lengths, ids, rng, clock, hard)
             first += c
             if b < trace:
                 print(f"p={p} c={c} batch {b}: {marks}")
@@ -176,6 +183,9 @@ def main() -> None:
     parser.add_argument("--flush", type=float, default=1.5)
     parser.add_argument("--sync", type=float, default=0.9)
     parser.add_argument("--trace", type=int, default=0)
+    parser.add_argument("--hard", type=float, nargs=2, default=None, metavar=("SHARE", "FACTOR"),
+                        help="a SHARE of the replies accept each draft with FACTOR times its confidence "
+                             "(fixed-k's column ignores it)")
     parser.add_argument("--breakdown", action="store_true",
                         help="per concurrency, each overhead's share of plain decoding's time (mean over seeds)")
     args = parser.parse_args()

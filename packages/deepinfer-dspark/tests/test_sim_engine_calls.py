@@ -26,7 +26,7 @@ def sim(benchmark_script):
 
 
 def args(**kw):
-    base = dict(k=7, plan=[(1, 3), (4, 3)], equal=True, capture=0.02, flush=1.5, sync=0.9)
+    base = dict(k=7, plan=[(1, 3), (4, 3)], equal=True, capture=0.02, flush=1.5, sync=0.9, hard=None)
     return types.SimpleNamespace(**{**base, **kw})
 
 
@@ -76,3 +76,13 @@ def test_a_batch_whose_requests_all_have_gaps_stays_dormant(sim) -> None:
     marks = sim.run_batch(proposer, DormantSteps(proposer), [128] * 4, ids, random.Random(0),
                           sim.Clock(DECODE, SPEC, 7, 0.02, 1.5, 0.9))
     assert len(marks) == 128 and marks.count("z") >= 126 and "D" not in marks, marks   # a step or two to find out
+
+
+def test_hard_replies_accept_below_their_confidences(sim) -> None:
+    """`--hard SHARE FACTOR`: with every reply accepting nothing (factor 0) a drafter confident
+    enough to pay alone pays nothing: the policy, which then pauses, runs near plain decoding's
+    time, not above it; half the replies at factor 0.5 land in between."""
+    free = sim.simulate(args(plan=[(1, 6)]), DECODE, SPEC, 0.9, seed=0)[1][0]
+    none = sim.simulate(args(plan=[(1, 6)], hard=(1.0, 0.0)), DECODE, SPEC, 0.9, seed=0)[1][0]
+    half = sim.simulate(args(plan=[(1, 6)], hard=(0.5, 0.5)), DECODE, SPEC, 0.9, seed=0)[1][0]
+    assert free > 1.2 and none < 1.0 and none < half < free, (free, half, none)
