@@ -39,6 +39,7 @@ Usage (GPU machine, repository root, target GGUF or HF folder and a trained draf
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -47,7 +48,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine_probes import StepTimes, profile_run, proposer_state, torch_profile_run
+from engine_probes import StepTimes, concurrency_cap, profile_run, proposer_state, torch_profile_run
 from sps_profiles import measure_in_child, measure_sps, measure_spec_sps
 
 if TYPE_CHECKING:
@@ -72,10 +73,18 @@ def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) ->
     return {**runs[len(runs) // 2], "runs": len(runs)}
 
 
-def _numbers(outs: list, wall: float) -> dict:
+def _numbers(outs: list, wall: float, queued: bool = False) -> dict:
+    """tok/s of the emitted tokens over the call's wall time, and per-user tok/s: a reply's tokens
+    over its time from arrival to its end, or with `queued` (requests wait for a slot:
+    `--closed-loop`) its tokens after the first over the time from the first to its end."""
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
-    per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
-                               for o in outs)
+    if queued:
+        speeds = [(len(o.outputs[0].token_ids) - 1) / (o.metrics.finished_time - o.metrics.first_token_time)
+                  for o in outs if len(o.outputs[0].token_ids) > 1]
+        per_user = statistics.mean(speeds or [0.0])
+    else:
+        per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
+                                   for o in outs)
     return {"tok/s": tokens / wall, "per-user tok/s": per_user, "tokens": tokens,
             **_lengths([o.metrics for o in outs])}
 
@@ -131,6 +140,10 @@ def main() -> None:
     parser.add_argument("--prompt-sets", type=int, default=1, metavar="N",
                         help="with --interleave: round r at concurrency C chats the prompt set r %% N (C prompts "
                              "each), so a cell does not rest on C replies only (at 1 request: one reply)")
+    parser.add_argument("--closed-loop", type=int, default=0, metavar="M",
+                        help="with --interleave: each call chats M x C prompts with at most C running at once "
+                             "(the next is admitted as one finishes: serving benchmarks' max concurrency); "
+                             "0 (default): one batch of C prompts, the call lasting until its slowest reply")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--deterministic", action="store_true",
                         help="batch-invariant kernels (`EngineConfig.deterministic`) in every engine and profile: "
@@ -162,6 +175,8 @@ def main() -> None:
         parser.error(f"--sps-warmup: must be a finite number of seconds >= 0, got {args.sps_warmup}")
     if args.prompt_sets < 1:
         parser.error(f"--prompt-sets: must be >= 1, got {args.prompt_sets}")
+    if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
+        parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")
@@ -203,7 +218,8 @@ def main() -> None:
             spec_k1.save(args.save_sps.with_name("spec_k1_" + args.save_sps.name))
     # A different shuffle than training's (seed 0); the pools may still share some docstrings.
     pool = [[{"role": "user", "content": p}]
-            for p in build_prompts(stdlib_docstrings(max(args.concurrency) * args.prompt_sets, seed=12345))]
+            for p in build_prompts(stdlib_docstrings(max(args.concurrency) * args.prompt_sets
+                                                     * max(args.closed_loop, 1), seed=12345))]
     variants = {"none": None, "none-again": None, "confidence": {"method": "dspark", "model": args.drafter,
                                              "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
                                              "sps_profile": spec_sps, "decode_profile": decode}}
@@ -283,8 +299,10 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
         for name, trace in traces.items():
             trace.take()                 # forgets the warm-up's steps
             logs.get(name, []).clear()
-        sets = [pool[i * c:(i + 1) * c] for i in range(args.prompt_sets)]
-        rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log)
+        size = c * max(args.closed_loop, 1)
+        sets = [pool[i * size:(i + 1) * size] for i in range(args.prompt_sets)]
+        rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log,
+                            cap=c if args.closed_loop else None)
         for name, trace in traces.items():
             summary = trace.take()
             if args.step_times:
@@ -296,7 +314,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
 
 
 def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
-                log_path: Path | None = None) -> list:
+                log_path: Path | None = None, cap: int | None = None) -> list:
     """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round
     (`prompts`: one batch of chats, or a list of such batches, round r chatting batch r % N). One
     row per engine: its median call, its verified and accepted lengths over every call (a
@@ -304,7 +322,8 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     `paired`, the median over rounds of its tok/s divided by the first engine's in that round
     (printed with the lowest and highest ratio). With `logs`
     (engine -> the list its `StepTimes` appends to), each call's steps are appended to
-    `log_path` (`--step-log`) as JSON lines tagged with the engine, concurrency, round and step."""
+    `log_path` (`--step-log`) as JSON lines tagged with the engine, concurrency, round and step.
+    With `cap`, at most that many requests run at once in each call (`--closed-loop`)."""
     names = list(llms)
     runs = {name: [] for name in names}
     metrics = {name: [] for name in names}
@@ -313,10 +332,11 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
         else [prompts]
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            start = time.perf_counter()
-            outs = llms[name].chat(sets[r % len(sets)], params)
-            wall = time.perf_counter() - start
-            runs[name].append(_numbers(outs, wall))
+            with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext():
+                start = time.perf_counter()
+                outs = llms[name].chat(sets[r % len(sets)], params)
+                wall = time.perf_counter() - start
+            runs[name].append(_numbers(outs, wall, queued=cap is not None))
             metrics[name].extend(o.metrics for o in outs)
             replies[name].append([list(o.outputs[0].token_ids) for o in outs])
             if logs and log_path is not None:

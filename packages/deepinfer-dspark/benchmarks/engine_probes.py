@@ -114,6 +114,23 @@ def _composition(plan) -> dict:
     return {"scheduled": len(plan.scheduled), "prefill_tokens": prefill, "verifying": len(plan.spec_token_ids)}
 
 
+@contextmanager
+def concurrency_cap(llm, limit: int):
+    """At most `limit` requests running at once in `llm` inside the block: the scheduler admits
+    the next waiting request as one finishes (serving benchmarks' max concurrency, a closed loop),
+    where the engine's `max_num_seqs` would admit more. The engine keeps its graphs and profiles
+    (sized for `max_num_seqs`); only the scheduler's admission limit changes, and is restored."""
+    import dataclasses
+
+    scheduler = llm.engine.scheduler
+    config = scheduler.config
+    scheduler.config = dataclasses.replace(config, max_num_seqs=min(limit, config.max_num_seqs))
+    try:
+        yield
+    finally:
+        scheduler.config = config
+
+
 def proposer_state(llm, c: int) -> str:
     """The confidence proposer's counters and estimates after a concurrency (empty for other
     engines): rounds drafted and skipped so far, the excluded one-request warm-up call of each

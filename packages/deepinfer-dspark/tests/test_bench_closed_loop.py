@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`bench_dspark.py --closed-loop`: each call keeps at most C requests running (serving
+benchmarks' max concurrency), on an engine built for more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def test_the_cap_holds_the_running_requests_and_is_restored(folders, kit, benchmark_script, monkeypatch) -> None:
+    from deepinfer_core import SamplingParams
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    probes = benchmark_script("engine_probes")
+    target, _ = folders
+    llm = kit.build(target, max_num_seqs=8)
+    scheduler = llm.engine.scheduler
+    seen = []
+    schedule = scheduler.schedule
+
+    def watched(*args, **kw):
+        out = schedule(*args, **kw)
+        seen.append(len(scheduler.running))
+        return out
+
+    monkeypatch.setattr(scheduler, "schedule", watched)
+    prompts = [{"prompt_token_ids": p} for p in kit.prompts(6, seed=3)]
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    with probes.concurrency_cap(llm, 2):
+        capped = llm.generate(prompts, params)
+    assert max(seen) == 2 and all(len(o.outputs[0].token_ids) == 6 for o in capped)
+    assert scheduler.config.max_num_seqs == 8
+    seen.clear()
+    free = llm.generate(prompts, params)
+    assert max(seen) == 6   # without the cap every prompt runs at once
+    assert [o.outputs[0].token_ids for o in free] == [o.outputs[0].token_ids for o in capped]
+    llm.close()
+
+
+def test_closed_loop_needs_interleave(benchmark_script, monkeypatch, capsys) -> None:
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    monkeypatch.setattr(sys, "argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", "--closed-loop", "4"])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2 and "--closed-loop" in capsys.readouterr().err
