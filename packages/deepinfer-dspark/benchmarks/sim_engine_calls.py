@@ -86,11 +86,15 @@ class Clock:
 
 
 def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int], ids: list[str],
-              rng: random.Random, clock: Clock, hard: dict[str, float] | None = None) -> str:
+              rng: random.Random, clock: Clock, hard: dict[str, float] | None = None,
+              queue: list[tuple[str, int]] | None = None) -> str:
     """One batch of replies of `lengths` tokens, started together, as the engine runs it; returns
     the steps' marks (see the module docstring). `hard`: request -> the factor its drafts'
-    acceptance takes below their confidences (a reply the drafter cannot follow)."""
-    hard = hard or {}
+    acceptance takes below their confidences (a reply the drafter cannot follow). `queue`: (id,
+    length) of requests waiting, each admitted as a reply finishes (a closed loop of
+    `len(ids)` slots); its prompt rows are observed when the step that freed the slot captured
+    the features (else its context has a gap: never drafted), its prefill is not charged."""
+    hard, queue = hard or {}, list(queue or [])
     k, marks = proposer.num_tokens, []
     left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, PROMPT)
     n = len(ids)
@@ -116,7 +120,7 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
         if drafts is not None:
             quiet, captured = False, True
             for r, d in zip(live, drafts):
-                accepted, confidences = 0, proposer.runner.last[r]
+                accepted, confidences = 0, proposer.runner.last.get(r, [])   # (none: not drafted for)
                 while accepted < len(d.token_ids) and rng.random() < confidences[accepted] * hard.get(r, 1.0):
                     accepted += 1
                 emitted[r] = min(1 + accepted, left[r])
@@ -130,6 +134,11 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
             marks.append("s" if due else "z" if quiet else "d" if not captured
                          else "B" if len(proposer.pending) else "k")
         sim.advance(proposer, live, emitted, pos, left, captured)
+        while queue and len(left) < n:   # closed loop: the freed slots are taken at once
+            r, length = queue.pop(0)
+            left[r], pos[r] = length, PROMPT
+            if captured:
+                proposer.observe_step([r], [0], [PROMPT], [0], torch.zeros(PROMPT, 1))
         due = False
         if quiet:
             dormant.ran(len(left))
@@ -155,6 +164,20 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     for c, count in args.plan:
         clock = Clock(decode, spec, args.k, args.capture, args.flush, args.sync)
         work = [[128] * c if args.equal else [rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
+        if getattr(args, "closed", False):   # one stream of every request, c at a time
+            lengths = [n for batch in work for n in batch]
+            ids = [f"r{first + i}" for i in range(len(lengths))]
+            hard = {} if args.hard is None else {r: args.hard[1] for r in ids if texts.random() < args.hard[0]}
+            marks = run_batch(proposer, dormant, lengths[:c], ids[:c], rng, clock, hard,
+                              list(zip(ids[c:], lengths[c:])))
+            first += len(lengths)
+            if trace:
+                print(f"p={p} c={c} stream: {marks}")
+            plain = stream_seconds(decode, lengths, c)
+            shares = {kind: seconds / plain for kind, seconds in clock.extra.items()}
+            shares["rounds"] = (clock.seconds - sum(clock.extra.values())) / plain - 1.0
+            out[c] = (plain / clock.seconds, float("nan"), shares)
+            continue
         for b, lengths in enumerate(work):
             ids = [f"r{first + i}" for i in range(c)]
             hard = {} if args.hard is None else {r: args.hard[1] for r in ids if texts.random() < args.hard[0]}
@@ -170,6 +193,18 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     return out
 
 
+def stream_seconds(decode: SPSProfile, lengths: list[int], slots: int) -> float:
+    """Plain decoding's seconds for replies of `lengths` tokens, at most `slots` running, each
+    admitted as one finishes (prefills not charged, as `run_batch` charges none)."""
+    waiting, running, seconds = list(lengths), [], 0.0
+    while waiting or running:
+        while waiting and len(running) < slots:
+            running.append(waiting.pop(0))
+        seconds += 1.0 / decode.at(len(running))
+        running = [n - 1 for n in running if n > 1]
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json and spec_sps.json")
@@ -183,6 +218,9 @@ def main() -> None:
     parser.add_argument("--flush", type=float, default=1.5)
     parser.add_argument("--sync", type=float, default=0.9)
     parser.add_argument("--trace", type=int, default=0)
+    parser.add_argument("--closed", action="store_true",
+                        help="each concurrency's requests as one stream, C running at a time (a closed loop; "
+                             "fixed-k's column is then not computed)")
     parser.add_argument("--hard", type=float, nargs=2, default=None, metavar=("SHARE", "FACTOR"),
                         help="a SHARE of the replies accept each draft with FACTOR times its confidence "
                              "(fixed-k's column ignores it)")

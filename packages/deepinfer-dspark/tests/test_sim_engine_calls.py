@@ -86,3 +86,21 @@ def test_hard_replies_accept_below_their_confidences(sim) -> None:
     none = sim.simulate(args(plan=[(1, 6)], hard=(1.0, 0.0)), DECODE, SPEC, 0.9, seed=0)[1][0]
     half = sim.simulate(args(plan=[(1, 6)], hard=(0.5, 0.5)), DECODE, SPEC, 0.9, seed=0)[1][0]
     assert free > 1.2 and none < 1.0 and none < half < free, (free, half, none)
+
+
+def test_a_closed_loop_keeps_the_slots_full(sim) -> None:
+    """`--closed`: each concurrency's requests run as one stream, C at a time; plain decoding's
+    time counts full slots until the queue empties (`stream_seconds`), and every request runs."""
+    lengths = [5, 3, 4, 2]
+    # two slots: steps 1-3 run the 5 and the 3 (the 3 ends), steps 4-5 the 5 and the 4 (the 5
+    # ends), steps 6-7 the 4 and the 2: seven steps of two, none alone.
+    assert sim.stream_seconds(DECODE, lengths, 2) == pytest.approx(7 / DECODE.at(2))
+    assert sim.stream_seconds(DECODE, lengths, 4) == pytest.approx(2 / DECODE.at(4) + 1 / DECODE.at(3)
+                                                                    + 1 / DECODE.at(2) + 1 / DECODE.at(1))
+    proposer = DSparkProposer(sim.sim.FakeRunner(7, 0.9, random.Random(0), sim.EARLY), 7, SPEC, decode=DECODE)
+    clock = sim.Clock(DECODE, SPEC, 7, 0.02, 1.5, 0.9)
+    marks = sim.run_batch(proposer, DormantSteps(proposer), [40, 40], ["a", "b"], random.Random(0), clock,
+                          queue=[("c", 40), ("d", 40), ("e", 40)])
+    assert 2 * 40 <= len(marks) * 2 and len(marks) < 5 * 40   # 200 tokens through 2 slots, some drafted
+    out = sim.simulate(args(plan=[(1, 4)], closed=True), DECODE, SPEC, 0.9, seed=0)
+    assert out[1][0] > 1.1 and out[1][1] != out[1][1]   # a confident drafter pays alone; fixed-k: NaN
