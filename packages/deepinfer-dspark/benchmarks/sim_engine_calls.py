@@ -92,9 +92,10 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
     the steps' marks (see the module docstring). `hard`: request -> the factor its drafts'
     acceptance takes below their confidences (a reply the drafter cannot follow). `queue`: (id,
     length) of requests waiting, each admitted as a reply finishes (a closed loop of
-    `len(ids)` slots); its prompt rows are observed when the step that freed the slot captured
-    the features (else its context has a gap: never drafted), its prefill is not charged."""
+    `len(ids)` slots): it prefills in the next step, whose features it gets when that step
+    captures them (else its context has a gap: never drafted); the prefill is not charged."""
     hard, queue = hard or {}, list(queue or [])
+    joined = []   # admitted, not yet prefilled
     k, marks = proposer.num_tokens, []
     left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, PROMPT)
     n = len(ids)
@@ -133,12 +134,15 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
             clock.plain(len(live), captured, due)
             marks.append("s" if due else "z" if quiet else "d" if not captured
                          else "B" if len(proposer.pending) else "k")
+        if joined and captured:   # their prefill ran in this step: the prompt rows first
+            proposer.observe_step(joined, [0] * len(joined), [PROMPT] * len(joined),
+                                  [PROMPT * i for i in range(len(joined))], torch.zeros(PROMPT * len(joined), 1))
+        joined = []
         sim.advance(proposer, live, emitted, pos, left, captured)
         while queue and len(left) < n:   # closed loop: the freed slots are taken at once
             r, length = queue.pop(0)
             left[r], pos[r] = length, PROMPT
-            if captured:
-                proposer.observe_step([r], [0], [PROMPT], [0], torch.zeros(PROMPT, 1))
+            joined.append(r)
         due = False
         if quiet:
             dormant.ran(len(left))
