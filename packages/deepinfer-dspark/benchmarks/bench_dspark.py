@@ -80,7 +80,7 @@ def _numbers(outs: list, wall: float, queued: bool = False) -> dict:
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     if queued:
         speeds = [(len(o.outputs[0].token_ids) - 1) / (o.metrics.finished_time - o.metrics.first_token_time)
-                  for o in outs if len(o.outputs[0].token_ids) > 1]
+                  for o in outs if len(o.outputs[0].token_ids) > 1 and o.metrics.first_token_time is not None]
         per_user = statistics.mean(speeds or [0.0])
     else:
         per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
