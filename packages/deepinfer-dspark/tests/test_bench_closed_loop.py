@@ -49,3 +49,23 @@ def test_closed_loop_needs_interleave(benchmark_script, monkeypatch, capsys) -> 
     with pytest.raises(SystemExit) as exit_:
         bench.main()
     assert exit_.value.code == 2 and "--closed-loop" in capsys.readouterr().err
+
+
+def test_per_user_speed_of_a_queued_call_starts_at_the_first_token(benchmark_script, monkeypatch) -> None:
+    """A request that waited for a slot (`--closed-loop`) is timed from its first token, not its
+    arrival; one without a first token (an error) is left out."""
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+
+    def out(tokens, first):
+        metrics = SimpleNamespace(arrival_time=0.0, first_token_time=first, finished_time=12.0, spec_rounds=0,
+                                  spec_verified=0, spec_accepted=0)
+        return SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * tokens)], metrics=metrics)
+
+    outs = [out(5, 10.0), out(9, 4.0)]
+    queued = bench._numbers(outs + [out(3, None)], 12.0, queued=True)
+    assert queued["per-user tok/s"] == pytest.approx((4 / 2 + 8 / 8) / 2) and queued["tokens"] == 17
+    batch = bench._numbers(outs, 12.0)
+    assert batch["per-user tok/s"] == pytest.approx((5 / 12 + 9 / 12) / 2) and batch["tok/s"] == pytest.approx(14 / 12)
