@@ -14,11 +14,15 @@ buffered features: how session 17 found two flushes of stale rows (58-231 ms at 
 and, in logs from session 18 on, the call's time outside its steps (`outside`).
 
 With `--acceptance` (logs from session 24 on), verified and accepted drafts by reply position:
-whether an engine drafted where replies are easy or hard.
+whether an engine drafted where replies are easy or hard. With `--calls`, each engine's call time
+over the baseline's in the same round (the sum of its steps' ms): mean, median and the worst
+round with its drafted steps, so that one call that drafted a reply the drafter could not follow
+(session 25: +41% in the first of 16 calls at 1 request, 2.6% of the cell's mean) is told apart
+from a cost every call pays.
 
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
-        [--acceptance]
+        [--acceptance] [--calls]
 """
 
 from __future__ import annotations
@@ -139,6 +143,31 @@ def acceptance(rows: list[dict]) -> list[dict]:
     return out
 
 
+def calls(rows: list[dict], baseline: str = "none") -> list[dict]:
+    """One dict per (concurrency, engine other than `baseline`): `rounds` (rounds both ran),
+    `mean` and `median` of the engine's call time over the baseline's in the same round, `worst`
+    (the highest ratio), `worst_round` and `worst_drafted` (its drafted steps), and `drafting`
+    (rounds with a drafted step)."""
+    time: dict[tuple[int, str, int], float] = defaultdict(float)
+    drafted: dict[tuple[int, str, int], int] = defaultdict(int)
+    for row in rows:
+        key = (row["concurrency"], row["engine"], row["round"])
+        time[key] += row["ms"]
+        drafted[key] += row["kind"].startswith("drafted")
+    out = []
+    for c, engine in sorted({(c, e) for c, e, _ in time if e != baseline}):
+        ratios = {r: time[(c, engine, r)] / time[(c, baseline, r)] for cc, e, r in time
+                  if cc == c and e == engine and time.get((c, baseline, r))}
+        if not ratios:
+            continue
+        worst = max(ratios, key=ratios.get)
+        out.append(dict(concurrency=c, engine=engine, rounds=len(ratios), mean=statistics.mean(ratios.values()),
+                        median=statistics.median(ratios.values()), worst=ratios[worst], worst_round=worst,
+                        worst_drafted=drafted[(c, engine, worst)],
+                        drafting=sum(1 for r in ratios if drafted[(c, engine, r)])))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\nUsage")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -146,6 +175,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="only these concurrencies")
     parser.add_argument("--baseline", default="none", help="the engine the others are matched against")
     parser.add_argument("--rounds", action="store_true", help="also each call's time by kind of step (`rounds`)")
+    parser.add_argument("--calls", action="store_true",
+                        help="also each engine's call time over the baseline's, round by round (`calls`)")
     parser.add_argument("--acceptance", action="store_true",
                         help="also verified and accepted drafts by reply position (`acceptance`; logs from session 24)")
     args = parser.parse_args()
@@ -193,6 +224,15 @@ def main() -> None:
             outside = "-" if r["outside"] is None else f"{r['outside']:.1f}"
             print(f"| {r['concurrency']} | {r['round']} | {r['engine']} | {r['steps']} | {r['prefill']:.1f} "
                   f"| {r['decode']:.1f} | {r['spikes']:.1f} | {r['drafted']:.1f} | {r['buffered']} | {outside} |")
+    if args.calls:
+        print()
+        print(f"Call time over {args.baseline}'s in the same round (sum of the steps' ms): mean, median, the "
+              f"worst round and its drafted steps; drafting: rounds with a drafted step.")
+        print("| requests | engine | rounds | mean | median | worst (round: drafted steps) | drafting |")
+        print("|---:|---|---:|---:|---:|---|---:|")
+        for a in calls(rows, args.baseline):
+            print(f"| {a['concurrency']} | {a['engine']} | {a['rounds']} | {a['mean']:.3f} | {a['median']:.3f} "
+                  f"| {a['worst']:.3f} ({a['worst_round']}: {a['worst_drafted']}) | {a['drafting']} |")
     if args.acceptance:
         print()
         print("Verified and accepted drafts by reply position (the shortest running reply before the step, "

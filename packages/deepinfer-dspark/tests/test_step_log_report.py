@@ -175,3 +175,19 @@ def test_replies_are_compared_with_the_first_engines(benchmark_script, monkeypat
     assert bench.same_replies(reference, reference) == {"same replies": 1.0, "first difference": -1}
     row = {"tok/s": 10.0, "per-user tok/s": 5.0, "verified/round": 0.0, "accepted len": 1.0, "paired": 0.9, **same}
     assert bench.table([(1, "fixed-7", row)])[-1].endswith("| 0.900 | 50% (others from token 2) |")
+
+
+def test_calls_tell_one_bad_call_from_a_cost_every_call_pays(report) -> None:
+    """`--calls`: each engine's call time over the baseline's in the same round; one round that
+    drafted long (session 25: 49 drafted rounds, +41%) is the worst, the median stays near 1."""
+    def step(engine, rnd, ms, kind="plain"):
+        return {"engine": engine, "concurrency": 1, "round": rnd, "step": 0, "kind": kind, "ms": ms}
+
+    rows = [step("none", r, 10.0) for r in range(4)] + [step("none", 0, 2.0)]
+    rows += [step("confidence", 0, 10.0), step("confidence", 0, 4.0, "drafted"), step("confidence", 0, 4.0, "drafted")]
+    rows += [step("confidence", r, 10.0 + r / 10) for r in range(1, 4)]
+    (out,) = report.calls(rows)
+    assert (out["concurrency"], out["engine"], out["rounds"], out["drafting"]) == (1, "confidence", 4, 1)
+    assert out["worst_round"] == 0 and out["worst_drafted"] == 2 and out["worst"] == pytest.approx(18 / 12)
+    assert out["median"] == pytest.approx((1.02 + 1.03) / 2)
+    assert out["mean"] == pytest.approx((18 / 12 + 1.01 + 1.02 + 1.03) / 4)
