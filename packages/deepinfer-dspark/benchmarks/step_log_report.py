@@ -14,15 +14,16 @@ buffered features: how session 17 found two flushes of stale rows (58-231 ms at 
 and, in logs from session 18 on, the call's time outside its steps (`outside`).
 
 With `--acceptance` (logs from session 24 on), verified and accepted drafts by reply position:
-whether an engine drafted where replies are easy or hard. With `--calls`, each engine's call time
-over the baseline's in the same round (the sum of its steps' ms): mean, median and the worst
+whether an engine drafted where replies are easy or hard. With `--prefills`, the prefill steps
+after each call's first (a closed loop's joiners) by kind. With `--calls`, each engine's call
+time over the baseline's in the same round (the sum of its steps' ms): mean, median and the worst
 round with its drafted steps, so that one call that drafted a reply the drafter could not follow
 (session 25: +41% in the first of 16 calls at 1 request, 2.6% of the cell's mean) is told apart
 from a cost every call pays.
 
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
-        [--acceptance] [--calls]
+        [--acceptance] [--calls] [--prefills]
 """
 
 from __future__ import annotations
@@ -168,6 +169,26 @@ def calls(rows: list[dict], baseline: str = "none") -> list[dict]:
     return out
 
 
+def prefills(rows: list[dict]) -> list[dict]:
+    """The steps with prefill tokens after each call's first (in a closed loop, `--closed-loop`: a
+    joiner's prompt beside the running requests' decode or verification), one dict per
+    (concurrency, engine, kind, features buffered before the step): `steps`, `median_ms`,
+    `tokens` (mean prefill tokens), and `share` (their ms over all the engine's ms at that
+    concurrency). Session 26 found them ~30 ms each on the H200 (eager, host-bound), half of a
+    closed-loop call's time at 8 requests, and 2-4 ms dearer where features were kept."""
+    total: dict[tuple[int, str], float] = defaultdict(float)
+    groups: dict[tuple[int, str, str, bool], list[dict]] = defaultdict(list)
+    for row in rows:
+        total[(row["concurrency"], row["engine"])] += row["ms"]
+        if row.get("prefill_tokens") and row["step"] > 0:
+            groups[(row["concurrency"], row["engine"], row["kind"], row["buffered"] > 0)].append(row)
+    return [dict(concurrency=c, engine=engine, kind=kind, buffered=buffered, steps=len(steps),
+                 median_ms=statistics.median(s["ms"] for s in steps),
+                 tokens=statistics.mean(s["prefill_tokens"] for s in steps),
+                 share=sum(s["ms"] for s in steps) / total[(c, engine)])
+            for (c, engine, kind, buffered), steps in sorted(groups.items())]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\nUsage")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -177,6 +198,8 @@ def main() -> None:
     parser.add_argument("--rounds", action="store_true", help="also each call's time by kind of step (`rounds`)")
     parser.add_argument("--calls", action="store_true",
                         help="also each engine's call time over the baseline's, round by round (`calls`)")
+    parser.add_argument("--prefills", action="store_true",
+                        help="also the prefill steps after each call's first, by kind (`prefills`)")
     parser.add_argument("--acceptance", action="store_true",
                         help="also verified and accepted drafts by reply position (`acceptance`; logs from session 24)")
     args = parser.parse_args()
@@ -233,6 +256,15 @@ def main() -> None:
         for a in calls(rows, args.baseline):
             print(f"| {a['concurrency']} | {a['engine']} | {a['rounds']} | {a['mean']:.3f} | {a['median']:.3f} "
                   f"| {a['worst']:.3f} ({a['worst_round']}: {a['worst_drafted']}) | {a['drafting']} |")
+    if args.prefills:
+        print()
+        print("Prefill steps after each call's first (a closed loop's joiners), by kind and whether features "
+              "were buffered before the step; share: their ms over all the engine's ms at that load.")
+        print("| requests | engine | kind | buffered | steps | median ms | prefill tokens | share |")
+        print("|---:|---|---|---|---:|---:|---:|---:|")
+        for p in prefills(rows):
+            print(f"| {p['concurrency']} | {p['engine']} | {p['kind']} | {'yes' if p['buffered'] else 'no'} "
+                  f"| {p['steps']} | {p['median_ms']:.2f} | {p['tokens']:.0f} | {p['share']:.3f} |")
     if args.acceptance:
         print()
         print("Verified and accepted drafts by reply position (the shortest running reply before the step, "

@@ -191,3 +191,22 @@ def test_calls_tell_one_bad_call_from_a_cost_every_call_pays(report) -> None:
     assert out["worst_round"] == 0 and out["worst_drafted"] == 2 and out["worst"] == pytest.approx(18 / 12)
     assert out["median"] == pytest.approx((1.02 + 1.03) / 2)
     assert out["mean"] == pytest.approx((18 / 12 + 1.01 + 1.02 + 1.03) / 4)
+
+
+def test_prefills_group_the_joiners_steps_by_kind(report) -> None:
+    # a call's first step (prefill 20) is left out; two joiner steps of none (30, 34 ms), one of
+    # paused with features buffered (40 ms) and one without (31 ms)
+    rows = [step("none", 0, 0, 10.0, running=0, prefill=20), step("none", 0, 1, 30.0, prefill=100),
+            step("none", 0, 2, 1.0), step("none", 0, 3, 34.0, prefill=50), step("none", 0, 4, 5.0),
+            step("paused", 0, 0, 10.0, running=0, prefill=20), step("paused", 0, 1, 40.0, prefill=60),
+            step("paused", 0, 2, 31.0, prefill=80), step("paused", 0, 3, 19.0)]
+    rows[6]["buffered"] = 3
+    by = {(p["engine"], p["buffered"]): p for p in report.prefills(rows)}
+    assert set(by) == {("none", False), ("paused", True), ("paused", False)}
+    none = by[("none", False)]
+    assert (none["steps"], none["kind"]) == (2, "plain")
+    assert none["median_ms"] == pytest.approx(32.0) and none["tokens"] == pytest.approx(75.0)
+    assert none["share"] == pytest.approx(64.0 / 80.0)
+    buffered = by[("paused", True)]
+    assert buffered["median_ms"] == pytest.approx(40.0) and buffered["share"] == pytest.approx(0.4)
+    assert by[("paused", False)]["tokens"] == pytest.approx(80.0)
