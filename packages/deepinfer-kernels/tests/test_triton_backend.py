@@ -56,3 +56,25 @@ def test_triton_decode_is_batch_invariant():
                                          backend="triton")
     assert torch.equal(full[1:], alone)
     assert torch.equal(full, widened)
+
+
+@pytest.mark.parametrize("name", ["3of7-1of9-0of4-4of4_Hq2_Hk1_D16_S4", "3of7-2of9_Hq2_Hk2_D16_S4_W3_sinks"])
+def test_triton_prefill_real_rows_ignore_the_mixed_graph_padding(name):
+    # deepinfer_core's mixed CUDA graphs pad a step of T tokens and B requests to T_size rows
+    # owned by one more request (its keys read through a block-table row of zeros) and to B_max
+    # request slots with no query and no keys: the real rows must come out bit for bit as unpadded.
+    case = next(c for c in op_cases("paged_attention_prefill", "interp") if c.name == name)
+    q, k_cache, v_cache, table, cu, lens, *rest = case.inputs(torch.float32, "cpu", seed=7)[0]
+    tokens, batch, pad, slots = q.shape[0], lens.shape[0], 6, 3
+    width = max(table.shape[1], -(-pad // k_cache.shape[1]))
+    padded_table = torch.zeros(batch + 1 + slots, width, dtype=table.dtype)
+    padded_table[:batch, :table.shape[1]] = table
+    padded_lens = torch.cat([lens, torch.tensor([pad] + [0] * slots, dtype=lens.dtype)])
+    padded_cu = torch.cat([cu, torch.full((1 + slots,), tokens + pad, dtype=cu.dtype)])
+    padded_q = torch.cat([q, torch.randn(pad, *q.shape[1:])])
+    plain = ops.paged_attention_prefill(q, k_cache, v_cache, table, cu, lens, *rest, backend="triton")
+    padded = ops.paged_attention_prefill(padded_q, k_cache, v_cache, padded_table, padded_cu, padded_lens, *rest,
+                                         backend="triton")
+    assert torch.equal(padded[:tokens], plain)
+    reference = ops.paged_attention_prefill(q, k_cache, v_cache, table, cu, lens, *rest, backend="reference")
+    torch.testing.assert_close(plain, reference, rtol=1e-5, atol=1e-5)

@@ -57,6 +57,10 @@ class EngineConfig:
         load_format: "auto" (the checkpoint's weights) or "dummy" (seeded random weights; the
             checkpoint may hold only config.json).
         enforce_eager: never capture CUDA graphs (decode steps run eagerly on every device).
+        mixed_cuda_graphs: on CUDA (and without `enforce_eager`), also capture graphs for
+            prefill and mixed steps of up to 2048 tokens (`executor.mixed_graph`): a joining
+            request's step then costs a replay instead of an eager launch of every kernel. Off
+            by default until measured on the GPU.
         deterministic: batch-invariant kernels on the whole path (matmul, RMSNorm, attention,
             LM head): a request's tokens and logprobs depend only on its own prompt, parameters
             and seed, not on what runs beside it or how its prompt is chunked. Slower.
@@ -83,6 +87,7 @@ class EngineConfig:
     seed: int = 0
     load_format: str = "auto"
     enforce_eager: bool = False
+    mixed_cuda_graphs: bool = False
     deterministic: bool = False
     speculative_config: dict | None = None
     async_scheduling: bool = True
@@ -110,7 +115,7 @@ class EngineConfig:
         if self.load_format not in ("auto", "dummy"):
             raise ValueError(f"load_format: expected 'auto' or 'dummy', got {self.load_format!r}")
         _check_speculative(self.speculative_config)
-        for name in ("enforce_eager", "deterministic", "async_scheduling"):
+        for name in ("enforce_eager", "mixed_cuda_graphs", "deterministic", "async_scheduling"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

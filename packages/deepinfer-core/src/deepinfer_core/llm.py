@@ -52,6 +52,7 @@ class LLM:
             placeholder tokenizer decodes token i as `<i>`, so pass token-id prompts).
         enforce_eager: never capture CUDA graphs (on CUDA, pure-decode steps otherwise replay
             graphs captured at start-up for batch sizes up to `max_num_seqs`).
+        mixed_cuda_graphs: also capture graphs for prefill and mixed steps (`EngineConfig`).
         deterministic: batch-invariant kernels everywhere (see docs/determinism.md): a request's
             output bits do not depend on the other requests in flight or on prefill chunking.
         speculative_config: speculative decoding, e.g. `{"method": "ngram", "num_speculative_tokens": 4}`
@@ -78,7 +79,8 @@ class LLM:
                  device: str | None = None, max_model_len: int | None = None, max_num_seqs: int | None = None,
                  max_num_batched_tokens: int | None = None, kv_cache_memory: int | None = None,
                  enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0,
-                 load_format: str = "auto", enforce_eager: bool = False, deterministic: bool = False,
+                 load_format: str = "auto", enforce_eager: bool = False, mixed_cuda_graphs: bool = False,
+                 deterministic: bool = False,
                  speculative_config: dict | None = None, async_scheduling: bool = True) -> None:
         given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,
                      max_num_batched_tokens=max_num_batched_tokens, kv_cache_memory=kv_cache_memory,
@@ -86,6 +88,7 @@ class LLM:
         self.config = EngineConfig(model=None if model is None else str(model), dtype=dtype,
                                    max_model_len=max_model_len, enable_chunked_prefill=enable_chunked_prefill,
                                    seed=seed, load_format=load_format, enforce_eager=enforce_eager,
+                                   mixed_cuda_graphs=mixed_cuda_graphs,
                                    deterministic=deterministic, speculative_config=speculative_config,
                                    async_scheduling=async_scheduling, **{k: v for k, v in given.items() if v is not None})
         check_proposer_config(self.config.speculative_config)   # before the weights load

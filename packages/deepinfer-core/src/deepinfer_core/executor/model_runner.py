@@ -4,7 +4,8 @@
 
 It owns the model weights and the paged KV cache, turns a step's `ScheduledChunk`s into flat
 tensors, runs one forward pass and returns float32 logits for the rows that need them.
-On CUDA, pure-decode steps replay captured CUDA graphs once `capture_cuda_graphs` has run.
+On CUDA, pure-decode steps replay captured CUDA graphs once `capture_cuda_graphs` has run, and
+with `EngineConfig.mixed_cuda_graphs` so do mixed steps (`executor.mixed_graph`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.block_tables import PersistentBlockTables
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
 from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes
+from deepinfer_core.executor.mixed_graph import MixedGraphs, mixed_sizes
 from deepinfer_core.executor.verify_graph import VerifyGraphs
 from deepinfer_core.layers.batch_invariant import set_batch_invariant
 from deepinfer_core.loader import iter_weights
@@ -64,6 +66,7 @@ class ModelRunner:
         self.aux_layers: tuple[int, ...] = ()
         self._graph_aux_layers: tuple[int, ...] = ()
         self.verify_graphs: VerifyGraphs | None = None
+        self.mixed_graphs: MixedGraphs | None = None
         self.block_tables: PersistentBlockTables | None = None
 
     def init_block_tables(self, max_rows: int, max_model_len: int) -> None:
@@ -141,6 +144,10 @@ class ModelRunner:
         if self.aux_layers and self.feature_free_graphs:   # steps whose features a proposer declines
             self.plain_graphs = DecodeGraphs(self._plain_logits_step, self.graphs.sizes, width, self.device,
                                              pool=self.graphs.pool)   # never replayed with `graphs`: one pool
+        if self.engine_config.mixed_cuda_graphs:   # prefill and mixed steps of up to 2048 tokens
+            self.mixed_graphs = MixedGraphs(self._mixed_step, mixed_sizes(self.engine_config.max_num_batched_tokens),
+                                            self.engine_config.max_num_seqs, width, self.block_size, self.device,
+                                            pool=self.graphs.pool)
         return self.graphs.sizes
 
     def _logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
@@ -156,6 +163,15 @@ class ModelRunner:
                            meta: AttentionMetadata) -> torch.Tensor:
         """The captured decode step without features: logits `[N, V]`."""
         return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta))
+
+    def _mixed_step(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
+                    rows: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The captured mixed step: logits `[L, V]` of the hidden-state rows `rows`, plus the
+        `aux_layers` hidden states `[T, A]` of every row when a proposer asked for them."""
+        if self.aux_layers:
+            hidden, aux = self.model(input_ids, positions, self.kv_caches, meta, self.aux_layers)
+            return self.model.compute_logits(hidden[rows]), aux
+        return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta)[rows])
 
     def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
         return (self.graphs is not None and step.meta.is_decode_only and self.aux_layers == self._graph_aux_layers
@@ -203,6 +219,13 @@ class ModelRunner:
         if (self.verify_graphs is not None and not step.meta.is_decode_only
                 and self.aux_layers == self._graph_aux_layers and self.verify_graphs.fits(chunks, step)):
             out = self.verify_graphs.run(step)
+            if self.aux_layers:
+                logits, aux = out
+                return ModelOutput(logits=logits, aux_hidden=aux if features else None, cu_seqlens=step.cu_seqlens)
+            return ModelOutput(logits=out, cu_seqlens=step.cu_seqlens)
+        if (self.mixed_graphs is not None and self.aux_layers == self._graph_aux_layers
+                and self.mixed_graphs.fits(chunks, step)):
+            out = self.mixed_graphs.run(step)
             if self.aux_layers:
                 logits, aux = out
                 return ModelOutput(logits=logits, aux_hidden=aux if features else None, cu_seqlens=step.cu_seqlens)
