@@ -22,17 +22,19 @@ from deepinfer_core.loader import load_model_config
 BLOCK, BLOCKS = 4, 64
 
 
-def mixed_step(rng: torch.Generator, prefills: list[tuple[int, int]], decodes: int) -> list[ScheduledChunk]:
+def mixed_step(rng: torch.Generator, prefills: list[tuple[int, int]], decodes: int,
+               verify: int = 1) -> list[ScheduledChunk]:
     """Prefill chunks `(cached tokens, new tokens)` (the last sampling when it ends the prompt:
-    here every other one) beside `decodes` one-token decode chunks with a cached prefix."""
+    here every other one) beside `decodes` chunks with a cached prefix: one decode token each,
+    or with `verify` > 1 a verification of that many tokens (logits for each)."""
     chunks, perm = [], torch.randperm(BLOCKS, generator=rng).tolist()
-    work = [(start, n, i % 2 == 0) for i, (start, n) in enumerate(prefills)]
-    work += [(int(torch.randint(1, 5 * BLOCK, (1,), generator=rng)), 1, True) for _ in range(decodes)]
-    for start, n, sample in work:
+    work = [(start, n, i % 2 == 0, 1) for i, (start, n) in enumerate(prefills)]
+    work += [(int(torch.randint(1, 5 * BLOCK, (1,), generator=rng)), verify, True, verify) for _ in range(decodes)]
+    for start, n, sample, logits in work:
         need = -(-(start + n) // BLOCK)
         blocks, perm = perm[:need], perm[need:]
         tokens = torch.randint(3, 250, (n,), generator=rng).tolist()
-        chunks.append(ScheduledChunk(tokens, start, blocks, sample, request_id=None))
+        chunks.append(ScheduledChunk(tokens, start, blocks, sample, num_logits=logits, request_id=None))
     return chunks
 
 
@@ -60,12 +62,14 @@ def poisoned(graphs: MixedGraphs) -> MixedGraphs:
 
 
 @pytest.mark.parametrize("deterministic", [True, False])
-@pytest.mark.parametrize("features", [True, False])
-def test_padded_mixed_step_matches_the_eager_step(tiny_checkpoint, deterministic, features):
+@pytest.mark.parametrize("features, verify", [(True, 1), (False, 1), (True, 3)])
+def test_padded_mixed_step_matches_the_eager_step(tiny_checkpoint, deterministic, features, verify):
     runner = runner_for(tiny_checkpoint, deterministic)
     if features:
         runner.aux_layers = runner._graph_aux_layers = (0, 1)   # as `capture_cuda_graphs` leaves them
-    chunks = mixed_step(torch.Generator().manual_seed(3), [(0, 9), (6, 5), (0, 3)], decodes=4)   # T = 21
+    # T = 21 (or 29 with 3-token verifications: a drafted round beside a joiner's prefill)
+    chunks = mixed_step(torch.Generator().manual_seed(3), [(0, 9), (6, 5), (0, 3)], decodes=4, verify=verify)
+    tokens, rows = sum(len(c.token_ids) for c in chunks), sum(c.num_logits for c in chunks if c.sample)
     before = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
     eager = runner.execute_model(chunks)
     after_eager = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
@@ -73,17 +77,17 @@ def test_padded_mixed_step_matches_the_eager_step(tiny_checkpoint, deterministic
         k.copy_(k0)
         v.copy_(v0)
 
-    runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32, 64], max_requests=8, width=16,
-                                               block_size=BLOCK, device="cpu", capture=False))
-    padded = runner.execute_model(chunks)            # 21 tokens in the 32-token graph, 7 of 8 chunks
+    runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32, 64], max_requests=8, max_logit_rows=16,
+                                               width=16, block_size=BLOCK, device="cpu", capture=False))
+    padded = runner.execute_model(chunks)            # in the 32-token graph, 7 of 8 chunks
     assert runner.mixed_graphs.replays == 1
-    assert padded.logits.shape == eager.logits.shape == (6, runner.model_config.vocab_size)
+    assert padded.logits.shape == eager.logits.shape == (rows, runner.model_config.vocab_size)
     assert padded.cu_seqlens == eager.cu_seqlens
     if deterministic:
         assert torch.equal(padded.logits, eager.logits)
     torch.testing.assert_close(padded.logits, eager.logits, rtol=1e-4, atol=1e-4)
     if features:
-        assert padded.aux_hidden.shape == eager.aux_hidden.shape == (21, 2 * runner.model_config.hidden_size)
+        assert padded.aux_hidden.shape == eager.aux_hidden.shape == (tokens, 2 * runner.model_config.hidden_size)
         torch.testing.assert_close(padded.aux_hidden, eager.aux_hidden, rtol=1e-4, atol=1e-4)
         if deterministic:
             assert torch.equal(padded.aux_hidden, eager.aux_hidden)
@@ -98,17 +102,18 @@ def test_padded_mixed_step_matches_the_eager_step(tiny_checkpoint, deterministic
 
 def test_steps_the_graphs_do_not_take_run_eagerly(tiny_checkpoint):
     runner = runner_for(tiny_checkpoint, deterministic=True)
-    graphs = runner.mixed_graphs = MixedGraphs(runner._mixed_step, [16, 32], max_requests=4, width=16,
-                                               block_size=BLOCK, device="cpu", capture=False)
+    graphs = runner.mixed_graphs = MixedGraphs(runner._mixed_step, [16, 32], max_requests=4, max_logit_rows=6,
+                                               width=16, block_size=BLOCK, device="cpu", capture=False)
     rng = torch.Generator().manual_seed(8)
     decode_only = mixed_step(rng, [], decodes=3)
     too_long = mixed_step(rng, [(0, 40)], decodes=0)               # 40 tokens > 32
     too_many = mixed_step(rng, [(0, 2)], decodes=4)                # 5 chunks > 4
     logprobs = mixed_step(rng, [(0, 6)], decodes=1)
     logprobs[0].prompt_logprobs = True
-    verify = mixed_step(rng, [(0, 6)], decodes=1)
-    verify[1].token_ids, verify[1].num_logits = verify[1].token_ids * 3, 3   # a verification chunk
-    for chunks in (decode_only, too_long, too_many, logprobs, verify):
+    verify = mixed_step(rng, [(0, 6)], decodes=2)
+    for chunk in verify[1:]:                                       # two verification chunks: 1 + 3 rows each
+        chunk.token_ids, chunk.num_logits = chunk.token_ids * 4, 4
+    for chunks in (decode_only, too_long, too_many, logprobs, verify):   # verify: 9 rows of logits > 6
         out = runner.execute_model(chunks)
         assert out.logits.shape[0] == sum(c.num_logits for c in chunks if c.sample)
     assert graphs.replays == 0
@@ -119,7 +124,7 @@ def test_steps_the_graphs_do_not_take_run_eagerly(tiny_checkpoint):
 def test_buffers_pad_with_a_request_that_owns_the_extra_rows():
     chunks = mixed_step(torch.Generator().manual_seed(2), [(0, 5)], decodes=2)   # T = 7, B = 3
     step = prepare_inputs(chunks, BLOCK, "cpu", BLOCKS)
-    buf = MixedBuffers(max_tokens=32, max_requests=4, width=3, block_size=BLOCK, device="cpu")
+    buf = MixedBuffers(max_tokens=32, max_requests=4, max_logit_rows=4, width=3, block_size=BLOCK, device="cpu")
     assert buf.width == 8                                  # widened: 32 padding keys need 8 blocks
     buf.seq_lens.fill_(9)
     buf.load(step, 16)

@@ -18,9 +18,9 @@ smallest bucket `T_size >= T` with `B_max + 1` requests:
 - requests `(B, B_max]` have no query (`cu_seqlens_q` stays at `T_size`) and no keys.
 
 Every other layer is row by row (norms, projections, rotary, activations), so the real rows'
-results do not depend on the padding. The logits are computed for `L = min(T_size, B_max)`
-gathered rows (the step's sampling rows, then row 0 as padding): steps in which every chunk
-asks for at most one row of logits and none for prompt logprobs. The graphs share the decode
+results do not depend on the padding. The logits are computed for `L = min(T_size, max_logit_rows)`
+gathered rows (the step's `sample_indices`, then row 0 as padding): steps with at most L rows of
+logits (one per sampling chunk, `1 + k` per verification chunk) and no prompt logprobs. The graphs share the decode
 graphs' memory pool (outputs are returned as copies). The same padded forward runs eagerly with
 `capture=False`, which is how the CPU tests check the padding against the unpadded step.
 """
@@ -62,15 +62,16 @@ class MixedBuffers:
     Args:
         max_tokens: rows (the largest bucket).
         max_requests: B_max, chunks a step may hold (one more request slot pads).
+        max_logit_rows: rows of logits a graph computes at most (`logit_rows`).
         width: block-table columns of the longest sequence (widened so that the padding request
             fits: `ceil(max_tokens / block_size)`).
         block_size: tokens per KV block.
         device: where the buffers live.
     """
 
-    def __init__(self, max_tokens: int, max_requests: int, width: int, block_size: int,
+    def __init__(self, max_tokens: int, max_requests: int, max_logit_rows: int, width: int, block_size: int,
                  device: torch.device | str) -> None:
-        self.max_tokens, self.max_requests = max_tokens, max_requests
+        self.max_tokens, self.max_requests, self.max_logit_rows = max_tokens, max_requests, max_logit_rows
         self.width = max(width, -(-max_tokens // block_size))
         self.input_ids = torch.zeros(max_tokens, dtype=torch.int64, device=device)
         self.positions = torch.zeros(max_tokens, dtype=torch.int64, device=device)
@@ -78,11 +79,11 @@ class MixedBuffers:
         self.block_tables = torch.zeros((max_requests + 1, self.width), dtype=torch.int32, device=device)
         self.seq_lens = torch.zeros(max_requests + 1, dtype=torch.int32, device=device)
         self.cu_seqlens_q = torch.zeros(max_requests + 2, dtype=torch.int32, device=device)
-        self.sample_rows = torch.zeros(min(max_tokens, max_requests), dtype=torch.int64, device=device)
+        self.sample_rows = torch.zeros(self.logit_rows(max_tokens), dtype=torch.int64, device=device)
 
     def logit_rows(self, size: int) -> int:
         """L, the rows of logits a graph of `size` tokens computes."""
-        return min(size, self.max_requests)
+        return min(size, self.max_logit_rows)
 
     def meta(self, size: int) -> AttentionMetadata:
         """Metadata of a `size`-token step (views of the static buffers; every request slot)."""
@@ -141,6 +142,7 @@ class MixedGraphs:
         step_fn: the forward pass with its LM head over the gathered rows (`MixedStepFn`).
         sizes: ascending T buckets (`mixed_sizes`).
         max_requests: B_max (`max_num_seqs`).
+        max_logit_rows: rows of logits a step may need (`max_num_seqs * (1 + k)` with k drafts).
         width: block-table columns of the longest sequence.
         block_size: tokens per KV block.
         device: a CUDA device (any device with `capture=False`).
@@ -148,11 +150,12 @@ class MixedGraphs:
         capture: False runs `step_fn` eagerly on the static buffers at each `run` (the CPU tests).
     """
 
-    def __init__(self, step_fn: MixedStepFn, sizes: list[int], max_requests: int, width: int, block_size: int,
-                 device: torch.device | str, pool: object | None = None, capture: bool = True) -> None:
+    def __init__(self, step_fn: MixedStepFn, sizes: list[int], max_requests: int, max_logit_rows: int, width: int,
+                 block_size: int, device: torch.device | str, pool: object | None = None, capture: bool = True
+                 ) -> None:
         self.step_fn = step_fn
         self.sizes = sorted(sizes)
-        self.buffers = MixedBuffers(self.sizes[-1], max_requests, width, block_size, device)
+        self.buffers = MixedBuffers(self.sizes[-1], max_requests, max_logit_rows, width, block_size, device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor | tuple[torch.Tensor, torch.Tensor]] = {}
         self.replays = 0
@@ -176,14 +179,16 @@ class MixedGraphs:
         return self.step_fn(b.input_ids[:size], b.positions[:size], b.meta(size), b.sample_rows[:b.logit_rows(size)])
 
     def fits(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
-        """Whether a step can replay: not decode-only (the decode graphs' steps), at most one row
-        of logits per chunk and no prompt logprobs, and its tokens, chunks and block-table width
-        within the buffers."""
+        """Whether a step can replay: not decode-only (the decode graphs' steps), no prompt
+        logprobs, and its tokens, chunks, block-table width and rows of logits within the
+        buffers (the rows against the bucket its tokens pick)."""
         tokens = step.input_ids.shape[0]
-        return (not step.meta.is_decode_only and tokens <= self.sizes[-1]
+        size = pick_size(self.sizes, tokens)
+        return (not step.meta.is_decode_only and size is not None
                 and len(chunks) <= self.buffers.max_requests
                 and step.meta.block_tables.shape[1] <= self.buffers.width
-                and all(c.num_logits <= 1 and not c.prompt_logprobs for c in chunks))
+                and step.sample_indices.shape[0] <= self.buffers.logit_rows(size)
+                and not any(c.prompt_logprobs for c in chunks))
 
     def run(self, step: StepInputs) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """The step's logits `[rows, V]` (its `sample_indices` rows), or (logits, aux hidden

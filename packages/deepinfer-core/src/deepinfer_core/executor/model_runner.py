@@ -145,9 +145,10 @@ class ModelRunner:
             self.plain_graphs = DecodeGraphs(self._plain_logits_step, self.graphs.sizes, width, self.device,
                                              pool=self.graphs.pool)   # never replayed with `graphs`: one pool
         if self.engine_config.mixed_cuda_graphs:   # prefill and mixed steps of up to 2048 tokens
+            seqs = self.engine_config.max_num_seqs
+            rows = seqs * (1 + (spec["num_speculative_tokens"] if spec is not None else 0))
             self.mixed_graphs = MixedGraphs(self._mixed_step, mixed_sizes(self.engine_config.max_num_batched_tokens),
-                                            self.engine_config.max_num_seqs, width, self.block_size, self.device,
-                                            pool=self.graphs.pool)
+                                            seqs, rows, width, self.block_size, self.device, pool=self.graphs.pool)
         return self.graphs.sizes
 
     def _logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
