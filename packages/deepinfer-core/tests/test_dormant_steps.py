@@ -251,3 +251,60 @@ def test_each_finished_request_is_removed_once_and_keeps_its_counters(tiny_check
     assert sorted(sleeper.removed) == sorted(o.request_id for o in outs)
     assert all(o.error is None and o.metrics is not None for o in outs)
     assert sum(o.metrics.spec_proposed for o in outs) > 0
+
+
+class QuietSleeper(Sleeper):
+    """`Sleeper` that keeps its features while asleep: no dormant stretch, a quiet one instead
+    (`quiet_rounds`): every step's features must still arrive, in position order without a gap,
+    and nothing else may be asked until `quiet_passed`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_position: dict[str, int] = {}
+        self.quiet_observed = 0
+
+    def wants_features(self) -> bool:
+        self._check("wants_features")
+        return True
+
+    def observe_step(self, request_ids, first_positions, counts, row_starts, features) -> None:
+        if self.granted:
+            self.quiet_observed += 1
+        else:
+            self._check("observe_step")
+        self.observed += 1
+        for rid, first, n in zip(request_ids, first_positions, counts):
+            assert first == self.next_position.get(rid, 0), (rid, first, self.next_position.get(rid))
+            self.next_position[rid] = first + n
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        self.next_position[request_id] = min(self.next_position.get(request_id, 0), num_tokens - 1)
+
+    def dormant_rounds(self, num_requests: int) -> int:
+        self._check("dormant_rounds")
+        return 0
+
+    def quiet_rounds(self, num_requests: int) -> int:
+        self._check("quiet_rounds")
+        self.granted = self._left()
+        return self.granted
+
+    def quiet_passed(self, num_requests: int, rounds: int) -> None:
+        assert 1 <= rounds <= self.granted, (rounds, self.granted)
+        self.granted = 0
+        self.calls.append(("quiet_passed", num_requests, rounds))
+        self.round += rounds
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_quiet_stretches_hand_over_every_feature_and_ask_nothing_else(tiny_checkpoint, async_scheduling: bool) -> None:
+    folder = tiny_checkpoint("qwen3")
+    expected = run(build(folder))
+    sleeper = QuietSleeper()
+    llm = build(folder, sleeper, async_scheduling=async_scheduling)
+    assert run(llm) == expected
+    reports = [c for c in sleeper.calls if c[0] == "quiet_passed"]
+    assert reports and sum(c[2] for c in reports) == llm.engine.speculative.dormant.steps > 0
+    assert not any(c[0] == "dormant_passed" for c in sleeper.calls)
+    assert sleeper.quiet_observed > 0                       # features kept inside the stretches
+    assert llm.engine.speculative.stats.verified > 0        # awake rounds still drafted

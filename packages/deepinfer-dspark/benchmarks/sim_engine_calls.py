@@ -5,8 +5,9 @@
 `sim_pause_policy.py` asks the proposer `idle_rounds` / `propose` once a round. The engine asks
 more, and what it asks decides what a step costs (`deepinfer_core.engine.async_core`):
 
-  - before a step without drafts: `dormant_rounds` (through core's own `DormantSteps`, so a
-    declared stretch asks nothing until it ends or the running count changes), else
+  - before a step without drafts: `dormant_rounds` and `quiet_rounds` (through core's own
+    `DormantSteps`, so a declared stretch asks nothing until it ends or the running count
+    changes; a quiet one captures the features and hands them over), else
     `wants_features`: a step that captures the features costs `--capture` plain steps more;
   - after it: `idle_rounds`, and `idle_round` while paused; otherwise the next step waits for
     the token ids and calls `propose`; when that drafts nothing the step lost its overlap
@@ -22,7 +23,8 @@ draft with FACTOR times its confidence: texts the drafter cannot follow, whateve
 25). `--equal` gives every reply 128 tokens, as the H200's
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
-prints each step of the first N batches of seed 0: D drafted, z dormant, d declined (asked),
+prints each step of the first N batches of seed 0: D drafted, z dormant, q quiet (a stretch that
+keeps the features: captured and buffered, nothing asked), d declined (asked),
 B captured and buffered, k captured (nothing buffered), s proposed with nothing drafted;
 `--breakdown` prints per concurrency each overhead's share of plain decoding's time (captures,
 syncs, flushes) and the drafted rounds' net share (negative: they gain), which add up to the
@@ -100,7 +102,7 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
     left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, PROMPT)
     n = len(ids)
     quiet = dormant.step(n)   # the prefill: a step without drafts
-    if not quiet and proposer.wants_features():
+    if (quiet and dormant.features) or (not quiet and proposer.wants_features()):
         proposer.observe_step(ids, [0] * n, [PROMPT] * n, [PROMPT * i for i in range(n)], torch.zeros(PROMPT * n, 1))
     due = False
     if quiet:
@@ -130,9 +132,9 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
             marks.append("D")
         else:
             quiet = dormant.step(len(live))
-            captured = not quiet and proposer.wants_features()
+            captured = dormant.features if quiet else proposer.wants_features()   # a quiet stretch keeps them
             clock.plain(len(live), captured, due)
-            marks.append("s" if due else "z" if quiet else "d" if not captured
+            marks.append("s" if due else ("q" if captured else "z") if quiet else "d" if not captured
                          else "B" if len(proposer.pending) else "k")
         if joined and captured:   # their prefill ran in this step: the prompt rows first
             proposer.observe_step(joined, [0] * len(joined), [PROMPT] * len(joined),

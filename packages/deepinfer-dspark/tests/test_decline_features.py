@@ -272,22 +272,24 @@ def test_a_dormant_stretch_records_what_its_steps_one_by_one_would(fake_runner) 
 
 
 def stretches_and_steps(kit, target, spec, prompts, params, async_scheduling: bool, batches: int = 1):
-    """Runs `batches` generate calls on two engines, one with dormant stretches and one asked
-    step by step (`dormant_rounds` asked, never granted); returns per engine the outputs (a list
-    per call) and the proposer's state: pauses, skipped and declined counts, the evidence's age,
-    the last batch, the drafted rounds."""
+    """Runs `batches` generate calls on two engines, one with dormant and quiet stretches and one
+    asked step by step (`dormant_rounds` and `quiet_rounds` asked, never granted); returns per
+    engine the outputs (a list per call) and the proposer's state: pauses, skipped and declined
+    counts, the evidence's age, the last batch, the drafted rounds, the openings left, and the
+    features the drafter holds per request."""
     outs, states = [], []
     for stretches in (True, False):
         llm = kit.build(target, spec, async_scheduling=async_scheduling)
         proposer = llm.engine.speculative.proposer
         if not stretches:
-            ask = proposer.dormant_rounds
+            ask, quiet = proposer.dormant_rounds, proposer.quiet_rounds
             llm.engine.speculative.dormant._ask = lambda n, ask=ask: ask(n) and 0   # asked, never granted
+            llm.engine.speculative.dormant._ask_quiet = lambda n, quiet=quiet: quiet(n) and 0
         outs.append([[o.outputs[0].token_ids for o in llm.generate(prompts, params)] for _ in range(batches)])
         assert (llm.engine.speculative.dormant.steps > 0) == stretches
         states.append((dict(proposer.pauses._left), proposer.skipped_rounds, proposer.declined_steps,
                        proposer.acceptance._now, proposer.acceptance.full._now, proposer._last_batch,
-                       proposer.drafted_rounds))
+                       proposer.drafted_rounds, proposer.openings.rounds_left))
     return outs, states
 
 
@@ -370,3 +372,72 @@ def test_stretches_match_steps_when_a_stop_token_ends_the_batch(folders, kit, as
     outs, states = stretches_and_steps(kit, target, spec, prompts, params, async_scheduling)
     assert outs[0] == outs[1] and outs[0][0][0][-1] == stop
     assert states[0] == states[1], states
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_quiet_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, async_scheduling: bool) -> None:
+    """The random drafter's rounds lose, so the proposer pauses; with `decline_features` off it
+    keeps the features while paused, and the engine runs those pauses as quiet stretches
+    (features handed over, nothing else asked). The proposer ends as asking it step by step
+    leaves it, and the output is plain decoding's."""
+    from deepinfer_core import SamplingParams
+
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 900.0, 900.0]),
+            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]), "opening_tokens": 0,
+            "decline_features": False}
+    prompts = [{"prompt_token_ids": p} for p in kit.prompts(2, seed=5)]
+    params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in (120, 70)]
+    quiet = []
+    for stretches in (True, False):
+        llm = kit.build(target, spec, async_scheduling=async_scheduling)
+        if not stretches:
+            llm.engine.speculative.dormant._ask_quiet = None
+        llm.generate(prompts, params)
+        quiet.append(llm.engine.speculative.dormant.quiet_steps)
+
+    assert quiet[0] > 0 and quiet[1] == 0, quiet
+    outs, states = stretches_and_steps(kit, target, spec, prompts, params, async_scheduling, batches=2)
+    plain = [o.outputs[0].token_ids for o in kit.build(target).generate(prompts, params)]
+    assert outs[0] == outs[1] == [plain, plain]
+    assert states[0] == states[1], states
+
+
+def test_a_quiet_stretch_records_what_its_steps_one_by_one_would(fake_runner) -> None:
+    """`quiet_rounds` / `quiet_passed` (the engine hands over the features and asks nothing else)
+    leave the proposer as `wants_features` (kept) and `idle_round` step by step would: the pause
+    left, the skipped count, the evidence's age, the last batch, the opening rounds left (4 of the
+    12 rounds fall past the pause: counted at the openings' own ledger); the buffer holds every
+    row (12 buffered). A load ruled out, a gapped batch or measured step times get no quiet stretch."""
+    def paused() -> DSparkProposer:
+        proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
+        observe(proposer, "r0", 0, 9)
+        proposer._last_batch = 1
+        proposer.pauses.pause(1, 8)                    # a body pause at 1, not ruled out
+        proposer.openings.begin([2])                   # reply position 2: 29 opening rounds after it
+        proposer.openings.ledger.pause(1, 20)
+        return proposer
+    one_by_one, stretch = paused(), paused()
+    assert stretch.quiet_rounds(1) == 8
+    for i in range(12):
+        assert one_by_one.wants_features()
+        observe(one_by_one, "r0", 9 + i, 1)
+        one_by_one.idle_round(1)
+        observe(stretch, "r0", 9 + i, 1)
+    stretch.quiet_passed(1, 12)
+    for p in (one_by_one, stretch):
+        p.state = (p.pauses.left(1), p.skipped_rounds, p.declined_steps, p._last_batch, p.acceptance._now,
+                   p.acceptance.full._now, p.openings.rounds_left, p.openings.ledger.left(1), p.pending.pairs)
+    assert stretch.state == one_by_one.state and stretch.state[6:8] == (17, 16) and stretch.state[-1] == 12
+    assert stretch.quiet_rounds(1) == 0                # the pause ran out: judged step by step again
+    stretch.pauses.pause(1, 5)
+    assert stretch.quiet_rounds(1) == 5
+    stretch.feed.gapped.add("r0")
+    assert stretch.quiet_rounds(1) == 0                # every running request has a gap: nothing to keep
+    stretch.pauses.pause(64, 30)
+    stretch._ruled_out.add(64)
+    assert stretch.quiet_rounds(64) == 0               # ruled out: dormant, not quiet
+    measured = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, measure_step_times=True)
+    measured.pauses.pause(1, 30)
+    assert measured.quiet_rounds(1) == 0               # it times every step

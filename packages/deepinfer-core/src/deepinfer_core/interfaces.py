@@ -120,6 +120,13 @@ class Proposer(Protocol):
     exception, counts as 0; a `dormant_passed` that raises ends dormancy for that engine (its
     steps ran plain either way).
 
+    Optional, with the above, for proposers paused where they keep the features (e.g. DSpark
+    paused at a load where drafting may pay later): a method `quiet_rounds(num_requests: int) ->
+    int`, asked when `dormant_rounds` returned 0. When it returns m > 0, the stretch is quiet: as a
+    dormant one, except that its steps capture the features and the engine hands them over with
+    `observe*` after each step (and calls nothing else but `commit` and `remove`); it is reported
+    with `quiet_passed(num_requests: int, rounds: int) -> None`, as `dormant_passed` is.
+
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any
     batch size): an attribute `retired: bool`. When it is True after the factory returns, the

@@ -116,6 +116,37 @@ class PausePolicy:
         elif self._ledger_declined and self._all_gapped(num_requests):   # as `propose` would find them
             self._regret_gaps(num_requests, 1.0, rounds)   # (a dormant batch is not asked)
 
+    def quiet_rounds(self, num_requests: int) -> int:
+        """Upcoming rounds at `num_requests` requests that are paused with the features kept (see
+        `deepinfer_core.Proposer` and core's `DormantSteps`): the pause left at the bucket when
+        it is not ruled out (those are `dormant_rounds`) and every running request can still
+        draft, else 0. The engine then hands over each step's features (`observe_step`: buffered,
+        as paused) and asks nothing else until it reports the stretch with `quiet_passed`. Not
+        with `measure_step_times` (it times every step) nor during a re-timing run, nor in an
+        opening's pause (judged round by round, `OpeningPhase`)."""
+        if self.measure_step_times or self._probing() or not num_requests or self._all_gapped(num_requests):
+            return 0
+        if ledger_bucket(num_requests) in self._ruled_out:
+            return 0
+        self._last_batch = num_requests
+        return self.pauses.left(num_requests)
+
+    def quiet_passed(self, num_requests: int, rounds: int) -> None:
+        """`rounds` quiet rounds have run, `num_requests` requests running after each: what
+        `rounds` calls of `idle_round(num_requests)` would have recorded (0 requests: the batch
+        ended, nothing skipped)."""
+        self.acceptance.close()
+        self.acceptance.tick(rounds)
+        self._last_batch, self._cleared = num_requests, 0
+        body = min(self.pauses.left(num_requests), rounds) if num_requests else 0
+        if num_requests:
+            self.pauses.skip(num_requests, rounds)
+            self.skipped_rounds += rounds
+        if body:
+            self.openings.idle(0, body)
+        if rounds > body:
+            self.openings.idle(num_requests, rounds - body)
+
     def _pause_for(self, rounds: int, batch: int, ruled_out: bool = False) -> None:
         """Pauses `rounds` rounds at `batch`'s bucket; `ruled_out`: because even accepting every
         draft could not pay there, or after a settled measured loss (the target's features are then

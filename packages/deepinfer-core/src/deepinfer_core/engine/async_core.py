@@ -124,17 +124,23 @@ class AsyncEngineCore(EngineCore):
     def _after_speculative_overlap(self, sched: SchedulerOutput, model_out, outputs: dict[str, EngineCoreOutput]
                                    ) -> None:
         """The proposer's side of an overlapped step without drafts: features now, drafts when due."""
-        if model_out.aux_hidden is not None:  # positions are known without the ids
-            failed = self.speculative.observe(sched.scheduled, {}, {}, model_out.aux_hidden, model_out.cu_seqlens)
-            for request_id, error in failed.items():  # its in-flight token is dropped when resolved
-                out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
-                out.error = error
-                if out.finish_reason is None:
-                    self._finish_with_error(out)
+        self._observe(sched, model_out, outputs)
         if self.speculative.idle_rounds() > 0:
             self._propose(outputs)   # returns no drafts: the placeholders are never read
         else:
             self._propose_due = True
+
+    def _observe(self, sched: SchedulerOutput, model_out, outputs: dict[str, EngineCoreOutput]) -> None:
+        """Hands the proposer the features of an overlapped step without drafts (positions are
+        known without the ids); requests it failed end alone."""
+        if model_out.aux_hidden is None:
+            return
+        failed = self.speculative.observe(sched.scheduled, {}, {}, model_out.aux_hidden, model_out.cu_seqlens)
+        for request_id, error in failed.items():  # its in-flight token is dropped when resolved
+            out = outputs.setdefault(request_id, EngineCoreOutput(request_id, []))
+            out.error = error
+            if out.finish_reason is None:
+                self._finish_with_error(out)
 
     def _finish_deferred(self, outputs: dict[str, EngineCoreOutput]) -> None:
         """Draws a deferred step once its masks are filled; it becomes the in-flight step. The
@@ -233,7 +239,8 @@ class AsyncEngineCore(EngineCore):
         try:
             fill_from = None if previous is None else previous.sampled
             dormant = self._dormant({})
-            if self.speculative is not None and (dormant or not self.speculative.wants_features()):
+            quiet = dormant and self.speculative.dormant.features   # a quiet stretch keeps the features
+            if self.speculative is not None and not quiet and (dormant or not self.speculative.wants_features()):
                 model_out = self.runner.execute_model(chunks, fill_from=fill_from, features=False)
             else:
                 model_out = self.runner.execute_model(chunks, fill_from=fill_from)
@@ -274,6 +281,8 @@ class AsyncEngineCore(EngineCore):
         else:
             self._inflight = sampled
         if dormant:
+            if quiet:
+                self._observe(sched, model_out, outputs)
             self.speculative.dormant.ran(len(self.scheduler.running))
         elif self.speculative is not None:
             self._after_speculative_overlap(sched, model_out, outputs)

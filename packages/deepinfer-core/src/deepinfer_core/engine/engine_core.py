@@ -226,7 +226,9 @@ class EngineCore:
         # Grammar masks depend only on the tokens accepted so far: fill them while the model runs.
         filling = self.structured.start_fill(plain) if self.structured is not None and plain else None
         dormant = self._dormant(drafts)
-        if self.speculative is not None and not drafts and (dormant or not self.speculative.wants_features()):
+        quiet = dormant and self.speculative.dormant.features   # a quiet stretch keeps the features
+        if (self.speculative is not None and not drafts and not quiet
+                and (dormant or not self.speculative.wants_features())):
             model_out = self.runner.execute_model(chunks, features=False)
         else:
             model_out = self.runner.execute_model(chunks)
@@ -284,6 +286,11 @@ class EngineCore:
         finally:
             self._dormant_step = False
         if dormant:
+            if quiet and model_out.aux_hidden is not None:   # only the features are handed over
+                failed = self.speculative.observe(sched.scheduled, drafts, tokens, model_out.aux_hidden,
+                                                  model_out.cu_seqlens)
+                for request_id, error in failed.items():  # ended below, alone
+                    outputs.setdefault(request_id, EngineCoreOutput(request_id, [])).error = error
             self.speculative.dormant.ran(len(self.scheduler.running))
         elif self.speculative is not None:
             failed = {}
