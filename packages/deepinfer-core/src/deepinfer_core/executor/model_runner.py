@@ -27,6 +27,7 @@ from deepinfer_core.executor.transfer import to_device
 
 
 VERIFY_GRAPH_MAX_BATCH = 64  # larger verification batches run eagerly (graph memory: B * (k + 1) * V)
+MIXED_LOGIT_ROWS = 256       # mixed steps needing more rows of logits run eagerly (graph memory: rows * V per bucket)
 
 
 class ModelRunner:
@@ -146,7 +147,7 @@ class ModelRunner:
                                              pool=self.graphs.pool)   # never replayed with `graphs`: one pool
         if self.engine_config.mixed_cuda_graphs:   # prefill and mixed steps of up to 2048 tokens
             seqs = self.engine_config.max_num_seqs
-            rows = seqs * (1 + (spec["num_speculative_tokens"] if spec is not None else 0))
+            rows = min(seqs * (1 + (spec["num_speculative_tokens"] if spec is not None else 0)), MIXED_LOGIT_ROWS)
             self.mixed_graphs = MixedGraphs(self._mixed_step, mixed_sizes(self.engine_config.max_num_batched_tokens),
                                             seqs, rows, width, self.block_size, self.device, pool=self.graphs.pool)
         return self.graphs.sizes
