@@ -308,3 +308,77 @@ def test_quiet_stretches_hand_over_every_feature_and_ask_nothing_else(tiny_check
     assert not any(c[0] == "dormant_passed" for c in sleeper.calls)
     assert sleeper.quiet_observed > 0                       # features kept inside the stretches
     assert llm.engine.speculative.stats.verified > 0        # awake rounds still drafted
+
+
+class FailingQuiet:
+    """Drafts `awake` rounds, then pauses `asleep` with the features kept, in quiet stretches when
+    `quiet_rounds` is asked; `observe_step` raises on its `fail_at`-th call while paused. Logs
+    each round with the running count it was recorded at."""
+
+    def __init__(self, awake: int = 2, asleep: int = 8, fail_at: int = 5) -> None:
+        self.target_layer_ids = (0,)
+        self.awake, self.asleep, self.fail_at = awake, asleep, fail_at
+        self.round, self.rounds, self.paused_observed = 0, [], 0
+
+    def _left(self) -> int:
+        phase = self.round % (self.awake + self.asleep)
+        return 0 if phase < self.awake else self.awake + self.asleep - phase
+
+    def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        self.round += 1
+        self.rounds.append(("drafted", len(requests)))
+        return [Draft([int(r.token_ids[-1])] * min(2, r.max_tokens)) for r in requests]
+
+    def idle_rounds(self) -> int:
+        return self._left()
+
+    def idle_round(self, num_requests: int) -> None:
+        self.round += 1
+        self.rounds.append(("idle", num_requests))
+
+    def wants_features(self) -> bool:
+        return True
+
+    def observe_step(self, request_ids, first_positions, counts, row_starts, features) -> None:
+        if self._left():
+            self.paused_observed += 1
+            if self.paused_observed == self.fail_at:
+                raise RuntimeError("observe broke")
+
+    def dormant_rounds(self, num_requests: int) -> int:
+        return 0
+
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        raise AssertionError("no dormant stretch was granted")
+
+    def quiet_rounds(self, num_requests: int) -> int:
+        return self._left()
+
+    def quiet_passed(self, num_requests: int, rounds: int) -> None:
+        self.round += rounds
+        self.rounds += [("idle", num_requests)] * rounds
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        pass
+
+    def remove(self, request_id: str) -> None:
+        pass
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_an_observe_error_in_a_quiet_stretch_is_reported_as_step_by_step(tiny_checkpoint, async_scheduling) -> None:
+    # The failing observation ends the only request: its round is heard at the count step by step
+    # hears it (the asynchronous engine: 0 running requests; session 26's review found the
+    # stretch settled at the old count there).
+    folder = tiny_checkpoint("qwen3")
+    runs = []
+    for quiet in (True, False):
+        proposer = FailingQuiet()
+        llm = build(folder, proposer, async_scheduling=async_scheduling)
+        if not quiet:
+            llm.engine.speculative.dormant._ask_quiet = None
+        out = llm.generate([{"prompt_token_ids": PROMPTS[0]}],
+                           [SamplingParams(temperature=0, max_tokens=30, ignore_eos=True)])[0]
+        assert out.error is not None and "observe" in out.error
+        runs.append((proposer.rounds, out.outputs[0].token_ids, llm.engine.speculative.dormant.quiet_steps > 0))
+    assert runs[0][:2] == runs[1][:2] and runs[0][2] and not runs[1][2]

@@ -273,7 +273,7 @@ def test_a_dormant_stretch_records_what_its_steps_one_by_one_would(fake_runner) 
 
 def stretches_and_steps(kit, target, spec, prompts, params, async_scheduling: bool, batches: int = 1):
     """Runs `batches` generate calls on two engines, one with dormant and quiet stretches and one
-    asked step by step (`dormant_rounds` and `quiet_rounds` asked, never granted); returns per
+    asked step by step (`dormant_rounds` asked, never granted; `quiet_rounds` never asked); returns per
     engine the outputs (a list per call) and the proposer's state: pauses, skipped and declined
     counts, the evidence's age, the last batch, the drafted rounds, the openings left, and the
     features the drafter holds per request."""
@@ -282,9 +282,9 @@ def stretches_and_steps(kit, target, spec, prompts, params, async_scheduling: bo
         llm = kit.build(target, spec, async_scheduling=async_scheduling)
         proposer = llm.engine.speculative.proposer
         if not stretches:
-            ask, quiet = proposer.dormant_rounds, proposer.quiet_rounds
+            ask = proposer.dormant_rounds
             llm.engine.speculative.dormant._ask = lambda n, ask=ask: ask(n) and 0   # asked, never granted
-            llm.engine.speculative.dormant._ask_quiet = lambda n, quiet=quiet: quiet(n) and 0
+            llm.engine.speculative.dormant._ask_quiet = None   # never asked: the plain step-by-step path
         outs.append([[o.outputs[0].token_ids for o in llm.generate(prompts, params)] for _ in range(batches)])
         assert (llm.engine.speculative.dormant.steps > 0) == stretches
         states.append((dict(proposer.pauses._left), proposer.skipped_rounds, proposer.declined_steps,
@@ -409,7 +409,7 @@ def test_a_quiet_stretch_records_what_its_steps_one_by_one_would(fake_runner) ->
     leave the proposer as `wants_features` (kept) and `idle_round` step by step would: the pause
     left, the skipped count, the evidence's age, the last batch, the opening rounds left (4 of the
     12 rounds fall past the pause: counted at the openings' own ledger); the buffer holds every
-    row (12 buffered). A load ruled out, a gapped batch or measured step times get no quiet stretch."""
+    row (13 buffered). A load ruled out, a gapped batch or measured step times get no quiet stretch."""
     def paused() -> DSparkProposer:
         proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
         observe(proposer, "r0", 0, 9)
@@ -417,19 +417,20 @@ def test_a_quiet_stretch_records_what_its_steps_one_by_one_would(fake_runner) ->
         proposer.pauses.pause(1, 8)                    # a body pause at 1, not ruled out
         proposer.openings.begin([2])                   # reply position 2: 29 opening rounds after it
         proposer.openings.ledger.pause(1, 20)
+        observe(proposer, "r0", 9, 1)                  # buffered (paused): the buffer's row size is known
         return proposer
     one_by_one, stretch = paused(), paused()
     assert stretch.quiet_rounds(1) == 8
     for i in range(12):
         assert one_by_one.wants_features()
-        observe(one_by_one, "r0", 9 + i, 1)
+        observe(one_by_one, "r0", 10 + i, 1)
         one_by_one.idle_round(1)
-        observe(stretch, "r0", 9 + i, 1)
+        observe(stretch, "r0", 10 + i, 1)
     stretch.quiet_passed(1, 12)
     for p in (one_by_one, stretch):
         p.state = (p.pauses.left(1), p.skipped_rounds, p.declined_steps, p._last_batch, p.acceptance._now,
                    p.acceptance.full._now, p.openings.rounds_left, p.openings.ledger.left(1), p.pending.pairs)
-    assert stretch.state == one_by_one.state and stretch.state[6:8] == (17, 16) and stretch.state[-1] == 12
+    assert stretch.state == one_by_one.state and stretch.state[6:8] == (17, 16) and stretch.state[-1] == 13
     assert stretch.quiet_rounds(1) == 0                # the pause ran out: judged step by step again
     stretch.pauses.pause(1, 5)
     assert stretch.quiet_rounds(1) == 5
@@ -441,3 +442,44 @@ def test_a_quiet_stretch_records_what_its_steps_one_by_one_would(fake_runner) ->
     measured = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, measure_step_times=True)
     measured.pauses.pause(1, 30)
     assert measured.quiet_rounds(1) == 0               # it times every step
+
+
+def test_quiet_rounds_change_nothing_and_wait_for_a_settled_count(fake_runner) -> None:
+    """Asking `quiet_rounds` leaves the proposer as it was: after a joiner moved the count from
+    a paused bucket (1) to one that is not (2), the step-by-step path judges the round by the last
+    round's batch (a round late): a quiet ask must not move it (session 26's review found it did)."""
+    def joined() -> DSparkProposer:
+        proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4, decline_features=False)
+        proposer.observe_step(["r0", "r1"], [0, 0], [9, 9], [0, 9], torch.ones(18, 2))
+        proposer._last_batch = 1
+        proposer.pauses.pause(1, 3)
+        return proposer
+    asked, plain = joined(), joined()
+    assert asked.quiet_rounds(2) == 0 and asked._last_batch == 1
+    for p in (asked, plain):
+        assert p.wants_features()
+        p.observe_step(["r0", "r1"], [9, 9], [1, 1], [0, 1], torch.ones(2, 2))
+        p.drafted = p.idle_rounds() == 0 and any(d.token_ids for d in p.propose(requests(2, length=11)))
+        if not p.drafted:
+            p.idle_round(2)
+    assert (asked.drafted, asked.skipped_rounds, dict(asked.pauses._left), asked.pending.holds) == \
+        (plain.drafted, plain.skipped_rounds, dict(plain.pauses._left), plain.pending.holds)
+    assert not asked.drafted and asked.skipped_rounds == 1   # judged by bucket 1's pause, as step by step
+
+
+def test_a_quiet_stretch_ends_before_the_buffer_fills(fake_runner) -> None:
+    """A stretch is capped at the rounds the buffer takes without filling: the flush, and the gaps
+    it may find (then a dormant stretch, step by step), happen in a step asked step by step."""
+    from deepinfer_dspark.pending_context import PendingContext
+
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
+    proposer.observe_step(["r0", "r1"], [0, 0], [10, 10], [0, 10], torch.ones(20, 2))
+    proposer.feed.pending = PendingContext(max_rows=12)
+    proposer._last_batch = 2
+    proposer.pauses.pause(2, 8)
+    assert proposer.quiet_rounds(2) == 1                # nothing buffered yet: one round tells the row size
+    proposer.observe_step(["r0", "r1"], [10, 10], [1, 1], [0, 1], torch.ones(2, 2))
+    assert len(proposer.pending) == 2 and proposer.quiet_rounds(2) == 4   # 2 + 4 x 2 = 10 < 12 rows
+    pending = PendingContext(max_rows=100, max_bytes=100)
+    pending.add_step(["a"], [0], [2], [0], torch.ones(2, 5))      # 40 bytes: 20 a row
+    assert pending.rounds_before_full(1) == 2 and pending.rounds_before_full(0) == 0   # 40 + 2 x 20 < 100

@@ -60,7 +60,9 @@ class EngineConfig:
         mixed_cuda_graphs: on CUDA (and without `enforce_eager`), also capture graphs for
             prefill and mixed steps of up to 2048 tokens (`executor.mixed_graph`): a joining
             request's step then costs a replay instead of an eager launch of every kernel. Off
-            by default until measured on the GPU.
+            by default until measured on the GPU. The step's kernels must run without a host
+            sync (the triton attention does; a head size it does not take falls back to the
+            reference kernel, whose capture then fails at start-up).
         deterministic: batch-invariant kernels on the whole path (matmul, RMSNorm, attention,
             LM head): a request's tokens and logprobs depend only on its own prompt, parameters
             and seed, not on what runs beside it or how its prompt is chunked. Slower.

@@ -118,18 +118,19 @@ class PausePolicy:
 
     def quiet_rounds(self, num_requests: int) -> int:
         """Upcoming rounds at `num_requests` requests that are paused with the features kept (see
-        `deepinfer_core.Proposer` and core's `DormantSteps`): the pause left at the bucket when
-        it is not ruled out (those are `dormant_rounds`) and every running request can still
-        draft, else 0. The engine then hands over each step's features (`observe_step`: buffered,
-        as paused) and asks nothing else until it reports the stretch with `quiet_passed`. Not
-        with `measure_step_times` (it times every step) nor during a re-timing run, nor in an
-        opening's pause (judged round by round, `OpeningPhase`)."""
-        if self.measure_step_times or self._probing() or not num_requests or self._all_gapped(num_requests):
+        `deepinfer_core.Proposer` and core's `DormantSteps`): the pause left at the last round's
+        bucket when the count has not changed since (a changed count is judged step by step,
+        as `idle_rounds` would: a round late), the bucket is not ruled out (those are
+        `dormant_rounds`) and every running request can still draft; at most as many rounds as
+        the buffer takes without filling (a flush inside the stretch could find gaps that step
+        by step would answer with a dormant stretch); else 0. Asking changes nothing. The engine
+        then hands over each step's features (`observe_step`: buffered, as paused) and asks
+        nothing else until it reports the stretch with `quiet_passed`. Not with
+        `measure_step_times` (it times every step) nor during a re-timing run."""
+        if (self.measure_step_times or self._probing() or not num_requests or num_requests != self._last_batch
+                or self._all_gapped(num_requests) or ledger_bucket(num_requests) in self._ruled_out):
             return 0
-        if ledger_bucket(num_requests) in self._ruled_out:
-            return 0
-        self._last_batch = num_requests
-        return self.pauses.left(num_requests)
+        return min(self.pauses.left(num_requests), self.pending.rounds_before_full(num_requests))
 
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
         """`rounds` quiet rounds have run, `num_requests` requests running after each: what

@@ -70,6 +70,19 @@ class PendingContext:
     def full(self) -> bool:
         return self._rows >= self.max_rows or self._bytes >= self.max_bytes
 
+    def rounds_before_full(self, rows_per_round: int) -> int:
+        """Rounds of `rows_per_round` rows each that can be added without `full` turning True,
+        bytes judged by the rows buffered so far (none buffered: 1, the first round tells)."""
+        if rows_per_round < 1:
+            return 0
+        rounds = (self.max_rows - self._rows - 1) // rows_per_round
+        if self._rows:
+            row_bytes = self._bytes / self._rows
+            rounds = min(rounds, int((self.max_bytes - self._bytes - 1) // (row_bytes * rows_per_round)))
+        else:
+            rounds = min(rounds, 1)
+        return max(rounds, 0)
+
     def add(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
         """Keeps a step's observations (features `[n, A]`, one row per position).
 

@@ -281,8 +281,12 @@ class AsyncEngineCore(EngineCore):
         else:
             self._inflight = sampled
         if dormant:
-            if quiet:
-                self._observe(sched, model_out, outputs)
+            if quiet:   # a request the proposer fails here is reported by `ran`, as a dormant step's end
+                self._dormant_step = True
+                try:
+                    self._observe(sched, model_out, outputs)
+                finally:
+                    self._dormant_step = False
             self.speculative.dormant.ran(len(self.scheduler.running))
         elif self.speculative is not None:
             self._after_speculative_overlap(sched, model_out, outputs)
