@@ -20,8 +20,8 @@ later: its buffer must hold every position) can likewise declare a quiet stretch
 `quiet_rounds(num_requests) -> int`, asked when `dormant_rounds` declares none: its steps
 capture the features and the engine hands them over with `observe*` as every step, but asks
 nothing else; they are reported with `quiet_passed(num_requests, rounds)`. On this repository's
-CPU a paused step that keeps its features cost ~45 us more than a dormant one (session 26), the
-H200's host 0.24 ms at 1 request (a fifth of a decode step); about half of it was the asks.
+CPU a paused step that keeps its features cost ~48 us more than a dormant one, the H200's host
+0.24 ms at 1 request (a fifth of a decode step; session 26); the asks were ~9 us of the 48.
 Device-free.
 """
 
