@@ -175,3 +175,36 @@ def test_mixed_graphs_give_the_eager_engines_tokens_on_cuda(tiny_checkpoint, dty
     want = [o.outputs[0].token_ids for o in eager.generate(requests, params)]
     assert got == want
     assert graphs.engine.runner.mixed_graphs.replays > 0
+
+
+@pytest.mark.parametrize("case", ["bucket_full", "no_logits", "placeholders"])
+def test_edge_steps_match_the_eager_step(tiny_checkpoint, case):
+    # bucket_full: T = 16 = the bucket and B = max_requests (the padding request has no rows);
+    # no_logits: no chunk samples (0 rows of logits); placeholders: tokens taken from the previous
+    # step's samples on the device (`fill_from`, asynchronous scheduling).
+    runner = runner_for(tiny_checkpoint, deterministic=True)
+    runner.aux_layers = runner._graph_aux_layers = (0, 1)
+    rng, fill_from, slots = torch.Generator().manual_seed(4), None, 4
+    if case == "bucket_full":
+        chunks, slots = mixed_step(rng, [(0, 9), (3, 4)], decodes=3), 5     # 9 + 4 + 3 tokens, 5 chunks
+    elif case == "no_logits":
+        chunks = mixed_step(rng, [(0, 9), (6, 5)], decodes=0)
+        for chunk in chunks:
+            chunk.sample = False
+    else:
+        chunks, fill_from = mixed_step(rng, [(0, 9)], decodes=3), torch.tensor([17, 33, 41, 55])
+        for row, chunk in enumerate(chunks[1:], start=1):
+            chunk.fill_row, chunk.token_ids[-1] = row, -1
+    before = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
+    eager = runner.execute_model(chunks, fill_from=fill_from)
+    after = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
+    for (k, v), (k0, v0) in zip(runner.kv_caches, before):
+        k.copy_(k0)
+        v.copy_(v0)
+    runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32], max_requests=slots, max_logit_rows=16,
+                                               width=16, block_size=BLOCK, device="cpu", capture=False))
+    padded = runner.execute_model(chunks, fill_from=fill_from)
+    assert runner.mixed_graphs.replays == 1
+    assert torch.equal(padded.logits, eager.logits) and torch.equal(padded.aux_hidden, eager.aux_hidden)
+    for (k, v), (ke, ve) in zip(runner.kv_caches, after):
+        assert torch.equal(k, ke) and torch.equal(v, ve)
