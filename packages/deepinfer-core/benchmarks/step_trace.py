@@ -4,8 +4,9 @@
 
 Runs the `deepinfer bench throughput` workload (same generator, same seed) on one engine, timing
 every engine step on the host and classifying it by what the runner did:
-  graph   a pure-decode step replayed from a CUDA graph,
-  eager   any other step (prefill, mixed prefill + decode, decode above the largest graph).
+  graph        a pure-decode step replayed from a CUDA graph,
+  mixed-graph  a prefill or mixed step replayed from a mixed-step graph (`--mixed-cuda-graphs`),
+  eager        any other step (prefill, mixed prefill + decode, decode above the largest graph).
 A progress line is printed every `--every` seconds (steps, emitted tokens, mean ms per step), so a
 run cut short by a time limit still tells where it was. At the end: steps, total and mean ms per
 kind, and the share of wall time spent outside `execute_model` (scheduling, sampling bookkeeping,
@@ -65,13 +66,17 @@ def main() -> None:
         counts = [c for c in counts if c is not None]
         return sum(counts) if counts else None
 
+    def mixed_replays() -> int:
+        return getattr(getattr(runner, "mixed_graphs", None), "replays", 0)
+
     def execute(chunks, *a, **kw):
         t = time.perf_counter()
-        before = replays()
+        before, mixed = replays(), mixed_replays()
         out = original_execute(chunks, *a, **kw)
         after = replays()
         decode = all(len(c.token_ids) == 1 for c in chunks)
-        kinds.append("graph" if before is not None and after != before else ("decode-eager" if decode else "eager"))
+        kinds.append("graph" if before is not None and after != before else "mixed-graph" if mixed_replays() != mixed
+                     else ("decode-eager" if decode else "eager"))
         exec_time.append(time.perf_counter() - t)
         return out
 
