@@ -14,7 +14,8 @@ buffered features: how session 17 found two flushes of stale rows (58-231 ms at 
 and, in logs from session 18 on, the call's time outside its steps (`outside`).
 
 With `--acceptance` (logs from session 24 on), verified and accepted drafts by reply position:
-whether an engine drafted where replies are easy or hard. With `--prefills`, the prefill steps
+whether an engine drafted where replies are easy or hard. With `--plain`, the plain decode steps
+by whether features were buffered (kept while paused). With `--prefills`, the prefill steps
 after each call's first (a closed loop's joiners) by kind. With `--calls`, each engine's call
 time over the baseline's in the same round (the sum of its steps' ms): mean, median and the worst
 round with its drafted steps, so that one call that drafted a reply the drafter could not follow
@@ -23,7 +24,7 @@ from a cost every call pays.
 
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
-        [--acceptance] [--calls] [--prefills]
+        [--acceptance] [--calls] [--prefills] [--plain]
 """
 
 from __future__ import annotations
@@ -169,6 +170,20 @@ def calls(rows: list[dict], baseline: str = "none") -> list[dict]:
     return out
 
 
+def plain_steps(rows: list[dict]) -> list[dict]:
+    """The plain decode steps (no prefill tokens, not a call's first), one dict per (concurrency,
+    engine, features buffered before the step): `steps` and `median_ms`. In logs of a paused
+    proposer, steps with features buffered kept them (paused at a load where drafting may pay),
+    the others declined them or ran dormant: session 26 found the first 0.24 ms dearer at 1
+    request on the H200 (1.301 against 1.063 ms)."""
+    groups: dict[tuple[int, str, bool], list[float]] = defaultdict(list)
+    for row in rows:
+        if row["kind"] == "plain" and not row.get("prefill_tokens") and row["step"] > 0:
+            groups[(row["concurrency"], row["engine"], row["buffered"] > 0)].append(row["ms"])
+    return [dict(concurrency=c, engine=engine, buffered=buffered, steps=len(ms), median_ms=statistics.median(ms))
+            for (c, engine, buffered), ms in sorted(groups.items())]
+
+
 def prefills(rows: list[dict]) -> list[dict]:
     """The steps with prefill tokens after each call's first (in a closed loop, `--closed-loop`: a
     joiner's prompt beside the running requests' decode or verification), one dict per
@@ -198,6 +213,8 @@ def main() -> None:
     parser.add_argument("--rounds", action="store_true", help="also each call's time by kind of step (`rounds`)")
     parser.add_argument("--calls", action="store_true",
                         help="also each engine's call time over the baseline's, round by round (`calls`)")
+    parser.add_argument("--plain", action="store_true",
+                        help="also the plain decode steps by whether features were buffered (`plain_steps`)")
     parser.add_argument("--prefills", action="store_true",
                         help="also the prefill steps after each call's first, by kind (`prefills`)")
     parser.add_argument("--acceptance", action="store_true",
@@ -256,6 +273,15 @@ def main() -> None:
         for a in calls(rows, args.baseline):
             print(f"| {a['concurrency']} | {a['engine']} | {a['rounds']} | {a['mean']:.3f} | {a['median']:.3f} "
                   f"| {a['worst']:.3f} ({a['worst_round']}: {a['worst_drafted']}) | {a['drafting']} |")
+    if args.plain:
+        print()
+        print("Plain decode steps by whether features were buffered before the step (kept while paused) or not "
+              "(declined, dormant, or an engine without speculation).")
+        print("| requests | engine | buffered | steps | median ms |")
+        print("|---:|---|---|---:|---:|")
+        for p in plain_steps(rows):
+            print(f"| {p['concurrency']} | {p['engine']} | {'yes' if p['buffered'] else 'no'} | {p['steps']} "
+                  f"| {p['median_ms']:.3f} |")
     if args.prefills:
         print()
         print("Prefill steps after each call's first (a closed loop's joiners), by kind and whether features "

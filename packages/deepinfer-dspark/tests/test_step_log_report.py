@@ -210,3 +210,14 @@ def test_prefills_group_the_joiners_steps_by_kind(report) -> None:
     buffered = by[("paused", True)]
     assert buffered["median_ms"] == pytest.approx(40.0) and buffered["share"] == pytest.approx(0.4)
     assert by[("paused", False)]["tokens"] == pytest.approx(80.0)
+
+
+def test_plain_steps_split_by_buffered_features(report) -> None:
+    rows = [step("paused", 0, 0, 10.0, running=0, prefill=20), step("paused", 0, 1, 1.3), step("paused", 0, 2, 1.5),
+            step("paused", 0, 3, 1.0), step("paused", 0, 4, 3.0, kind="drafted"), step("paused", 0, 5, 30.0, prefill=9),
+            step("none", 0, 0, 10.0, running=0, prefill=20), step("none", 0, 1, 1.1)]
+    rows[1]["buffered"] = rows[2]["buffered"] = 2
+    by = {(p["engine"], p["buffered"]): p for p in report.plain_steps(rows)}
+    assert set(by) == {("paused", True), ("paused", False), ("none", False)}
+    assert by[("paused", True)]["steps"] == 2 and by[("paused", True)]["median_ms"] == pytest.approx(1.4)
+    assert by[("paused", False)]["steps"] == 1 and by[("paused", False)]["median_ms"] == pytest.approx(1.0)
