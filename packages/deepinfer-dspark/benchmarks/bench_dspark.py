@@ -55,6 +55,17 @@ if TYPE_CHECKING:
     from deepinfer_dspark.sps import SPSProfile
 
 
+NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
+         "confidence-measured", "confidence-full", "confidence-whole")   # and fixed-K for K in --fixed
+MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
+
+
+def variant_engine_kw(name: str, engine_kw: dict) -> dict:
+    """The engine arguments of variant `name`: `engine_kw`, with `mixed_cuda_graphs` on for a name
+    ending in `+mixed` (so one process pairs an engine with mixed-step graphs against one without)."""
+    return {**engine_kw, "mixed_cuda_graphs": True} if name.endswith(MIXED) else engine_kw
+
+
 def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) -> dict:
     """One concurrency's numbers: the batch is generated at least 3 times and until `min_seconds`
     have passed (a batch of one request takes ~0.2 s), and the median run by tok/s is kept."""
@@ -134,9 +145,9 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods, in this order: none, confidence, fixed-K (for K in "
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
-                             "confidence-direct, confidence-measured, confidence-full, confidence-whole; default "
-                             "none, confidence "
-                             "and every fixed-K")
+                             "confidence-direct, confidence-measured, confidence-full, confidence-whole; any name "
+                             "with the suffix +mixed (none+mixed) is that variant with mixed-step CUDA graphs "
+                             "(--mixed-cuda-graphs for one engine); default none, confidence and every fixed-K")
     parser.add_argument("--prompt-sets", type=int, default=1, metavar="N",
                         help="with --interleave: round r at concurrency C chats the prompt set r %% N (C prompts "
                              "each), so a cell does not rest on C replies only (at 1 request: one reply)")
@@ -180,6 +191,11 @@ def main() -> None:
         parser.error(f"--prompt-sets: must be >= 1, got {args.prompt_sets}")
     if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
         parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
+    known = {*NAMED, *(f"fixed-{k}" for k in args.fixed)}
+    unknown = {v for v in args.variants or () if v.removesuffix(MIXED) not in known}
+    if unknown:   # before the profiles are measured (minutes)
+        parser.error(f"--variants: unknown {sorted(unknown)}; choose from {sorted(known)} (each also with the "
+                     f"suffix {MIXED})")
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")
@@ -246,10 +262,7 @@ def main() -> None:
     rows = []
     t0 = time.perf_counter()
     if args.variants is not None:
-        unknown = set(args.variants) - set(variants)
-        if unknown:
-            raise ValueError(f"--variants: unknown {sorted(unknown)}; choose from {sorted(variants)}")
-        variants = {k: variants[k] for k in args.variants}   # in the order given
+        variants = {k: variants[k.removesuffix(MIXED)] for k in args.variants}   # in the order given
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                      "confidence-full", "confidence-whole"):
@@ -262,7 +275,7 @@ def main() -> None:
         if args.budget is not None and time.perf_counter() - t0 > args.budget:
             print(f"{name}: skipped (budget spent)", flush=True)
             continue
-        llm = LLM(args.target, speculative_config=spec, **engine_kw)
+        llm = LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw))
         trace = StepTimes(llm) if args.step_times else None
         if spec is not None and llm.engine.speculative is None:
             print(f"{name}: the proposer retired at load (drafting cannot pay at any batch size under the "
@@ -291,7 +304,8 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     from deepinfer_core import LLM, SamplingParams
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
-    llms = {name: LLM(args.target, speculative_config=spec, **engine_kw) for name, spec in variants.items()}
+    llms = {name: LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw))
+            for name, spec in variants.items()}
     logs = {name: [] for name in llms} if args.step_log is not None else {}
     traces = ({name: StepTimes(llm, logs.get(name)) for name, llm in llms.items()}
               if args.step_times or logs else {})

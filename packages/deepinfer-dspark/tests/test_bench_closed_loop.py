@@ -69,3 +69,22 @@ def test_per_user_speed_of_a_queued_call_starts_at_the_first_token(benchmark_scr
     assert queued["per-user tok/s"] == pytest.approx((4 / 2 + 8 / 8) / 2) and queued["tokens"] == 17
     batch = bench._numbers(outs, 12.0)
     assert batch["per-user tok/s"] == pytest.approx((5 / 12 + 9 / 12) / 2) and batch["tok/s"] == pytest.approx(14 / 12)
+
+
+def test_a_mixed_suffix_turns_mixed_step_graphs_on_for_that_engine_only(benchmark_script, monkeypatch,
+                                                                        capsys) -> None:
+    """`none+mixed` pairs an engine with mixed-step CUDA graphs against `none` in one process; the
+    suffix on an unknown variant is refused by name."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    base = {"dtype": "auto", "mixed_cuda_graphs": False}
+    assert bench.variant_engine_kw("none+mixed", base) == {"dtype": "auto", "mixed_cuda_graphs": True}
+    assert bench.variant_engine_kw("confidence", base) == base and base["mixed_cuda_graphs"] is False
+    monkeypatch.setattr(sys, "argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", "--fixed", "3",
+                                      "--variants", "none", "fixed-3+mixed", "fixed-4+mixed"])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()   # refused before any profile is measured or engine built
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "fixed-4+mixed" in err and "fixed-3+mixed" not in err.split("choose")[0]
