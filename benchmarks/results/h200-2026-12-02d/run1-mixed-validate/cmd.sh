@@ -4,17 +4,17 @@
 # bf16, deterministic, chunked mixed steps); (b) the same check on SmolLM2's shape (random
 # weights, 24 prompts of 20-600 tokens, a 256-token budget); (c) step_trace.py and
 # `deepinfer bench latency` with and without --mixed-cuda-graphs (step kinds' median ms, TTFT).
-# Carry: .cache/gpu_wheels .cache/gguf/part_aa .cache/smollm2_shape
+# Carry: .cache/gpu_wheels .cache/gguf/part_aa .cache/smollm2_cfg
 mkdir -p ~/gguf && cp .cache/gguf/part_aa ~/gguf/
 source tools/gpu_env.sh > $OUT/env.log 2>&1
 export PYTHONUNBUFFERED=1
 timeout 150 python3 -m pytest -q -rf --tb=short packages/deepinfer-core/tests/test_mixed_graph.py > $OUT/pytest.log 2>&1
 echo "pytest rc $? at ${SECONDS} s"; tail -4 $OUT/pytest.log
-S=.cache/smollm2_shape
+S=.cache/smollm2_cfg
 timeout 120 python3 - > $OUT/equal.log 2>&1 <<'PY'
 import random, time
 from deepinfer_core import LLM, SamplingParams
-common = dict(model=".cache/smollm2_shape", load_format="dummy", device="cuda", dtype="bfloat16", deterministic=True,
+common = dict(model=".cache/smollm2_cfg", load_format="dummy", device="cuda", dtype="bfloat16", deterministic=True,
               max_model_len=1024, max_num_seqs=16, max_num_batched_tokens=256, kv_cache_memory=4 << 30)
 t0 = time.perf_counter(); graphs = LLM(mixed_cuda_graphs=True, **common); t1 = time.perf_counter()
 eager = LLM(**common); t2 = time.perf_counter()
