@@ -164,3 +164,9 @@ def test_vocabulary_bounded_flags_fail_the_run(monkeypatch, capsys):
 def test_device_flag_reaches_the_engine_and_defaults_to_auto():
     assert engine_kwargs(parse("bench", "throughput", "--device", "cuda:1"))["device"] == "cuda:1"
     assert "device" not in engine_kwargs(parse("bench", "throughput"))   # the engine's default ("auto")
+
+
+def test_mixed_cuda_graphs_flag_keeps_the_engine_default_unless_given():
+    assert "mixed_cuda_graphs" not in engine_kwargs(parse("bench", "throughput"))   # the engine's default (on)
+    assert engine_kwargs(parse("bench", "throughput", "--no-mixed-cuda-graphs"))["mixed_cuda_graphs"] is False
+    assert engine_kwargs(parse("bench", "latency", "--mixed-cuda-graphs"))["mixed_cuda_graphs"] is True

@@ -5,7 +5,8 @@
 Runs the `deepinfer bench throughput` workload (same generator, same seed) on one engine, timing
 every engine step on the host and classifying it by what the runner did:
   graph        a pure-decode step replayed from a CUDA graph,
-  mixed-graph  a prefill or mixed step replayed from a mixed-step graph (`--mixed-cuda-graphs`),
+  mixed-graph  a prefill or mixed step replayed from a mixed-step graph (the default; not with
+               `--no-mixed-cuda-graphs`),
   eager        any other step (prefill, mixed prefill + decode, decode above the largest graph).
 A progress line is printed every `--every` seconds (steps, emitted tokens, mean ms per step), so a
 run cut short by a time limit still tells where it was. At the end: steps, total and mean ms per

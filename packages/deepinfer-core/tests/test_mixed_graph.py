@@ -15,7 +15,7 @@ import torch
 from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.config import EngineConfig
 from deepinfer_core.executor.batch import ScheduledChunk, prepare_inputs
-from deepinfer_core.executor.mixed_graph import MixedBuffers, MixedGraphs, mixed_sizes
+from deepinfer_core.executor.mixed_graph import MixedBuffers, MixedGraphs, capture_or_eager, mixed_sizes
 from deepinfer_core.executor.model_runner import ModelRunner
 from deepinfer_core.loader import load_model_config
 
@@ -145,7 +145,8 @@ def test_mixed_sizes_stop_at_the_first_bucket_holding_the_budget():
     assert mixed_sizes(2048) == [16, 32, 64, 128, 256, 512, 1024, 2048]
     assert mixed_sizes(100) == [16, 32, 64, 128]
     assert mixed_sizes(8) == [16]
-    assert mixed_sizes(8192) == [16, 32, 64, 128, 256, 512, 1024, 2048]
+    assert mixed_sizes(8192) == [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    assert mixed_sizes(9000) == [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]   # larger steps: eager
     with pytest.raises(ValueError, match="max_num_batched_tokens"):
         mixed_sizes(0)
 
@@ -153,7 +154,7 @@ def test_mixed_sizes_stop_at_the_first_bucket_holding_the_budget():
 def test_the_engine_flag_is_checked():
     with pytest.raises(ValueError, match="mixed_cuda_graphs"):
         EngineConfig(device="cpu", mixed_cuda_graphs=1)
-    assert EngineConfig(device="cpu").mixed_cuda_graphs is False
+    assert EngineConfig(device="cpu").mixed_cuda_graphs is True   # on by default (a no-op off CUDA)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="captures CUDA graphs (GPU_TESTS.md)")
@@ -164,7 +165,7 @@ def test_mixed_graphs_give_the_eager_engines_tokens_on_cuda(tiny_checkpoint, dty
     folder = tiny_checkpoint("qwen3")
     common = dict(device="cuda", dtype=dtype, deterministic=True, block_size=BLOCK, max_model_len=256,
                   max_num_seqs=8, max_num_batched_tokens=24, kv_cache_memory=64 << 20)
-    graphs, eager = LLM(str(folder), mixed_cuda_graphs=True, **common), LLM(str(folder), **common)
+    graphs, eager = LLM(str(folder), **common), LLM(str(folder), mixed_cuda_graphs=False, **common)   # on by default
     assert graphs.engine.runner.mixed_graphs is not None and eager.engine.runner.mixed_graphs is None
     rng = random.Random(3)
     vocab = graphs.engine.vocab_size
@@ -208,3 +209,26 @@ def test_edge_steps_match_the_eager_step(tiny_checkpoint, case):
     assert torch.equal(padded.logits, eager.logits) and torch.equal(padded.aux_hidden, eager.aux_hidden)
     for (k, v), (ke, ve) in zip(runner.kv_caches, after):
         assert torch.equal(k, ke) and torch.equal(v, ve)
+
+
+def test_a_failed_capture_leaves_the_steps_eager_with_a_warning(caplog):
+    # Mixed graphs are on by default: a backend whose kernel syncs with the host during capture
+    # (or the graphs' memory) must not stop the engine from starting.
+    def syncs():
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    def out_of_memory():
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    with caplog.at_level("WARNING", logger="deepinfer_core.executor.mixed_graph"):
+        assert capture_or_eager(syncs) is None and capture_or_eager(out_of_memory) is None
+    assert [r.getMessage().count("mixed_cuda_graphs: capture failed") for r in caplog.records] == [1, 1]
+    assert "not permitted" in caplog.records[0].getMessage() and "OutOfMemoryError" in caplog.records[1].getMessage()
+    built = object()
+    assert capture_or_eager(lambda: built) is built
+
+    def bug():
+        raise TypeError("a bug in the step, not a capture failure")
+
+    with pytest.raises(TypeError):
+        capture_or_eager(bug)

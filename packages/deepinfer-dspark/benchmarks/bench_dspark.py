@@ -156,9 +156,10 @@ def main() -> None:
                              "(the next is admitted as one finishes: serving benchmarks' max concurrency); "
                              "0 (default): one batch of C prompts, the call lasting until its slowest reply")
     parser.add_argument("--dtype", default="auto")
-    parser.add_argument("--mixed-cuda-graphs", action="store_true",
-                        help="CUDA graphs for prefill and mixed steps too (`EngineConfig.mixed_cuda_graphs`) in every "
-                             "engine and profile: a closed loop's joiner steps replay instead of running eagerly")
+    parser.add_argument("--mixed-cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
+                        help="CUDA graphs for prefill and mixed steps (`EngineConfig.mixed_cuda_graphs`, on by "
+                             "default since session 27) in every engine and profile; --no-mixed-cuda-graphs runs "
+                             "them eagerly (sessions 1-26), except in variants named with the suffix +mixed")
     parser.add_argument("--deterministic", action="store_true",
                         help="batch-invariant kernels (`EngineConfig.deterministic`) in every engine and profile: "
                              "speculative replies then equal plain decoding's in bfloat16 too (without it, a "
@@ -206,7 +207,9 @@ def main() -> None:
     from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
 
     engine_kw = dict(dtype=args.dtype, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len,
-                     deterministic=args.deterministic, mixed_cuda_graphs=args.mixed_cuda_graphs)
+                     deterministic=args.deterministic)
+    if args.mixed_cuda_graphs is not None:
+        engine_kw["mixed_cuda_graphs"] = args.mixed_cuda_graphs
     if args.kv_cache_gib is not None:
         engine_kw["kv_cache_memory"] = int(args.kv_cache_gib * (1 << 30))
     # Sizes above max_num_seqs would run in waves (a smaller batch than b at the end).

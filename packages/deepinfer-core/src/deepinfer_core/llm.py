@@ -52,7 +52,7 @@ class LLM:
             placeholder tokenizer decodes token i as `<i>`, so pass token-id prompts).
         enforce_eager: never capture CUDA graphs (on CUDA, pure-decode steps otherwise replay
             graphs captured at start-up for batch sizes up to `max_num_seqs`).
-        mixed_cuda_graphs: also capture graphs for prefill and mixed steps (`EngineConfig`).
+        mixed_cuda_graphs: also capture graphs for prefill and mixed steps (on by default; `EngineConfig`).
         deterministic: batch-invariant kernels everywhere (see docs/determinism.md): a request's
             output bits do not depend on the other requests in flight or on prefill chunking.
         speculative_config: speculative decoding, e.g. `{"method": "ngram", "num_speculative_tokens": 4}`
@@ -79,7 +79,7 @@ class LLM:
                  device: str | None = None, max_model_len: int | None = None, max_num_seqs: int | None = None,
                  max_num_batched_tokens: int | None = None, kv_cache_memory: int | None = None,
                  enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0,
-                 load_format: str = "auto", enforce_eager: bool = False, mixed_cuda_graphs: bool = False,
+                 load_format: str = "auto", enforce_eager: bool = False, mixed_cuda_graphs: bool = True,
                  deterministic: bool = False,
                  speculative_config: dict | None = None, async_scheduling: bool = True) -> None:
         given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,

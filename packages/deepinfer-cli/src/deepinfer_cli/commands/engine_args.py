@@ -65,8 +65,9 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--load-format", default=None, choices=["auto", "dummy"],
                    help="dummy: seeded random weights (the model folder may hold only config.json)")
     g.add_argument("--enforce-eager", action="store_true", help="never capture CUDA graphs for decode steps")
-    g.add_argument("--mixed-cuda-graphs", action="store_true",
-                   help="also capture CUDA graphs for prefill and mixed steps of up to 2048 tokens")
+    g.add_argument("--mixed-cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
+                   help="CUDA graphs for prefill and mixed steps of up to 8192 tokens too (default: on; "
+                        "--no-mixed-cuda-graphs runs those steps eagerly)")
     g.add_argument("--no-async-scheduling", action="store_true",
                    help="wait for each step's tokens before scheduling the next (overlap off)")
     g.add_argument("--deterministic", action="store_true",
@@ -91,8 +92,8 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         kwargs["enable_chunked_prefill"] = False
     if args.enforce_eager:
         kwargs["enforce_eager"] = True
-    if getattr(args, "mixed_cuda_graphs", False):
-        kwargs["mixed_cuda_graphs"] = True
+    if getattr(args, "mixed_cuda_graphs", None) is not None:
+        kwargs["mixed_cuda_graphs"] = args.mixed_cuda_graphs
     if args.deterministic:
         kwargs["deterministic"] = True
     if args.no_async_scheduling:

@@ -27,6 +27,7 @@ graphs' memory pool (outputs are returned as copies). The same padded forward ru
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import torch
@@ -35,7 +36,9 @@ from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.batch import ScheduledChunk, StepInputs
 from deepinfer_core.executor.cuda_graph import gc_paused, pick_size
 
-MIXED_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)   # T buckets; larger steps run eagerly
+logger = logging.getLogger(__name__)
+
+MIXED_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)   # T buckets; larger steps run eagerly
 
 MixedStepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata, torch.Tensor],
                        "torch.Tensor | tuple[torch.Tensor, torch.Tensor]"]
@@ -212,3 +215,17 @@ class MixedGraphs:
             logits, aux = out
             return logits[:rows].clone(), aux[:tokens].clone()
         return out[:rows].clone()
+
+
+def capture_or_eager(build: Callable[[], MixedGraphs]) -> MixedGraphs | None:
+    """`build()` (which captures the mixed graphs), or None when the capture fails, so that the
+    engine starts with its prefill and mixed steps eager instead of not at all (mixed graphs are
+    on by default). A failure is logged as a warning naming the error: a kernel on the step's
+    path that synchronises with the host (a backend that reads lengths with `.tolist()`), or the
+    graphs' memory (`torch.OutOfMemoryError`). Exceptions other than RuntimeError propagate."""
+    try:
+        return build()
+    except RuntimeError as exc:   # torch's capture errors and OutOfMemoryError are RuntimeErrors
+        logger.warning("mixed_cuda_graphs: capture failed, prefill and mixed steps run eagerly (%s: %s)",
+                       type(exc).__name__, exc)
+        return None

@@ -17,7 +17,7 @@ from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.block_tables import PersistentBlockTables
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
 from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes
-from deepinfer_core.executor.mixed_graph import MixedGraphs, mixed_sizes
+from deepinfer_core.executor.mixed_graph import MixedGraphs, capture_or_eager, mixed_sizes
 from deepinfer_core.executor.verify_graph import VerifyGraphs
 from deepinfer_core.layers.batch_invariant import set_batch_invariant
 from deepinfer_core.loader import iter_weights
@@ -145,11 +145,13 @@ class ModelRunner:
         if self.aux_layers and self.feature_free_graphs:   # steps whose features a proposer declines
             self.plain_graphs = DecodeGraphs(self._plain_logits_step, self.graphs.sizes, width, self.device,
                                              pool=self.graphs.pool)   # never replayed with `graphs`: one pool
-        if self.engine_config.mixed_cuda_graphs:   # prefill and mixed steps of up to 2048 tokens
+        if self.engine_config.mixed_cuda_graphs:   # prefill and mixed steps of up to 8192 tokens
             seqs = self.engine_config.max_num_seqs
             rows = min(seqs * (1 + (spec["num_speculative_tokens"] if spec is not None else 0)), MIXED_LOGIT_ROWS)
-            self.mixed_graphs = MixedGraphs(self._mixed_step, mixed_sizes(self.engine_config.max_num_batched_tokens),
-                                            seqs, rows, width, self.block_size, self.device, pool=self.graphs.pool)
+            sizes = mixed_sizes(self.engine_config.max_num_batched_tokens)
+            self.mixed_graphs = capture_or_eager(lambda: MixedGraphs(self._mixed_step, sizes, seqs, rows, width,
+                                                                     self.block_size, self.device,
+                                                                     pool=self.graphs.pool))
         return self.graphs.sizes
 
     def _logits_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
