@@ -62,7 +62,7 @@ class EngineConfig:
             `max_num_batched_tokens`; `executor.mixed_graph`): a joining request's step then
             costs a replay instead of an eager launch of every kernel (on
             the H200, SmolLM2-135M: TTFT 18.1 -> 1.8 ms at batch 1, a closed loop of 8 requests
-            1.73x the tokens/s; packages/deepinfer-core/BENCHMARKS.md). On by default; start-up
+            1.73x the tokens/s; BENCHMARKS.md, "Mixed-step CUDA graphs"). On by default; start-up
             takes a few seconds longer. The step's kernels must run without a host sync (the
             triton attention does); when the capture fails (a kernel that syncs, or memory), a
             warning names the error and those steps run eagerly.
