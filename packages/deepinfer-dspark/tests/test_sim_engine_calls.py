@@ -53,6 +53,17 @@ def test_drafted_rounds_and_syncs_are_charged(sim) -> None:
     assert clock.extra == pytest.approx({"capture": 0.5 / 1000, "sync": 1.0 / 1000, "flush": 2.0 / 1000})
 
 
+def test_round_cost_charges_drafted_rounds_above_the_profile_the_proposer_reads(sim) -> None:
+    """`--round-cost`: rounds dearer than the profile lower the policy's and fixed-k's ratios;
+    plain steps and the flush are charged as before."""
+    clock = sim.Clock(DECODE, SPEC, 7, 0.5, 2.0, 1.0, round_cost=1.5)
+    clock.drafted(1)
+    assert clock.seconds == pytest.approx(1.5 / 400 + 2.0 / 1000)
+    fair, dear = (sim.simulate(args(round_cost=cost), DECODE, SPEC, 0.9, seed=0) for cost in (1.0, 1.5))
+    assert dear[1][1] == pytest.approx(fair[1][1] / 1.5)     # fixed-k: every step a round
+    assert dear[1][0] < fair[1][0]                           # the policy drafts at 1 and pays more there
+
+
 def test_the_breakdown_adds_up_to_the_ratio(sim) -> None:
     """`--breakdown`: the overheads' and the rounds' shares of plain decoding's time add up to
     the policy's time over it."""
