@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
 """CPU checks of the padded layout the mixed-step CUDA graphs replay (the capture needs CUDA):
-`MixedGraphs(capture=False)` runs the same padded forward eagerly; through `execute_model` it
-must give the eager step's logits and features, write the same KV cache, and leave the steps it
-does not take to the eager path."""
+`MixedGraphs(capture=False)` runs the same padded forward eagerly; through `execute_model` (whose
+LM head runs after it) it must give the eager step's logits, prompt logits and features, write
+the same KV cache, and leave the steps it does not take to the eager path."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def runner_for(tiny_checkpoint, deterministic: bool) -> ModelRunner:
 def poisoned(graphs: MixedGraphs) -> MixedGraphs:
     """Stale buffer contents a step must overwrite or pad over."""
     b = graphs.buffers
-    for t in (b.input_ids, b.positions, b.slot_mapping, b.sample_rows):
+    for t in (b.input_ids, b.positions, b.slot_mapping):
         t.fill_(5)
     b.block_tables.fill_(3)
     b.seq_lens.fill_(9)
@@ -77,8 +77,8 @@ def test_padded_mixed_step_matches_the_eager_step(tiny_checkpoint, deterministic
         k.copy_(k0)
         v.copy_(v0)
 
-    runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32, 64], max_requests=8, max_logit_rows=16,
-                                               width=16, block_size=BLOCK, device="cpu", capture=False))
+    runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32, 64], max_requests=8, width=16,
+                                               block_size=BLOCK, device="cpu", capture=False))
     padded = runner.execute_model(chunks)            # in the 32-token graph, 7 of 8 chunks
     assert runner.mixed_graphs.replays == 1
     assert padded.logits.shape == eager.logits.shape == (rows, runner.model_config.vocab_size)
@@ -102,18 +102,13 @@ def test_padded_mixed_step_matches_the_eager_step(tiny_checkpoint, deterministic
 
 def test_steps_the_graphs_do_not_take_run_eagerly(tiny_checkpoint):
     runner = runner_for(tiny_checkpoint, deterministic=True)
-    graphs = runner.mixed_graphs = MixedGraphs(runner._mixed_step, [16, 32], max_requests=4, max_logit_rows=6,
-                                               width=16, block_size=BLOCK, device="cpu", capture=False)
+    graphs = runner.mixed_graphs = MixedGraphs(runner._mixed_step, [16, 32], max_requests=4, width=16,
+                                               block_size=BLOCK, device="cpu", capture=False)
     rng = torch.Generator().manual_seed(8)
     decode_only = mixed_step(rng, [], decodes=3)
     too_long = mixed_step(rng, [(0, 40)], decodes=0)               # 40 tokens > 32
     too_many = mixed_step(rng, [(0, 2)], decodes=4)                # 5 chunks > 4
-    logprobs = mixed_step(rng, [(0, 6)], decodes=1)
-    logprobs[0].prompt_logprobs = True
-    verify = mixed_step(rng, [(0, 6)], decodes=2)
-    for chunk in verify[1:]:                                       # two verification chunks: 1 + 3 rows each
-        chunk.token_ids, chunk.num_logits = chunk.token_ids * 4, 4
-    for chunks in (decode_only, too_long, too_many, logprobs, verify):   # verify: 9 rows of logits > 6
+    for chunks in (decode_only, too_long, too_many):
         out = runner.execute_model(chunks)
         assert out.logits.shape[0] == sum(c.num_logits for c in chunks if c.sample)
     assert graphs.replays == 0
@@ -121,10 +116,38 @@ def test_steps_the_graphs_do_not_take_run_eagerly(tiny_checkpoint):
     assert graphs.replays == 1
 
 
+def test_the_lm_head_runs_after_the_replay_on_any_number_of_rows(tiny_checkpoint):
+    # The graph ends at the hidden states: a step with more rows of logits than chunks (two
+    # 4-token verifications: 9 rows in a 16-token graph) and one with prompt logprobs replay,
+    # and give the eager step's logits and prompt logits bit for bit (deterministic kernels).
+    runner = runner_for(tiny_checkpoint, deterministic=True)
+    rng = torch.Generator().manual_seed(8)
+    verify = mixed_step(rng, [(0, 6)], decodes=2, verify=4)          # 1 + 4 + 4 rows of logits
+    logprobs = mixed_step(rng, [(0, 6), (0, 5)], decodes=1)
+    logprobs[0].prompt_logprobs = True
+    for chunks in (verify, logprobs):
+        before = [(k.clone(), v.clone()) for k, v in runner.kv_caches]
+        runner.mixed_graphs = None
+        eager = runner.execute_model(chunks)
+        for (k, v), (k0, v0) in zip(runner.kv_caches, before):
+            k.copy_(k0)
+            v.copy_(v0)
+        runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32], max_requests=4, width=16,
+                                                   block_size=BLOCK, device="cpu", capture=False))
+        padded = runner.execute_model(chunks)
+        assert runner.mixed_graphs.replays == 1
+        assert padded.logits.shape[0] == sum(c.num_logits for c in chunks if c.sample)
+        assert torch.equal(padded.logits, eager.logits)
+        assert padded.prompt_logits.keys() == eager.prompt_logits.keys()
+        for i, logits in eager.prompt_logits.items():
+            assert logits.shape[0] == len(chunks[i].token_ids) and torch.equal(padded.prompt_logits[i], logits)
+    assert list(eager.prompt_logits) == [0]
+
+
 def test_buffers_pad_with_a_request_that_owns_the_extra_rows():
     chunks = mixed_step(torch.Generator().manual_seed(2), [(0, 5)], decodes=2)   # T = 7, B = 3
     step = prepare_inputs(chunks, BLOCK, "cpu", BLOCKS)
-    buf = MixedBuffers(max_tokens=32, max_requests=4, max_logit_rows=4, width=3, block_size=BLOCK, device="cpu")
+    buf = MixedBuffers(max_tokens=32, max_requests=4, width=3, block_size=BLOCK, device="cpu")
     assert buf.width == 8                                  # widened: 32 padding keys need 8 blocks
     buf.seq_lens.fill_(9)
     buf.load(step, 16)
@@ -132,7 +155,6 @@ def test_buffers_pad_with_a_request_that_owns_the_extra_rows():
     assert buf.seq_lens.tolist() == step.meta.seq_lens.tolist() + [9, 0]
     assert buf.slot_mapping[:7].tolist() == step.meta.slot_mapping.tolist()
     assert set(buf.slot_mapping[7:16].tolist()) == {-1}
-    assert buf.sample_rows.tolist() == step.sample_indices.tolist() + [0]
     assert int(buf.block_tables[3:].abs().sum()) == 0
     with pytest.raises(ValueError, match="^step:"):
         buf.load(step, 4)                                  # 7 tokens in a 4-token graph
@@ -202,8 +224,8 @@ def test_edge_steps_match_the_eager_step(tiny_checkpoint, case):
     for (k, v), (k0, v0) in zip(runner.kv_caches, before):
         k.copy_(k0)
         v.copy_(v0)
-    runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32], max_requests=slots, max_logit_rows=16,
-                                               width=16, block_size=BLOCK, device="cpu", capture=False))
+    runner.mixed_graphs = poisoned(MixedGraphs(runner._mixed_step, [16, 32], max_requests=slots, width=16,
+                                               block_size=BLOCK, device="cpu", capture=False))
     padded = runner.execute_model(chunks, fill_from=fill_from)
     assert runner.mixed_graphs.replays == 1
     assert torch.equal(padded.logits, eager.logits) and torch.equal(padded.aux_hidden, eager.aux_hidden)

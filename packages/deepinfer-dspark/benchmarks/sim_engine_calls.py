@@ -21,7 +21,8 @@ accepted with the probability of its own confidence) and `--early 30 0.5` (openi
 the H200's drafters of sessions 18-20. `--hard SHARE FACTOR` makes a share of the replies accept each
 draft with FACTOR times its confidence: texts the drafter cannot follow, whatever it predicts (session
 25). `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
-the profile: rounds dearer under real traffic than where the profile was measured). `--equal` gives every reply 128 tokens, as the H200's
+the profile: rounds dearer under real traffic than where the profile was measured).
+`--equal` gives every reply 128 tokens, as the H200's
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
 prints each step of the first N batches of seed 0: D drafted, z dormant, q quiet (a stretch that

@@ -18,11 +18,13 @@ smallest bucket `T_size >= T` with `B_max + 1` requests:
 - requests `(B, B_max]` have no query (`cu_seqlens_q` stays at `T_size`) and no keys.
 
 Every other layer is row by row (norms, projections, rotary, activations), so the real rows'
-results do not depend on the padding. The logits are computed for `L = min(T_size, max_logit_rows)`
-gathered rows (the step's `sample_indices`, then row 0 as padding): steps with at most L rows of
-logits (one per sampling chunk, `1 + k` per verification chunk) and no prompt logprobs. The graphs share the decode
-graphs' memory pool (outputs are returned as copies). The same padded forward runs eagerly with
-`capture=False`, which is how the CPU tests check the padding against the unpadded step.
+results do not depend on the padding. A graph ends at the model's last hidden states `[T_size, H]`
+(and the drafter's features `[T_size, A]`): the LM head runs after the replay, eagerly, on the
+rows the step samples (and on a prompt-logprobs chunk's rows), as in an eager step, so any number
+of rows of logits fits and the graphs hold no `[rows, V]` logits buffer per bucket (the
+practice of engines that capture the model's forward only). The graphs share the decode graphs'
+memory pool. The same padded forward runs eagerly with `capture=False`, which is how the CPU
+tests check the padding against the unpadded step.
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ logger = logging.getLogger(__name__)
 
 MIXED_SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)   # T buckets; larger steps run eagerly
 
-MixedStepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata, torch.Tensor],
+MixedStepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata],
                        "torch.Tensor | tuple[torch.Tensor, torch.Tensor]"]
-"""(input_ids `[T]`, positions `[T]`, meta, sample rows `[L]`) -> logits `[L, V]` float32, or
-(logits, aux hidden states `[T, A]`)."""
+"""(input_ids `[T]`, positions `[T]`, meta) -> the last hidden states `[T, H]`, or (hidden
+states, aux hidden states `[T, A]`)."""
 
 
 def mixed_sizes(max_num_batched_tokens: int) -> list[int]:
@@ -65,16 +67,15 @@ class MixedBuffers:
     Args:
         max_tokens: rows (the largest bucket).
         max_requests: B_max, chunks a step may hold (one more request slot pads).
-        max_logit_rows: rows of logits a graph computes at most (`logit_rows`).
         width: block-table columns of the longest sequence (widened so that the padding request
             fits: `ceil(max_tokens / block_size)`).
         block_size: tokens per KV block.
         device: where the buffers live.
     """
 
-    def __init__(self, max_tokens: int, max_requests: int, max_logit_rows: int, width: int, block_size: int,
+    def __init__(self, max_tokens: int, max_requests: int, width: int, block_size: int,
                  device: torch.device | str) -> None:
-        self.max_tokens, self.max_requests, self.max_logit_rows = max_tokens, max_requests, max_logit_rows
+        self.max_tokens, self.max_requests = max_tokens, max_requests
         self.width = max(width, -(-max_tokens // block_size))
         self.input_ids = torch.zeros(max_tokens, dtype=torch.int64, device=device)
         self.positions = torch.zeros(max_tokens, dtype=torch.int64, device=device)
@@ -82,11 +83,6 @@ class MixedBuffers:
         self.block_tables = torch.zeros((max_requests + 1, self.width), dtype=torch.int32, device=device)
         self.seq_lens = torch.zeros(max_requests + 1, dtype=torch.int32, device=device)
         self.cu_seqlens_q = torch.zeros(max_requests + 2, dtype=torch.int32, device=device)
-        self.sample_rows = torch.zeros(self.logit_rows(max_tokens), dtype=torch.int64, device=device)
-
-    def logit_rows(self, size: int) -> int:
-        """L, the rows of logits a graph of `size` tokens computes."""
-        return min(size, self.max_logit_rows)
 
     def meta(self, size: int) -> AttentionMetadata:
         """Metadata of a `size`-token step (views of the static buffers; every request slot)."""
@@ -99,14 +95,12 @@ class MixedBuffers:
         (see the module docstring).
 
         Raises:
-            ValueError: the step does not fit `size`, `max_requests`, the table width or the
-                logit rows (names `step`).
+            ValueError: the step does not fit `size`, `max_requests` or the table width (names
+                `step`).
         """
         tokens, (batch, cols) = step.input_ids.shape[0], step.meta.block_tables.shape
-        rows = step.sample_indices.shape[0]
-        if tokens > size or size > self.max_tokens or batch > self.max_requests or cols > self.width \
-                or rows > self.logit_rows(size):
-            raise ValueError(f"step: {tokens} tokens, {batch} chunks, {cols} blocks, {rows} logit rows do not fit "
+        if tokens > size or size > self.max_tokens or batch > self.max_requests or cols > self.width:
+            raise ValueError(f"step: {tokens} tokens, {batch} chunks, {cols} blocks do not fit "
                              f"a {size}-token graph ({self.max_requests} chunks, {self.width} blocks)")
         self.input_ids[:tokens].copy_(step.input_ids)
         self.input_ids[tokens:size].zero_()
@@ -122,8 +116,6 @@ class MixedBuffers:
         self.seq_lens[batch + 1:].zero_()
         self.cu_seqlens_q[:batch + 1].copy_(step.meta.cu_seqlens_q)
         self.cu_seqlens_q[batch + 1:].fill_(size)
-        self.sample_rows[:rows].copy_(step.sample_indices)
-        self.sample_rows[rows:].zero_()
 
     def pad_only(self, size: int) -> None:
         """An all-padding step of `size` tokens (capture and warm-up: nothing is written)."""
@@ -135,17 +127,15 @@ class MixedBuffers:
         self.seq_lens[0] = size
         self.cu_seqlens_q.fill_(size)
         self.cu_seqlens_q[0] = 0
-        self.sample_rows.zero_()
 
 
 class MixedGraphs:
     """Mixed-step graphs, one per T bucket (see the module docstring).
 
     Args:
-        step_fn: the forward pass with its LM head over the gathered rows (`MixedStepFn`).
+        step_fn: the forward pass up to the last hidden states (`MixedStepFn`).
         sizes: ascending T buckets (`mixed_sizes`).
         max_requests: B_max (`max_num_seqs`).
-        max_logit_rows: rows of logits a step may need (`max_num_seqs * (1 + k)` with k drafts).
         width: block-table columns of the longest sequence.
         block_size: tokens per KV block.
         device: a CUDA device (any device with `capture=False`).
@@ -153,12 +143,11 @@ class MixedGraphs:
         capture: False runs `step_fn` eagerly on the static buffers at each `run` (the CPU tests).
     """
 
-    def __init__(self, step_fn: MixedStepFn, sizes: list[int], max_requests: int, max_logit_rows: int, width: int,
-                 block_size: int, device: torch.device | str, pool: object | None = None, capture: bool = True
-                 ) -> None:
+    def __init__(self, step_fn: MixedStepFn, sizes: list[int], max_requests: int, width: int, block_size: int,
+                 device: torch.device | str, pool: object | None = None, capture: bool = True) -> None:
         self.step_fn = step_fn
         self.sizes = sorted(sizes)
-        self.buffers = MixedBuffers(self.sizes[-1], max_requests, max_logit_rows, width, block_size, device)
+        self.buffers = MixedBuffers(self.sizes[-1], max_requests, width, block_size, device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor | tuple[torch.Tensor, torch.Tensor]] = {}
         self.replays = 0
@@ -179,28 +168,24 @@ class MixedGraphs:
 
     def _forward(self, size: int) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         b = self.buffers
-        return self.step_fn(b.input_ids[:size], b.positions[:size], b.meta(size), b.sample_rows[:b.logit_rows(size)])
+        return self.step_fn(b.input_ids[:size], b.positions[:size], b.meta(size))
 
     def fits(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
-        """Whether a step can replay: not decode-only (the decode graphs' steps), no prompt
-        logprobs, and its tokens, chunks, block-table width and rows of logits within the
-        buffers (the rows against the bucket its tokens pick)."""
-        tokens = step.input_ids.shape[0]
-        size = pick_size(self.sizes, tokens)
-        return (not step.meta.is_decode_only and size is not None
+        """Whether a step can replay: not decode-only (the decode graphs' steps), and its
+        tokens, chunks and block-table width within the buffers."""
+        return (not step.meta.is_decode_only and pick_size(self.sizes, step.input_ids.shape[0]) is not None
                 and len(chunks) <= self.buffers.max_requests
-                and step.meta.block_tables.shape[1] <= self.buffers.width
-                and step.sample_indices.shape[0] <= self.buffers.logit_rows(size)
-                and not any(c.prompt_logprobs for c in chunks))
+                and step.meta.block_tables.shape[1] <= self.buffers.width)
 
     def run(self, step: StepInputs) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """The step's logits `[rows, V]` (its `sample_indices` rows), or (logits, aux hidden
-        states `[T, A]`), as fresh tensors.
+        """The step's last hidden states `[T, H]` (a view of the graph's output: read it before
+        the next replay, as the runner's LM head does at once), or (hidden states, aux hidden
+        states `[T, A]` as a fresh tensor: a proposer may buffer it).
 
         Raises:
             ValueError: the step does not fit (see `fits`; names `step`).
         """
-        tokens, rows = step.input_ids.shape[0], step.sample_indices.shape[0]
+        tokens = step.input_ids.shape[0]
         size = pick_size(self.sizes, tokens)
         if size is None:
             raise ValueError(f"step: {tokens} tokens exceed the largest mixed graph ({self.sizes[-1]})")
@@ -212,9 +197,9 @@ class MixedGraphs:
             out = self._forward(size)
         self.replays += 1
         if isinstance(out, tuple):
-            logits, aux = out
-            return logits[:rows].clone(), aux[:tokens].clone()
-        return out[:rows].clone()
+            hidden, aux = out
+            return hidden[:tokens], aux[:tokens].clone()
+        return out[:tokens]
 
 
 def capture_or_eager(build: Callable[[], MixedGraphs]) -> MixedGraphs | None:

@@ -27,7 +27,6 @@ from deepinfer_core.executor.transfer import to_device
 
 
 VERIFY_GRAPH_MAX_BATCH = 64  # larger verification batches run eagerly (graph memory: B * (k + 1) * V)
-MIXED_LOGIT_ROWS = 256       # mixed steps needing more rows of logits run eagerly (graph memory: rows * V per bucket)
 
 
 class ModelRunner:
@@ -146,10 +145,8 @@ class ModelRunner:
             self.plain_graphs = DecodeGraphs(self._plain_logits_step, self.graphs.sizes, width, self.device,
                                              pool=self.graphs.pool)   # never replayed with `graphs`: one pool
         if self.engine_config.mixed_cuda_graphs:   # prefill and mixed steps of up to 8192 tokens
-            seqs = self.engine_config.max_num_seqs
-            rows = min(seqs * (1 + (spec["num_speculative_tokens"] if spec is not None else 0)), MIXED_LOGIT_ROWS)
-            sizes = mixed_sizes(self.engine_config.max_num_batched_tokens)
-            self.mixed_graphs = capture_or_eager(lambda: MixedGraphs(self._mixed_step, sizes, seqs, rows, width,
+            seqs, sizes = self.engine_config.max_num_seqs, mixed_sizes(self.engine_config.max_num_batched_tokens)
+            self.mixed_graphs = capture_or_eager(lambda: MixedGraphs(self._mixed_step, sizes, seqs, width,
                                                                      self.block_size, self.device,
                                                                      pool=self.graphs.pool))
         return self.graphs.sizes
@@ -168,14 +165,13 @@ class ModelRunner:
         """The captured decode step without features: logits `[N, V]`."""
         return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta))
 
-    def _mixed_step(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
-                    rows: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """The captured mixed step: logits `[L, V]` of the hidden-state rows `rows`, plus the
-        `aux_layers` hidden states `[T, A]` of every row when a proposer asked for them."""
+    def _mixed_step(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                    meta: AttentionMetadata) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The captured mixed step: the last hidden states `[T, H]` (the LM head runs after the
+        replay), plus the `aux_layers` hidden states `[T, A]` when a proposer asked for them."""
         if self.aux_layers:
-            hidden, aux = self.model(input_ids, positions, self.kv_caches, meta, self.aux_layers)
-            return self.model.compute_logits(hidden[rows]), aux
-        return self.model.compute_logits(self.model(input_ids, positions, self.kv_caches, meta)[rows])
+            return self.model(input_ids, positions, self.kv_caches, meta, self.aux_layers)
+        return self.model(input_ids, positions, self.kv_caches, meta)
 
     def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
         return (self.graphs is not None and step.meta.is_decode_only and self.aux_layers == self._graph_aux_layers
@@ -227,15 +223,12 @@ class ModelRunner:
                 logits, aux = out
                 return ModelOutput(logits=logits, aux_hidden=aux if features else None, cu_seqlens=step.cu_seqlens)
             return ModelOutput(logits=out, cu_seqlens=step.cu_seqlens)
-        if (self.mixed_graphs is not None and self.aux_layers == self._graph_aux_layers
-                and self.mixed_graphs.fits(chunks, step)):
-            out = self.mixed_graphs.run(step)
-            if self.aux_layers:
-                logits, aux = out
-                return ModelOutput(logits=logits, aux_hidden=aux if features else None, cu_seqlens=step.cu_seqlens)
-            return ModelOutput(logits=out, cu_seqlens=step.cu_seqlens)
         aux = None
-        if self.aux_layers and features:
+        if (self.mixed_graphs is not None and self.aux_layers == self._graph_aux_layers
+                and self.mixed_graphs.fits(chunks, step)):   # the forward replayed; the LM head below
+            hidden, aux = self.mixed_graphs.run(step) if self.aux_layers else (self.mixed_graphs.run(step), None)
+            aux = aux if features else None
+        elif self.aux_layers and features:
             hidden, aux = self.model(step.input_ids, step.positions, self.kv_caches, step.meta, self.aux_layers)
         else:
             hidden = self.model(step.input_ids, step.positions, self.kv_caches, step.meta)
