@@ -15,7 +15,8 @@ import torch
 from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.config import EngineConfig
 from deepinfer_core.executor.batch import ScheduledChunk, prepare_inputs
-from deepinfer_core.executor.mixed_graph import MixedBuffers, MixedGraphs, capture_or_eager, mixed_sizes
+from deepinfer_core.executor.mixed_graph import (CaptureFailed, MixedBuffers, MixedGraphs, capture_or_eager,
+                                                 mixed_sizes)
 from deepinfer_core.executor.model_runner import ModelRunner
 from deepinfer_core.loader import load_model_config
 
@@ -234,23 +235,35 @@ def test_edge_steps_match_the_eager_step(tiny_checkpoint, case):
 
 
 def test_a_failed_capture_leaves_the_steps_eager_with_a_warning(caplog):
-    # Mixed graphs are on by default: a backend whose kernel syncs with the host during capture
-    # (or the graphs' memory) must not stop the engine from starting.
+    # Mixed graphs are on by default: a kernel that syncs with the host during capture (or the
+    # graphs' memory) must not stop the engine from starting; the warning names the first error
+    # of the chain (the sync), not only the capture's own. Other errors, such as a bug in the
+    # eager warm-up forward, propagate.
     def syncs():
-        raise RuntimeError("operation not permitted when stream is capturing")
+        try:
+            try:
+                raise RuntimeError("operation not permitted when stream is capturing")
+            except RuntimeError:
+                raise RuntimeError("operation failed due to a previous error during capture")
+        except RuntimeError as exc:
+            raise CaptureFailed("the 512-token graph") from exc
 
     def out_of_memory():
         raise torch.OutOfMemoryError("CUDA out of memory")
 
     with caplog.at_level("WARNING", logger="deepinfer_core.executor.mixed_graph"):
         assert capture_or_eager(syncs) is None and capture_or_eager(out_of_memory) is None
-    assert [r.getMessage().count("mixed_cuda_graphs: capture failed") for r in caplog.records] == [1, 1]
-    assert "not permitted" in caplog.records[0].getMessage() and "OutOfMemoryError" in caplog.records[1].getMessage()
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2 and all("mixed_cuda_graphs: capture failed" in m for m in messages)
+    assert messages[0].index("not permitted") < messages[0].index("previous error") < messages[0].index("512-token")
+    assert "OutOfMemoryError: CUDA out of memory" in messages[1]
     built = object()
     assert capture_or_eager(lambda: built) is built
 
-    def bug():
-        raise TypeError("a bug in the step, not a capture failure")
+    def warm_up_bug():
+        return torch.zeros(2, 3) @ torch.zeros(2, 3)   # a RuntimeError that is no capture failure
 
-    with pytest.raises(TypeError):
-        capture_or_eager(bug)
+    for bug in (warm_up_bug, lambda: int("x")):
+        with pytest.raises((RuntimeError, ValueError)):
+            capture_or_eager(bug)
+    assert len(caplog.records) == 2

@@ -145,9 +145,9 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods, in this order: none, confidence, fixed-K (for K in "
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
-                             "confidence-direct, confidence-measured, confidence-full, confidence-whole; any name "
-                             "with the suffix +mixed (none+mixed) is that variant with mixed-step CUDA graphs "
-                             "(--mixed-cuda-graphs for one engine); default none, confidence and every fixed-K")
+                             "confidence-direct, confidence-measured, confidence-full, confidence-whole; with "
+                             "--no-mixed-cuda-graphs, any name with the suffix +mixed (none+mixed) is that variant "
+                             "with mixed-step CUDA graphs; default none, confidence and every fixed-K")
     parser.add_argument("--prompt-sets", type=int, default=1, metavar="N",
                         help="with --interleave: round r at concurrency C chats the prompt set r %% N (C prompts "
                              "each), so a cell does not rest on C replies only (at 1 request: one reply)")
@@ -197,6 +197,9 @@ def main() -> None:
     if unknown:   # before the profiles are measured (minutes)
         parser.error(f"--variants: unknown {sorted(unknown)}; choose from {sorted(known)} (each also with the "
                      f"suffix {MIXED})")
+    if args.mixed_cuda_graphs is not False and any(v.endswith(MIXED) for v in args.variants or ()):
+        parser.error(f"--variants: the suffix {MIXED} pairs an engine with mixed-step graphs against engines "
+                     f"without them, which needs --no-mixed-cuda-graphs (mixed graphs are on by default)")
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")
@@ -231,7 +234,7 @@ def main() -> None:
     decode = SPSProfile.load(args.sps) if args.sps else profile("decode")
     spec_sps = SPSProfile.load(args.spec_sps) if args.spec_sps else profile("spec", max(args.fixed))
     # The k = 1 rounds' profile: only `confidence-k1` reads it.
-    wants_k1 = args.variants is not None and "confidence-k1" in args.variants
+    wants_k1 = any(v.removesuffix(MIXED) == "confidence-k1" for v in args.variants or ())
     spec_k1 = SPSProfile.load(args.spec_sps_k1) if args.spec_sps_k1 else (profile("spec", 1) if wants_k1 else None)
     if args.save_sps is not None:
         decode.save(args.save_sps)

@@ -88,3 +88,40 @@ def test_a_mixed_suffix_turns_mixed_step_graphs_on_for_that_engine_only(benchmar
         bench.main()   # refused before any profile is measured or engine built
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "fixed-4+mixed" in err and "fixed-3+mixed" not in err.split("choose")[0]
+
+
+def test_mixed_variants_need_engines_without_the_graphs_and_keep_their_profiles(benchmark_script, monkeypatch,
+                                                                                 capsys) -> None:
+    """With the graphs on by default, `none+mixed` against `none` would compare two equal engines:
+    refused without --no-mixed-cuda-graphs. With it, `confidence-k1+mixed` is built like
+    `confidence-k1` (the k = 1 rounds' profile measured and handed over) and graphs on."""
+    import sys
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    argv = ["bench_dspark.py", "--target", "t", "--drafter", "d", "--fixed", "3", "--interleave", "1",
+            "--variants", "none", "confidence-k1+mixed"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2 and "--no-mixed-cuda-graphs" in capsys.readouterr().err
+    measured, built = [], {}
+
+    def fake_profile(kind, params):
+        measured.append((kind, params.get("k"), params["engine_kw"].get("mixed_cuda_graphs")))
+        return SPSProfile([1, 8], [1000.0, 900.0])
+
+    def fake_run(variants, args, engine_kw, pool):
+        built.update({name: (spec, bench.variant_engine_kw(name, engine_kw)) for name, spec in variants.items()})
+        return []
+
+    monkeypatch.setattr(bench, "measure_in_child", fake_profile)
+    monkeypatch.setattr(bench, "run_interleaved", fake_run)
+    monkeypatch.setattr(sys, "argv", argv + ["--no-mixed-cuda-graphs"])
+    bench.main()
+    assert sorted(measured) == [("decode", None, False), ("spec", 1, False), ("spec", 3, False)]
+    spec, engine = built["confidence-k1+mixed"]
+    assert spec["sps_profile_k1"] is not None and engine["mixed_cuda_graphs"] is True
+    assert built["none"] == (None, built["none"][1]) and built["none"][1]["mixed_cuda_graphs"] is False

@@ -56,16 +56,16 @@ class EngineConfig:
         seed: default seed for requests that do not give one (also seeds dummy weights).
         load_format: "auto" (the checkpoint's weights) or "dummy" (seeded random weights; the
             checkpoint may hold only config.json).
-        enforce_eager: never capture CUDA graphs (decode steps run eagerly on every device).
+        enforce_eager: never capture CUDA graphs (every step runs eagerly on every device).
         mixed_cuda_graphs: on CUDA (and without `enforce_eager`), also capture graphs for
             prefill and mixed steps (token buckets 16-8192, up to the first that holds
             `max_num_batched_tokens`; `executor.mixed_graph`): a joining request's step then
-            costs a replay instead of an eager launch of every kernel (on
-            the H200, SmolLM2-135M: TTFT 18.1 -> 1.8 ms at batch 1, a closed loop of 8 requests
-            1.73x the tokens/s; BENCHMARKS.md, "Mixed-step CUDA graphs"). On by default; start-up
-            takes a few seconds longer. The step's kernels must run without a host sync (the
-            triton attention does); when the capture fails (a kernel that syncs, or memory), a
-            warning names the error and those steps run eagerly.
+            costs a replay instead of an eager launch of every kernel (on the H200 with
+            SmolLM2-135M: TTFT 18.1 -> 1.8 ms at batch 1, a closed loop of 8 requests at 1.73x
+            the tokens/s; the repository's top-level BENCHMARKS.md, "Mixed-step CUDA graphs").
+            On by default; start-up takes a few seconds longer. The step's kernels must run
+            without a host sync (the triton attention does): when the capture fails (a kernel
+            that syncs, or out of memory) a warning names the error and those steps run eagerly.
         deterministic: batch-invariant kernels on the whole path (matmul, RMSNorm, attention,
             LM head): a request's tokens and logprobs depend only on its own prompt, parameters
             and seed, not on what runs beside it or how its prompt is chunked. Slower.

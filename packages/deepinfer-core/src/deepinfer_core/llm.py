@@ -51,7 +51,8 @@ class LLM:
             benchmarks: `model` may be a folder with only config.json; without tokenizer files a
             placeholder tokenizer decodes token i as `<i>`, so pass token-id prompts).
         enforce_eager: never capture CUDA graphs (on CUDA, pure-decode steps otherwise replay
-            graphs captured at start-up for batch sizes up to `max_num_seqs`).
+            graphs captured at start-up for batch sizes up to `max_num_seqs`, and prefill and
+            mixed steps those of `mixed_cuda_graphs`).
         mixed_cuda_graphs: also capture graphs for prefill and mixed steps (on by default; `EngineConfig`).
         deterministic: batch-invariant kernels everywhere (see docs/determinism.md): a request's
             output bits do not depend on the other requests in flight or on prefill chunking.

@@ -64,7 +64,8 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-chunked-prefill", action="store_true", help="prefill each prompt in one step")
     g.add_argument("--load-format", default=None, choices=["auto", "dummy"],
                    help="dummy: seeded random weights (the model folder may hold only config.json)")
-    g.add_argument("--enforce-eager", action="store_true", help="never capture CUDA graphs for decode steps")
+    g.add_argument("--enforce-eager", action="store_true",
+                   help="never capture CUDA graphs (decode, prefill and mixed steps all run eagerly)")
     g.add_argument("--mixed-cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="CUDA graphs for prefill and mixed steps of up to 8192 tokens too (default: on; "
                         "--no-mixed-cuda-graphs runs those steps eagerly)")

@@ -157,11 +157,15 @@ class MixedGraphs:
         b = self.buffers
         for size in reversed(self.sizes):   # largest first: the smaller graphs reuse its memory
             b.pad_only(size)
-            self._forward(size)             # warm-up: kernel compilation, workspaces
+            self._forward(size)             # warm-up (kernel compilation, workspaces): errors propagate
             torch.cuda.synchronize(device)
-            graph = torch.cuda.CUDAGraph()
-            with gc_paused(), torch.cuda.graph(graph, pool=self.pool):
-                self.outputs[size] = self._forward(size)
+            graph, stream = torch.cuda.CUDAGraph(), torch.cuda.current_stream(device)
+            try:
+                with gc_paused(), torch.cuda.graph(graph, pool=self.pool):
+                    self.outputs[size] = self._forward(size)
+            except RuntimeError as exc:     # a failed capture may leave its side stream current
+                torch.cuda.set_stream(stream)
+                raise CaptureFailed(f"the {size}-token graph") from exc
             self.pool = graph.pool()
             self.graphs[size] = graph
         torch.cuda.synchronize(device)
@@ -202,15 +206,32 @@ class MixedGraphs:
         return out[:tokens]
 
 
+class CaptureFailed(RuntimeError):
+    """A mixed graph's capture failed (raised from the capture's own error: `error_chain`)."""
+
+
+def error_chain(exc: BaseException) -> str:
+    """`exc` and the errors it was raised from or during, innermost first ("Type: message; ..."):
+    a host sync during capture raises inside the step, then again when the capture ends."""
+    chain, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    return "; ".join(reversed(chain))
+
+
 def capture_or_eager(build: Callable[[], MixedGraphs]) -> MixedGraphs | None:
-    """`build()` (which captures the mixed graphs), or None when the capture fails, so that the
-    engine starts with its prefill and mixed steps eager instead of not at all (mixed graphs are
-    on by default). A failure is logged as a warning naming the error: a kernel on the step's
-    path that synchronises with the host (a backend that reads lengths with `.tolist()`), or the
-    graphs' memory (`torch.OutOfMemoryError`). Exceptions other than RuntimeError propagate."""
+    """`build()` (which captures the mixed graphs), or None when a capture fails
+    (`CaptureFailed`: a kernel on the step's path synchronises with the host, e.g. a backend
+    that reads lengths with `.tolist()`) or memory runs out (`torch.OutOfMemoryError`), so that
+    the engine starts with its prefill and mixed steps eager instead of not at all (mixed graphs
+    are on by default). The failure is logged as a warning naming the errors. Any other error,
+    such as one in the eager warm-up forward before each capture, propagates. Graphs captured
+    before the failure into the decode graphs' pool keep that memory reserved."""
     try:
         return build()
-    except RuntimeError as exc:   # torch's capture errors and OutOfMemoryError are RuntimeErrors
-        logger.warning("mixed_cuda_graphs: capture failed, prefill and mixed steps run eagerly (%s: %s)",
-                       type(exc).__name__, exc)
+    except (CaptureFailed, torch.OutOfMemoryError) as exc:
+        logger.warning("mixed_cuda_graphs: capture failed, prefill and mixed steps run eagerly (%s)",
+                       error_chain(exc))
         return None
