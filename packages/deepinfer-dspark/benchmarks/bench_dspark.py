@@ -18,8 +18,8 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     engine's padded one: on the H200 at 1 request it led Algorithm 1 to verify 4.4 drafts where
     the round cost what 7 cost (2.66 against 2.64 ms, session 16's call 7) and to run at 0.92x
     fixed-7. `confidence-k7` is the old name of today's `confidence`;
-  - `confidence-direct` and `confidence-measured` (by name only): `defer_context` false, and
-    `measure_step_times` true.
+  - `confidence-direct`, `confidence-measured` and `confidence-rounds` (by name only):
+    `defer_context` false, `measure_step_times` true, and `measure_round_times` true.
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s);
 per-user tok/s = mean over requests of tokens / (finish - arrival); mean verified / accepted
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
-         "confidence-measured", "confidence-full", "confidence-whole")   # and fixed-K for K in --fixed
+         "confidence-measured", "confidence-rounds", "confidence-full", "confidence-whole")   # and fixed-K for K in --fixed
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -145,7 +145,8 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods, in this order: none, confidence, fixed-K (for K in "
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
-                             "confidence-direct, confidence-measured, confidence-full, confidence-whole; with "
+                             "confidence-direct, confidence-measured, confidence-rounds, confidence-full, "
+                             "confidence-whole; with "
                              "--no-mixed-cuda-graphs, any name with the suffix +mixed (none+mixed) is that variant "
                              "with mixed-step CUDA graphs; default none, confidence and every fixed-K")
     parser.add_argument("--prompt-sets", type=int, default=1, metavar="N",
@@ -258,6 +259,9 @@ def main() -> None:
     # `none-again` is a second engine without speculation: its paired ratio to `none` (listed
     # first) is the noise floor of the others'.
     variants["confidence-measured"] = {**variants["confidence"], "measure_step_times": True}
+    # ... and with the drafted rounds priced at their measured time (`measure_round_times`: plain
+    # steps on their profile, features still declined; session 27).
+    variants["confidence-rounds"] = {**variants["confidence"], "measure_round_times": True}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
@@ -271,6 +275,7 @@ def main() -> None:
         variants = {k: variants[k.removesuffix(MIXED)] for k in args.variants}   # in the order given
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
+                     "confidence-rounds",
                      "confidence-full", "confidence-whole"):
             variants.pop(name)
     if args.interleave > 0:

@@ -22,6 +22,7 @@ the H200's drafters of sessions 18-20. `--hard SHARE FACTOR` makes a share of th
 draft with FACTOR times its confidence: texts the drafter cannot follow, whatever it predicts (session
 25). `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
 the profile: rounds dearer under real traffic than where the profile was measured).
+`--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock).
 `--equal` gives every reply 128 tokens, as the H200's
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
@@ -166,11 +167,13 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     syncs and flushes (`Clock`), and the rest, the drafted rounds' net loss (negative: gain))."""
     rng = random.Random(seed)
     proposer = DSparkProposer(sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY), args.k, spec,
-                              decode=decode)
+                              decode=decode, measure_round_times=getattr(args, "measure_rounds", False))
     dormant, out, first = DormantSteps(proposer), {}, 0
     texts = random.Random(1000 + seed)   # which replies are hard (`--hard`), apart from `rng`
     for c, count in args.plan:
         clock = Clock(decode, spec, args.k, args.capture, args.flush, args.sync, getattr(args, "round_cost", 1.0))
+        proposer.rates.pause()   # (`--measure-rounds`: the rounds timed on this concurrency's clock)
+        proposer.rates.clock = lambda clock=clock: clock.seconds
         work = [[128] * c if args.equal else [rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
         if getattr(args, "closed", False):   # one stream of every request, c at a time
             lengths = [n for batch in work for n in batch]
@@ -229,6 +232,8 @@ def main() -> None:
                         help="a drafted round costs FACTOR times the profile's round, which the proposer still "
                              "reads (the H200, session 27: rounds at 8 requests took 1.2-1.5x the profile's in "
                              "benchmark engines); fixed-k's column is charged the same")
+    parser.add_argument("--measure-rounds", action="store_true",
+                        help="the proposer times its drafted rounds on the simulated clock (`measure_round_times`)")
     parser.add_argument("--trace", type=int, default=0)
     parser.add_argument("--closed", action="store_true",
                         help="each concurrency's requests as one stream, C running at a time (a closed loop; "

@@ -125,3 +125,22 @@ def test_mixed_variants_need_engines_without_the_graphs_and_keep_their_profiles(
     spec, engine = built["confidence-k1+mixed"]
     assert spec["sps_profile_k1"] is not None and engine["mixed_cuda_graphs"] is True
     assert built["none"] == (None, built["none"][1]) and built["none"][1]["mixed_cuda_graphs"] is False
+
+
+def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) -> None:
+    """The names checked before the profiles (`NAMED`, fixed-K) are the variants `main` builds."""
+    import sys
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    built = {}
+    monkeypatch.setattr(bench, "measure_in_child", lambda kind, params: SPSProfile([1, 8], [1000.0, 900.0]))
+    monkeypatch.setattr(bench, "run_interleaved", lambda variants, *rest: built.update(variants) or [])
+    names = [*bench.NAMED, "fixed-2"]
+    monkeypatch.setattr(sys, "argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", "--fixed", "2",
+                                      "--interleave", "1", "--variants", *names])
+    bench.main()
+    assert list(built) == names
+    assert built["confidence-rounds"]["measure_round_times"] is True and built["none-again"] is None

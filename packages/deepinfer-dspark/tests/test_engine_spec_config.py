@@ -28,6 +28,22 @@ def test_decode_profile_needs_confidence_scheduling(folders, kit) -> None:
              "sps_profile": SPSProfile([1], [1.0]), "measure_step_times": True}
     with pytest.raises(ValueError, match="^speculative_config.measure_step_times: .* needs decode_profile"):
         kit.build(target, timed)
+    rounds = {**timed, "measure_step_times": None, "measure_round_times": True}
+    with pytest.raises(ValueError, match="^speculative_config.measure_round_times: .* needs decode_profile"):
+        kit.build(target, rounds)
+    both = {**timed, "decode_profile": SPSProfile([1], [2.0]), "measure_round_times": True}
+    with pytest.raises(ValueError, match="^speculative_config.measure_round_times: cannot be true with "
+                                         "measure_step_times"):
+        kit.build(target, both)
+    with pytest.raises(ValueError, match="^speculative_config.measure_round_times"):
+        kit.build(target, {**rounds, "decode_profile": SPSProfile([1], [2.0]), "measure_round_times": "yes"})
+    fixed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "measure_round_times": True}
+    with pytest.raises(ValueError, match="^speculative_config.measure_round_times: only used with scheduling"):
+        kit.build(target, fixed)
+    llm = kit.build(target, {**rounds, "decode_profile": SPSProfile([1], [2.0])})
+    proposer = llm.engine.speculative.proposer
+    assert proposer.measure_round_times and not proposer.measure_step_times and proposer.decline_features
+    llm.close()
 
 
 def test_profiles_as_dicts_and_bad_profile_values(folders, kit) -> None:

@@ -31,9 +31,9 @@ class Loop:
     """One request decoding forever; `step(spec, plain)` runs an engine step whose device time is
     its profile's times `spec` (drafted) or `plain` (not drafted)."""
 
-    def __init__(self, runner, asynchronous: bool, max_probe_every: int = 64) -> None:
+    def __init__(self, runner, asynchronous: bool, max_probe_every: int = 64, rounds_only: bool = False) -> None:
         self.proposer = DSparkProposer(runner, K, SPS, decode=DECODE, max_probe_every=max_probe_every,
-                                       measure_step_times=True)
+                                       measure_step_times=not rounds_only, measure_round_times=rounds_only)
         self.now = 0.0
         self.proposer.rates = MeasuredRates(clock=lambda: self.now)
         self.asynchronous, self.inflight_end, self.propose_due = asynchronous, None, False
@@ -126,3 +126,52 @@ def test_a_slow_spell_is_forgotten(fake_runner, asynchronous, spell) -> None:
         loop.step(spec=after)
     share = loop.drafted_share(100)
     assert (share > 0.9) if after == 1.0 else (share < 0.1), share
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("spec,plain,drafts", [(1.0, 1.0, True), (1.4, 1.0, True), (1.9, 1.0, False),
+                                               (3.0, 1.0, False), (1.9, 1.3, False)])
+def test_rounds_only_timing_follows_the_rounds_true_cost(fake_runner, asynchronous, spec, plain, drafts) -> None:
+    """`measure_round_times`: the rounds are priced at their measured time, plain steps at their
+    profile (a slower plain step is not seen: 1.9x rounds against 1.3x plain steps still pause,
+    where `measure_step_times` would weigh them); only runs of drafted rounds are samples, and
+    the features are still declined (no re-timing runs)."""
+    loop = Loop(fake_runner(K, 0.95), asynchronous, rounds_only=True)
+    assert loop.proposer.decline_features and not loop.proposer.measure_step_times
+    for _ in range(3000):
+        loop.step(spec=spec, plain=plain)
+    share = loop.drafted_share(2000)
+    assert (share > 0.9) if drafts else (share < 0.1), share
+    assert loop.proposer._correction(1) == pytest.approx(spec, rel=0.02)
+    windows = loop.proposer.rates.windows
+    assert all(v == pytest.approx(spec) for v in windows[(SPEC, 1)]), list(windows[(SPEC, 1)])
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_rounds_only_timing_forgets_a_slow_spell(fake_runner, asynchronous) -> None:
+    """Rounds 10x slow for a while switch drafting off; without samples the estimate is dropped
+    after `max_probe_every` rounds and the profile decides again: drafting resumes."""
+    loop = Loop(fake_runner(K, 0.95), asynchronous, max_probe_every=64, rounds_only=True)
+    for _ in range(1000):
+        loop.step(spec=10.0)
+    assert loop.drafted_share(500) < 0.1
+    for _ in range(64 * 6):
+        loop.step(spec=1.0)
+    assert loop.drafted_share(100) > 0.9
+    assert loop.proposer._correction(1) == pytest.approx(1.0, rel=0.02)
+
+
+def test_a_dormant_or_quiet_stretch_is_no_sample(fake_runner) -> None:
+    """The engine asks nothing during a stretch: the interval from the round before it to the
+    next call spans many steps and must not be timed as one round."""
+    loop = Loop(fake_runner(K, 0.95), asynchronous=False, rounds_only=True)
+    proposer = loop.proposer
+    for _ in range(40):
+        loop.step(spec=1.0)
+    assert proposer.rates.windows[(SPEC, 1)] and all(v == pytest.approx(1.0) for v in proposer.rates.windows[(SPEC, 1)])
+    for passed in (proposer.dormant_passed, proposer.quiet_passed):
+        loop.now += 0.5                       # 500 plain steps' time, no call in between
+        passed(1, 500)
+        for _ in range(6):
+            loop.step(spec=1.0)
+        assert all(v == pytest.approx(1.0) for v in proposer.rates.windows[(SPEC, 1)]), passed

@@ -64,6 +64,17 @@ def test_round_cost_charges_drafted_rounds_above_the_profile_the_proposer_reads(
     assert dear[1][0] < fair[1][0]                           # the policy drafts at 1 and pays more there
 
 
+def test_measured_round_times_recover_rounds_dearer_than_the_profile(sim) -> None:
+    """`--measure-rounds`: with rounds 2.5x their profile a confident drafter's proposer, blind,
+    drafts on at 0.81x plain decoding; timing its runs of rounds it pauses (0.95x: probes and
+    transitions); with rounds on their profile the timing changes nothing."""
+    blind, timed = (sim.simulate(args(round_cost=2.5, measure_rounds=m, equal=False, plan=[(1, 12)]), DECODE, SPEC,
+                                 0.9, seed=0) for m in (False, True))
+    assert blind[1][0] < 0.85 < 0.93 < timed[1][0], (blind, timed)
+    fair = sim.simulate(args(measure_rounds=False), DECODE, SPEC, 0.9, seed=0)
+    assert sim.simulate(args(measure_rounds=True), DECODE, SPEC, 0.9, seed=0) == fair
+
+
 def test_the_breakdown_adds_up_to_the_ratio(sim) -> None:
     """`--breakdown`: the overheads' and the rounds' shares of plain decoding's time add up to
     the policy's time over it."""

@@ -29,6 +29,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           False: features every step),
           measure_step_times (False: opt in to correcting the two profiles by the step times
           measured while serving, see `MeasuredRates`; needs decode_profile),
+          measure_round_times (False: opt in to pricing the drafted rounds at their measured time
+          over the profile's, plain steps on their profile, features still declined; needs
+          decode_profile; not with measure_step_times),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
           verifies, as in the paper; "full_round": every round is priced as verifying all k
           drafts, as the pause policy prices it, so every draft with a chance of acceptance is
@@ -146,14 +149,20 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
             raise ValueError("speculative_config.prefix_pricing: 'full_round' prices every round as verifying all "
                              "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
-    for key in ("decode_profile", "defer_context", "measure_step_times", "decline_features", "opening_tokens"):
+    for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
+                "opening_tokens"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
         decode = _profile("decode_profile", decode)
-    elif spec_config.get("measure_step_times"):
-        raise ValueError("speculative_config.measure_step_times: corrects the comparison with plain decoding, "
-                         "so it needs decode_profile")
+    else:
+        for key in ("measure_step_times", "measure_round_times"):
+            if spec_config.get(key):
+                raise ValueError(f"speculative_config.{key}: corrects the comparison with plain decoding, "
+                                 f"so it needs decode_profile")
+    if spec_config.get("measure_step_times") is True and spec_config.get("measure_round_times") is True:
+        raise ValueError("speculative_config.measure_round_times: cannot be true with measure_step_times "
+                         "(which times every step); choose one")
     if spec_config.get("decline_features") is True and spec_config.get("measure_step_times") is True:
         raise ValueError("speculative_config.decline_features: cannot be true with measure_step_times "
                          "(its timing reads every step's features)")
@@ -162,6 +171,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 defer_context=_bool_key(spec_config, "defer_context", True),
                 decline_features=_bool_key(spec_config, "decline_features", True),
                 measure_step_times=_bool_key(spec_config, "measure_step_times", False),
+                measure_round_times=_bool_key(spec_config, "measure_round_times", False),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0))
 
@@ -209,7 +219,7 @@ ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # re
 NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
-                         "decline_features", "prefix_pricing", "opening_tokens"})
+                         "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -31,6 +31,12 @@ re-timing run there: `RUN` drafted rounds (also when pausing rules drafting out)
 steps; a run yields `RUN - 2` samples. When the batch keeps changing bucket, runs give no samples:
 after `STALE_RUNS` such runs the estimate is dropped and the profile decides there again.
 
+With `measure_round_times` (`DSparkProposer`) only the drafted rounds' estimate is read: plain
+steps are recorded but never consulted, no re-timing run is started, and a bucket's round
+estimate is dropped (`forget`) after `max_probe_every` rounds there without a sample, so the
+features can still be declined while paused (the engine then asks nothing per step; a dormant or
+quiet stretch is no sample: `pause`).
+
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`):
 checked on simulated engines (fake clocks, synchronous and asynchronous call orders), not yet
@@ -140,14 +146,19 @@ class MeasuredRates:
         """Round correction over plain-step correction at `batch`'s bucket."""
         return self.correction(SPEC, batch) / self.correction(PLAIN, batch)
 
-    def count(self, kind: str, batch: int) -> None:
-        """Counts a round of `kind` at `batch` for the re-timing runs (and one round of a run):
-        the other kind's counter at that bucket grows; it restarts when a sample of that kind is
-        taken there or a run of it starts (`started`), not on a lone round, which is no sample."""
+    def count(self, kind: str, batch: int, rounds: int = 1) -> None:
+        """Counts `rounds` rounds of `kind` at `batch` for the re-timing runs (and rounds of a
+        run): the other kind's counter at that bucket grows; it restarts when a sample of that
+        kind is taken there or a run of it starts (`started`), not on a lone round, which is no
+        sample."""
         bucket = batch_bucket(batch)
         other = PLAIN if kind == SPEC else SPEC
-        self._since[(other, bucket)] = self._since.get((other, bucket), 0) + 1
-        self.run_left = max(0, self.run_left - 1)
+        self._since[(other, bucket)] = self._since.get((other, bucket), 0) + rounds
+        self.run_left = max(0, self.run_left - rounds)
+
+    def forget(self, kind: str, batch: int) -> None:
+        """Drops the estimate of `kind` at `batch`'s bucket (the profile decides there again)."""
+        self.windows.pop((kind, batch_bucket(batch)), None)
 
     def due(self, kind: str, batch: int, every: int) -> bool:
         """Whether `kind` has had no sample and no run at `batch`'s bucket for `every` rounds of

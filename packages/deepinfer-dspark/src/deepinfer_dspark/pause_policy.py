@@ -24,6 +24,7 @@ lossless. Device-free.
 
 from __future__ import annotations
 
+from deepinfer_dspark.measured_rates import PLAIN
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
@@ -102,6 +103,8 @@ class PausePolicy:
         """`rounds` dormant rounds have run, `num_requests` requests running after each: what
         `rounds` calls of `wants_features` (declined) and `idle_round(num_requests)` would have
         recorded (0 requests: the batch ended, nothing skipped)."""
+        self.rates.pause()   # (the stretch is no step of a timed run)
+        self._count(PLAIN, num_requests, rounds)
         self.acceptance.close()
         self.acceptance.tick(rounds)
         self._last_batch, self._cleared = num_requests, 0
@@ -136,6 +139,8 @@ class PausePolicy:
         """`rounds` quiet rounds have run, `num_requests` requests running after each: what
         `rounds` calls of `idle_round(num_requests)` would have recorded (0 requests: the batch
         ended, nothing skipped)."""
+        self.rates.pause()   # (the stretch is no step of a timed run)
+        self._count(PLAIN, num_requests, rounds)
         self.acceptance.close()
         self.acceptance.tick(rounds)
         self._last_batch, self._cleared = num_requests, 0

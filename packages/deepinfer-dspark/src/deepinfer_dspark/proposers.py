@@ -88,6 +88,14 @@ class DSparkProposer(PausePolicy):
             correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
             and the confidences only (the same inputs give the same verification lengths, run
             after run).
+        measure_round_times: with both profiles, time the drafted rounds only (runs of them at
+            one bucket, `MeasuredRates`) and price every round at its profile's time times
+            their median measured / predicted ratio there; plain steps keep their profile (on
+            the H200 they ran within 3% of it where rounds ran 1.2-1.5x it at 8 requests:
+            session 27). Unlike `measure_step_times` it needs no re-timing runs and keeps
+            `decline_features`; a bucket's estimate is dropped after `max_probe_every` (at least
+            32) rounds there without a sample, and the profile decides again. Opt-in; not with
+            `measure_step_times`.
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -117,7 +125,7 @@ class DSparkProposer(PausePolicy):
                  max_batch: int | None = None, defer_context: bool = True,
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
-                 opening_tokens: int = OPENING_TOKENS) -> None:
+                 opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -143,6 +151,7 @@ class DSparkProposer(PausePolicy):
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.measure_step_times = measure_step_times
+        self.measure_round_times = measure_round_times and not measure_step_times
         self.decline_features = decline_features and not measure_step_times
         self._ruled_out: set[int] = set()    # buckets whose features are declined while paused
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
@@ -345,16 +354,22 @@ class DSparkProposer(PausePolicy):
         return drafts
 
     def _correction(self, batch: int) -> float:
-        """The measured round / plain step-time ratio at `batch` (`measure_step_times`), else 1."""
+        """The measured round / plain step-time ratio at `batch` (`measure_step_times`), the
+        rounds' measured / predicted ratio (`measure_round_times`; a stale estimate is dropped
+        here), else 1."""
+        if self.measure_round_times:
+            if self.rates.due(SPEC, batch, self._retime_every):
+                self.rates.forget(SPEC, batch)
+            return self.rates.correction(SPEC, batch)
         return self.rates.ratio(batch) if self.measure_step_times else 1.0
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
         return self.measure_step_times and self.rates.run_left > 0
 
-    def _count(self, kind: str, batch: int) -> None:
-        if self.measure_step_times and batch:
-            self.rates.count(kind, batch)
+    def _count(self, kind: str, batch: int, rounds: int = 1) -> None:
+        if (self.measure_step_times or self.measure_round_times) and batch:
+            self.rates.count(kind, batch, rounds)
 
     def _probe_due(self, batch: int) -> bool:
         """Whether to draft a re-timing run although `cannot_pay(batch)` holds: only the measured
@@ -368,8 +383,8 @@ class DSparkProposer(PausePolicy):
     def _record(self, began: float, batch: int, verified: int | None) -> None:
         """Declares the step that started at `began` to `rates`: a round in which the drafter ran
         and `verified` drafts go to the target (0 included: the draft was paid for), or a plain
-        step (None). Only with both profiles and `measure_step_times`: nothing else reads it."""
-        if self.decode is None or self.sps is None or not self.measure_step_times:
+        step (None). Only with both profiles and `measure_step_times` or `measure_round_times`."""
+        if self.decode is None or self.sps is None or not (self.measure_step_times or self.measure_round_times):
             return
         if not batch:
             self.rates.pause()
