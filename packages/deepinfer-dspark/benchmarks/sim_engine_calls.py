@@ -22,7 +22,8 @@ the H200's drafters of sessions 18-20. `--hard SHARE FACTOR` makes a share of th
 draft with FACTOR times its confidence: texts the drafter cannot follow, whatever it predicts (session
 25). `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
 the profile: rounds dearer under real traffic than where the profile was measured).
-`--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock).
+`--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock);
+`--priced` hands it a profile scaled to their true cost (the bound timing can reach).
 `--equal` gives every reply 128 tokens, as the H200's
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
@@ -166,7 +167,10 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     plain / fixed-k time, {overhead or "rounds": its share of plain decoding's time}: the captures,
     syncs and flushes (`Clock`), and the rest, the drafted rounds' net loss (negative: gain))."""
     rng = random.Random(seed)
-    proposer = DSparkProposer(sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY), args.k, spec,
+    read = spec   # the profile the proposer reads; `--priced`: the rounds' true cost
+    if getattr(args, "priced", False):
+        read = SPSProfile(spec.batch_tokens, [rate / args.round_cost for rate in spec.steps_per_s])
+    proposer = DSparkProposer(sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY), args.k, read,
                               decode=decode, measure_round_times=getattr(args, "measure_rounds", False))
     dormant, out, first = DormantSteps(proposer), {}, 0
     texts = random.Random(1000 + seed)   # which replies are hard (`--hard`), apart from `rng`
@@ -232,6 +236,8 @@ def main() -> None:
                         help="a drafted round costs FACTOR times the profile's round, which the proposer still "
                              "reads (the H200, session 27: rounds at 8 requests took 1.2-1.5x the profile's in "
                              "benchmark engines); fixed-k's column is charged the same")
+    parser.add_argument("--priced", action="store_true",
+                        help="the proposer reads the round profile scaled to --round-cost (rounds priced exactly)")
     parser.add_argument("--measure-rounds", action="store_true",
                         help="the proposer times its drafted rounds on the simulated clock (`measure_round_times`)")
     parser.add_argument("--trace", type=int, default=0)

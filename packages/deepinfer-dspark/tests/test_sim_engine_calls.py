@@ -71,6 +71,8 @@ def test_measured_round_times_recover_rounds_dearer_than_the_profile(sim) -> Non
     blind, timed = (sim.simulate(args(round_cost=2.5, measure_rounds=m, equal=False, plan=[(1, 12)]), DECODE, SPEC,
                                  0.9, seed=0) for m in (False, True))
     assert blind[1][0] < 0.85 < 0.93 < timed[1][0], (blind, timed)
+    priced = sim.simulate(args(round_cost=2.5, priced=True, equal=False, plan=[(1, 12)]), DECODE, SPEC, 0.9, seed=0)
+    assert priced[1][0] > blind[1][0] + 0.1 and priced[1][1] == blind[1][1]   # fixed-k: charged alike
     fair = sim.simulate(args(measure_rounds=False), DECODE, SPEC, 0.9, seed=0)
     assert sim.simulate(args(measure_rounds=True), DECODE, SPEC, 0.9, seed=0) == fair
 
