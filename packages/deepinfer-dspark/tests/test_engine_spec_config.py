@@ -40,9 +40,15 @@ def test_decode_profile_needs_confidence_scheduling(folders, kit) -> None:
     fixed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "measure_round_times": True}
     with pytest.raises(ValueError, match="^speculative_config.measure_round_times: only used with scheduling"):
         kit.build(target, fixed)
-    llm = kit.build(target, {**rounds, "decode_profile": SPSProfile([1], [2.0])})
+    # A profile where drafting pays: the engine drafts, times its rounds, and stays lossless.
+    paying = {**rounds, "sps_profile": SPSProfile([1, 64], [1000.0, 200.0]),
+              "decode_profile": SPSProfile([1, 8], [500.0, 450.0])}
+    llm = kit.build(target, paying)
     proposer = llm.engine.speculative.proposer
     assert proposer.measure_round_times and not proposer.measure_step_times and proposer.decline_features
+    batch = kit.prompts(3, seed=5)
+    assert kit.greedy(llm, batch) == kit.greedy(kit.build(target), batch)
+    assert proposer.drafted_rounds > 0
     llm.close()
 
 
