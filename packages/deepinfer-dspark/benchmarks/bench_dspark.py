@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
-         "confidence-measured", "confidence-rounds", "confidence-full", "confidence-whole")   # and fixed-K for K in --fixed
+         "confidence-measured", "confidence-rounds", "confidence-full", "confidence-whole")   # and fixed-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
