@@ -31,9 +31,11 @@ class Loop:
     """One request decoding forever; `step(spec, plain)` runs an engine step whose device time is
     its profile's times `spec` (drafted) or `plain` (not drafted)."""
 
-    def __init__(self, runner, asynchronous: bool, max_probe_every: int = 64, rounds_only: bool = False) -> None:
+    def __init__(self, runner, asynchronous: bool, max_probe_every: int = 64, rounds_only: bool = False,
+                 short: SPSProfile | None = None) -> None:
         self.proposer = DSparkProposer(runner, K, SPS, decode=DECODE, max_probe_every=max_probe_every,
-                                       measure_step_times=not rounds_only, measure_round_times=rounds_only)
+                                       measure_step_times=not rounds_only, measure_round_times=rounds_only,
+                                       short_sps=short)
         self.now = 0.0
         self.proposer.rates = MeasuredRates(clock=lambda: self.now)
         self.asynchronous, self.inflight_end, self.propose_due = asynchronous, None, False
@@ -175,3 +177,103 @@ def test_a_dormant_or_quiet_stretch_is_no_sample(fake_runner) -> None:
         for _ in range(6):
             loop.step(spec=1.0)
         assert all(v == pytest.approx(1.0) for v in proposer.rates.windows[(SPEC, 1)]), passed
+
+
+class EngineOrder:
+    """`measure_round_times` under the synchronous engine's whole call order (core's
+    `DormantSteps` asks, `wants_features` before a step without drafts, `observe_step` only when
+    the features were captured, then `idle_round` or `propose`): `n` requests decoding forever."""
+
+    def __init__(self, runner, n: int = 1) -> None:
+        from deepinfer_core.engine.dormant_steps import DormantSteps
+
+        self.proposer = DSparkProposer(runner, K, SPS, decode=DECODE, max_probe_every=64, measure_round_times=True)
+        self.now = 0.0
+        self.proposer.rates = MeasuredRates(clock=lambda: self.now)
+        self.dormant = DormantSteps(self.proposer)
+        self.ids = [f"r{i}" for i in range(n)]
+        self.tokens = {r: [1, 2, 3, 4] for r in self.ids}
+        self.drafts: dict = {}
+        self.drafted: list[bool] = []
+        self.proposer.observe_step(self.ids, [0] * n, [3] * n, [3 * i for i in range(n)], torch.zeros(3 * n, 1))
+        self._ask()
+
+    def _ask(self) -> None:
+        if self.proposer.idle_rounds() > 0:
+            self.proposer.idle_round(len(self.ids))
+            self.drafts = {}
+            return
+        asks = [DraftRequest(r, self.tokens[r], K, 0.0, 0, 1.0, 0.0, 0, len(self.tokens[r]) - 3) for r in self.ids]
+        self.drafts = {r: d.token_ids for r, d in zip(self.ids, self.proposer.propose(asks)) if d.token_ids}
+
+    def step(self, spec: float = 1.0) -> None:
+        drafts, dormant = self.drafts, False
+        if drafts:
+            self.dormant.settle()
+            captured = True
+        else:
+            dormant = self.dormant.step(len(self.ids))
+            captured = (dormant and self.dormant.features) or (not dormant and self.proposer.wants_features())
+        tokens = len(self.ids) + sum(len(d) for d in drafts.values())
+        self.now += spec / SPS.at(tokens) if drafts else 1 / DECODE.at(len(self.ids))
+        firsts, counts = [], []
+        for r in self.ids:
+            new = list(drafts.get(r, [])) + [5]
+            firsts.append(len(self.tokens[r]) - 1)
+            counts.append(len(new))
+            self.tokens[r] += new
+        self.drafted.append(bool(drafts))
+        self.drafts = {}
+        if captured:
+            self.proposer.observe_step(list(self.ids), firsts, counts, [sum(counts[:i]) for i in range(len(counts))],
+                                       torch.zeros(sum(counts), 1))
+        if dormant:
+            self.dormant.ran(len(self.ids))
+            return
+        self._ask()
+
+
+@pytest.mark.parametrize("spike_at", [0, 1, 2, 5])
+def test_one_slow_round_never_rules_a_load_out(fake_runner, spike_at) -> None:
+    """A single 10x round among the first samples (a host spike) must not price drafting out,
+    decline the features and leave the running request without a drafter for good."""
+    loop = EngineOrder(fake_runner(K, 0.95))
+    for i in range(1500):
+        loop.step(spec=10.0 if i == spike_at else 1.0)
+    assert sum(loop.drafted[-1000:]) > 900 and not loop.proposer.feed.gapped
+    assert loop.proposer._correction(1) == pytest.approx(1.0)
+
+
+def test_rounds_measured_slow_pause_drafting_in_the_engine_order(fake_runner) -> None:
+    loop = EngineOrder(fake_runner(K, 0.95))
+    for _ in range(1500):
+        loop.step(spec=3.0)
+    assert sum(loop.drafted[-1000:]) < 100
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_short_round_is_timed_against_its_own_price(fake_runner, asynchronous) -> None:
+    """With the k = 1 profile the pause policy prices a round by the drafts it verifies; a round
+    verifying 1 draft (confidences 0.99, then 0.05) taking 1.5x that price must read 1.5, not
+    1.5x over the full round's price (which would count its shortness twice)."""
+    short = SPSProfile([2, 8], [SPS.at(2), 300.0])   # a 1-draft round of 1 request: SPS's 2-token rate
+    loop = Loop(fake_runner(K, [0.99, 0.05, 0.05, 0.05]), asynchronous, rounds_only=True, short=short)
+    for _ in range(400):
+        loop.step(spec=1.5)
+    window = loop.proposer.rates.windows[(SPEC, 1)]
+    assert len(window) >= 3 and all(v == pytest.approx(1.5, rel=0.02) for v in window), list(window)
+    assert sum(loop.drafted[-200:]) < 20          # then priced right: 2 tokens in 1.5x a 2-token round lose
+
+
+def test_without_the_short_profile_only_full_rounds_are_samples(fake_runner) -> None:
+    """The full-round price models a round that verifies k drafts each: shorter rounds (3 of 4
+    verified here, which take 360 / 400 of the full round's price) are `PART`, never read."""
+    from deepinfer_dspark.measured_rates import PART
+
+    loop = Loop(fake_runner(K, [0.99, 0.99, 0.99, 0.05]), False, rounds_only=True)
+    for _ in range(400):
+        loop.step(spec=1.0)
+    rates = loop.proposer.rates
+    assert rates.samples.get((SPEC, 1), 0) == 0 and rates.samples.get((PART, 1), 0) > 100
+    assert rates.correction(PART, 1) == pytest.approx(SPS.at(5) / SPS.at(4), rel=0.02)
+    assert loop.proposer._correction(1) == 1.0 and loop.drafted_share(200) > 0.9

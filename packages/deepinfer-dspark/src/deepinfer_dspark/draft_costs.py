@@ -7,7 +7,8 @@ drafted round of B requests emits B plus the accepted drafts at `round_rate(B)` 
 second; plain decoding emits B tokens at SPS_decode(B) steps per second (`plain_rate`). Both
 rates come from measured `SPSProfile`s (the speculative one measured on rounds drafting and
 verifying k tokens per request, the plain one on decode steps), the plain side optionally
-scaled by the step times measured while serving (`MeasuredRates`). Device-free.
+scaled by a correction measured while serving (`MeasuredRates`: round over plain step times with
+`measure_step_times`, rounds over their prediction with `measure_round_times`). Device-free.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class DraftCosts:
         num_tokens: k, drafts per request per round.
         sps: the speculative-round profile (batch tokens = B (1 + k)).
         decode: the plain decode-step profile (batch tokens = B).
-        correction: B -> the measured (round / plain) step-time ratio that scales the plain
-            side (1.0 when step times are not measured).
+        correction: B -> the factor that scales the plain side (the drafted rounds' measured
+            cost relative to the plain steps', each over its profile; 1.0 when not measured).
     """
 
     def __init__(self, num_tokens: int, sps: SPSProfile, decode: SPSProfile,

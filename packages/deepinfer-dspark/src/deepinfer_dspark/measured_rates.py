@@ -22,8 +22,8 @@ calls do not line up with device steps at a switch between pausing and drafting 
 before a drafted round also holds the drain of the step in flight; the one after it, almost only
 a launch). An interval over several steps (prefill-only steps the proposer was not asked about,
 an idle engine) or with a prefill is dropped. Each kind and bucket keeps its last `WINDOW`
-samples and uses their median: one outlier (a CUDA graph captured during the round) never moves
-it, and a lasting change takes over after half the window.
+samples and uses their median: once the window holds three, one outlier (a CUDA graph captured
+during the round) never moves it, and a lasting change takes over after half the window.
 
 Both kinds must keep being timed, or a stale estimate would stay for good. So a kind with no
 sample at a bucket for `max_probe_every` rounds (at least `MIN_PERIOD`) of the other kind gets a
@@ -31,14 +31,16 @@ re-timing run there: `RUN` drafted rounds (also when pausing rules drafting out)
 steps; a run yields `RUN - 2` samples. When the batch keeps changing bucket, runs give no samples:
 after `STALE_RUNS` such runs the estimate is dropped and the profile decides there again.
 
-With `measure_round_times` (`DSparkProposer`) only the drafted rounds' estimate is read: plain
-steps are recorded but never consulted, no re-timing run is started, and a bucket's round
-estimate is dropped (`forget`) after `max_probe_every` rounds there without a sample, so the
-features can still be declined while paused (the engine then asks nothing per step; a dormant or
-quiet stretch is no sample: `pause`).
+With `measure_round_times` (`DSparkProposer`) only the drafted rounds' estimate is read, from
+`ROUND_SAMPLES` samples on, each round predicted as the pause policy prices it (rounds it does not
+model are `PART`): plain steps are recorded but never consulted, no re-timing run is started, and
+a bucket's round estimate is dropped (`forget`) when read after `max_probe_every` (at least
+`MIN_PERIOD`) paused rounds there without a sample, so the features can still be declined while
+paused (the engine then asks nothing per step; a dormant or quiet stretch is no sample: `pause`).
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
-verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`):
+verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`,
+`measure_round_times`):
 checked on simulated engines (fake clocks, synchronous and asynchronous call orders), not yet
 measured on a GPU. Known limits (review on simulated loops): paused steps are counted at the
 whole running batch (`idle_round`), drafted ones at the requests asked for drafts, so with
@@ -56,6 +58,8 @@ from collections import deque
 from collections.abc import Callable
 
 SPEC, PLAIN = "spec", "plain"
+PART = "part"   # a drafted round its prediction does not model (`measure_round_times`): breaks runs, never read
+ROUND_SAMPLES = 3   # samples before `measure_round_times` reads a bucket's estimate (one outlier never decides)
 WINDOW = 5      # samples kept per kind and bucket (their median is the estimate)
 RUN = 4         # rounds of a re-timing run (RUN - 2 samples: the first and last are switches)
 MIN_PERIOD = 8 * RUN   # rounds between re-timing runs at least (their cost stays <= 1 / 8)
@@ -137,10 +141,11 @@ class MeasuredRates:
         """The current estimate of every measured (kind, bucket)."""
         return {key: statistics.median(window) for key, window in self.windows.items()}
 
-    def correction(self, kind: str, batch: int) -> float:
-        """Median measured / predicted time of `kind` at `batch`'s bucket (1.0 unmeasured)."""
+    def correction(self, kind: str, batch: int, least: int = 1) -> float:
+        """Median measured / predicted time of `kind` at `batch`'s bucket (1.0 with fewer than
+        `least` samples in its window)."""
         window = self.windows.get((kind, batch_bucket(batch)))
-        return statistics.median(window) if window else 1.0
+        return statistics.median(window) if window and len(window) >= least else 1.0
 
     def ratio(self, batch: int) -> float:
         """Round correction over plain-step correction at `batch`'s bucket."""

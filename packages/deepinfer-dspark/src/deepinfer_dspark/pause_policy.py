@@ -102,7 +102,8 @@ class PausePolicy:
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
         """`rounds` dormant rounds have run, `num_requests` requests running after each: what
         `rounds` calls of `wants_features` (declined) and `idle_round(num_requests)` would have
-        recorded (0 requests: the batch ended, nothing skipped)."""
+        recorded (0 requests: the batch ended, nothing skipped), except that the stretch is no
+        timed step (`MeasuredRates.pause`: the engine asked nothing during it)."""
         self.rates.pause()   # (the stretch is no step of a timed run)
         self._count(PLAIN, num_requests, rounds)
         self.acceptance.close()
@@ -138,7 +139,7 @@ class PausePolicy:
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
         """`rounds` quiet rounds have run, `num_requests` requests running after each: what
         `rounds` calls of `idle_round(num_requests)` would have recorded (0 requests: the batch
-        ended, nothing skipped)."""
+        ended, nothing skipped), except that the stretch is no timed step (`MeasuredRates.pause`)."""
         self.rates.pause()   # (the stretch is no step of a timed run)
         self._count(PLAIN, num_requests, rounds)
         self.acceptance.close()

@@ -22,7 +22,7 @@ from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
-from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
+from deepinfer_dspark.measured_rates import MIN_PERIOD, PART, PLAIN, ROUND_SAMPLES, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
@@ -61,7 +61,8 @@ class DSparkProposer(PausePolicy):
             beat plain decoding at the current batch size (`cannot_pay`): no probe is spent then.
             With `measure_step_times`, both comparisons scale the plain side by
             `rates.ratio(B)`: how much slower than the profiles predict the drafted rounds ran,
-            relative to the plain steps, in this engine so far (`MeasuredRates`).
+            relative to the plain steps, in this engine so far (`MeasuredRates`); with
+            `measure_round_times`, by the drafted rounds' measured over predicted time alone.
         max_probe_every: the longest backoff, in rounds (a losing probe that cost more may set
             a longer pause: `DraftCosts.probe_pause`).
         max_batch: the engine's largest batch (`max_num_seqs`); default: the decode profile's
@@ -90,12 +91,14 @@ class DSparkProposer(PausePolicy):
             after run).
         measure_round_times: with both profiles, time the drafted rounds only (runs of them at
             one bucket, `MeasuredRates`) and price every round at its profile's time times
-            their median measured / predicted ratio there; plain steps keep their profile (on
-            the H200 they ran within 3% of it where rounds ran 1.2-1.5x it at 8 requests:
-            session 27). Unlike `measure_step_times` it needs no re-timing runs and keeps
-            `decline_features`; a bucket's estimate is dropped after `max_probe_every` (at least
-            32) rounds there without a sample, and the profile decides again. Opt-in; not with
-            `measure_step_times`.
+            their median measured / predicted ratio there, once `ROUND_SAMPLES` samples are in
+            (one slow round never decides); plain steps keep their profile (on the H200 they ran
+            within 3% of it where rounds ran 1.2-1.5x it at 8 requests: session 27). Unlike
+            `measure_step_times` it needs no re-timing runs and keeps `decline_features` (a
+            load the measured rounds rule out declines the features: the requests then running
+            are not drafted again); a bucket's estimate is dropped when it is next read after
+            `max_probe_every` (at least 32) paused rounds there without a sample, and the
+            profile decides again. Opt-in; not with `measure_step_times` (ValueError).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -150,8 +153,10 @@ class DSparkProposer(PausePolicy):
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
+        if measure_round_times and measure_step_times:
+            raise ValueError("measure_round_times: cannot be true with measure_step_times (which times every step)")
         self.measure_step_times = measure_step_times
-        self.measure_round_times = measure_round_times and not measure_step_times
+        self.measure_round_times = measure_round_times
         self.decline_features = decline_features and not measure_step_times
         self._ruled_out: set[int] = set()    # buckets whose features are declined while paused
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
@@ -225,7 +230,7 @@ class DSparkProposer(PausePolicy):
             else:
                 self._ruled_out.discard(ledger_bucket(batch))
                 self._ledger_ruled.discard(ledger_bucket(batch))
-                if not hopeless and not self.measure_step_times:   # (measured rates move within a round)
+                if not hopeless and not (self.measure_step_times or self.measure_round_times):   # (rates move)
                     self._cleared = batch   # judged here: `propose` at this batch need not judge again
         return self._pause
 
@@ -343,7 +348,7 @@ class DSparkProposer(PausePolicy):
             if not probing:
                 self._plan_pause(sum(expected), lengths, batch, partial=len(asks) < batch, opening=opening)
         self.lengths = lengths
-        self._record(began, batch, sum(lengths))   # the drafter ran: a drafted round
+        self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
         if not probing and self.measure_step_times and self.decode is not None and self.rates.due(
                 PLAIN, batch, self._retime_every):
@@ -360,7 +365,7 @@ class DSparkProposer(PausePolicy):
         if self.measure_round_times:
             if self.rates.due(SPEC, batch, self._retime_every):
                 self.rates.forget(SPEC, batch)
-            return self.rates.correction(SPEC, batch)
+            return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES)
         return self.rates.ratio(batch) if self.measure_step_times else 1.0
 
     def _probing(self) -> bool:
@@ -380,18 +385,28 @@ class DSparkProposer(PausePolicy):
             return False
         return batch * (1 + self.num_tokens) * self.costs.round_rate(batch) > batch * self.decode.at(batch)
 
-    def _record(self, began: float, batch: int, verified: int | None) -> None:
+    def _record(self, began: float, batch: int, verified: int | None, asked: int = 0) -> None:
         """Declares the step that started at `began` to `rates`: a round in which the drafter ran
-        and `verified` drafts go to the target (0 included: the draft was paid for), or a plain
-        step (None). Only with both profiles and `measure_step_times` or `measure_round_times`."""
+        for `asked` of the `batch` requests and `verified` drafts go to the target (0 included:
+        the draft was paid for), or a plain step (None). Only with both profiles and
+        `measure_step_times` or `measure_round_times`. With `measure_round_times` a round is
+        predicted as the pause policy prices it (`_plan_pause`: by its verified tokens with the
+        k = 1 profile, else as the full round), and one that price does not model (requests not
+        drafted for; without the k = 1 profile, fewer drafts verified than k each) is declared
+        `PART`: it breaks a run and is never read."""
         if self.decode is None or self.sps is None or not (self.measure_step_times or self.measure_round_times):
             return
         if not batch:
             self.rates.pause()
-        elif verified is not None:
-            self.rates.record(began, SPEC, batch, 1.0 / self.costs.round_rate(batch))
-        else:
+        elif verified is None:
             self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
+        elif not self.measure_round_times:
+            self.rates.record(began, SPEC, batch, 1.0 / self.costs.round_rate(batch))
+        elif self.verify_rates.short is not None and asked == batch:
+            self.rates.record(began, SPEC, batch, 1.0 / self.verify_rates.for_batch(batch).at(batch + verified))
+        else:
+            full = asked == batch and verified == batch * self.num_tokens
+            self.rates.record(began, SPEC if full else PART, batch, 1.0 / self.costs.round_rate(batch))
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """After a verification: the request's realized accepted drafts (`acceptance`). The
