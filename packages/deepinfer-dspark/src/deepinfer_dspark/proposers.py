@@ -22,17 +22,18 @@ from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
-from deepinfer_dspark.measured_rates import MIN_PERIOD, PART, PLAIN, ROUND_SAMPLES, RUN, SPEC, MeasuredRates
+from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
+from deepinfer_dspark.step_timing import StepTiming
 from deepinfer_dspark.verify_rates import VerifyRates
 
 
-class DSparkProposer(PausePolicy):
+class DSparkProposer(PausePolicy, StepTiming):
     """DSpark drafts with fixed-length or confidence-scheduled verification lengths (the
     decisions that judge a load: `PausePolicy`).
 
@@ -357,56 +358,6 @@ class DSparkProposer(PausePolicy):
         for i, out, n in zip(ready, outs, lengths):
             drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
         return drafts
-
-    def _correction(self, batch: int) -> float:
-        """The measured round / plain step-time ratio at `batch` (`measure_step_times`), the
-        rounds' measured / predicted ratio (`measure_round_times`; a stale estimate is dropped
-        here), else 1."""
-        if self.measure_round_times:
-            if self.rates.due(SPEC, batch, self._retime_every):
-                self.rates.forget(SPEC, batch)
-            return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES)
-        return self.rates.ratio(batch) if self.measure_step_times else 1.0
-
-    def _probing(self) -> bool:
-        """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
-        return self.measure_step_times and self.rates.run_left > 0
-
-    def _count(self, kind: str, batch: int, rounds: int = 1) -> None:
-        if (self.measure_step_times or self.measure_round_times) and batch:
-            self.rates.count(kind, batch, rounds)
-
-    def _probe_due(self, batch: int) -> bool:
-        """Whether to draft a re-timing run although `cannot_pay(batch)` holds: only the measured
-        step times rule drafting out (the profiles alone would not), and the drafter has not run at
-        this bucket for `max_probe_every` rounds (a slow spell measured once must not rule
-        drafting out for good)."""
-        if not self.measure_step_times or not self.rates.due(SPEC, batch, self._retime_every):
-            return False
-        return batch * (1 + self.num_tokens) * self.costs.round_rate(batch) > batch * self.decode.at(batch)
-
-    def _record(self, began: float, batch: int, verified: int | None, asked: int = 0) -> None:
-        """Declares the step that started at `began` to `rates`: a round in which the drafter ran
-        for `asked` of the `batch` requests and `verified` drafts go to the target (0 included:
-        the draft was paid for), or a plain step (None). Only with both profiles and
-        `measure_step_times` or `measure_round_times`. With `measure_round_times` a round is
-        predicted as the pause policy prices it (`_plan_pause`: by its verified tokens with the
-        k = 1 profile, else as the full round), and one that price does not model (requests not
-        drafted for; without the k = 1 profile, fewer drafts verified than k each) is declared
-        `PART`: it breaks a run and is never read."""
-        if self.decode is None or self.sps is None or not (self.measure_step_times or self.measure_round_times):
-            return
-        if not batch:
-            self.rates.pause()
-        elif verified is None:
-            self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
-        elif not self.measure_round_times:
-            self.rates.record(began, SPEC, batch, 1.0 / self.costs.round_rate(batch))
-        elif self.verify_rates.short is not None and asked == batch:
-            self.rates.record(began, SPEC, batch, 1.0 / self.verify_rates.for_batch(batch).at(batch + verified))
-        else:
-            full = asked == batch and verified == batch * self.num_tokens
-            self.rates.record(began, SPEC if full else PART, batch, 1.0 / self.costs.round_rate(batch))
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """After a verification: the request's realized accepted drafts (`acceptance`). The
