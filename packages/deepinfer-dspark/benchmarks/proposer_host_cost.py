@@ -43,11 +43,13 @@ RESTART = 1500    # tokens after which a request is replaced by a fresh one (bou
 
 
 def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode: SPSProfile,
-                spec: SPSProfile, seed: int = 0) -> list[float]:
+                spec: SPSProfile, seed: int = 0, timed: bool = False) -> list[float]:
     """Seconds of host work of each drafted round (`idle_rounds` + `propose` + the commits) of a
-    `mode` proposer ("fixed" or "confidence") at `batch` requests, over `rounds` rounds."""
+    `mode` proposer ("fixed" or "confidence"; `timed`: with `measure_round_times`) at `batch`
+    requests, over `rounds` rounds."""
     runner = sim.FakeRunner(k, level, random.Random(seed))
-    kw = {} if mode == "fixed" else {"sps": spec, "decode": decode, "opening_tokens": 0}
+    kw = {} if mode == "fixed" else {"sps": spec, "decode": decode, "opening_tokens": 0,
+                                     "measure_round_times": timed}
     proposer = DSparkProposer(runner, k, **kw)
     rng, feature = random.Random(seed + 1), torch.zeros(1, 4)
     ids = [f"r{i}" for i in range(batch)]
@@ -97,6 +99,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--k", type=int, default=7)
     parser.add_argument("--level", type=float, default=0.9, help="the fake drafter's mean confidence")
+    parser.add_argument("--timed", action="store_true",
+                        help="the confidence proposer times its rounds (`measure_round_times`)")
     args = parser.parse_args()
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
@@ -106,7 +110,8 @@ def main() -> None:
         runs: dict[str, list[list[float]]] = {"fixed": [], "confidence": []}
         for _ in range(args.repeats):   # alternated: a slow spell of the host hits both modes
             for mode, out in runs.items():
-                out.append(round_times(mode, batch, args.rounds, args.k, args.level, decode, spec))
+                out.append(round_times(mode, batch, args.rounds, args.k, args.level, decode, spec,
+                                       timed=args.timed))
         fixed, conf = (min(statistics.median(r) for r in runs[m]) * 1e6 for m in ("fixed", "confidence"))
         drafted = len(runs["confidence"][0])
         print(f"| {batch} | {fixed:.1f} | {conf:.1f} | {conf - fixed:+.1f} | {drafted} / {args.rounds} |")

@@ -52,6 +52,7 @@ that is not a step time (the median absorbs single ones).
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections import deque
@@ -66,6 +67,7 @@ MIN_PERIOD = 8 * RUN   # rounds between re-timing runs at least (their cost stay
 STALE_RUNS = 2  # runs without a sample after which an estimate is dropped
 
 
+@functools.cache   # several calls a round (`DSparkProposer._correction`)
 def batch_bucket(batch: int) -> int:
     """The power of two >= `batch` (1 for 0 or 1)."""
     return 1 << max(batch - 1, 0).bit_length()
@@ -86,6 +88,7 @@ class MeasuredRates:
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self.windows: dict[tuple[str, int], deque[float]] = {}
+        self._medians: dict[tuple[str, int], float] = {}   # each window's median (read every round)
         self.samples: dict[tuple[str, int], int] = {}
         self.run_left = 0
         self._since: dict[tuple[str, int], int] = {}   # (kind, bucket) -> rounds of the other kind since
@@ -115,6 +118,7 @@ class MeasuredRates:
                 if last_before == (last_kind, last_bucket) == (kind, bucket) and ratio > 0:
                     window = self.windows.setdefault((last_kind, last_bucket), deque(maxlen=WINDOW))
                     window.append(ratio)
+                    self._medians[(last_kind, last_bucket)] = statistics.median(window)
                     self.samples[(last_kind, last_bucket)] = self.samples.get((last_kind, last_bucket), 0) + 1
                     self._since[(last_kind, last_bucket)] = 0
                     self._fruitless[(last_kind, last_bucket)] = 0
@@ -144,8 +148,9 @@ class MeasuredRates:
     def correction(self, kind: str, batch: int, least: int = 1) -> float:
         """Median measured / predicted time of `kind` at `batch`'s bucket (1.0 with fewer than
         `least` samples in its window)."""
-        window = self.windows.get((kind, batch_bucket(batch)))
-        return statistics.median(window) if window and len(window) >= least else 1.0
+        key = (kind, batch_bucket(batch))
+        window = self.windows.get(key)
+        return self._medians[key] if window and len(window) >= least else 1.0
 
     def ratio(self, batch: int) -> float:
         """Round correction over plain-step correction at `batch`'s bucket."""
@@ -164,6 +169,7 @@ class MeasuredRates:
     def forget(self, kind: str, batch: int) -> None:
         """Drops the estimate of `kind` at `batch`'s bucket (the profile decides there again)."""
         self.windows.pop((kind, batch_bucket(batch)), None)
+        self._medians.pop((kind, batch_bucket(batch)), None)
 
     def due(self, kind: str, batch: int, every: int) -> bool:
         """Whether `kind` has had no sample and no run at `batch`'s bucket for `every` rounds of
@@ -179,5 +185,6 @@ class MeasuredRates:
         self._fruitless[key] = self._fruitless.get(key, 0) + 1
         if self._fruitless[key] > STALE_RUNS:
             self.windows.pop(key, None)
+            self._medians.pop(key, None)
         if kind == SPEC:
             self.run_left = RUN

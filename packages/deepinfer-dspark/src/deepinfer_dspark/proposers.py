@@ -231,7 +231,8 @@ class DSparkProposer(PausePolicy, StepTiming):
             else:
                 self._ruled_out.discard(ledger_bucket(batch))
                 self._ledger_ruled.discard(ledger_bucket(batch))
-                if not hopeless and not (self.measure_step_times or self.measure_round_times):   # (rates move)
+                if not hopeless and not self.measure_step_times:   # (measured rates move within a round; with
+                    # `measure_round_times` only a sample taken as `propose` starts: a round late, lossless)
                     self._cleared = batch   # judged here: `propose` at this batch need not judge again
         return self._pause
 
