@@ -15,7 +15,8 @@ and, in logs from session 18 on, the call's time outside its steps (`outside`).
 
 With `--acceptance` (logs from session 24 on), verified and accepted drafts by reply position:
 whether an engine drafted where replies are easy or hard. With `--plain`, the plain decode steps
-by whether features were buffered (kept while paused). With `--prefills`, the prefill steps
+by whether features were buffered (kept while paused). With `--profiles DIR`, drafted rounds
+and plain steps against the profiles the proposer read. With `--prefills`, the prefill steps
 after each call's first (a closed loop's joiners) by kind. With `--calls`, each engine's call
 time over the baseline's in the same round (the sum of its steps' ms): mean, median and the worst
 round with its drafted steps, so that one call that drafted a reply the drafter could not follow
@@ -24,7 +25,7 @@ from a cost every call pays.
 
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
-        [--acceptance] [--calls] [--prefills] [--plain]
+        [--acceptance] [--calls] [--prefills] [--plain] [--profiles DIR]
 """
 
 from __future__ import annotations
@@ -184,6 +185,31 @@ def plain_steps(rows: list[dict]) -> list[dict]:
             for (c, engine, buffered), ms in sorted(groups.items())]
 
 
+def against_profiles(rows: list[dict], decode, spec, k: int, least: int = 5) -> list[dict]:
+    """Steps against the profiles the proposer priced them with: per (concurrency, engine,
+    requests running), the median ms of the drafted rounds (kind exactly "drafted": no flush,
+    no capture, no eager draft; no prefill) and of the plain decode steps (not a call's first),
+    each with the profile's time (`spec` at B (1 + k) tokens, `decode` at B) and their ratio;
+    cells with fewer than `least` steps are left out. Session 27 read rounds at 1.2-1.5x their
+    profile at 8 requests where plain steps ran within 3% of theirs (`measure_round_times`)."""
+    groups: dict[tuple[int, str, int, str], list[float]] = defaultdict(list)
+    for row in rows:
+        if row.get("prefill_tokens") or row["kind"] not in ("plain", "drafted"):
+            continue
+        if row["kind"] == "plain" and row["step"] == 0:
+            continue
+        groups[(row["concurrency"], row["engine"], row["running"], row["kind"])].append(row["ms"])
+    out = []
+    for (c, engine, running, kind), ms in sorted(groups.items()):
+        if len(ms) < least or running < 1:
+            continue
+        profile = 1e3 / (spec.at(running * (1 + k)) if kind == "drafted" else decode.at(running))
+        median = statistics.median(ms)
+        out.append(dict(concurrency=c, engine=engine, running=running, kind=kind, steps=len(ms), median_ms=median,
+                        profile_ms=profile, ratio=median / profile))
+    return out
+
+
 def prefills(rows: list[dict]) -> list[dict]:
     """The steps with prefill tokens after each call's first (in a closed loop, `--closed-loop`: a
     joiner's prompt beside the running requests' decode or verification), one dict per
@@ -217,6 +243,10 @@ def main() -> None:
                         help="also the plain decode steps by whether features were buffered (`plain_steps`)")
     parser.add_argument("--prefills", action="store_true",
                         help="also the prefill steps after each call's first, by kind (`prefills`)")
+    parser.add_argument("--profiles", type=Path, default=None, metavar="DIR",
+                        help="also the drafted rounds and plain steps against the profiles in DIR (sps.json, "
+                             "spec_sps.json: `bench_dspark.py --save-sps`), by requests running (`against_profiles`)")
+    parser.add_argument("--k", type=int, default=7, help="with --profiles: drafts per request of the k-round profile")
     parser.add_argument("--acceptance", action="store_true",
                         help="also verified and accepted drafts by reply position (`acceptance`; logs from session 24)")
     args = parser.parse_args()
@@ -291,6 +321,18 @@ def main() -> None:
         for p in prefills(rows):
             print(f"| {p['concurrency']} | {p['engine']} | {p['kind']} | {'yes' if p['buffered'] else 'no'} "
                   f"| {p['steps']} | {p['median_ms']:.2f} | {p['tokens']:.0f} | {p['share']:.3f} |")
+    if args.profiles is not None:
+        from deepinfer_dspark.sps import SPSProfile
+
+        decode, spec = (SPSProfile.load(args.profiles / name) for name in ("sps.json", "spec_sps.json"))
+        print()
+        print(f"Steps against the profiles of {args.profiles} (k = {args.k}): median ms by requests running; "
+              f"drafted: rounds without a flush, capture or eager draft.")
+        print("| requests | engine | running | kind | steps | median ms | profile ms | ratio |")
+        print("|---:|---|---:|---|---:|---:|---:|---:|")
+        for a in against_profiles(rows, decode, spec, args.k):
+            print(f"| {a['concurrency']} | {a['engine']} | {a['running']} | {a['kind']} | {a['steps']} "
+                  f"| {a['median_ms']:.3f} | {a['profile_ms']:.3f} | {a['ratio']:.2f} |")
     if args.acceptance:
         print()
         print("Verified and accepted drafts by reply position (the shortest running reply before the step, "

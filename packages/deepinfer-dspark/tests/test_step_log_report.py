@@ -221,3 +221,20 @@ def test_plain_steps_split_by_buffered_features(report) -> None:
     assert set(by) == {("paused", True), ("paused", False), ("none", False)}
     assert by[("paused", True)]["steps"] == 2 and by[("paused", True)]["median_ms"] == pytest.approx(1.4)
     assert by[("paused", False)]["steps"] == 1 and by[("paused", False)]["median_ms"] == pytest.approx(1.0)
+
+
+def test_rounds_and_plain_steps_against_the_profiles(report) -> None:
+    # profiles: a round of 2 requests (k = 3: 8 tokens) 4 ms, a plain step of 2 requests 1 ms;
+    # left out: a call's first step, prefill steps, a flush round, and cells with fewer steps
+    from deepinfer_dspark.sps import SPSProfile
+
+    spec, decode = SPSProfile([4, 8], [500.0, 250.0]), SPSProfile([1, 2], [1000.0, 1000.0])
+    rows = [step("conf", 0, 0, 10.0, running=2, prefill=20)]
+    rows += [step("conf", 0, i, 6.0, kind="drafted") for i in range(1, 6)]
+    rows += [step("conf", 0, 6, 50.0, kind="drafted+flush"), step("conf", 0, 7, 30.0, kind="drafted", prefill=9)]
+    rows += [step("conf", 0, i, 1.1) for i in range(8, 13)] + [step("conf", 0, 13, 1.5, running=1)]
+    cells = {(a["running"], a["kind"]): a for a in report.against_profiles(rows, decode, spec, k=3)}
+    assert set(cells) == {(2, "drafted"), (2, "plain")}
+    drafted, plain = cells[(2, "drafted")], cells[(2, "plain")]
+    assert drafted["steps"] == 5 and drafted["profile_ms"] == pytest.approx(4.0) and drafted["ratio"] == pytest.approx(1.5)
+    assert plain["steps"] == 5 and plain["profile_ms"] == pytest.approx(1.0) and plain["ratio"] == pytest.approx(1.1)
