@@ -65,10 +65,11 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--load-format", default=None, choices=["auto", "dummy"],
                    help="dummy: seeded random weights (the model folder may hold only config.json)")
     g.add_argument("--enforce-eager", action="store_true",
-                   help="never capture CUDA graphs (decode, prefill and mixed steps all run eagerly)")
+                   help="never capture CUDA graphs (decode, prefill and mixed steps all run eagerly; "
+                        "CUDA only: steps always run eagerly on the CPU)")
     g.add_argument("--mixed-cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
-                   help="CUDA graphs for prefill and mixed steps of up to 8192 tokens too (default: on; "
-                        "--no-mixed-cuda-graphs runs those steps eagerly)")
+                   help="on CUDA, replay prefill and mixed steps of up to 8192 tokens from CUDA graphs, as decode "
+                        "steps are (default: on; --no-mixed-cuda-graphs runs them eagerly; no effect on the CPU)")
     g.add_argument("--no-async-scheduling", action="store_true",
                    help="wait for each step's tokens before scheduling the next (overlap off)")
     g.add_argument("--deterministic", action="store_true",
