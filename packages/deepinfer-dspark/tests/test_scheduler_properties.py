@@ -195,9 +195,36 @@ def test_schedule_round_matches_the_tensor_path_for_one_and_more_requests() -> N
                              for _ in range(rows)], dtype=torch.float32)
         rooms = [rng.randint(0, gamma) for _ in range(rows)]
         lengths, expected, survivals = schedule_round(list(conf), rooms, profile)
+        assert schedule_round(conf.tolist(), rooms, profile) == (lengths, expected, survivals)   # as lists
         past = torch.tensor(rooms)[:, None] <= torch.arange(gamma)[None, :]
         s = prefix_survival(conf.double().masked_fill(past, 0.0))
         slow = schedule_prefixes(s, lambda b: profile(b)).tolist()
         assert lengths == slow, (sizes, conf, rooms)
         assert survivals == s.tolist()
         assert expected == [sum(row[:n]) for row, n in zip(s.tolist(), slow)]
+
+
+def test_large_rounds_take_listed_confidences_too() -> None:
+    """Past `SMALL_SCHEDULE` drafts the tensor path runs; confidences handed over as lists (one
+    transfer of the round's `[R, k]` by the proposer) give what the row tensors give."""
+    import random
+
+    from deepinfer_dspark.scheduler import SMALL_SCHEDULE, schedule_round
+
+    rng = random.Random(9)
+    profile = SPSProfile([1, 64, 512], [900.0, 400.0, 60.0])
+    rows, gamma = SMALL_SCHEDULE // 4 + 3, 7
+    conf = torch.tensor([[rng.random() for _ in range(gamma)] for _ in range(rows)], dtype=torch.float32)
+    rooms = [rng.randint(0, gamma) for _ in range(rows)]
+    assert rows * gamma > SMALL_SCHEDULE
+    assert schedule_round(conf.tolist(), rooms, profile) == schedule_round(list(conf), rooms, profile)
+
+
+def test_host_rows_take_a_round_in_one_transfer() -> None:
+    from deepinfer_dspark.proposers import host_rows
+
+    tokens = torch.randint(0, 1000, (5, 7))
+    assert host_rows(list(tokens)) == tokens.tolist()
+    assert host_rows([tokens[0]]) == [tokens[0].tolist()]
+    ragged = [torch.tensor([1, 2, 3]), torch.tensor([4])]
+    assert host_rows(ragged) == [[1, 2, 3], [4]]

@@ -341,9 +341,10 @@ class DSparkProposer(PausePolicy, StepTiming):
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
                                   for r in asks], self.num_tokens)
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
+        tokens = host_rows([o.tokens for o in outs])   # one transfer for the round, not one per request
         if self.sps is not None and all(o.confidences is not None for o in outs):
             rate = self.verify_rates.for_batch(len(outs))   # by verified tokens, for this many drafted
-            lengths, expected, rows = schedule_round([o.confidences for o in outs], lengths, rate)
+            lengths, expected, rows = schedule_round(host_rows([o.confidences for o in outs]), lengths, rate)
             self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, row)
                                           for r, n, row in zip(asks, lengths, rows)], opening)
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
@@ -356,8 +357,8 @@ class DSparkProposer(PausePolicy, StepTiming):
                 PLAIN, batch, self._retime_every):
             self.rates.started(PLAIN, batch)
             self._pause_for(max(self.pauses.left(batch), RUN), batch)   # plain steps are timed again too
-        for i, out, n in zip(ready, outs, lengths):
-            drafts[i] = Draft(out.tokens[:n].tolist(), None if out.probs is None else out.probs[:n].float())
+        for i, out, row, n in zip(ready, outs, tokens, lengths):
+            drafts[i] = Draft(row[:n], None if out.probs is None else out.probs[:n].float())
         return drafts
 
     def commit(self, request_id: str, num_tokens: int) -> None:
@@ -369,3 +370,12 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.acceptance.drop(request_id)
         self.feed.remove(request_id)
         self.runner.remove(request_id)
+
+
+def host_rows(tensors: Sequence[torch.Tensor]) -> list[list]:
+    """Per-request 1-D tensors (rows of one device tensor, e.g. a round's draft tokens) as Python
+    lists, with one device-to-host transfer when they share a shape (each `.tolist()` of a CUDA
+    tensor is a sync: 2 R of them a round at R requests before this), else row by row."""
+    if len(tensors) > 1 and len({t.shape for t in tensors}) == 1:
+        return torch.stack(list(tensors)).tolist()
+    return [t.tolist() for t in tensors]   # (one row: one transfer already, no stack to launch)

@@ -271,12 +271,14 @@ def row_survivals(confidences: list[float], room: int) -> list[float]:
     return out
 
 
-def schedule_round(confidences: Sequence[torch.Tensor], rooms: Sequence[int],
+def schedule_round(confidences: Sequence[torch.Tensor] | Sequence[list[float]], rooms: Sequence[int],
                    rate: VerifyRate) -> tuple[list[int], list[float], list[list[float]]]:
     """Algorithm 1 for one drafted round: each request's verified length.
 
     Args:
-        confidences: per request, its `[k]` float draft confidences (any device).
+        confidences: per request, its `[k]` float draft confidences (any device), or a list of
+            floats (one transfer of the whole round's `[R, k]` confidences by the caller, instead
+            of one per request: on CUDA each is a sync on the host's critical path).
         rooms: per request, the drafts it may verify (its tokens left, at most k); confidences
             past a request's room are ignored.
         rate: the round's rate by verified tokens (`VerifyRates.for_batch`): `.at(tokens)` for a
@@ -290,11 +292,13 @@ def schedule_round(confidences: Sequence[torch.Tensor], rooms: Sequence[int],
     Small rounds (at most `SMALL_SCHEDULE` drafts) run in Python (`schedule_rows`: no tensor op on
     the host's critical path), larger ones with tensors (`schedule_prefixes`); both give the same
     lengths."""
-    if len(confidences) * int(confidences[0].numel()) <= SMALL_SCHEDULE:
-        rows = [row_survivals(c.tolist(), room) for c, room in zip(confidences, rooms)]
+    listed = isinstance(confidences[0], list)
+    if len(confidences) * (len(confidences[0]) if listed else int(confidences[0].numel())) <= SMALL_SCHEDULE:
+        rows = [row_survivals(c if listed else c.tolist(), room) for c, room in zip(confidences, rooms)]
         lengths = _admit(rows, rate.at)   # (row_survivals checked the values: valid prefix products)
         return lengths, [sum(row[:n]) for row, n in zip(rows, lengths)], rows
-    conf = torch.stack(list(confidences)).double().cpu()   # one transfer
+    conf = (torch.tensor(confidences, dtype=torch.float64) if listed
+            else torch.stack(list(confidences)).double().cpu())   # one transfer
     past = torch.tensor(list(rooms))[:, None] <= torch.arange(conf.shape[1])[None, :]
     survival = prefix_survival(conf.masked_fill_(past, 0.0))   # past a request's room: not verifiable
     lengths = schedule_prefixes(survival, rate).tolist()
