@@ -20,7 +20,10 @@ The fake drafter is `sim_pause_policy.FakeRunner` with `--calibrated` acceptance
 accepted with the probability of its own confidence) and `--early 30 0.5` (openings accept less):
 the H200's drafters of sessions 18-20. `--hard SHARE FACTOR` makes a share of the replies accept each
 draft with FACTOR times its confidence: texts the drafter cannot follow, whatever it predicts (session
-25). `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
+25). `--loops SHARE FROM TO` sends a share of the replies into a loop from a reply position drawn in
+[FROM, TO]: from there the drafter's confidences and acceptance are around 0.95 (greedy replies that
+repeat themselves: on the H200 in session 28 three of 16 replies at 1 request went from ~0.2 to
+0.9-1.0 accepted drafts per draft past token 64, and fixed-7 earned its 1.10 there). `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
 the profile: rounds dearer under real traffic than where the profile was measured).
 `--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock);
 `--priced` hands it a profile scaled to their true cost (the bound timing can reach).
@@ -170,10 +173,17 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     read = spec   # the profile the proposer reads; `--priced`: the rounds' true cost
     if getattr(args, "priced", False):
         read = SPSProfile(spec.batch_tokens, [rate / args.round_cost for rate in spec.steps_per_s])
-    proposer = DSparkProposer(sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY), args.k, read,
+    runner = sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY)
+    proposer = DSparkProposer(runner, args.k, read,
                               decode=decode, measure_round_times=getattr(args, "measure_rounds", False))
     dormant, out, first = DormantSteps(proposer), {}, 0
     texts = random.Random(1000 + seed)   # which replies are hard (`--hard`), apart from `rng`
+    loop_rng = random.Random(2000 + seed)   # which replies loop (`--loops`), and from where
+
+    def loop_starts(count: int) -> list[int | None]:
+        share, low, high = getattr(args, "loops", None) or (0.0, 0, 0)
+        return [loop_rng.randint(int(low), int(high)) if loop_rng.random() < share else None
+                for _ in range(count)]
     for c, count in args.plan:
         clock = Clock(decode, spec, args.k, args.capture, args.flush, args.sync, getattr(args, "round_cost", 1.0))
         proposer.rates.pause()   # (`--measure-rounds`: the rounds timed on this concurrency's clock)
@@ -183,6 +193,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
             lengths = [n for batch in work for n in batch]
             ids = [f"r{first + i}" for i in range(len(lengths))]
             hard = {} if args.hard is None else {r: args.hard[1] for r in ids if texts.random() < args.hard[0]}
+            runner.loops.update((r, s) for r, s in zip(ids, loop_starts(len(ids))) if s is not None)
             marks = run_batch(proposer, dormant, lengths[:c], ids[:c], rng, clock, hard,
                               list(zip(ids[c:], lengths[c:])))
             first += len(lengths)
@@ -193,9 +204,11 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
             shares["rounds"] = (clock.seconds - sum(clock.extra.values())) / plain - 1.0
             out[c] = (plain / clock.seconds, float("nan"), shares)
             continue
+        loops = [loop_starts(c) for _ in work]
         for b, lengths in enumerate(work):
             ids = [f"r{first + i}" for i in range(c)]
             hard = {} if args.hard is None else {r: args.hard[1] for r in ids if texts.random() < args.hard[0]}
+            runner.loops.update((r, s) for r, s in zip(ids, loops[b]) if s is not None)
             marks = run_batch(proposer, dormant, lengths, ids, rng, clock, hard)
             first += c
             if b < trace:
@@ -203,7 +216,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
         plain = sim.plain_seconds(decode, work)
         shares = {kind: seconds / plain for kind, seconds in clock.extra.items()}
         shares["rounds"] = (clock.seconds - sum(clock.extra.values())) / plain - 1.0
-        fixed = sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True) * getattr(args, "round_cost", 1.0)
+        fixed = sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True, loops) * getattr(args, "round_cost", 1.0)
         out[c] = (plain / clock.seconds, plain / fixed, shares)
     return out
 
@@ -247,6 +260,9 @@ def main() -> None:
     parser.add_argument("--hard", type=float, nargs=2, default=None, metavar=("SHARE", "FACTOR"),
                         help="a SHARE of the replies accept each draft with FACTOR times its confidence "
                              "(fixed-k's column ignores it)")
+    parser.add_argument("--loops", type=float, nargs=3, default=None, metavar=("SHARE", "FROM", "TO"),
+                        help="a SHARE of the replies loop from a reply position in [FROM, TO]: drafts accepted "
+                             "around 0.95 from there (see the module docstring)")
     parser.add_argument("--breakdown", action="store_true",
                         help="per concurrency, each overhead's share of plain decoding's time (mean over seeds)")
     args = parser.parse_args()

@@ -61,13 +61,17 @@ from deepinfer_dspark.verify_rates import VerifyRates
 
 class FakeRunner:
     """Drafts k tokens with confidences around `level` (Gaussian, sd 0.15, clipped); holds every
-    position it was shown."""
+    position it was shown. `loops`: request id -> the reply position from which its text
+    repeats itself (`loop_level` then: a greedy reply caught in a loop, which the drafter
+    follows; `sim_engine_calls.py --loops`)."""
 
     def __init__(self, k: int, level: float, rng: random.Random, early: tuple[int, float] | None = None) -> None:
         self.drafter = types.SimpleNamespace(config=types.SimpleNamespace(block_size=k, target_layer_ids=[1]),
                                              dtype=torch.float32)
         self.level, self.rng, self.held, self.early = level, rng, {}, early
         self.last: dict[str, list[float]] = {}   # request id -> its last draft's confidences
+        self.loops: dict[str, int] = {}
+        self.loop_level = 0.95
 
     def num_positions(self, request_id: str) -> int:
         return self.held.get(request_id, 0)
@@ -82,13 +86,16 @@ class FakeRunner:
     def draft(self, requests, k: int) -> list:
         outs = []
         for r in requests:
-            level = self._level(r.anchor_position - 20)
+            level = self._level(r.anchor_position - 20, r.request_id)
             self.last[r.request_id] = [confidence(level, self.rng) for _ in range(k)]
             outs.append(DraftOutput(torch.full((k,), 7), None, torch.tensor(self.last[r.request_id]), None))
         return outs
 
-    def _level(self, step: int) -> float:   # (prompts are 20 tokens long here)
-        """The confidence level at reply position `step` (`--early`: lower in a reply's first tokens)."""
+    def _level(self, step: int, request_id: str | None = None) -> float:   # (prompts are 20 tokens long here)
+        """The confidence level at reply position `step` (`--early`: lower in a reply's first
+        tokens; `loops`: `loop_level` from the request's loop on)."""
+        if request_id is not None and step >= self.loops.get(request_id, 1 << 30):
+            return self.loop_level
         return self.early[1] if self.early is not None and step < self.early[0] else self.level
 
     def remove(self, request_id: str) -> None:
@@ -116,11 +123,14 @@ def acceptance(p_true: float, early: tuple[int, float] | None, step: int) -> flo
 
 
 def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]], seed: int,
-                  early: tuple[int, float] | None = None, calibrated: bool = False) -> float:
+                  early: tuple[int, float] | None = None, calibrated: bool = False,
+                  loops: list[list[int | None]] | None = None, loop_level: float = 0.95) -> float:
     """Fixed-k drafting's seconds over `work`; `calibrated`: each draft is accepted with the
-    probability of a confidence drawn as the fake drafter draws it, around the acceptance."""
+    probability of a confidence drawn as the fake drafter draws it, around the acceptance.
+    `loops`: per batch and reply, the position from which it accepts around `loop_level` (None:
+    never; `FakeRunner.loops`)."""
     rng, seconds = random.Random(seed), 0.0
-    for lengths in work:
+    for b, lengths in enumerate(work):
         left = list(lengths)
         while any(left):
             live = [i for i, n in enumerate(left) if n > 0]
@@ -128,6 +138,9 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
             for i in live:
                 accepted, room = 0, min(k, left[i] - 1)   # as the engine bounds drafts (`_room`)
                 p = acceptance(p_true, early, lengths[i] - left[i])
+                start = loops[b][i] if loops is not None else None
+                if start is not None and lengths[i] - left[i] >= start:
+                    p = loop_level
                 while accepted < room and rng.random() < (confidence(p, rng) if calibrated else p):
                     accepted += 1
                 left[i] -= 1 + accepted

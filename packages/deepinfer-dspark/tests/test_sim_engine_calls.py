@@ -128,3 +128,20 @@ def test_a_closed_loop_keeps_the_slots_full(sim) -> None:
     assert 2 * 40 <= len(marks) * 2 and len(marks) < 5 * 40   # 200 tokens through 2 slots, some drafted
     out = sim.simulate(args(plan=[(1, 4)], closed=True), DECODE, SPEC, 0.9, seed=0)
     assert out[1][0] > 1.1 and out[1][1] != out[1][1]   # a confident drafter pays alone; fixed-k: NaN
+
+
+def test_looping_replies_accept_from_their_loop_on(sim) -> None:
+    """`--loops SHARE FROM TO`: a reply in a loop accepts around 0.95 from its start, so fixed-k
+    and the fake drafter's confidences both see it; without the option nothing changes."""
+    runner = sim.sim.FakeRunner(7, 0.3, random.Random(0))
+    runner.loops["a"] = 40
+    assert runner._level(39, "a") == 0.3 and runner._level(40, "a") == 0.95 and runner._level(80, "b") == 0.3
+    work = [[128], [128]]
+    plain = sim.sim.fixed_seconds(SPEC, 7, 0.3, work, 0, None, True)
+    looped = sim.sim.fixed_seconds(SPEC, 7, 0.3, work, 0, None, True, [[None], [40]])
+    assert looped < 0.8 * plain, (looped, plain)
+    assert sim.sim.fixed_seconds(SPEC, 7, 0.3, work, 0, None, True, [[None], [None]]) == plain
+    base = sim.simulate(args(plan=[(1, 6)], p=0.3), DECODE, SPEC, 0.3, seed=0)[1]
+    assert sim.simulate(args(plan=[(1, 6)], loops=(0.0, 40, 80)), DECODE, SPEC, 0.3, seed=0)[1] == base
+    everyone = sim.simulate(args(plan=[(1, 6)], loops=(1.0, 40, 40)), DECODE, SPEC, 0.3, seed=0)[1]
+    assert everyone[1] > base[1] * 1.2 and everyone[0] > base[0], (base, everyone)
