@@ -19,7 +19,10 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     the round cost what 7 cost (2.66 against 2.64 ms, session 16's call 7) and to run at 0.92x
     fixed-7. `confidence-k7` is the old name of today's `confidence`;
   - `confidence-direct`, `confidence-measured` and `confidence-rounds` (by name only):
-    `defer_context` false, `measure_step_times` true, and `measure_round_times` true.
+    `defer_context` false, `measure_step_times` true, and `measure_round_times` true;
+  - `ngram-k` for k in --fixed (by name only): prompt lookup (`method: ngram`, n-grams of 1-4
+    tokens) verifying up to k drafts whenever the context's suffix occurred before: what copying
+    earlier text is worth on these replies, with no drafter (session 28: some replies loop).
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s);
 per-user tok/s = mean over requests of tokens / (finish - arrival); mean verified / accepted
@@ -146,7 +149,7 @@ def main() -> None:
                         help="run only these methods, in this order: none, confidence, fixed-K (for K in "
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
                              "confidence-direct, confidence-measured, confidence-rounds, confidence-full, "
-                             "confidence-whole; with "
+                             "confidence-whole, ngram-K (for K in --fixed); with "
                              "--no-mixed-cuda-graphs, any name with the suffix +mixed (none+mixed) is that variant "
                              "with mixed-step CUDA graphs; default none, confidence and every fixed-K")
     parser.add_argument("--prompt-sets", type=int, default=1, metavar="N",
@@ -193,7 +196,7 @@ def main() -> None:
         parser.error(f"--prompt-sets: must be >= 1, got {args.prompt_sets}")
     if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
         parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
-    known = {*NAMED, *(f"fixed-{k}" for k in args.fixed)}
+    known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram") for k in args.fixed)}
     unknown = {v for v in args.variants or () if v.removesuffix(MIXED) not in known}
     if unknown:   # before the profiles are measured (minutes)
         parser.error(f"--variants: unknown {sorted(unknown)}; choose from {sorted(known)} (each also with the "
@@ -269,6 +272,7 @@ def main() -> None:
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
+        variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only
     rows = []
     t0 = time.perf_counter()
     if args.variants is not None:
@@ -276,7 +280,7 @@ def main() -> None:
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                      "confidence-rounds",
-                     "confidence-full", "confidence-whole"):
+                     "confidence-full", "confidence-whole", *(f"ngram-{k}" for k in args.fixed)):
             variants.pop(name)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)
