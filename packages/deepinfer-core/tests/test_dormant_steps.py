@@ -382,3 +382,45 @@ def test_an_observe_error_in_a_quiet_stretch_is_reported_as_step_by_step(tiny_ch
         assert out.error is not None and "observe" in out.error
         runs.append((proposer.rounds, out.outputs[0].token_ids, llm.engine.speculative.dormant.quiet_steps > 0))
     assert runs[0][:2] == runs[1][:2] and runs[0][2] and not runs[1][2]
+
+
+class Tracker(Sleeper):
+    """A Sleeper that keeps the live token views `track` hands it and reads them while dormant."""
+
+    def __init__(self, fail_track: bool = False) -> None:
+        super().__init__()
+        self.views: dict[str, object] = {}
+        self.seen: dict[str, list[int]] = {}   # the view's known tokens read at each dormant report
+        self.fail_track = fail_track
+
+    def track(self, request_id: str, token_ids) -> None:
+        assert request_id not in self.views
+        self.views[request_id] = token_ids
+        if self.fail_track:
+            raise RuntimeError("track broke")
+
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        super().dormant_passed(num_requests, rounds)
+        for rid, view in self.views.items():
+            self.seen[rid] = [t for t in view if t >= 0]
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_track_hands_each_request_its_live_tokens_once(tiny_checkpoint, async_scheduling: bool) -> None:
+    """`Proposer.track`: one call per request at `add_request`, with a view the engine keeps
+    extending, read while the proposer is asked nothing else (dormant stretches); a raising
+    `track` changes nothing."""
+    folder = tiny_checkpoint("qwen3")
+    expected = run(build(folder))
+    tracker = Tracker()
+    llm = build(folder, tracker, async_scheduling=async_scheduling)
+    assert run(llm) == expected
+    assert len(tracker.views) == len(PROMPTS)
+    finals = {rid: list(view) for rid, view in tracker.views.items()}
+    by_prompt = {tuple(f[:len(p)]): f for f in finals.values() for p in PROMPTS if f[:len(p)] == p}
+    for prompt, out in zip(PROMPTS, expected):
+        assert by_prompt[tuple(prompt)] == prompt + out   # the whole reply, as the engine wrote it
+    grown = [len(seen) for seen in tracker.seen.values()]
+    assert grown and max(grown) > min(len(p) for p in PROMPTS)   # read mid-run: output tokens there
+    broken = build(folder, Tracker(fail_track=True), async_scheduling=async_scheduling)
+    assert run(broken) == expected

@@ -127,6 +127,13 @@ class Proposer(Protocol):
     `observe*` after each step (and calls nothing else but `commit` and `remove`); it is reported
     with `quiet_passed(num_requests: int, rounds: int) -> None`, as `dormant_passed` is.
 
+    Optional, for proposers that read a request's tokens while they are asked nothing (e.g. DSpark
+    looking for text that repeats itself during dormant stretches): a method `track(request_id:
+    str, token_ids: Sequence[int]) -> None`, called once when a request is added, with a read-only
+    view of its prompt + output tokens that the engine keeps extending (with asynchronous
+    scheduling the last token may read -1 until its step is resolved; rejected drafts are
+    removed). Read it, never modify it; `remove` ends it. An exception is ignored.
+
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any
     batch size): an attribute `retired: bool`. When it is True after the factory returns, the

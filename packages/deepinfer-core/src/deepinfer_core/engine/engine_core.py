@@ -171,6 +171,8 @@ class EngineCore:
         request = Request(request_id, prompt_token_ids, params, arrival=self._arrivals,
                           eos_token_id=self.eos_token_id, seed=to_int64(seed))
         self.scheduler.add_request(request)
+        if self.speculative is not None:
+            self.speculative.track(request)
         if self.structured is not None:
             self.structured.add_request(request)  # compiles in the background; admitted once ready
         self._arrivals += 1

@@ -332,6 +332,18 @@ class SpeculativeDecoder:
             return {request_id: message for request_id in ids}
         return {}
 
+    def track(self, request: Request) -> None:
+        """Hands a proposer that has `track` the request's live token list (prompt + output, as
+        the engine extends it; see `Proposer`), once, when the request is added. A proposer that
+        raises only loses what it would have read there."""
+        track = getattr(self.proposer, "track", None)
+        if track is None:
+            return
+        try:
+            track(request.request_id, TokenView(request.all_token_ids))
+        except Exception:  # noqa: BLE001, S110 - the request runs either way
+            pass
+
     def commit(self, request: Request) -> str | None:
         """Tells the proposer how many tokens of the request are final after this step.
 
