@@ -63,3 +63,22 @@ def test_matches_brute_force():
 def test_bad_input(call, field):
     with pytest.raises(ValueError, match=field):
         call()
+
+
+def test_the_byte_search_never_matches_across_token_boundaries():
+    """`latest_continuation` searches the ids as 32-bit bytes: values that are one byte shifted
+    (1, 256, 65536, ...) make byte matches that straddle two tokens, which must not count."""
+    from deepinfer_dspark.ngram import latest_continuation
+
+    rng = random.Random(1)
+    values = [0, 1, 256, 65536, 1 << 24, 257]
+    for _ in range(3000):
+        tokens = [rng.choice(values) for _ in range(rng.randrange(0, 24))]
+        n, k = rng.randrange(1, 4), rng.randrange(0, 5)
+        assert latest_continuation(tokens, n, k) == brute_force(tokens, k, n, n), (tokens, n, k)
+    straddle = [0, 1, 0, 5, 256, 0, 0, 1]   # bytes of "256, 0" hold those of "1, 0" one byte in
+    assert latest_continuation(straddle, 2, 1) == brute_force(straddle, 1, 2, 2)
+    with pytest.raises(ValueError, match="n: must be >= 1"):
+        latest_continuation([1, 2], 0, 1)
+    with pytest.raises(ValueError, match="k: must be >= 0"):
+        latest_continuation([1, 2], 1, -1)

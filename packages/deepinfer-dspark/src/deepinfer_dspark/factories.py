@@ -39,7 +39,10 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           with sps_profile_k1),
           opening_tokens (32: rounds of a batch whose requests are all within their replies'
           first opening_tokens tokens are judged and paused apart, without declining features,
-          see `OpeningPhase`; 0: one judgement for the whole reply).
+          see `OpeningPhase`; 0: one judgement for the whole reply),
+          prompt_lookup_min (0: off; n >= 1: where confidence scheduling drafts nothing, a request
+          whose last n tokens occurred earlier gets the tokens that followed them as drafts,
+          when such a round pays: `LookupAssist`; opt-in).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -57,6 +60,7 @@ from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
+from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram import NgramSpecProposer
 from deepinfer_dspark.opening_phase import OPENING_TOKENS
 from deepinfer_dspark.proposers import DSparkProposer
@@ -110,10 +114,11 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
         raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
                          f"(the drafter's block_size), got {k}")
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
+    lookup = settings.pop("prompt_lookup_min")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     if not proposer.retired:
         _prepare(runner, model_info, k)
-    return proposer
+    return LookupAssist(proposer, lookup) if lookup and not proposer.retired else proposer
 
 
 def _dspark_settings(spec_config: dict) -> dict[str, Any]:
@@ -150,7 +155,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                              "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
-                "opening_tokens"):
+                "opening_tokens", "prompt_lookup_min"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -173,7 +178,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 measure_step_times=_bool_key(spec_config, "measure_step_times", False),
                 measure_round_times=_bool_key(spec_config, "measure_round_times", False),
                 full_round=pricing == "full_round",
-                opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0))
+                opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
+                prompt_lookup_min=_int_key(spec_config, "prompt_lookup_min", 0, 0))
 
 
 # Checked by the engine before it loads the target (`deepinfer_core.interfaces.Proposer`).
@@ -219,7 +225,8 @@ ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # re
 NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
-                         "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens"})
+                         "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
+                         "prompt_lookup_min"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -10,7 +10,8 @@ engine-facing `deepinfer_core.interfaces.Proposer` over it (method `ngram`).
 
 from __future__ import annotations
 
-import torch
+from array import array
+
 from deepinfer_core.interfaces import Draft, DraftRequest
 
 
@@ -54,18 +55,62 @@ class NgramProposer:
         """
         if num_tokens < 0:
             raise ValueError(f"num_tokens: must be >= 0, got {num_tokens}")
-        length = len(token_ids)
-        if num_tokens == 0 or length < self.min_n + 1:
+        if num_tokens == 0 or len(token_ids) < self.min_n + 1:
             return []
-        context = torch.tensor(token_ids, dtype=torch.int64)
-        for n in range(min(self.max_n, length - 1), self.min_n - 1, -1):
-            # Windows starting at 0 .. length - n - 1: each is followed by a token.
-            windows = context[:-1].unfold(0, n, 1)
-            hits = (windows == context[-n:]).all(dim=1).nonzero()
-            if hits.numel():
-                start = int(hits[-1, 0]) + n
-                return token_ids[start:start + num_tokens]
+        ids = list(token_ids)
+        data = _as_bytes(ids)
+        for n in range(min(self.max_n, len(ids) - 1), self.min_n - 1, -1):
+            found = latest_continuation(ids, n, num_tokens, data)
+            if found:
+                return found
         return []
+
+
+WIDTH = array("i").itemsize   # bytes per token id in the search's byte string
+
+
+def _as_bytes(ids: list[int]) -> bytes:
+    return array("i", ids).tobytes()
+
+
+def latest_continuation(ids: list[int], n: int, k: int, data: bytes | None = None) -> list[int]:
+    """Up to `k` tokens that followed the latest earlier occurrence of the last `n` tokens of
+    `ids` (`latest_occurrence`), or [].
+
+    Raises:
+        ValueError: `n` < 1 or `k` < 0.
+    """
+    if k < 0:
+        raise ValueError(f"k: must be >= 0, got {k}")
+    if k == 0:
+        return []
+    start = latest_occurrence(ids, n, data)
+    return ids[start + n:start + n + k] if start >= 0 else []
+
+
+def latest_occurrence(ids: list[int], n: int, data: bytes | None = None) -> int:
+    """Where the latest earlier occurrence of the last `n` tokens of `ids` starts (one followed by
+    at least one token; it may overlap the suffix), or -1. A byte search (`bytes.rfind` over the
+    ids as 32-bit integers, C speed: O(len) per call, no tensor), so a proposer can afford it on
+    the host every few steps; `data`: `ids` as bytes when the caller already has them.
+
+    Raises:
+        ValueError: `n` < 1.
+    """
+    if n < 1:
+        raise ValueError(f"n: must be >= 1, got {n}")
+    if len(ids) <= n:
+        return -1
+    data = _as_bytes(ids) if data is None else data
+    pattern = data[len(data) - n * WIDTH:]
+    end = len(data) - WIDTH   # the occurrence must end before the last token
+    while True:
+        pos = data.rfind(pattern, 0, end)
+        if pos < 0:
+            return -1
+        if pos % WIDTH == 0:   # aligned on a token, not straddling two
+            return pos // WIDTH
+        end = pos + len(pattern) - 1   # the next candidate starts before this one
 
 
 class NgramSpecProposer:

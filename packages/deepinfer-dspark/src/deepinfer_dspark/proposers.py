@@ -263,6 +263,11 @@ class DSparkProposer(PausePolicy, StepTiming):
         return not declined
 
     @property
+    def batch(self) -> int:
+        """Requests in the last round (or running at the last `dormant_rounds` ask)."""
+        return self._last_batch
+
+    @property
     def _pause(self) -> int:
         """Rounds still to skip at the last batch's bucket (`_last_batch`: the last round's, or the
         requests running at the last `dormant_rounds` ask; `PauseLedger`), or while the batch is in
