@@ -27,7 +27,10 @@ repeat themselves: on the H200 in session 28 three of 16 replies at 1 request we
 the profile: rounds dearer under real traffic than where the profile was measured).
 `--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock);
 `--priced` hands it a profile scaled to their true cost (the bound timing can reach).
-`--equal` gives every reply 128 tokens, as the H200's
+`--lookup N` wraps the proposer in `LookupAssist` (`prompt_lookup_min` N): the replies then have
+token ids (`Texts`: fresh ones, or a loop's period repeated) and a lookup draft is accepted while it
+is the text's next tokens; a round of lookup drafts alone costs the plain step at batch + drafts
+rows (L in the trace). `--equal` gives every reply 128 tokens, as the H200's
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
 prints each step of the first N batches of seed 0: D drafted, z dormant, q quiet (a stretch that
@@ -61,6 +64,7 @@ import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.engine.dormant_steps import DormantSteps  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
+from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
@@ -87,6 +91,16 @@ class Clock:
         self.seconds += step + capture + sync
         self.after_draft = False
 
+    def looked_up(self, batch: int, drafts: int) -> None:
+        """A round with prompt-lookup drafts only (`--lookup`): a verification of `drafts` more
+        rows, priced as the plain step at batch + drafts requests (no drafter), plus a sync when
+        the step before it overlapped (the next plain step pays one too: `plain`)."""
+        step = 1.0 / self.decode.at(batch)
+        sync = 0.0 if self.after_draft else self.sync * step   # it waited for the ids of an overlapped step
+        self.extra["sync"] += sync
+        self.seconds += 1.0 / self.decode.at(batch + drafts) + sync
+        self.after_draft = True
+
     def drafted(self, batch: int) -> None:
         flush = 0.0 if self.after_draft else self.flush / self.decode.at(batch)
         self.extra["flush"] += flush
@@ -108,6 +122,8 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
     k, marks = proposer.num_tokens, []
     left, pos = dict(zip(ids, lengths)), dict.fromkeys(ids, PROMPT)
     n = len(ids)
+    text = Texts(proposer.runner.loops, "texts:" + ids[0])
+    tokens = {r: text.admit(r, proposer) for r in ids}   # each request's live tokens, as the engine's
     quiet = dormant.step(n)   # the prefill: a step without drafts
     if (quiet and dormant.features) or (not quiet and proposer.wants_features()):
         proposer.observe_step(ids, [0] * n, [PROMPT] * n, [PROMPT * i for i in range(n)], torch.zeros(PROMPT * n, 1))
@@ -122,21 +138,31 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
         live = list(left)
         drafts = None
         if due:
-            asks = [DraftRequest(r, [1] * (pos[r] + 1), min(k, left[r] - 1), 0.0, 0, 1.0, 0.0, 0, pos[r] - PROMPT)
+            asks = [DraftRequest(r, list(tokens[r]), min(k, left[r] - 1), 0.0, 0, 1.0, 0.0, 0, pos[r] - PROMPT)
                     for r in live]
             drafts = proposer.propose(asks)
             drafts = drafts if any(d.token_ids for d in drafts) else None
         emitted = dict.fromkeys(live, 1)
         if drafts is not None:
             quiet, captured = False, True
+            looked = dict(getattr(proposer, "_open", {}))   # (`--lookup`: prompt-lookup drafts)
             for r, d in zip(live, drafts):
-                accepted, confidences = 0, proposer.runner.last.get(r, [])   # (none: not drafted for)
-                while accepted < len(d.token_ids) and rng.random() < confidences[accepted] * hard.get(r, 1.0):
-                    accepted += 1
+                if r in looked:   # accepted while they are the text's own next tokens
+                    truth = text.tokens(r, pos[r] + 1 + len(d.token_ids))[pos[r] + 1:]
+                    accepted = next((i for i, (a, b) in enumerate(zip(d.token_ids, truth)) if a != b),
+                                    len(d.token_ids))
+                else:
+                    accepted, confidences = 0, proposer.runner.last.get(r, [])   # (none: not drafted for)
+                    while accepted < len(d.token_ids) and rng.random() < confidences[accepted] * hard.get(r, 1.0):
+                        accepted += 1
                 emitted[r] = min(1 + accepted, left[r])
                 proposer.commit(r, pos[r] + 1 + emitted[r])
-            clock.drafted(len(live))
-            marks.append("D")
+            if all(r in looked for r, d in zip(live, drafts) if d.token_ids):
+                clock.looked_up(len(live), sum(len(d.token_ids) for d in drafts))
+                marks.append("L")
+            else:
+                clock.drafted(len(live))
+                marks.append("D")
         else:
             quiet = dormant.step(len(live))
             captured = dormant.features if quiet else proposer.wants_features()   # a quiet stretch keeps them
@@ -147,21 +173,54 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
             proposer.observe_step(joined, [0] * len(joined), [PROMPT] * len(joined),
                                   [PROMPT * i for i in range(len(joined))], torch.zeros(PROMPT * len(joined), 1))
         joined = []
+        for r in live:
+            tokens[r].extend(text.tokens(r, pos[r] + 1 + emitted[r])[pos[r] + 1:])
         sim.advance(proposer, live, emitted, pos, left, captured)
-        while queue and len(left) < n:   # closed loop: the freed slots are taken at once
-            r, length = queue.pop(0)
-            left[r], pos[r] = length, PROMPT
-            joined.append(r)
-        due = False
+        running = len(left)   # as the engine's update leaves them: a finished request's slot is
+        due = False           # refilled at the next schedule, so its stretch ends here
         if quiet:
-            dormant.ran(len(left))
-        elif left:
+            dormant.ran(running)
+        elif running:
             if proposer.idle_rounds() > 0:
-                proposer.idle_round(len(left))
+                proposer.idle_round(running)
             else:
                 due = True
+        while queue and len(left) < n:   # closed loop: the freed slots are taken at the next step
+            r, length = queue.pop(0)
+            left[r], pos[r] = length, PROMPT
+            tokens[r] = text.admit(r, proposer)
+            joined.append(r)
     dormant.settle()
     return "".join(marks)
+
+
+class Texts:
+    """The requests' token ids, drawn as the replies go (`--lookup` reads them): fresh tokens
+    from a large vocabulary (nothing repeats), except that a reply looping from position s
+    (`FakeRunner.loops`) repeats its last `PERIOD` tokens from there on."""
+
+    PERIOD = 12
+
+    def __init__(self, loops: dict[str, int], seed: str) -> None:
+        self.loops, self.rng, self.ids = loops, random.Random(seed), {}   # (apart from the policy's draws)
+
+    def tokens(self, request_id: str, count: int) -> list[int]:
+        """The request's first `count` tokens (prompt included)."""
+        ids = self.ids.setdefault(request_id, [])
+        start = PROMPT + self.loops.get(request_id, 1 << 30)
+        while len(ids) < count:
+            at = len(ids)
+            ids.append(ids[at - self.PERIOD] if at >= start else self.rng.randrange(1 << 30))
+        return ids
+
+    def admit(self, request_id: str, proposer) -> list[int]:
+        """The live list after the request's prefill (prompt + its first token), handed to a
+        proposer that tracks requests (`Proposer.track`)."""
+        live = list(self.tokens(request_id, PROMPT + 1))
+        track = getattr(proposer, "track", None)
+        if track is not None:
+            track(request_id, live)
+        return live
 
 
 def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: float, seed: int,
@@ -176,6 +235,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     runner = sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY)
     proposer = DSparkProposer(runner, args.k, read,
                               decode=decode, measure_round_times=getattr(args, "measure_rounds", False))
+    if getattr(args, "lookup", 0):
+        proposer = LookupAssist(proposer, args.lookup)
     dormant, out, first = DormantSteps(proposer), {}, 0
     texts = random.Random(1000 + seed)   # which replies are hard (`--hard`), apart from `rng`
     loop_rng = random.Random(2000 + seed)   # which replies loop (`--loops`), and from where
@@ -263,6 +324,9 @@ def main() -> None:
     parser.add_argument("--loops", type=float, nargs=3, default=None, metavar=("SHARE", "FROM", "TO"),
                         help="a SHARE of the replies loop from a reply position in [FROM, TO]: drafts accepted "
                              "around 0.95 from there (see the module docstring)")
+    parser.add_argument("--lookup", type=int, default=0, metavar="N",
+                        help="confidence scheduling with prompt lookup where it drafts nothing "
+                             "(`prompt_lookup_min` N; the replies' tokens: `Texts`); 0: off")
     parser.add_argument("--breakdown", action="store_true",
                         help="per concurrency, each overhead's share of plain decoding's time (mean over seeds)")
     args = parser.parse_args()

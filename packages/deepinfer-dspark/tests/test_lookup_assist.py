@@ -18,7 +18,7 @@ from deepinfer_dspark.sps import SPSProfile
 
 K = 4
 # Drafting by DSpark can never pay (a round at 1 request costs 100 plain steps): it is ruled out,
-# dormant, features declined. A lookup round at 1 request costs 1 + SYNC_STEPS plain steps.
+# dormant, features declined. A lookup round at 1 request costs 1 + 2 SYNC_STEPS plain steps.
 SLOW_SPS = SPSProfile([1, 5, 64, 320], [10.0, 10.0, 9.0, 8.0])
 DECODE = SPSProfile([1, 64], [1000.0, 1000.0])
 
@@ -72,10 +72,10 @@ def test_stretches_are_capped_and_cut_when_a_lookup_is_due(fake_runner) -> None:
 
 def test_nothing_is_searched_where_a_lookup_round_cannot_pay(fake_runner) -> None:
     lookup = assisted(fake_runner)
-    # Full acceptance at 1 request: (1 + 4) tokens for 1 + SYNC_STEPS steps; at 64: 68 / 64.
+    # Full acceptance at 1 request: (1 + 4) tokens for 1 + 2 SYNC_STEPS steps; at 64: 68 / 64.
     assert lookup.pays(1, [(K, 1.0)]) and not lookup.pays(64, [(K, 1.0)])
-    assert lookup.pays(1, [(K, 0.5)]) == ((1 + 0.5 * K) > 1 + SYNC_STEPS)
-    assert not lookup.pays(1, [(K, 0.2)])
+    assert lookup.pays(1, [(K, 0.5)]) == ((1 + 0.5 * K) > 1 + 2 * SYNC_STEPS)
+    assert not lookup.pays(1, [(K, 0.2)]) and not lookup.pays(2, [(K, 0.5)])
     live = [1, 2, 1, 2, 1, 2]
     lookup.track("r", live)
     live += [1, 2, 1]

@@ -32,9 +32,10 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 from deepinfer_dspark.ngram import latest_occurrence
 
 CHECK_EVERY = 8        # tokens a request grows between two searches of its context
-SYNC_STEPS = 0.9       # plain 1-request steps a round pays for waiting on the last step's ids
-# (the H200's step log, session 20: a `propose` after an overlapped step cost 0.6-1 ms spikes;
-# `sim_engine_calls.py --sync`)
+SYNC_STEPS = 0.9       # plain 1-request steps a synchronous step costs the host (the H200's step
+# log, session 20: a `propose` after an overlapped step cost 0.6-1 ms spikes; `sim_engine_calls.py
+# --sync`); a lone lookup round pays it twice: waiting for the ids before it, and the next plain
+# step, which has nothing in flight to overlap with
 PRIOR_RATE, PRIOR_DRAFTS = 0.5, 4.0   # the accepted share of lookup drafts before any is verified
 DECAY = 0.98                          # per lookup draft verified: newer text weighs more
 LONGEST_MATCH = 64                    # tokens a match is extended backwards at most
@@ -206,14 +207,15 @@ class LookupAssist:
         request that has them, emits more tokens per second than plain decoding: (batch + the
         expected accepted drafts) / batch tokens per plain step's worth, against
         the round's cost in plain steps, the decode profile read at batch + sum(lengths) rows
-        (an upper bound: verifying a draft costs at most a request's decode step) plus
-        `SYNC_STEPS` of the 1-request step for the ids it waits for (without a profile: 1 +
-        `SYNC_STEPS` plain steps)."""
+        (an upper bound: verifying a draft costs at most a request's decode step) plus twice
+        `SYNC_STEPS` of the 1-request step (the ids it waits for, the overlap the next step
+        loses; without a profile: 1 + 2 `SYNC_STEPS` plain steps). In `sim_engine_calls.py
+        --closed --lookup` one sync priced made rounds at 8 requests that lost 1-2.5%."""
         extra = sum(length for length, _ in drafts)
         gain = (batch + sum(length * rate for length, rate in drafts)) / batch
         decode = self.inner.decode
         if decode is None:
-            return gain > 1.0 + SYNC_STEPS
+            return gain > 1.0 + 2 * SYNC_STEPS
         step = 1.0 / decode.at(batch)
-        cost = (1.0 / decode.at(batch + extra) + SYNC_STEPS / decode.at(1)) / step
+        cost = (1.0 / decode.at(batch + extra) + 2 * SYNC_STEPS / decode.at(1)) / step
         return gain > cost
