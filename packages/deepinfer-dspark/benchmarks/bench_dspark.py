@@ -18,8 +18,9 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     engine's padded one: on the H200 at 1 request it led Algorithm 1 to verify 4.4 drafts where
     the round cost what 7 cost (2.66 against 2.64 ms, session 16's call 7) and to run at 0.92x
     fixed-7. `confidence-k7` is the old name of today's `confidence`;
-  - `confidence-direct`, `confidence-measured` and `confidence-rounds` (by name only):
-    `defer_context` false, `measure_step_times` true, and `measure_round_times` true;
+  - `confidence-direct`, `confidence-measured`, `confidence-rounds` and `confidence-lookup` (by
+    name only): `defer_context` false, `measure_step_times` true, `measure_round_times` true, and
+    `prompt_lookup_min` 4 (prompt lookup where confidence drafts nothing, `LookupAssist`);
   - `ngram-k` for k in --fixed (by name only): prompt lookup (`method: ngram`, n-grams of 1-4
     tokens) verifying up to k drafts whenever the context's suffix occurred before: what copying
     earlier text is worth on these replies, with no drafter (session 28: some replies loop).
@@ -59,7 +60,8 @@ if TYPE_CHECKING:
 
 
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
-         "confidence-measured", "confidence-rounds", "confidence-full", "confidence-whole")   # and fixed-K
+         "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
+         "confidence-whole")   # and fixed-K, ngram-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -148,7 +150,8 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=None,
                         help="run only these methods, in this order: none, confidence, fixed-K (for K in "
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
-                             "confidence-direct, confidence-measured, confidence-rounds, confidence-full, "
+                             "confidence-direct, confidence-measured, confidence-rounds, confidence-lookup, "
+                             "confidence-full, "
                              "confidence-whole, ngram-K (for K in --fixed); with "
                              "--no-mixed-cuda-graphs, any name with the suffix +mixed (none+mixed) is that variant "
                              "with mixed-step CUDA graphs; default none, confidence and every fixed-K")
@@ -265,6 +268,8 @@ def main() -> None:
     # ... and with the drafted rounds priced at their measured time (`measure_round_times`: plain
     # steps on their profile, features still declined; session 27).
     variants["confidence-rounds"] = {**variants["confidence"], "measure_round_times": True}
+    # ... and with prompt lookup where it drafts nothing (`prompt_lookup_min`: 4-token suffixes; session 28).
+    variants["confidence-lookup"] = {**variants["confidence"], "prompt_lookup_min": 4}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
@@ -279,7 +284,7 @@ def main() -> None:
         variants = {k: variants[k.removesuffix(MIXED)] for k in args.variants}   # in the order given
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
-                     "confidence-rounds",
+                     "confidence-rounds", "confidence-lookup",
                      "confidence-full", "confidence-whole", *(f"ngram-{k}" for k in args.fixed)):
             variants.pop(name)
     if args.interleave > 0:

@@ -43,13 +43,13 @@ def test_a_repeating_request_ends_the_pause_and_gets_what_followed(fake_runner) 
     assert lookup.idle_rounds() > 0 and not lookup._matched
     live += [8, 5]                        # "8 5" not seen before: still nothing
     assert lookup.idle_rounds() > 0
-    live += [9, 8, -1]                    # "9 8" last occurred at 6-7, followed by 5, 9, 8; the
-    assert lookup.idle_rounds() == 0      # in-flight placeholder (-1) is not read
+    live += [9, 8, -1]                    # "9 8" last occurred at 6-7, followed by 5, 9, 8 (and
+    assert lookup.idle_rounds() == 0      # then 5 again: period 3); the placeholder (-1) is not read
     drafts = lookup.propose([ask("r0", live[:-1])])
-    assert drafts[0].token_ids == [5, 9, 8] and drafts[0].probs is None
-    assert lookup.inner.drafted_rounds == 0 and lookup.lookup_rounds == 1 and lookup.lookup_drafts == 3
-    lookup.commit("r0", len(live) - 1 + 1 + 2)   # 2 of 3 accepted, plus the bonus token
-    assert lookup.lookup_accepted == 2
+    assert drafts[0].token_ids == [5, 9, 8, 5] and drafts[0].probs is None
+    assert lookup.inner.drafted_rounds == 0 and lookup.lookup_rounds == 1 and lookup.lookup_drafts == 4
+    lookup.commit("r0", len(live) - 1 + 1 + 3)   # 3 of 4 accepted, plus the bonus token
+    assert lookup.lookup_accepted == 3
     assert lookup.classes.rate(0) > PRIOR_RATE == lookup.classes.rate(1)   # "9 8": a match of 2 < 2n
     live[-1:] = [5, 9, 4]                 # searched again at once after its round: "9 4" is new
     assert lookup.idle_rounds() > 0 and not lookup._matched
@@ -145,7 +145,9 @@ def test_matches_are_measured_and_priced_by_their_length() -> None:
     short match in fresh text does not. Each length class learns its own accepted share."""
     loop = [7, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3]
     assert match(loop, 2, 3) == ([4, 1, 2], 7)           # "2 3" at 6-7, agreeing back to index 1
-    assert match([5, 6, 9, 5, 6], 2, 4) == ([9, 5, 6], 2)
+    assert match(loop, 2, 6) == ([4, 1, 2, 3, 4, 1], 7)  # continued with period 4 past the end
+    assert match([5, 6, 9, 5, 6], 2, 4) == ([9, 5, 6, 9], 2)
+    assert match([8, 3, 3, 3, 3], 2, 3) == ([3, 3, 3], 3)   # one word over and over: period 1
     assert match([1, 2, 3], 2, 4) == ([], 0)
     classes = MatchClasses(2)
     assert [classes.of(m) for m in (2, 3, 4, 7, 8, 64)] == [0, 0, 1, 1, 2, 2]

@@ -65,16 +65,25 @@ class MatchClasses:
 
 
 def match(ids: list[int], n: int, k: int) -> tuple[list[int], int]:
-    """(up to `k` tokens that followed the latest earlier occurrence of the last `n` tokens of
-    `ids`, the match's length: `n` plus the tokens before both that agree, at most
-    `LONGEST_MATCH`); ([], 0) without an occurrence."""
+    """(`k` draft tokens, the match's length) from the latest earlier occurrence of the last `n`
+    tokens of `ids`, d tokens before the suffix: the text is read as repeating with period d, so
+    the drafts are what followed the occurrence, continued with the drafts themselves once they
+    reach the end (a reply stuck on one word, d = 1, drafts that word k times; plain prompt
+    lookup, `NgramProposer`, would stop at the end of the context). The length is `n` plus the
+    tokens before both that agree, at most `LONGEST_MATCH`. ([], 0) without an occurrence.
+    Overlapping occurrences are the latest, so d is the shortest period that fits."""
     start = latest_occurrence(ids, n)
     if start < 0:
         return [], 0
     length, here, there = n, start - 1, len(ids) - n - 1
     while length < LONGEST_MATCH and here >= 0 and ids[here] == ids[there]:
         length, here, there = length + 1, here - 1, there - 1
-    return ids[start + n:start + n + k], length
+    period = len(ids) - n - start
+    drafts: list[int] = []
+    for i in range(k):
+        back = len(ids) - period + i   # the token one period before this draft's position
+        drafts.append(ids[back] if back < len(ids) else drafts[back - len(ids)])
+    return drafts, length
 
 
 class LookupAssist:
