@@ -81,6 +81,9 @@ def test_nothing_is_searched_where_a_lookup_round_cannot_pay(fake_runner) -> Non
     live += [1, 2, 1]
     assert not lookup._due(64) and not lookup._matched   # not even searched
     assert lookup._due(1) and "r" in lookup._matched
+    lookup.propose([ask(f"x{i}", [1, 2, 3]) for i in range(64)])   # DSpark rules 64 requests out
+    declared = lookup.inner.dormant_rounds(64)
+    assert declared > lookup.check_every and lookup.dormant_rounds(64) == declared   # not capped there
 
 
 def test_a_matched_request_not_asked_is_dropped_until_it_grows(fake_runner) -> None:

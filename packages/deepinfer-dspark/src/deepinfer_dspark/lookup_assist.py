@@ -176,18 +176,22 @@ class LookupAssist:
     # --- decisions ----------------------------------------------------------------------
     def _stretch(self, rounds: int, num_requests: int) -> int:
         """A stretch DSpark declares, capped so the engine asks again within `check_every`
-        rounds, or none when a lookup round is due now."""
-        if rounds <= 0:
+        rounds where a lookup round could pay, or none when one is due now."""
+        if rounds <= 0 or not self._could_pay(num_requests):
             return rounds
         if self._due(num_requests):
             return 0
         return min(rounds, self.check_every)
 
+    def _could_pay(self, batch: int) -> bool:
+        """Whether a lookup round of k drafts, all accepted, for one request pays at `batch`."""
+        return batch >= 1 and self.pays(batch, [(self.inner.num_tokens, 1.0)])
+
     def _due(self, batch: int) -> bool:
         """Whether a lookup round pays at `batch` requests: some running request's suffix
         occurred before (searched when it grew `check_every` tokens, or just drafted) and
         `pays` says yes. Nothing is searched where even a full lookup could not pay."""
-        if batch < 1 or not self.pays(batch, [(self.inner.num_tokens, 1.0)]):
+        if not self._could_pay(batch):
             return False
         self._search()
         if not self._matched:
