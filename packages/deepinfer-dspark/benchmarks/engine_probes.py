@@ -139,7 +139,8 @@ def proposer_state(llm, c: int) -> str:
     acceptance ratio at C's bucket (declined steps: those that captured no features; dormant: those
     of them that asked the proposer nothing, `DormantSteps`); the accepted drafts per request at full verification
     (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
-    paused; the draft graphs captured and the context pool's reallocations so far."""
+    paused; the draft graphs captured and the context pool's reallocations so far; with
+    `prompt_lookup_min`, the lookup rounds and drafts (`_lookup_state`)."""
     spec = llm.engine.speculative
     proposer = getattr(spec, "proposer", None)
     if getattr(proposer, "decode", None) is None:
@@ -155,7 +156,15 @@ def proposer_state(llm, c: int) -> str:
             f"ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
             f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "
-            f"{_graph_state(proposer.runner)}")
+            f"{_graph_state(proposer.runner)}{_lookup_state(proposer)}")
+
+
+def _lookup_state(proposer) -> str:
+    """`LookupAssist`'s counters (`prompt_lookup_min`): its rounds, drafts and accepted drafts."""
+    if not hasattr(proposer, "lookup_rounds"):
+        return ""
+    return (f"; lookup {proposer.lookup_rounds} rounds, {proposer.lookup_accepted} of "
+            f"{proposer.lookup_drafts} drafts accepted")
 
 
 def _graph_state(runner) -> str:
