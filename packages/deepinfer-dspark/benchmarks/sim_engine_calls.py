@@ -23,7 +23,8 @@ draft with FACTOR times its confidence: texts the drafter cannot follow, whateve
 25). `--loops SHARE FROM TO` sends a share of the replies into a loop from a reply position drawn in
 [FROM, TO]: from there the drafter's confidences and acceptance are around 0.95 (greedy replies that
 repeat themselves: on the H200 in session 28 three of 16 replies at 1 request went from ~0.2 to
-0.9-1.0 accepted drafts per draft past token 64, and fixed-7 earned its 1.10 there). `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
+0.9-1.0 accepted drafts per draft past token 64, and fixed-7 earned its 1.10 there).
+`--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
 the profile: rounds dearer under real traffic than where the profile was measured).
 `--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock);
 `--priced` hands it a profile scaled to their true cost (the bound timing can reach).
@@ -277,7 +278,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
         plain = sim.plain_seconds(decode, work)
         shares = {kind: seconds / plain for kind, seconds in clock.extra.items()}
         shares["rounds"] = (clock.seconds - sum(clock.extra.values())) / plain - 1.0
-        fixed = sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True, loops) * getattr(args, "round_cost", 1.0)
+        fixed = sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True, loops)
+        fixed *= getattr(args, "round_cost", 1.0)
         out[c] = (plain / clock.seconds, plain / fixed, shares)
     return out
 
