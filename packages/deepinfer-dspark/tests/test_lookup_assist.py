@@ -159,3 +159,26 @@ def test_matches_are_measured_and_priced_by_their_length() -> None:
     classes.add(2, 4, 4)
     classes.add(0, 4, 0)
     assert classes.rate(2) > PRIOR_RATE > classes.rate(0) and classes.rate(1) == PRIOR_RATE
+
+
+def test_a_long_queue_of_waiting_requests_is_not_searched(fake_runner) -> None:
+    """Only the oldest `batch` decoding requests are searched (first come, first served: the
+    running ones); waiting ones, whose tokens are their prompt, are never read past them."""
+    lookup = assisted(fake_runner, check_every=1)
+    running = [3, 4, 3]
+    lookup.track("run", running)
+
+    class Untouchable(list):
+        armed = False
+
+        def __len__(self):
+            if self.armed:
+                raise AssertionError("a waiting request was read")
+            return super().__len__()
+
+    waiting = [Untouchable([5, 5, 5]) for _ in range(100)]
+    for i, view in enumerate(waiting):
+        lookup.track(f"wait{i}", view)
+        view.armed = True
+    running += [4, 3, 4]
+    assert lookup._due(1) and set(lookup._matched) == {"run"}

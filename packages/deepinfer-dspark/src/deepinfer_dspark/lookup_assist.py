@@ -193,18 +193,26 @@ class LookupAssist:
         `pays` says yes. Nothing is searched where even a full lookup could not pay."""
         if not self._could_pay(batch):
             return False
-        self._search()
+        self._search(batch)
         if not self._matched:
             return False
         return self.pays(batch, [(drafts, self.classes.rate(cls)) for drafts, cls in self._matched.values()])
 
-    def _search(self) -> None:
+    def _search(self, batch: int) -> None:
+        """Searches the decoding requests grown `check_every` tokens (or just drafted), oldest
+        first, and stops after `batch` of them: requests are admitted first come, first served,
+        so those are the running ones (a preempted one may take a place: it then goes unsearched
+        for a while), and a long queue of waiting requests costs nothing."""
+        decoding = 0
         for request_id, view in self._views.items():
+            if decoding >= batch:
+                break
             known = len(view)
             while known and view[known - 1] < 0:   # the in-flight step's placeholder
                 known -= 1
-            if known <= self._prompt[request_id]:   # not decoding yet (or waiting)
+            if known <= self._prompt[request_id]:   # not decoding yet (waiting)
                 continue
+            decoding += 1
             if known - self._checked[request_id] < self.check_every and request_id not in self._recheck:
                 continue
             self._checked[request_id] = known
