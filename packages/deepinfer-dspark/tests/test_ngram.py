@@ -13,24 +13,28 @@ from deepinfer_dspark import NgramProposer
 
 def brute_force(tokens: list[int], k: int, min_n: int, max_n: int) -> list[int]:
     """Longest suffix n in [min_n, max_n] with an earlier occurrence followed by a token;
-    among those occurrences the rightmost; propose what followed it (up to k tokens)."""
+    among those occurrences the rightmost, d tokens before the suffix; propose k tokens of the
+    text extended with period d (each token equal to the one d before it)."""
     for n in range(max_n, min_n - 1, -1):
         if n >= len(tokens):
             continue
         suffix = tokens[len(tokens) - n:]
         starts = [i for i in range(len(tokens)) if i + n < len(tokens) and tokens[i:i + n] == suffix]
         if starts:
-            start = max(starts) + n
-            return tokens[start:start + k]
+            period = len(tokens) - n - max(starts)
+            text = list(tokens)
+            while len(text) < len(tokens) + k:
+                text.append(text[-period])
+            return text[len(tokens):]
     return []
 
 
 @pytest.mark.parametrize(("tokens", "k", "expected"), [
     ([1, 2, 3, 4, 1, 2], 2, [3, 4]),            # bigram "1 2" seen before: continue with "3 4"
-    ([1, 2, 3, 4, 1, 2], 5, [3, 4, 1, 2]),      # continuation runs to the end of the context
+    ([1, 2, 3, 4, 1, 2], 5, [3, 4, 1, 2, 3]),   # past the context's end: its period (4) again
     ([5, 1, 2, 9, 7, 1, 2, 8, 3, 1, 2], 1, [8]),  # rightmost earlier occurrence wins
     ([1, 2, 3, 9, 2, 3, 7, 1, 2, 3], 3, [9, 2, 3]),  # longest suffix "1 2 3" beats "2 3"
-    ([7, 7, 7, 7], 3, [7]),                     # overlapping match: only one token follows it
+    ([7, 7, 7, 7], 3, [7, 7, 7]),               # overlapping match: period 1, one word k times
     ([1, 2, 3, 4], 3, []),                      # nothing repeats
     ([1], 3, []),
     ([1, 2, 1, 2], 0, []),
@@ -42,6 +46,7 @@ def test_hand_built(tokens, k, expected):
 def test_min_n_excludes_short_matches():
     assert NgramProposer(min_n=2, max_n=3).propose("r", [1, 5, 6, 2, 1], 2) == []
     assert NgramProposer(min_n=1, max_n=3).propose("r", [1, 5, 6, 2, 1], 2) == [5, 6]
+    assert NgramProposer(min_n=1, max_n=3).propose("r", [1, 5, 6, 2, 1], 6) == [5, 6, 2, 1, 5, 6]
 
 
 def test_matches_brute_force():

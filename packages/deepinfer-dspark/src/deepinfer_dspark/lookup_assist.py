@@ -14,7 +14,7 @@ This wrapper reads each request's live tokens (`deepinfer_core.Proposer.track`) 
 rounds long here, so the engine asks again), and while the last `min_n` tokens occurred earlier
 (`ngram.latest_occurrence`) and such a round can pay (`pays`), it ends DSpark's pause for one
 round: each request DSpark does not draft for gets the tokens that followed the earlier
-occurrence. A match is priced by how long it is (the suffix and the earlier text agree on
+occurrence, continued with its period (`ngram.continue_period`). A match is priced by how long it is (the suffix and the earlier text agree on
 `n` tokens or more, extended backwards): text caught in a loop matches over whole periods and
 its drafts are accepted, a short match in fresh text mostly is not, so each length class learns
 its own accepted share (`MatchClasses`). They are verified like any draft, deterministic (one-hot q), so lossless at any
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from deepinfer_core.interfaces import Draft, DraftRequest
 
-from deepinfer_dspark.ngram import latest_occurrence
+from deepinfer_dspark.ngram import continue_period, latest_occurrence
 
 CHECK_EVERY = 8        # tokens a request grows between two searches of its context
 SYNC_STEPS = 0.9       # plain 1-request steps a synchronous step costs the host (the H200's step
@@ -66,24 +66,16 @@ class MatchClasses:
 
 def match(ids: list[int], n: int, k: int) -> tuple[list[int], int]:
     """(`k` draft tokens, the match's length) from the latest earlier occurrence of the last `n`
-    tokens of `ids`, d tokens before the suffix: the text is read as repeating with period d, so
-    the drafts are what followed the occurrence, continued with the drafts themselves once they
-    reach the end (a reply stuck on one word, d = 1, drafts that word k times; plain prompt
-    lookup, `NgramProposer`, would stop at the end of the context). The length is `n` plus the
-    tokens before both that agree, at most `LONGEST_MATCH`. ([], 0) without an occurrence.
-    Overlapping occurrences are the latest, so d is the shortest period that fits."""
+    tokens of `ids` (`ngram.latest_occurrence`, continued with its period: `continue_period`).
+    The length is `n` plus the tokens before both that agree, at most `LONGEST_MATCH`.
+    ([], 0) without an occurrence."""
     start = latest_occurrence(ids, n)
     if start < 0:
         return [], 0
     length, here, there = n, start - 1, len(ids) - n - 1
     while length < LONGEST_MATCH and here >= 0 and ids[here] == ids[there]:
         length, here, there = length + 1, here - 1, there - 1
-    period = len(ids) - n - start
-    drafts: list[int] = []
-    for i in range(k):
-        back = len(ids) - period + i   # the token one period before this draft's position
-        drafts.append(ids[back] if back < len(ids) else drafts[back - len(ids)])
-    return drafts, length
+    return continue_period(ids, start, n, k), length
 
 
 class LookupAssist:

@@ -3,8 +3,10 @@
 """Prompt-lookup (n-gram) proposer: drafts by copying what followed the context's suffix.
 
 Prompt lookup decoding (Saxena 2023; vLLM's `ngram` method with prompt_lookup_min/max):
-find an earlier occurrence of the last n tokens and propose the tokens that followed it.
-Deterministic, so the verifier treats its q as one-hot on the draft. `NgramSpecProposer` is the
+find an earlier occurrence of the last n tokens and propose the tokens that followed it. An
+occurrence d tokens before the suffix reads the text as repeating with period d, so the drafts
+continue past the context's end with that period (`continue_period`): a reply stuck on one word
+(d = 1) drafts it k times instead of once. Deterministic, so the verifier treats its q as one-hot on the draft. `NgramSpecProposer` is the
 engine-facing `deepinfer_core.interfaces.Proposer` over it (method `ngram`).
 """
 
@@ -19,8 +21,9 @@ class NgramProposer:
     """Prompt lookup over one context (the engine-facing `ngram` proposer wraps it).
 
     For n from `max_n` down to `min_n`: take the context's last n tokens, find their
-    rightmost earlier occurrence that is followed by at least one token, and propose up to
-    `num_tokens` tokens following it. The first n with a match wins; no match -> no draft.
+    rightmost earlier occurrence that is followed by at least one token, and propose the
+    `num_tokens` tokens following it, continued with its period once they reach the context's
+    end (`continue_period`). The first n with a match wins; no match -> no draft.
     Stateless: `request_id` is ignored.
 
     Args:
@@ -48,7 +51,7 @@ class NgramProposer:
             num_tokens: maximum draft length (>= 0).
 
         Returns:
-            A list of 0..num_tokens token ids.
+            `num_tokens` token ids, or [] without a match.
 
         Raises:
             ValueError: `num_tokens` < 0.
@@ -74,8 +77,8 @@ def _as_bytes(ids: list[int]) -> bytes:
 
 
 def latest_continuation(ids: list[int], n: int, k: int, data: bytes | None = None) -> list[int]:
-    """Up to `k` tokens that followed the latest earlier occurrence of the last `n` tokens of
-    `ids` (`latest_occurrence`), or [].
+    """`k` tokens continuing the latest earlier occurrence of the last `n` tokens of `ids`
+    (`latest_occurrence`, then `continue_period`), or [] without one.
 
     Raises:
         ValueError: `n` < 1 or `k` < 0.
@@ -85,7 +88,20 @@ def latest_continuation(ids: list[int], n: int, k: int, data: bytes | None = Non
     if k == 0:
         return []
     start = latest_occurrence(ids, n, data)
-    return ids[start + n:start + n + k] if start >= 0 else []
+    return continue_period(ids, start, n, k) if start >= 0 else []
+
+
+def continue_period(ids: list[int], start: int, n: int, k: int) -> list[int]:
+    """The `k` tokens after the occurrence of the last `n` tokens of `ids` at `start`: the
+    text read as repeating with period d = len(ids) - n - start, each draft the token d
+    positions before it (from `ids`, then from the drafts themselves). With d >= k that is
+    `ids[start + n:start + n + k]`."""
+    period = len(ids) - n - start
+    drafts: list[int] = []
+    for i in range(k):
+        back = len(ids) - period + i
+        drafts.append(ids[back] if back < len(ids) else drafts[back - len(ids)])
+    return drafts
 
 
 def latest_occurrence(ids: list[int], n: int, data: bytes | None = None) -> int:
