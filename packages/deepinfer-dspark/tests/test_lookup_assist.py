@@ -12,7 +12,7 @@ import pytest
 from deepinfer_core import SamplingParams
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.lookup_assist import PRIOR_RATE, SYNC_STEPS, LookupAssist, MatchClasses, match
+from deepinfer_dspark.lookup_assist import PRIOR_RATES, SYNC_STEPS, LookupAssist, MatchClasses, match
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -28,7 +28,10 @@ def ask(request_id: str, tokens: list[int], room: int = K) -> DraftRequest:
 
 
 def assisted(fake_runner, check_every: int = 2) -> LookupAssist:
-    return LookupAssist(DSparkProposer(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE), 2, check_every)
+    """A wrapper whose match classes all start at 0.5 (so a short match of 2 tokens pays here)."""
+    lookup = LookupAssist(DSparkProposer(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE), 2, check_every)
+    lookup.classes.sums = [[0.5 * 4, 4.0] for _ in range(3)]
+    return lookup
 
 
 def test_a_repeating_request_ends_the_pause_and_gets_what_followed(fake_runner) -> None:
@@ -50,7 +53,7 @@ def test_a_repeating_request_ends_the_pause_and_gets_what_followed(fake_runner) 
     assert lookup.inner.drafted_rounds == 0 and lookup.lookup_rounds == 1 and lookup.lookup_drafts == 4
     lookup.commit("r0", len(live) - 1 + 1 + 3)   # 3 of 4 accepted, plus the bonus token
     assert lookup.lookup_accepted == 3
-    assert lookup.classes.rate(0) > PRIOR_RATE == lookup.classes.rate(1)   # "9 8": a match of 2 < 2n
+    assert lookup.classes.rate(0) > 0.5 == lookup.classes.rate(1)   # "9 8": a match of 2 < 2n
     live[-1:] = [5, 9, 4]                 # searched again at once after its round: "9 4" is new
     assert lookup.idle_rounds() > 0 and not lookup._matched
     lookup.remove("r0")
@@ -107,8 +110,13 @@ def test_bad_settings_name_the_field(fake_runner, folders) -> None:
     base = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": K}
     with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: only used with scheduling"):
         _dspark_settings({**base, "prompt_lookup_min": 2})
-    with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: must be an int >= 0"):
-        _dspark_settings({**base, "scheduling": "confidence", "sps_profile": SLOW_SPS, "prompt_lookup_min": -1})
+    confidence = {**base, "scheduling": "confidence", "sps_profile": SLOW_SPS}
+    for bad in (-1, True, 2.0, "2"):
+        with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: must be an int >= 0"):
+            _dspark_settings({**confidence, "prompt_lookup_min": bad})
+    with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: must be below 2048"):
+        _dspark_settings({**confidence, "prompt_lookup_min": 10**12})
+    assert _dspark_settings({**confidence, "prompt_lookup_min": 4})["prompt_lookup_min"] == 4
 
 
 @pytest.mark.parametrize("async_scheduling", [True, False])
@@ -158,7 +166,7 @@ def test_matches_are_measured_and_priced_by_their_length() -> None:
     assert [classes.of(m) for m in (2, 3, 4, 7, 8, 64)] == [0, 0, 1, 1, 2, 2]
     classes.add(2, 4, 4)
     classes.add(0, 4, 0)
-    assert classes.rate(2) > PRIOR_RATE > classes.rate(0) and classes.rate(1) == PRIOR_RATE
+    assert classes.rate(2) > PRIOR_RATES[2] and classes.rate(0) < PRIOR_RATES[0] and classes.rate(1) == PRIOR_RATES[1]
 
 
 def test_a_long_queue_of_waiting_requests_is_not_searched(fake_runner) -> None:
@@ -182,3 +190,71 @@ def test_a_long_queue_of_waiting_requests_is_not_searched(fake_runner) -> None:
         view.armed = True
     running += [4, 3, 4]
     assert lookup._due(1) and set(lookup._matched) == {"run"}
+
+
+def test_a_class_priced_out_drifts_back_and_stale_drafts_are_not_credited(fake_runner) -> None:
+    """A review helper's cases: one rejected round priced a loop's class out for good (it now
+    drifts back to the prior over engine rounds), and lookup drafts never verified (the request
+    was preempted, or its drafts trimmed) were credited at the next commit."""
+    classes = MatchClasses(2)
+    classes.add(2, 4, 0)
+    low = classes.rate(2)
+    classes.age(64)
+    assert low < classes.rate(2) < PRIOR_RATES[2]
+    classes.age(10_000)
+    assert classes.rate(2) == pytest.approx(PRIOR_RATES[2])
+    classes.add(1, 4, 4)
+    high = classes.rate(1)
+    classes.age(10_000)
+    assert classes.rate(1) == high > PRIOR_RATES[1]          # evidence above the prior is kept
+    lookup = assisted(fake_runner, check_every=1)
+    live = [1, 2, 3]
+    lookup.track("r", live)
+    lookup.propose([ask("r", list(live))])            # DSpark: ruled out at 1, paused
+    live += [9, 9, 9]
+    assert lookup.idle_rounds() == 0
+    assert lookup.propose([ask("r", list(live))])[0].token_ids == [9] * K
+    live += [9]                                        # (its round never verified: preempted)
+    lookup.propose([ask("r", list(live))])            # ... and asked again: the entry is dropped
+    assert "r" in lookup._open                         # (a fresh one, from this round)
+    lookup.commit("r", len(live) + 1 + K + 3)          # more than this round could emit: not credited
+    assert lookup.lookup_accepted == 0
+
+
+def test_the_wrapper_passes_the_engines_counts_and_writes_to_dspark(fake_runner) -> None:
+    import copy
+
+    lookup = assisted(fake_runner)
+    seen = []
+    lookup.inner.idle_round = lambda n: seen.append(n)   # (set on DSpark: the wrapper has no such attribute)
+    assert "idle_round" not in lookup.__dict__ and lookup.__dict__["inner"].idle_round is not None
+    live = [4, 5, 4, 5, 4, 5, 4]
+    lookup.track("a", live)
+    lookup.dormant_rounds(2)                            # the engine: 2 requests running
+    lookup._override = True
+    lookup.propose([ask("a", list(live))])             # one of them asked (the other not eligible)
+    assert seen == [2]                                 # DSpark's idle round at the requests running
+    lookup.defer_context = False                        # a DSpark setting reaches DSpark
+    assert lookup.inner.defer_context is False and "defer_context" not in lookup.__dict__
+    lookup.check_every = 3                              # the wrapper's own stays here
+    assert lookup.check_every == 3 and lookup.__dict__["check_every"] == 3
+    twin = copy.copy(lookup)                            # no recursion through `inner`
+    assert twin.inner is lookup.inner
+    bare = LookupAssist.__new__(LookupAssist)
+    assert not hasattr(bare, "anything")
+
+
+def test_requests_dspark_leaves_empty_get_lookup_drafts_when_it_drafts_others(fake_runner) -> None:
+    """Not paused, DSpark drafts one request and not another (a gap in its context): the other,
+    repeating itself, gets lookup drafts in the same round, at no extra sync."""
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPSProfile([1, 5, 64, 320], [500.0] * 4),
+                              decode=SPSProfile([1, 64], [1000.0, 1000.0]))
+    lookup = LookupAssist(proposer, 2, check_every=1)
+    a, b = [1, 2, 3, 4], [7, 8, 7, 8, 7]
+    lookup.track("a", a)
+    lookup.track("b", b)
+    b += [8, 7]
+    proposer.observe_step(["a"], [0], [3], [0], __import__("torch").ones(3, 2))   # only "a" has a context
+    drafts = lookup.propose([ask("a", list(a)), ask("b", list(b))])
+    assert drafts[0].token_ids == [7] * K                # DSpark's (the fake drafter's token 7)
+    assert drafts[1].token_ids == [8, 7, 8, 7] and lookup.lookup_rounds == 1

@@ -60,6 +60,7 @@ from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
+from deepinfer_dspark.lookup_assist import WINDOW as LOOKUP_WINDOW
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram import NgramSpecProposer
 from deepinfer_dspark.opening_phase import OPENING_TOKENS
@@ -171,6 +172,10 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     if spec_config.get("decline_features") is True and spec_config.get("measure_step_times") is True:
         raise ValueError("speculative_config.decline_features: cannot be true with measure_step_times "
                          "(its timing reads every step's features)")
+    lookup = _int_key(spec_config, "prompt_lookup_min", 0, 0)
+    if lookup >= LOOKUP_WINDOW:
+        raise ValueError(f"speculative_config.prompt_lookup_min: must be below {LOOKUP_WINDOW} (the tokens "
+                         f"prompt lookup searches), got {lookup}")
     return dict(sps=sps, short_sps=short, decode=decode, probe_every=_int_key(spec_config, "probe_every", 8, 1),
                 max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                 defer_context=_bool_key(spec_config, "defer_context", True),
@@ -179,7 +184,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 measure_round_times=_bool_key(spec_config, "measure_round_times", False),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
-                prompt_lookup_min=_int_key(spec_config, "prompt_lookup_min", 0, 0))
+                prompt_lookup_min=lookup)
 
 
 # Checked by the engine before it loads the target (`deepinfer_core.interfaces.Proposer`).

@@ -9,46 +9,57 @@ plain decoding on the replies' first 64 tokens, the pause that followed declined
 features, and a request with a gap in its drafter context is never drafted for again. Prompt
 lookup (Saxena 2023) needs neither features nor a drafter, only the request's own tokens.
 
-This wrapper reads each request's live tokens (`deepinfer_core.Proposer.track`) every
+This wrapper reads each running request's live tokens (`deepinfer_core.Proposer.track`) every
 `check_every` tokens, also through dormant and quiet stretches (declared at most `check_every`
-rounds long here, so the engine asks again), and while the last `min_n` tokens occurred earlier
-(`ngram.latest_occurrence`) and such a round can pay (`pays`), it ends DSpark's pause for one
-round: each request DSpark does not draft for gets the tokens that followed the earlier
-occurrence, continued with its period (`ngram.continue_period`). A match is priced by how long it is (the suffix and the earlier text agree on
-`n` tokens or more, extended backwards): text caught in a loop matches over whole periods and
-its drafts are accepted, a short match in fresh text mostly is not, so each length class learns
-its own accepted share (`MatchClasses`). They are verified like any draft, deterministic (one-hot q), so lossless at any
-temperature; DSpark's own statistics never see them (its `commit` counts only the requests it
-drafted). Everything else is DSpark's: attributes fall through to the wrapped proposer.
-Device-free.
+rounds long where a lookup round could pay, so the engine asks again), and while the last
+`min_n` tokens occurred earlier (`ngram.latest_occurrence`, within the last `WINDOW` tokens) and
+such a round can pay (`pays`), it ends DSpark's pause for one round: each request DSpark does not
+draft for gets the tokens that followed the earlier occurrence, continued with its period
+(`ngram.continue_period`). A match is priced by its length (the suffix and the earlier text
+agree on `n` tokens or more, extended backwards): text caught in a loop matches over whole
+periods and its drafts are accepted, a short match in fresh text mostly is not, so each length
+class learns its own accepted share, drifting back up to the prior while it is not drafted
+(`MatchClasses`). The drafts are verified like any other, deterministic (one-hot q), so
+lossless at any temperature; DSpark's own statistics never see them (its `commit` counts only
+the requests it drafted). Everything else is DSpark's: attributes are read from, and written
+to, the wrapped proposer unless the wrapper has them. Device-free.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from itertools import islice
 
 from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.ngram import continue_period, latest_occurrence
 
 CHECK_EVERY = 8        # tokens a request grows between two searches of its context
+WINDOW = 2048          # tokens searched (the latest): a search costs O(WINDOW) on the host
 SYNC_STEPS = 0.9       # plain 1-request steps a synchronous step costs the host (the H200's step
 # log, session 20: a `propose` after an overlapped step cost 0.6-1 ms spikes; `sim_engine_calls.py
 # --sync`); a lone lookup round pays it twice: waiting for the ids before it, and the next plain
 # step, which has nothing in flight to overlap with
-PRIOR_RATE, PRIOR_DRAFTS = 0.5, 4.0   # the accepted share of lookup drafts before any is verified
+PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any is verified, by
+# match class: short matches in fresh text mostly fail; a match over 4n tokens is a loop, and in the
+# H200's looping replies (session 28) fixed-7 accepted 0.86-1.00 of its drafts
+PRIOR_DRAFTS = 4.0                    # the prior's weight, in drafts
 DECAY = 0.98                          # per lookup draft verified: newer text weighs more
+AGE_ROUNDS = 64                       # engine rounds over which a class drifts back to the prior by e
 LONGEST_MATCH = 64                    # tokens a match is extended backwards at most
 
 
 class MatchClasses:
     """The accepted share of lookup drafts by the length m of the match behind them: m < 2n,
     2n <= m < 4n, m >= 4n (n = the shortest match). Each share is decayed (`DECAY` per draft
-    verified) and starts at `PRIOR_RATE` over `PRIOR_DRAFTS` drafts."""
+    verified), starts at its `PRIOR_RATES` over `PRIOR_DRAFTS` drafts, and below it drifts back there
+    over engine rounds (`age`), so a class one rejected round priced out is tried again: a review
+    helper found a loop's class switched off for good by one rejected round at token 26."""
 
     def __init__(self, min_n: int) -> None:
         self.min_n = min_n
-        self.sums = [[PRIOR_RATE * PRIOR_DRAFTS, PRIOR_DRAFTS] for _ in range(3)]
+        self.sums = [[rate * PRIOR_DRAFTS, PRIOR_DRAFTS] for rate in PRIOR_RATES]
 
     def of(self, match: int) -> int:
         """The class of a match of `match` tokens."""
@@ -62,6 +73,16 @@ class MatchClasses:
         weight = DECAY ** drafts
         accepted_sum, verified = self.sums[cls]
         self.sums[cls] = [accepted_sum * weight + accepted, verified * weight + drafts]
+
+    def age(self, rounds: int) -> None:
+        """`rounds` engine rounds passed: each class whose share is below the prior moves back
+        toward it by 1 - exp(-rounds / AGE_ROUNDS) (a class above it keeps its evidence: in
+        `sim_engine_calls.py --lookup` aging those too priced loops out again between them)."""
+        if rounds <= 0:
+            return
+        keep = math.exp(-rounds / AGE_ROUNDS)
+        self.sums = [[a * keep + rate * PRIOR_DRAFTS * (1.0 - keep), v * keep + PRIOR_DRAFTS * (1.0 - keep)]
+                     if a < rate * v else [a, v] for (a, v), rate in zip(self.sums, PRIOR_RATES)]
 
 
 def match(ids: list[int], n: int, k: int) -> tuple[list[int], int]:
@@ -78,38 +99,52 @@ def match(ids: list[int], n: int, k: int) -> tuple[list[int], int]:
     return continue_period(ids, start, n, k), length
 
 
+def _window(view: Sequence[int], known: int) -> list[int]:
+    return list(view[max(0, known - WINDOW):known])   # (a slice of a list or a TokenView: a list)
+
+
 class LookupAssist:
     """A `DSparkProposer` (confidence scheduling) with prompt lookup where it drafts nothing.
 
     Args:
         inner: the proposer wrapped.
-        min_n: tokens of the context's suffix that must have occurred before (>= 1).
+        min_n: tokens of the context's suffix that must have occurred before (1 .. `WINDOW` - 1).
         check_every: tokens between two searches of a request (>= 1).
 
     Raises:
-        ValueError: `min_n` or `check_every` below 1 (named).
+        ValueError: `min_n` or `check_every` out of range (named).
     """
 
     def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY) -> None:
-        if min_n < 1:
-            raise ValueError(f"speculative_config.prompt_lookup_min: must be >= 1, got {min_n}")
+        if not 1 <= min_n < WINDOW:
+            raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
+                             f"(the tokens searched), got {min_n}")
         if check_every < 1:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
-        self.inner, self.min_n, self.check_every = inner, min_n, check_every
-        self._views: dict[str, Sequence[int]] = {}
-        self._prompt: dict[str, int] = {}      # tokens when tracked: the search starts past them
-        self._checked: dict[str, int] = {}     # known tokens at the last search
-        self._matched: dict[str, tuple[int, int]] = {}   # request -> (drafts, match class) last found
-        self._recheck: set[str] = set()        # searched at the next chance (they just drafted)
-        self._open: dict[str, tuple[int, int, int]] = {}   # lookup-drafted: (tokens before, drafts, class)
-        self.classes = MatchClasses(min_n)
-        self._override = False                 # DSpark was paused, this round drafts by lookup
-        self.lookup_rounds = 0
-        self.lookup_drafts = 0
-        self.lookup_accepted = 0
+        self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
+            inner=inner, min_n=min_n, check_every=check_every,
+            _views={},      # request -> its live tokens (`track`)
+            _prompt={},     # request -> tokens when tracked: the search starts past them
+            _checked={},    # request -> known tokens at its last search
+            _matched={},    # request -> (drafts, match class) its last search found
+            _recheck=set(),  # searched at the next chance (they just drafted)
+            _open={},       # lookup-drafted request -> (tokens before, drafts, class)
+            classes=MatchClasses(min_n),
+            _override=False,  # DSpark was paused, this round drafts by lookup
+            _running=0,     # requests running, as the engine last said
+            lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
     def __getattr__(self, name: str):
+        if name == "inner" or name.startswith("__"):   # (copy, pickle: no recursion through `inner`)
+            raise AttributeError(name)
         return getattr(self.inner, name)   # (only for names not defined here)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in self.__dict__ or hasattr(type(self), name) or "inner" not in self.__dict__ \
+                or not hasattr(self.inner, name):
+            object.__setattr__(self, name, value)   # the wrapper's own (or new) attribute
+        else:
+            setattr(self.inner, name, value)         # DSpark's (a patched method, a setting)
 
     # --- the engine's calls -------------------------------------------------------------
     def track(self, request_id: str, token_ids: Sequence[int]) -> None:
@@ -125,42 +160,75 @@ class LookupAssist:
     def commit(self, request_id: str, num_tokens: int) -> None:
         self.inner.commit(request_id, num_tokens)
         opened = self._open.pop(request_id, None)
-        if opened is not None:
-            before, drafts, cls = opened
-            accepted = min(max(num_tokens - before - 1, 0), drafts)
-            self.lookup_accepted += accepted
-            self.classes.add(cls, drafts, accepted)
-            self._recheck.add(request_id)
+        if opened is None:
+            return
+        before, drafts, cls = opened
+        if not before < num_tokens <= before + drafts + 1:   # not this round's verification
+            return
+        accepted = num_tokens - before - 1
+        self.lookup_accepted += accepted
+        self.classes.add(cls, drafts, accepted)
+        self._recheck.add(request_id)
 
     def idle_rounds(self) -> int:
         rounds = self.inner.idle_rounds()
-        self._override = rounds > 0 and self._due(self.inner.batch)
+        self._override = rounds > 0 and self._due(self._running or self.inner.batch)
         return 0 if self._override else rounds
 
+    def idle_round(self, num_requests: int) -> None:
+        self._running = num_requests
+        self.classes.age(1)
+        self.inner.idle_round(num_requests)
+
     def dormant_rounds(self, num_requests: int) -> int:
+        self._running = num_requests
         return self._stretch(self.inner.dormant_rounds(num_requests), num_requests)
 
     def quiet_rounds(self, num_requests: int) -> int:
+        self._running = num_requests
         return self._stretch(self.inner.quiet_rounds(num_requests), num_requests)
 
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        self._running = num_requests
+        self.classes.age(rounds)
+        self.inner.dormant_passed(num_requests, rounds)
+
+    def quiet_passed(self, num_requests: int, rounds: int) -> None:
+        self._running = num_requests
+        self.classes.age(rounds)
+        self.inner.quiet_passed(num_requests, rounds)
+
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
-        if self._override:   # DSpark is paused: its round is an idle one
+        self.classes.age(1)
+        for r in requests:   # the engine commits before it proposes: an entry left was never verified
+            self._open.pop(r.request_id, None)
+        running = max(self._running, len(requests))
+        if self._override:   # DSpark is paused: its round is an idle one, at the requests running
             self._override = False
-            self.inner.idle_round(len(requests))
+            self.inner.idle_round(running)
             drafts = [Draft([]) for _ in requests]
         else:
             drafts = self.inner.propose(requests)
-        looked = set()
+            empty = [r.request_id for r, d in zip(requests, drafts) if not d.token_ids]
+            if empty and self._could_pay(running):
+                self._search(running, empty)   # the requests DSpark left empty (a gap in their context)
+        found = {}
         for i, r in enumerate(requests):
             if drafts[i].token_ids or r.request_id not in self._matched or r.max_tokens < 1:
                 continue
-            found, length = match(list(r.token_ids), self.min_n, r.max_tokens)
-            if found:
-                drafts[i] = Draft(found)
-                self._open[r.request_id] = (len(r.token_ids), len(found), self.classes.of(length))
-                self.lookup_drafts += len(found)
-                looked.add(r.request_id)
-        self.lookup_rounds += bool(looked)
+            tokens, length = match(_window(r.token_ids, len(r.token_ids)), self.min_n, r.max_tokens)
+            if tokens:
+                found[i] = (tokens, self.classes.of(length))
+        if found and not any(d.token_ids for d in drafts) and not self.pays(
+                running, [(len(tokens), self.classes.rate(cls)) for tokens, cls in found.values()]):
+            found = {}   # a round of lookup drafts alone must pay for itself (with DSpark's it rides along)
+        for i, (tokens, cls) in found.items():
+            r = requests[i]
+            drafts[i] = Draft(tokens)
+            self._open[r.request_id] = (len(r.token_ids), len(tokens), cls)
+            self.lookup_drafts += len(tokens)
+        self.lookup_rounds += bool(found)
+        looked = {requests[i].request_id for i in found}
         for request_id in [m for m in self._matched if m not in looked]:   # not asked (not eligible) or
             del self._matched[request_id]   # no longer matching: searched again once grown, not every round
         return drafts
@@ -190,25 +258,25 @@ class LookupAssist:
             return False
         return self.pays(batch, [(drafts, self.classes.rate(cls)) for drafts, cls in self._matched.values()])
 
-    def _search(self, batch: int) -> None:
-        """Searches the decoding requests grown `check_every` tokens (or just drafted), oldest
-        first, and stops after `batch` of them: requests are admitted first come, first served,
-        so those are the running ones (a preempted one may take a place: it then goes unsearched
-        for a while), and a long queue of waiting requests costs nothing."""
-        decoding = 0
-        for request_id, view in self._views.items():
-            if decoding >= batch:
-                break
+    def _search(self, batch: int, request_ids: list[str] | None = None) -> None:
+        """Searches `request_ids`, or else the oldest `batch` requests tracked (first come,
+        first served: the running ones; a preempted one may take a place and a running one then
+        goes unsearched a while; a long queue of waiting requests costs nothing), those that
+        decode and grew `check_every` tokens since their last search or just drafted."""
+        if request_ids is None:
+            chosen = islice(self._views.items(), batch)
+        else:
+            chosen = ((rid, self._views[rid]) for rid in request_ids if rid in self._views)
+        for request_id, view in chosen:
             known = len(view)
             while known and view[known - 1] < 0:   # the in-flight step's placeholder
                 known -= 1
-            if known <= self._prompt[request_id]:   # not decoding yet (waiting)
+            if known <= self._prompt[request_id]:   # not decoding yet
                 continue
-            decoding += 1
             if known - self._checked[request_id] < self.check_every and request_id not in self._recheck:
                 continue
             self._checked[request_id] = known
-            found, length = match(list(view[:known]), self.min_n, self.inner.num_tokens)
+            found, length = match(_window(view, known), self.min_n, self.inner.num_tokens)
             if found:
                 self._matched[request_id] = (len(found), self.classes.of(length))
             else:
@@ -218,9 +286,9 @@ class LookupAssist:
     def pays(self, batch: int, drafts: list[tuple[int, float]]) -> bool:
         """Whether a lookup round at `batch` requests, with `(drafts, accepted share)` for each
         request that has them, emits more tokens per second than plain decoding: (batch + the
-        expected accepted drafts) / batch tokens per plain step's worth, against
-        the round's cost in plain steps, the decode profile read at batch + sum(lengths) rows
-        (an upper bound: verifying a draft costs at most a request's decode step) plus twice
+        expected accepted drafts) / batch tokens per plain step's worth, against the round's
+        cost in plain steps, the decode profile read at batch + sum(drafts) rows (an upper
+        bound: verifying a draft costs at most a request's decode step) plus twice
         `SYNC_STEPS` of the 1-request step (the ids it waits for, the overlap the next step
         loses; without a profile: 1 + 2 `SYNC_STEPS` plain steps). In `sim_engine_calls.py
         --closed --lookup` one sync priced made rounds at 8 requests that lost 1-2.5%."""
