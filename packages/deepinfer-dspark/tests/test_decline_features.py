@@ -483,3 +483,24 @@ def test_a_quiet_stretch_ends_before_the_buffer_fills(fake_runner) -> None:
     pending = PendingContext(max_rows=100, max_bytes=100)
     pending.add_step(["a"], [0], [2], [0], torch.ones(2, 5))      # 40 bytes: 20 a row
     assert pending.rounds_before_full(1) == 2 and pending.rounds_before_full(0) == 0   # 40 + 2 x 20 < 100
+
+
+def test_a_partial_probe_that_loses_where_the_body_loses_declines_the_features(fake_runner) -> None:
+    """In a closed loop each probe after a settled loss is partial (the requests running then got
+    a gap, the joiners have none). Losing where the bucket's settled average loses, its pause now
+    declines the features too (it kept them for the whole pause before); at a young bucket it
+    still keeps them, and a partial round is still no evidence (not judged)."""
+    from deepinfer_dspark.pause_ledger import ledger_bucket
+    from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
+
+    settled = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
+    young = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
+    for _ in range(SETTLED_ROUNDS):
+        settled.pauses.judge(2, 0.5)
+    for proposer in (settled, young):
+        judged = proposer.pauses.rounds(2)
+        proposer._last_batch = 2
+        proposer._plan_pause(0.0, [K], 2, partial=True)   # nothing expected accepted: a loss
+        assert proposer.pauses.left(2) >= NOTHING_READY_PAUSE and proposer.pauses.rounds(2) == judged
+    assert ledger_bucket(2) in settled._ruled_out and not settled.wants_features()
+    assert ledger_bucket(2) not in young._ruled_out and young.wants_features()
