@@ -114,7 +114,7 @@ def test_bad_settings_name_the_field(fake_runner, folders) -> None:
     for bad in (-1, True, 2.0, "2"):
         with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: must be an int >= 0"):
             _dspark_settings({**confidence, "prompt_lookup_min": bad})
-    with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: must be below 2048"):
+    with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: must be below 1024"):
         _dspark_settings({**confidence, "prompt_lookup_min": 10**12})
     assert _dspark_settings({**confidence, "prompt_lookup_min": 4})["prompt_lookup_min"] == 4
 
@@ -231,7 +231,7 @@ def test_the_wrapper_passes_the_engines_counts_and_writes_to_dspark(fake_runner)
     live = [4, 5, 4, 5, 4, 5, 4]
     lookup.track("a", live)
     lookup.dormant_rounds(2)                            # the engine: 2 requests running
-    lookup._override = True
+    lookup._now.override = True
     lookup.propose([ask("a", list(live))])             # one of them asked (the other not eligible)
     assert seen == [2]                                 # DSpark's idle round at the requests running
     lookup.defer_context = False                        # a DSpark setting reaches DSpark
@@ -258,3 +258,17 @@ def test_requests_dspark_leaves_empty_get_lookup_drafts_when_it_drafts_others(fa
     drafts = lookup.propose([ask("a", list(a)), ask("b", list(b))])
     assert drafts[0].token_ids == [7] * K                # DSpark's (the fake drafter's token 7)
     assert drafts[1].token_ids == [8, 7, 8, 7] and lookup.lookup_rounds == 1
+
+
+def test_the_host_cost_script_times_both_modes(benchmark_script, tmp_path, monkeypatch, capsys) -> None:
+    """`benchmarks/lookup_host_cost.py` runs (both modes, every step paused) and prints a row per batch."""
+    import sys
+
+    bench = benchmark_script("lookup_host_cost")
+    SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps.json")
+    SPSProfile([8, 64], [400.0, 300.0]).save(tmp_path / "spec_sps.json")
+    monkeypatch.setattr(sys, "argv", ["lookup_host_cost.py", "--profiles", str(tmp_path), "--batch", "1", "2",
+                                      "--steps", "40", "--repeats", "1", "--context", "20"])
+    bench.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["batch 1", "batch 2"] and all("with lookup" in x for x in lines)

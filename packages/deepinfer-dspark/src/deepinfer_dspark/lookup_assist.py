@@ -30,13 +30,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import islice
+from types import SimpleNamespace
 
 from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.ngram import continue_period, latest_occurrence
 
 CHECK_EVERY = 8        # tokens a request grows between two searches of its context
-WINDOW = 2048          # tokens searched (the latest): a search costs O(WINDOW) on the host
+WINDOW = 1024          # tokens searched (the latest): a search costs O(WINDOW) on the host (~10 ns a
+# token to convert on this repository's CPU, `lookup_host_cost.py`)
 SYNC_STEPS = 0.9       # plain 1-request steps a synchronous step costs the host (the H200's step
 # log, session 20: a `propose` after an overlapped step cost 0.6-1 ms spikes; `sim_engine_calls.py
 # --sync`); a lone lookup round pays it twice: waiting for the ids before it, and the next plain
@@ -60,16 +62,19 @@ class MatchClasses:
     def __init__(self, min_n: int) -> None:
         self.min_n = min_n
         self.sums = [[rate * PRIOR_DRAFTS, PRIOR_DRAFTS] for rate in PRIOR_RATES]
+        self.unaged = 0   # rounds passed and not yet applied (`age` is asked every step: it only counts)
 
     def of(self, match: int) -> int:
         """The class of a match of `match` tokens."""
         return 0 if match < 2 * self.min_n else 1 if match < 4 * self.min_n else 2
 
     def rate(self, cls: int) -> float:
+        self._apply_age()
         accepted, verified = self.sums[cls]
         return accepted / verified
 
     def add(self, cls: int, drafts: int, accepted: int) -> None:
+        self._apply_age()
         weight = DECAY ** drafts
         accepted_sum, verified = self.sums[cls]
         self.sums[cls] = [accepted_sum * weight + accepted, verified * weight + drafts]
@@ -78,6 +83,11 @@ class MatchClasses:
         """`rounds` engine rounds passed: each class whose share is below the prior moves back
         toward it by 1 - exp(-rounds / AGE_ROUNDS) (a class above it keeps its evidence: in
         `sim_engine_calls.py --lookup` aging those too priced loops out again between them)."""
+        if rounds > 0:
+            self.unaged += rounds
+
+    def _apply_age(self) -> None:
+        rounds, self.unaged = self.unaged, 0
         if rounds <= 0:
             return
         keep = math.exp(-rounds / AGE_ROUNDS)
@@ -130,8 +140,9 @@ class LookupAssist:
             _recheck=set(),  # searched at the next chance (they just drafted)
             _open={},       # lookup-drafted request -> (tokens before, drafts, class)
             classes=MatchClasses(min_n),
-            _override=False,  # DSpark was paused, this round drafts by lookup
-            _running=0,     # requests running, as the engine last said
+            _now=SimpleNamespace(override=False,  # DSpark was paused, this round drafts by lookup
+                                 running=0),      # requests running, as the engine last said
+            _could={},      # batch -> `_could_pay`
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
     def __getattr__(self, name: str):
@@ -172,29 +183,29 @@ class LookupAssist:
 
     def idle_rounds(self) -> int:
         rounds = self.inner.idle_rounds()
-        self._override = rounds > 0 and self._due(self._running or self.inner.batch)
-        return 0 if self._override else rounds
+        self._now.override = rounds > 0 and self._due(self._now.running or self.inner.batch)
+        return 0 if self._now.override else rounds
 
     def idle_round(self, num_requests: int) -> None:
-        self._running = num_requests
+        self._now.running = num_requests
         self.classes.age(1)
         self.inner.idle_round(num_requests)
 
     def dormant_rounds(self, num_requests: int) -> int:
-        self._running = num_requests
+        self._now.running = num_requests
         return self._stretch(self.inner.dormant_rounds(num_requests), num_requests)
 
     def quiet_rounds(self, num_requests: int) -> int:
-        self._running = num_requests
+        self._now.running = num_requests
         return self._stretch(self.inner.quiet_rounds(num_requests), num_requests)
 
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
-        self._running = num_requests
+        self._now.running = num_requests
         self.classes.age(rounds)
         self.inner.dormant_passed(num_requests, rounds)
 
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
-        self._running = num_requests
+        self._now.running = num_requests
         self.classes.age(rounds)
         self.inner.quiet_passed(num_requests, rounds)
 
@@ -202,9 +213,9 @@ class LookupAssist:
         self.classes.age(1)
         for r in requests:   # the engine commits before it proposes: an entry left was never verified
             self._open.pop(r.request_id, None)
-        running = max(self._running, len(requests))
-        if self._override:   # DSpark is paused: its round is an idle one, at the requests running
-            self._override = False
+        running = max(self._now.running, len(requests))
+        if self._now.override:   # DSpark is paused: its round is an idle one, at the requests running
+            self._now.override = False
             self.inner.idle_round(running)
             drafts = [Draft([]) for _ in requests]
         else:
@@ -244,8 +255,12 @@ class LookupAssist:
         return min(rounds, self.check_every)
 
     def _could_pay(self, batch: int) -> bool:
-        """Whether a lookup round of k drafts, all accepted, for one request pays at `batch`."""
-        return batch >= 1 and self.pays(batch, [(self.inner.num_tokens, 1.0)])
+        """Whether a lookup round of k drafts, all accepted, for one request pays at `batch`
+        (memoized: it reads the decode profile only)."""
+        could = self._could.get(batch)
+        if could is None:
+            could = self._could[batch] = batch >= 1 and self.pays(batch, [(self.inner.num_tokens, 1.0)])
+        return could
 
     def _due(self, batch: int) -> bool:
         """Whether a lookup round pays at `batch` requests: some running request's suffix
