@@ -6,8 +6,9 @@ Prompt lookup decoding (Saxena 2023; vLLM's `ngram` method with prompt_lookup_mi
 find an earlier occurrence of the last n tokens and propose the tokens that followed it. An
 occurrence d tokens before the suffix reads the text as repeating with period d, so the drafts
 continue past the context's end with that period (`continue_period`): a reply stuck on one word
-(d = 1) drafts it k times instead of once. Deterministic, so the verifier treats its q as one-hot on the draft. `NgramSpecProposer` is the
-engine-facing `deepinfer_core.interfaces.Proposer` over it (method `ngram`).
+(d = 1) drafts it k times instead of once. Deterministic, so the verifier treats its q as
+one-hot on the draft. `NgramSpecProposer` is the engine-facing
+`deepinfer_core.interfaces.Proposer` over it (method `ngram`).
 """
 
 from __future__ import annotations
