@@ -20,7 +20,8 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     fixed-7. `confidence-k7` is the old name of today's `confidence`;
   - `confidence-direct`, `confidence-measured`, `confidence-rounds` and `confidence-lookup` (by
     name only): `defer_context` false, `measure_step_times` true, `measure_round_times` true, and
-    `prompt_lookup_min` 4 (prompt lookup where confidence drafts nothing, `LookupAssist`);
+    `prompt_lookup_min` 2 (prompt lookup where confidence drafts nothing, `LookupAssist`; 4 until
+    session 29);
   - `ngram-k` for k in --fixed (by name only): prompt lookup (`method: ngram`, n-grams of 1-4
     tokens) verifying up to k drafts whenever the context's suffix occurred before: what copying
     earlier text is worth on these replies, with no drafter (session 28: some replies loop).
@@ -269,7 +270,7 @@ def main() -> None:
     # steps on their profile, features still declined; session 27).
     variants["confidence-rounds"] = {**variants["confidence"], "measure_round_times": True}
     # ... and with prompt lookup where it drafts nothing (`prompt_lookup_min`: 4-token suffixes; session 28).
-    variants["confidence-lookup"] = {**variants["confidence"], "prompt_lookup_min": 4}
+    variants["confidence-lookup"] = {**variants["confidence"], "prompt_lookup_min": 2}   # (4 until session 29)
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}

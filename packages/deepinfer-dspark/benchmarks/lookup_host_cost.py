@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in the tests)
 import sim_pause_policy as sim  # noqa: E402
 
-from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
+from deepinfer_dspark.lookup_assist import CHECK_EVERY, LookupAssist  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
@@ -66,9 +66,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--min-n", type=int, default=4, help="prompt_lookup_min")
+    parser.add_argument("--check-every", type=int, default=CHECK_EVERY, help="tokens between two searches")
     args = parser.parse_args()
-    if min(args.batch) < 1 or args.context < 1 or args.steps < 1 or args.repeats < 1 or args.min_n < 1:
-        parser.error("--batch, --context, --steps, --repeats and --min-n: must be >= 1")
+    if min(args.batch) < 1 or min(args.context, args.steps, args.repeats, args.min_n, args.check_every) < 1:
+        parser.error("--batch, --context, --steps, --repeats, --min-n and --check-every: must be >= 1")
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
     slow = SPSProfile(spec.batch_tokens, [rate / 100.0 for rate in spec.steps_per_s])   # drafting never pays
@@ -79,7 +80,7 @@ def main() -> None:
             for mode in best:
                 inner = DSparkProposer(sim.FakeRunner(7, 0.9, random.Random(repeat)), 7, slow, decode=decode,
                                        decline_features=False)
-                proposer = LookupAssist(inner, args.min_n) if mode == "lookup" else inner
+                proposer = LookupAssist(inner, args.min_n, args.check_every) if mode == "lookup" else inner
                 inner.propose([])   # (no requests: nothing judged; `_last_batch` is set below)
                 inner._last_batch = batch
                 times = step_times(proposer, batch, args.context, args.steps, repeat)

@@ -145,4 +145,4 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     assert list(built) == names
     assert built["confidence-rounds"]["measure_round_times"] is True and built["none-again"] is None
     assert built["ngram-2"] == {"method": "ngram", "num_speculative_tokens": 2}
-    assert built["confidence-lookup"]["prompt_lookup_min"] == 4
+    assert built["confidence-lookup"]["prompt_lookup_min"] == 2

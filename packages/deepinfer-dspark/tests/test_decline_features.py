@@ -511,3 +511,40 @@ def test_a_partial_probe_that_loses_where_the_body_loses_declines_the_features(f
         assert proposer.pauses.left(2) >= NOTHING_READY_PAUSE and proposer.pauses.rounds(2) == judged
     assert ledger_bucket(2) in settled._ruled_out and not settled.wants_features()
     assert ledger_bucket(2) not in young._ruled_out and young.wants_features()
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_a_round_is_priced_at_the_requests_running_not_those_asked(folders, kit, async_scheduling: bool) -> None:
+    """A request that cannot be drafted for (a repetition penalty) beside one that can: the engine
+    asks `propose` about one request while two run, and tells the proposer so (`running`). DSpark
+    then judges and pauses that round at 2 requests, the count `idle_round` and `dormant_rounds`
+    hear (session 28's review: the round was judged at 1 and its pause read at 2, a bucket never
+    paused). Output stays plain decoding's."""
+    from deepinfer_core import SamplingParams
+
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 10, 15], [900.0, 900.0, 900.0, 150.0]),
+            "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]), "opening_tokens": 0}
+    prompts = [{"prompt_token_ids": p} for p in kit.prompts(2, seed=8)]
+    params = [SamplingParams(temperature=0, max_tokens=60, ignore_eos=True),
+              SamplingParams(temperature=0, max_tokens=60, ignore_eos=True, repetition_penalty=1.3)]
+    plain = kit.build(target, async_scheduling=async_scheduling)
+    expected = [o.outputs[0].token_ids for o in plain.generate(prompts, params)]
+    llm = kit.build(target, spec, async_scheduling=async_scheduling)
+    proposer = llm.engine.speculative.proposer
+    heard, judged = [], []
+    real_running, real_propose = proposer.running, proposer.propose
+    proposer.running = lambda n: heard.append(n) or real_running(n)
+
+    def judge(requests):
+        drafts = real_propose(requests)
+        judged.append((len(requests), proposer.batch))
+        return drafts
+
+    proposer.propose = judge
+    got = [o.outputs[0].token_ids for o in llm.generate(prompts, params)]
+    assert got == expected
+    assert judged and all(pair == (1, 2) for pair in judged), judged   # asked about 1, judged at 2
+    assert heard == [2] * len(judged)
+    assert llm.engine.speculative.stats.proposed > 0   # it did draft (at 2 drafting may pay here)

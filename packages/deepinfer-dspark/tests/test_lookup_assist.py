@@ -12,7 +12,8 @@ import pytest
 from deepinfer_core import SamplingParams
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.lookup_assist import PRIOR_RATES, SYNC_STEPS, LookupAssist, MatchClasses, match
+from deepinfer_dspark.lookup_assist import (PRIOR_RATES, SYNC_STEPS, WINDOW, LookupAssist, MatchClasses, TokenBytes,
+                                            match)
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -78,7 +79,7 @@ def test_nothing_is_searched_where_a_lookup_round_cannot_pay(fake_runner) -> Non
     # Full acceptance at 1 request: (1 + 4) tokens for 1 + 2 SYNC_STEPS steps; at 64: 68 / 64.
     assert lookup.pays(1, [(K, 1.0)]) and not lookup.pays(64, [(K, 1.0)])
     assert lookup.pays(1, [(K, 0.5)]) == ((1 + 0.5 * K) > 1 + 2 * SYNC_STEPS)
-    assert not lookup.pays(1, [(K, 0.2)]) and not lookup.pays(2, [(K, 0.5)])
+    assert not lookup.pays(1, [(K, 0.2)]) and not lookup.pays(2, [(K, 0.3)])
     live = [1, 2, 1, 2, 1, 2]
     lookup.track("r", live)
     live += [1, 2, 1]
@@ -169,6 +170,34 @@ def test_matches_are_measured_and_priced_by_their_length() -> None:
     assert classes.rate(2) > PRIOR_RATES[2] and classes.rate(0) < PRIOR_RATES[0] and classes.rate(1) == PRIOR_RATES[1]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_token_bytes_match_the_window_searched_from_scratch(seed: int) -> None:
+    """A request's bytes, appended as it grows (by 1 to 40 tokens, with jumps past the window and
+    shrinks that start over), find what a search of its last `WINDOW` tokens converted afresh
+    finds, past the point where their front is dropped."""
+    import random
+
+    rng = random.Random(seed)
+    ids: list[int] = []
+    ctx = TokenBytes()
+    while len(ids) < 3 * WINDOW:
+        if rng.random() < 0.3 and len(ids) > 16:   # a loop: repeat a recent stretch
+            back = rng.randint(1, 12)
+            ids += [ids[-back + i % back] for i in range(rng.randint(1, 30))]
+        else:
+            ids += [rng.randrange(50) for _ in range(rng.randint(1, 40))]
+        known = len(ids) - (rng.random() < 0.05) * rng.randint(1, 10)   # rarely: fewer than covered
+        if rng.random() < 0.02:
+            known = len(ids)
+            ids += [rng.randrange(50) for _ in range(WINDOW + 5)]   # a jump past the window
+            known = len(ids)
+        ctx.sync(ids, known)
+        window = ids[max(0, known - WINDOW):known]
+        for n in (1, 2, 4):
+            assert ctx.match(n, 5) == match(window, n, 5), (len(ids), n)
+    assert ctx.count - ctx.base <= 2 * WINDOW   # the front was dropped
+
+
 def test_a_long_queue_of_waiting_requests_is_not_searched(fake_runner) -> None:
     """Only the oldest `batch` decoding requests are searched (first come, first served: the
     running ones); waiting ones, whose tokens are their prompt, are never read past them."""
@@ -234,6 +263,10 @@ def test_the_wrapper_passes_the_engines_counts_and_writes_to_dspark(fake_runner)
     lookup._now.override = True
     lookup.propose([ask("a", list(live))])             # one of them asked (the other not eligible)
     assert seen == [2]                                 # DSpark's idle round at the requests running
+    lookup.running(3)                                   # the engine: 3 running, fewer asked next
+    assert lookup._now.running == 3 and lookup.inner._running == 3
+    lookup.propose([ask("a", list(live))])
+    assert lookup.inner.batch == 3 and lookup.inner._running == 0   # DSpark judged the round at 3
     lookup.defer_context = False                        # a DSpark setting reaches DSpark
     assert lookup.inner.defer_context is False and "defer_context" not in lookup.__dict__
     lookup.check_every = 3                              # the wrapper's own stays here

@@ -134,6 +134,13 @@ class Proposer(Protocol):
     scheduling the last token may read -1 until its step is resolved; rejected drafts are
     removed). Read it, never modify it; `remove` ends it. An exception is ignored.
 
+    Optional, for proposers that price a round by its batch (e.g. DSpark, whose pauses and
+    profiles are per number of running requests, the count `idle_round` and `dormant_rounds`
+    hear): a method `running(num_requests: int) -> None`, called right before a `propose` that
+    is not asked about every running request (some cannot be drafted for: penalties, structured
+    output, `min_tokens`, no room left, or they are prefilling), with the number of running
+    requests. An exception fails the requests asked, as one from `propose` does.
+
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any
     batch size): an attribute `retired: bool`. When it is True after the factory returns, the

@@ -10,9 +10,10 @@ features, and a request with a gap in its drafter context is never drafted for a
 lookup (Saxena 2023) needs neither features nor a drafter, only the request's own tokens.
 
 This wrapper reads each running request's live tokens (`deepinfer_core.Proposer.track`) every
-`check_every` tokens, also through dormant and quiet stretches (declared at most `check_every`
-rounds long where a lookup round could pay, so the engine asks again), and while the last
-`min_n` tokens occurred earlier (`ngram.latest_occurrence`, within the last `WINDOW` tokens) and
+`check_every` tokens (default every step), also through dormant and quiet stretches (declared at
+most `check_every` rounds long where a lookup round could pay, so the engine asks again), and
+while the last `min_n` tokens occurred earlier (`ngram.latest_in_bytes` over the request's
+`TokenBytes`, within the last `WINDOW` tokens) and
 such a round can pay (`pays`), it ends DSpark's pause for one round: each request DSpark does not
 draft for gets the tokens that followed the earlier occurrence, continued with its period
 (`ngram.continue_period`). A match is priced by its length (the suffix and the earlier text
@@ -28,21 +29,25 @@ to, the wrapped proposer unless the wrapper has them. Device-free.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from itertools import islice
 from types import SimpleNamespace
 
 from deepinfer_core.interfaces import Draft, DraftRequest
 
-from deepinfer_dspark.ngram import continue_period, latest_occurrence
+from deepinfer_dspark.ngram import WIDTH, continue_period, latest_in_bytes
 
-CHECK_EVERY = 8        # tokens a request grows between two searches of its context
-WINDOW = 1024          # tokens searched (the latest): a search costs O(WINDOW) on the host (~10 ns a
-# token to convert on this repository's CPU, `lookup_host_cost.py`)
-SYNC_STEPS = 0.9       # plain 1-request steps a synchronous step costs the host (the H200's step
-# log, session 20: a `propose` after an overlapped step cost 0.6-1 ms spikes; `sim_engine_calls.py
-# --sync`); a lone lookup round pays it twice: waiting for the ids before it, and the next plain
-# step, which has nothing in flight to overlap with
+CHECK_EVERY = 1        # tokens a request grows between two searches of its context: every step
+# (`lookup_replay.py` over 256 real replies: every 8 tokens missed a third of the rounds that pay,
+# 1.25 against 1.39; a search appends the new tokens' bytes and scans the window, +4.5 us a paused
+# step at 1 request on this repository's CPU, `lookup_host_cost.py --check-every 1`)
+WINDOW = 1024          # tokens searched (the latest): `bytes.rfind` over them, O(WINDOW) at C speed
+SYNC_STEPS = 0.45      # plain 1-request steps a synchronous step costs the host; a lone lookup round
+# pays it twice: waiting for the ids before it, and the next plain step, which has nothing in flight
+# to overlap with. The H200's step log (session 29, closed loop, means): a lookup round 2.26 ms and
+# the plain step after it 0.65 against plain steps of 1.02 at 1 request, so such a round costs ~1.9
+# plain steps in all; ~2.0 at 2 and 8 requests (0.9, from session 20's sync spikes, priced it at 2.8)
 PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any is verified, by
 # match class: short matches in fresh text mostly fail; a match over 4n tokens is a loop, and in the
 # H200's looping replies (session 28) fixed-7 accepted 0.86-1.00 of its drafts
@@ -95,22 +100,60 @@ class MatchClasses:
                      if a < rate * v else [a, v] for (a, v), rate in zip(self.sums, PRIOR_RATES)]
 
 
-def match(ids: list[int], n: int, k: int) -> tuple[list[int], int]:
-    """(`k` draft tokens, the match's length) from the latest earlier occurrence of the last `n`
-    tokens of `ids` (`ngram.latest_occurrence`, continued with its period: `continue_period`).
-    The length is `n` plus the tokens before both that agree, at most `LONGEST_MATCH`.
-    ([], 0) without an occurrence."""
-    start = latest_occurrence(ids, n)
+def match(ids: Sequence[int], n: int, k: int, lo: int = 0, data: bytes | bytearray | None = None
+          ) -> tuple[list[int], int]:
+    """(`k` draft tokens, the match's length) from the latest earlier occurrence, at or after
+    token `lo`, of the last `n` tokens of `ids` (`ngram.latest_in_bytes`, continued with its
+    period: `continue_period`). The length is `n` plus the tokens before both that agree, back
+    to `lo`, at most `LONGEST_MATCH`. ([], 0) without an occurrence. `data`: `ids` as bytes."""
+    start = latest_in_bytes(array("i", ids).tobytes() if data is None else data, n, lo)
     if start < 0:
         return [], 0
     length, here, there = n, start - 1, len(ids) - n - 1
-    while length < LONGEST_MATCH and here >= 0 and ids[here] == ids[there]:
+    while length < LONGEST_MATCH and here >= lo and ids[here] == ids[there]:
         length, here, there = length + 1, here - 1, there - 1
     return continue_period(ids, start, n, k), length
 
 
-def _window(view: Sequence[int], known: int) -> list[int]:
-    return list(view[max(0, known - WINDOW):known])   # (a slice of a list or a TokenView: a list)
+class TokenBytes:
+    """A request's known tokens as 32-bit bytes, appended as it grows, so a search converts only
+    the tokens new since the last one (converting a whole window cost ~10 us a search on this
+    repository's CPU); the front is dropped once past 2 `WINDOW` tokens. `count`: the tokens
+    covered (from the context's start), `base`: the first one kept."""
+
+    __slots__ = ("data", "base", "count")
+
+    def __init__(self) -> None:
+        self.data, self.base, self.count = bytearray(), 0, 0
+
+    def sync(self, view: Sequence[int], known: int) -> None:
+        """Covers `view[:known]` (tokens already covered are taken as unchanged; fewer than
+        covered, or a gap past the window, starts over)."""
+        if known == self.count:
+            return
+        start = max(self.count, known - WINDOW)
+        if known < self.count or start > self.count:
+            self.data.clear()
+            self.base = start = max(0, known - WINDOW)
+        self.data += array("i", view[start:known]).tobytes()
+        self.count = known
+        if known - self.base > 2 * WINDOW:
+            drop = known - WINDOW - self.base
+            del self.data[:drop * WIDTH]
+            self.base += drop
+
+    def match(self, n: int, k: int) -> tuple[list[int], int]:
+        """`match` over the last `WINDOW` tokens covered."""
+        with memoryview(self.data) as raw, raw.cast("i") as ids:
+            return match(ids, n, k, max(0, self.count - WINDOW - self.base), self.data)
+
+
+def _known(view: Sequence[int]) -> int:
+    """The tokens of a live list before the in-flight step's placeholders (negative ids)."""
+    known = len(view)
+    while known and view[known - 1] < 0:
+        known -= 1
+    return known
 
 
 class LookupAssist:
@@ -134,6 +177,7 @@ class LookupAssist:
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
             inner=inner, min_n=min_n, check_every=check_every,
             _views={},      # request -> its live tokens (`track`)
+            _ctx={},        # request -> its known tokens as bytes (`TokenBytes`)
             _prompt={},     # request -> tokens when tracked: the search starts past them
             _checked={},    # request -> known tokens at its last search
             _matched={},    # request -> (drafts, match class) its last search found
@@ -160,10 +204,11 @@ class LookupAssist:
     # --- the engine's calls -------------------------------------------------------------
     def track(self, request_id: str, token_ids: Sequence[int]) -> None:
         self._views[request_id] = token_ids
+        self._ctx[request_id] = TokenBytes()
         self._prompt[request_id] = self._checked[request_id] = len(token_ids)
 
     def remove(self, request_id: str) -> None:
-        for table in (self._views, self._prompt, self._checked, self._matched, self._open):
+        for table in (self._views, self._ctx, self._prompt, self._checked, self._matched, self._open):
             table.pop(request_id, None)
         self._recheck.discard(request_id)
         self.inner.remove(request_id)
@@ -185,6 +230,10 @@ class LookupAssist:
         rounds = self.inner.idle_rounds()
         self._now.override = rounds > 0 and self._due(self._now.running or self.inner.batch)
         return 0 if self._now.override else rounds
+
+    def running(self, num_requests: int) -> None:
+        self._now.running = num_requests
+        self.inner.running(num_requests)
 
     def idle_round(self, num_requests: int) -> None:
         self._now.running = num_requests
@@ -227,7 +276,11 @@ class LookupAssist:
         for i, r in enumerate(requests):
             if drafts[i].token_ids or r.request_id not in self._matched or r.max_tokens < 1:
                 continue
-            tokens, length = match(_window(r.token_ids, len(r.token_ids)), self.min_n, r.max_tokens)
+            ctx = self._ctx.get(r.request_id)
+            if ctx is None:
+                continue
+            ctx.sync(r.token_ids, _known(r.token_ids))
+            tokens, length = ctx.match(self.min_n, r.max_tokens)
             if tokens:
                 found[i] = (tokens, self.classes.of(length))
         if found and not any(d.token_ids for d in drafts) and not self.pays(
@@ -283,15 +336,15 @@ class LookupAssist:
         else:
             chosen = ((rid, self._views[rid]) for rid in request_ids if rid in self._views)
         for request_id, view in chosen:
-            known = len(view)
-            while known and view[known - 1] < 0:   # the in-flight step's placeholder
-                known -= 1
+            known = _known(view)
             if known <= self._prompt[request_id]:   # not decoding yet
                 continue
             if known - self._checked[request_id] < self.check_every and request_id not in self._recheck:
                 continue
             self._checked[request_id] = known
-            found, length = match(_window(view, known), self.min_n, self.inner.num_tokens)
+            ctx = self._ctx[request_id]
+            ctx.sync(view, known)
+            found, length = ctx.match(self.min_n, self.inner.num_tokens)
             if found:
                 self._matched[request_id] = (len(found), self.classes.of(length))
             else:

@@ -118,11 +118,20 @@ def latest_occurrence(ids: list[int], n: int, data: bytes | None = None) -> int:
         raise ValueError(f"n: must be >= 1, got {n}")
     if len(ids) <= n:
         return -1
-    data = _as_bytes(ids) if data is None else data
-    pattern = data[len(data) - n * WIDTH:]
+    return latest_in_bytes(_as_bytes(ids) if data is None else data, n)
+
+
+def latest_in_bytes(data: bytes | bytearray, n: int, lo: int = 0) -> int:
+    """`latest_occurrence` over token ids already as bytes (32-bit, `WIDTH` a token; a caller
+    may append to them as a request grows instead of converting its context each search): the
+    start (in tokens) of the latest earlier occurrence of the last `n` tokens at or after token
+    `lo`, or -1. n >= 1 is the caller's to check."""
+    if len(data) <= n * WIDTH:
+        return -1
+    pattern = bytes(data[len(data) - n * WIDTH:])
     end = len(data) - WIDTH   # the occurrence must end before the last token
     while True:
-        pos = data.rfind(pattern, 0, end)
+        pos = data.rfind(pattern, lo * WIDTH, end)
         if pos < 0:
             return -1
         if pos % WIDTH == 0:   # aligned on a token, not straddling two

@@ -151,6 +151,7 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.openings = OpeningPhase(probe_every, self.max_probe_every, opening_tokens)   # their openings
         self._last_batch = 0                 # requests in the last round (or the last `dormant_rounds` ask)
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
+        self._running = 0                    # requests running in the coming round, when more than asked
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
@@ -274,6 +275,11 @@ class DSparkProposer(PausePolicy, StepTiming):
         its opening, the opening rounds still to skip there (`OpeningPhase`)."""
         return self.pauses.left(self._last_batch) or self.openings.paused(self._last_batch)
 
+    def running(self, num_requests: int) -> None:
+        """The next `propose` is asked about fewer requests than run (see `deepinfer_core.Proposer`):
+        that round is priced and paused at `num_requests`."""
+        self._running = num_requests
+
     def idle_round(self, num_requests: int) -> None:
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
         does while paused."""
@@ -290,9 +296,14 @@ class DSparkProposer(PausePolicy, StepTiming):
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         began = self.rates.start()
-        self._record(began, len(requests), None)   # a plain step, unless the drafter runs below
+        # The round's batch: the requests running (`running`, when some are not asked: their
+        # sampling cannot be drafted for), as `idle_round` and `dormant_rounds` count it, so a
+        # pause set here is the one those read (the review of session 28 found the two counts
+        # alternating between two buckets: a pause never held).
+        batch, self._running = max(len(requests), self._running), 0
+        self._record(began, batch, None)   # a plain step, unless the drafter runs below
         drafts = [Draft([]) for _ in requests]
-        self._last_batch = batch = len(requests)
+        self._last_batch = batch
         judged, self._cleared = self._cleared == batch, 0   # by `idle_rounds`, this round
         self.acceptance.close()   # the last drafted round's commits are in
         probing = self._probing()

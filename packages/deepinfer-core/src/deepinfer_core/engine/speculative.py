@@ -159,6 +159,9 @@ class SpeculativeDecoder:
         if not asks:
             return {}
         try:  # a plug-in's failure must not take down the requests it was not asked about
+            running = getattr(self.proposer, "running", None) if len(asks) < len(requests) else None
+            if running is not None:
+                running(len(requests))   # the round's batch holds requests it is not asked about
             drafts = self.proposer.propose(asks)
             if not isinstance(drafts, (list, tuple)):
                 raise TypeError(f"returned {type(drafts).__name__}, expected a list of {len(asks)} Drafts")
