@@ -1,31 +1,35 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Prompt lookup replayed over real greedy replies, one request at a time, on the H200's step costs.
+"""Prompt lookup replayed over real greedy replies in a closed loop, on the H200's step costs.
 
 At 1 request on the H200 (session 29, BENCHMARKS.md) confidence-scheduled DSpark with a weak
 drafter drafts almost nothing, so what `prompt_lookup_min` (`LookupAssist`) adds is the whole
 difference, and `ngram-7` (prompt lookup every step, n-grams of 4 down to 1) beat it: 1.14-1.22x
 against 1.07-1.13x. This script replays both over replies that `record_replies.py` saved (the
-target's own greedy text, so a lookup draft is accepted while it is the reply's next tokens),
-in a closed loop of one request (the proposer kept across replies, as an engine keeps it):
+target's own greedy text, so a lookup draft is accepted while it is the reply's next tokens), as
+`bench_dspark.py --closed-loop 4` runs them: calls of 4 C replies through C slots, a reply
+admitted as one finishes, the proposer kept across calls:
 
-  - `ngram`: `NgramProposer(1, 4)` every step, as core's `ngram` method drafts;
+  - `ngram`: `NgramProposer(1, 4)` for every running request every step, as core's `ngram`
+    method drafts;
   - `lookup N`: a paused `DSparkProposer` (`sim_pause_policy.FakeRunner`, a round profile under
-    which drafting never pays: every step is paused, as at 1 request there) wrapped in
-    `LookupAssist(N)`, asked what the engine asks (`dormant_rounds` through core's `DormantSteps`,
-    `idle_rounds`, `propose`, `commit`): its searches, stretches, match classes and `pays`.
+    which drafting never pays: every step is paused, as with a drafter that loses) wrapped in
+    `LookupAssist(N)`, asked what the engine asks, in its order (`sim_engine_calls.run_batch`:
+    `dormant_rounds` through core's `DormantSteps`, `idle_rounds`, `idle_round`, `propose`,
+    `commit`, `remove`): its searches, stretches, match classes and `pays`.
 
-Each step costs what the H200's step log measured at 1 request (mean ms, session 29's closed-loop
-calls, `benchmarks/results/h200-2026-12-02f`): a plain step `--plain`, a round with drafts
-`--round` (lone or back to back alike: 2.0-2.3), and the plain step right after a round `--after`
-(0.55-0.65: the engine launches it with nothing to wait for). Printed per policy: plain
-decoding's time over the policy's (each reply's ratio, then their mean, as `bench_dspark.py`'s
-paired ratio), the rounds and the accepted drafts a round.
+A step at n running requests costs what the H200's step log measured (mean ms, session 29's
+closed-loop calls, `benchmarks/results/h200-2026-12-02f`): a plain step `--plain` at 1 request,
+scaled by the decode profile to n; a step with drafts that plus `--round-extra` (1.2-1.3 ms at
+1, 2 and 8 requests); the plain step right after one that less `--after-saving` (0.35-0.45 ms:
+the engine launches it with nothing to wait for). Prefills are not charged. Printed per
+concurrency and policy: plain decoding's time over the policy's (the mean of the calls' ratios,
+as `bench_dspark.py`'s paired ratio, and over all calls), rounds, accepted drafts a round.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/lookup_replay.py --replies replies.json \
-        --profiles benchmarks/results/h200-2026-12-02f/run5-closed-lookup --lookup 1 2 3 4 \
-        --check-every 1 8 --sync-steps 0.45 0.9
+        --profiles benchmarks/results/h200-2026-12-02f/run5-closed-lookup --concurrency 1 2 8 \
+        --lookup 2 4 --check-every 1 8 --priced 1.15:0.35 0.9:0 1.8:0
 """
 
 from __future__ import annotations
@@ -52,12 +56,13 @@ from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 class Costs:
     """Milliseconds charged to a policy's steps; `rounds` and `accepted` count its rounds."""
 
-    def __init__(self, plain: float, round_ms: float, after: float) -> None:
-        self.plain, self.round_ms, self.after = plain, round_ms, after
+    def __init__(self, decode: SPSProfile, plain: float, round_extra: float, after_saving: float) -> None:
+        self.decode, self.plain, self.round_extra, self.after_saving = decode, plain, round_extra, after_saving
         self.ms, self.rounds, self.accepted, self.last_round = 0.0, 0, 0, False
 
-    def step(self, drafted: bool, accepted: int = 0) -> None:
-        self.ms += self.round_ms if drafted else self.after if self.last_round else self.plain
+    def step(self, running: int, drafted: bool, accepted: int = 0) -> None:
+        plain = self.plain * self.decode.at(1) / self.decode.at(running)
+        self.ms += plain + self.round_extra if drafted else plain - self.after_saving if self.last_round else plain
         self.rounds += drafted
         self.accepted += accepted
         self.last_round = drafted
@@ -68,112 +73,177 @@ def accepted_of(drafts: list[int], truth: list[int]) -> int:
     return next((i for i, (a, b) in enumerate(zip(drafts, truth)) if a != b), min(len(drafts), len(truth)))
 
 
-def replay_ngram(replies: list[dict], k: int, costs: Costs) -> list[float]:
-    """Each reply's time (ms) under prompt lookup every step (n-grams of 4 down to 1)."""
-    ngram, times = NgramProposer(1, 4), []
-    for item in replies:
-        began = costs.ms
-        reply, ids, pos = item["reply"], list(item["prompt"]) + item["reply"][:1], 1
-        while pos < len(reply):
-            drafts = ngram.propose("r", ids, min(k, len(reply) - pos - 1))
-            accepted = accepted_of(drafts, reply[pos:]) if drafts else 0
-            costs.step(bool(drafts), accepted)
-            ids.extend(reply[pos:pos + 1 + accepted])
-            pos += 1 + accepted
-        costs.last_round = False   # (the next request's prefill runs between)
-        times.append(costs.ms - began)
-    return times
+class Plain:
+    """No drafts (plain decoding's time)."""
+
+    def track(self, request_id: str, ids: list[int]) -> None:
+        pass
+
+    def start(self, running: int) -> None:
+        pass
+
+    def drafts(self, asks: list[DraftRequest]) -> list[list[int]]:
+        return []
+
+    def after(self, running: int) -> None:
+        pass
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        pass
+
+    def remove(self, request_id: str) -> None:
+        pass
 
 
-def replay_lookup(replies: list[dict], k: int, min_n: int, decode: SPSProfile, costs: Costs,
-                  check_every: int | None = None) -> list[float]:
-    """Each reply's time (ms) under a paused DSpark wrapped in `LookupAssist(min_n)`, asked as the
-    engine asks it (the order of `sim_engine_calls.run_batch`, one request)."""
-    never = SPSProfile([1, 1024], [1e-3, 1e-3])   # a round profile under which drafting never pays
-    inner = DSparkProposer(sim.FakeRunner(k, 0.3, random.Random(0)), k, never, decode=decode)
-    kw = {} if check_every is None else {"check_every": check_every}
-    proposer = LookupAssist(inner, min_n, **kw)
-    dormant, times = DormantSteps(proposer), []
-    for n, item in enumerate(replies):
-        began, rid = costs.ms, f"r{n}"
-        reply, ids, pos = item["reply"], list(item["prompt"]) + item["reply"][:1], 1
-        proposer.track(rid, ids)
-        due = False
-        if dormant.step(1):   # the prefill step
-            dormant.ran(1)
-        elif proposer.idle_rounds() > 0:
-            proposer.idle_round(1)
-        else:
-            due = True
-        while pos < len(reply):
-            drafts = []
-            if due:
-                ask = DraftRequest(rid, list(ids), min(k, len(reply) - pos - 1), 0.0, 0, 1.0, 0.0, 0, pos)
-                drafts = proposer.propose([ask])[0].token_ids
-            quiet = False if drafts else dormant.step(1)
-            accepted = accepted_of(drafts, reply[pos:]) if drafts else 0
-            costs.step(bool(drafts), accepted)
-            if drafts:
-                proposer.commit(rid, len(ids) + 1 + accepted)
-            ids.extend(reply[pos:pos + 1 + accepted])
-            pos += 1 + accepted
-            due = False
-            if pos >= len(reply):
-                break
-            if quiet:
-                dormant.ran(1)
-            elif proposer.idle_rounds() > 0:
-                proposer.idle_round(1)
+class Ngram(Plain):
+    """Prompt lookup for every running request every step (core's `ngram` method)."""
+
+    def __init__(self) -> None:
+        self.ngram = NgramProposer(1, 4)
+
+    def drafts(self, asks: list[DraftRequest]) -> list[list[int]]:
+        return [self.ngram.propose(a.request_id, a.token_ids, a.max_tokens) for a in asks]
+
+
+class Lookup(Plain):
+    """A paused DSpark wrapped in `LookupAssist`, asked in the engine's order."""
+
+    def __init__(self, k: int, min_n: int, decode: SPSProfile, check_every: int) -> None:
+        never = SPSProfile([1, 1024], [1e-3, 1e-3])   # a round profile under which drafting never pays
+        inner = DSparkProposer(sim.FakeRunner(k, 0.3, random.Random(0)), k, never, decode=decode)
+        self.proposer = LookupAssist(inner, min_n, check_every)
+        self.dormant, self.due, self.quiet = DormantSteps(self.proposer), False, False
+
+    def track(self, request_id: str, ids: list[int]) -> None:
+        self.proposer.track(request_id, ids)
+
+    def start(self, running: int) -> None:
+        self.quiet = self.dormant.step(running)   # the prefill step: no drafts
+        self.after(running)
+
+    def drafts(self, asks: list[DraftRequest]) -> list[list[int]]:
+        found = [d.token_ids for d in self.proposer.propose(asks)] if self.due else []
+        self.quiet = False if any(found) else self.dormant.step(len(asks))
+        return found
+
+    def after(self, running: int) -> None:
+        self.due = False
+        if self.quiet:
+            self.dormant.ran(running)
+        elif running:
+            if self.proposer.idle_rounds() > 0:
+                self.proposer.idle_round(running)
             else:
-                due = True
-        dormant.settle()
-        proposer.remove(rid)
-        costs.last_round = False
-        times.append(costs.ms - began)
-    return times
+                self.due = True
+        else:
+            self.dormant.settle()
+
+    def commit(self, request_id: str, num_tokens: int) -> None:
+        self.proposer.commit(request_id, num_tokens)
+
+    def remove(self, request_id: str) -> None:
+        self.proposer.remove(request_id)
+
+
+def replay(replies: list[dict], slots: int, k: int, policy: Plain, costs: Costs, first: int = 0) -> float:
+    """One call: `replies` through `slots` slots, each admitted as one finishes (its prefill in
+    the next step, not charged); returns the call's ms."""
+    began, queue, live = costs.ms, list(range(len(replies))), {}   # request -> [reply, ids, position]
+
+    def admit() -> None:
+        while queue and len(live) < slots:
+            n = queue.pop(0)
+            reply = replies[n]["reply"]
+            live[f"r{first + n}"] = [reply, list(replies[n]["prompt"]) + reply[:1], 1]
+            policy.track(f"r{first + n}", live[f"r{first + n}"][1])
+
+    admit()
+    policy.start(len(live))
+    while live:
+        asks = [DraftRequest(rid, list(ids), min(k, len(reply) - pos - 1), 0.0, 0, 1.0, 0.0, 0, pos)
+                for rid, (reply, ids, pos) in live.items()]
+        found = policy.drafts(asks)
+        accepted_all = 0
+        for i, (rid, state) in enumerate(list(live.items())):
+            reply, ids, pos = state
+            drafts = found[i] if i < len(found) else []
+            accepted = accepted_of(drafts, reply[pos:]) if drafts else 0
+            if drafts:
+                policy.commit(rid, len(ids) + 1 + accepted)
+            ids.extend(reply[pos:pos + 1 + accepted])
+            state[2] = pos + 1 + accepted
+            accepted_all += accepted
+        costs.step(len(asks), any(found), accepted_all)
+        for rid in [rid for rid, (reply, _, pos) in live.items() if pos >= len(reply)]:
+            del live[rid]
+            policy.remove(rid)
+        policy.after(len(live))
+        admit()
+    costs.last_round = False   # (the next call's prefill runs between)
+    return costs.ms - began
+
+
+def run(replies: list[dict], slots: int, k: int, make, costs: Costs) -> list[float]:
+    """Each call's ms: calls of 4 x `slots` replies (`bench_dspark.py --closed-loop 4`), one policy
+    (`make()`) across them."""
+    policy, size = make(), 4 * slots
+    return [replay(replies[at:at + size], slots, k, policy, costs, at) for at in range(0, len(replies), size)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replies", type=Path, required=True, help="record_replies.py's JSON")
     parser.add_argument("--profiles", type=Path, required=True, help="folder with sps.json (the decode profile)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1])
     parser.add_argument("--lookup", type=int, nargs="+", default=[2], help="prompt_lookup_min values to replay")
     parser.add_argument("--check-every", type=int, nargs="+", default=[lookup_assist.CHECK_EVERY])
     parser.add_argument("--k", type=int, default=7)
-    parser.add_argument("--sync-steps", type=float, nargs="+", default=[lookup_assist.SYNC_STEPS],
-                        help="values of `lookup_assist.SYNC_STEPS` (what `pays` charges a sync) to replay")
-    parser.add_argument("--plain", type=float, default=1.01, help="ms of a plain step")
-    parser.add_argument("--round", type=float, default=2.2, help="ms of a round with drafts")
-    parser.add_argument("--after", type=float, default=0.62, help="ms of the plain step after a round")
+    parser.add_argument("--priced", nargs="+", default=[f"{lookup_assist.ROUND_STEPS}:{lookup_assist.AFTER_STEPS}"],
+                        metavar="ROUND:AFTER", help="values of `lookup_assist.ROUND_STEPS` and `AFTER_STEPS` (what "
+                        "`pays` charges a round) to replay; 0.9:0 prices every round as session 29's first try did")
+    parser.add_argument("--plain", type=float, default=1.01, help="ms of a plain step at 1 request")
+    parser.add_argument("--round-extra", type=float, default=1.19, help="ms a step with drafts costs more")
+    parser.add_argument("--after-saving", type=float, default=0.39, help="ms the plain step after a round costs less")
     args = parser.parse_args()
-    if args.k < 1 or min(args.lookup) < 1 or min(args.check_every) < 1:
-        parser.error("--k, --lookup and --check-every: must be >= 1")
+    if min(args.k, *args.lookup, *args.check_every, *args.concurrency) < 1:
+        parser.error("--k, --lookup, --check-every and --concurrency: must be >= 1")
+    try:
+        priced = [tuple(float(x) for x in item.split(":")) for item in args.priced]
+    except ValueError:
+        priced = []
+    if not priced or any(len(p) != 2 or min(p) < 0 for p in priced):
+        parser.error(f"--priced: expected ROUND:AFTER pairs of numbers >= 0, got {args.priced}")
     replies = [r for r in json.loads(args.replies.read_text())["replies"] if len(r["reply"]) > 1]
     decode = SPSProfile.load(args.profiles / "sps.json")
-    plain = [args.plain * (len(r["reply"]) - 1) for r in replies]
-
-    def row(name: str, times: list[float], costs: Costs) -> None:
-        ratios = [p / t for p, t in zip(plain, times)]
-        per = costs.accepted / costs.rounds if costs.rounds else 0.0
-        print(f"| {name} | {statistics.fmean(ratios):.3f} | {sum(plain) / sum(times):.3f} | {costs.rounds} | "
-              f"{per:.2f} |", flush=True)
-
-    print(f"{len(replies)} replies, {sum(len(r['reply']) for r in replies)} tokens; step ms: plain {args.plain}, "
-          f"round {args.round}, after a round {args.after}")
-    print("| policy | mean paired ratio | total ratio | rounds | accepted drafts / round |\n|---|---:|---:|---:|---:|")
-    costs = Costs(args.plain, args.round, args.after)
-    row(f"ngram-{args.k}", replay_ngram(replies, args.k, costs), costs)
-    default = lookup_assist.SYNC_STEPS
+    print(f"{len(replies)} replies, {sum(len(r['reply']) for r in replies)} tokens; step ms at 1 request: plain "
+          f"{args.plain}, a round +{args.round_extra}, the plain step after a round -{args.after_saving}")
+    print("| requests | policy | mean paired ratio | total ratio | rounds | accepted drafts / round |\n"
+          "|---:|---|---:|---:|---:|---:|")
+    default = lookup_assist.ROUND_STEPS, lookup_assist.AFTER_STEPS
     try:
-        for sync in args.sync_steps:
-            lookup_assist.SYNC_STEPS = sync   # (`pays` reads it at each call)
-            for min_n in args.lookup:
-                for every in args.check_every:
-                    costs = Costs(args.plain, args.round, args.after)
-                    times = replay_lookup(replies, args.k, min_n, decode, costs, every)
-                    row(f"lookup {min_n} (every {every}, sync {sync})", times, costs)
+        for slots in args.concurrency:
+            def costs() -> Costs:
+                return Costs(decode, args.plain, args.round_extra, args.after_saving)
+            base = run(replies, slots, args.k, Plain, costs())
+
+            def row(name: str, make) -> None:
+                c = costs()
+                times = run(replies, slots, args.k, make, c)
+                ratios = [b / t for b, t in zip(base, times)]
+                per = c.accepted / c.rounds if c.rounds else 0.0
+                print(f"| {slots} | {name} | {statistics.fmean(ratios):.3f} | {sum(base) / sum(times):.3f} | "
+                      f"{c.rounds} | {per:.2f} |", flush=True)
+
+            row(f"ngram-{args.k}", Ngram)
+            for round_steps, after_steps in priced:
+                # (`pays` reads them at each call)
+                lookup_assist.ROUND_STEPS, lookup_assist.AFTER_STEPS = round_steps, after_steps
+                for min_n in args.lookup:
+                    for every in args.check_every:
+                        row(f"lookup {min_n} (every {every}, priced {round_steps:g}:{after_steps:g})",
+                            lambda: Lookup(args.k, min_n, decode, every))
     finally:
-        lookup_assist.SYNC_STEPS = default
+        lookup_assist.ROUND_STEPS, lookup_assist.AFTER_STEPS = default
 
 
 if __name__ == "__main__":

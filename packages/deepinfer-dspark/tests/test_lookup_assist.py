@@ -12,14 +12,14 @@ import pytest
 from deepinfer_core import SamplingParams
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.lookup_assist import (PRIOR_RATES, SYNC_STEPS, WINDOW, LookupAssist, MatchClasses, TokenBytes,
+from deepinfer_dspark.lookup_assist import (AFTER_STEPS, PRIOR_RATES, ROUND_STEPS, WINDOW, LookupAssist, MatchClasses, TokenBytes,
                                             match)
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 K = 4
 # Drafting by DSpark can never pay (a round at 1 request costs 100 plain steps): it is ruled out,
-# dormant, features declined. A lookup round at 1 request costs 1 + 2 SYNC_STEPS plain steps.
+# dormant, features declined. A lone lookup round at 1 request costs 1 + ROUND_STEPS - AFTER_STEPS plain steps.
 SLOW_SPS = SPSProfile([1, 5, 64, 320], [10.0, 10.0, 9.0, 8.0])
 DECODE = SPSProfile([1, 64], [1000.0, 1000.0])
 
@@ -76,10 +76,13 @@ def test_stretches_are_capped_and_cut_when_a_lookup_is_due(fake_runner) -> None:
 
 def test_nothing_is_searched_where_a_lookup_round_cannot_pay(fake_runner) -> None:
     lookup = assisted(fake_runner)
-    # Full acceptance at 1 request: (1 + 4) tokens for 1 + 2 SYNC_STEPS steps; at 64: 68 / 64.
+    # Full acceptance at 1 request: (1 + 4) tokens for 1 + ROUND_STEPS - AFTER_STEPS steps; at 64: 68 / 64.
     assert lookup.pays(1, [(K, 1.0)]) and not lookup.pays(64, [(K, 1.0)])
-    assert lookup.pays(1, [(K, 0.5)]) == ((1 + 0.5 * K) > 1 + 2 * SYNC_STEPS)
-    assert not lookup.pays(1, [(K, 0.2)]) and not lookup.pays(2, [(K, 0.3)])
+    assert lookup.pays(1, [(K, 0.5)]) == ((1 + 0.5 * K) > 1 + ROUND_STEPS - AFTER_STEPS)
+    assert not lookup.pays(1, [(K, 0.15)]) and not lookup.pays(2, [(K, 0.3)])
+    # A round that extends a run of rounds does not get the cheaper plain step after it again.
+    share = (ROUND_STEPS - AFTER_STEPS / 2) / K   # pays alone, not in a run
+    assert lookup.pays(1, [(K, share)]) and not lookup.pays(1, [(K, share)], in_run=True)
     live = [1, 2, 1, 2, 1, 2]
     lookup.track("r", live)
     live += [1, 2, 1]
@@ -305,3 +308,49 @@ def test_the_host_cost_script_times_both_modes(benchmark_script, tmp_path, monke
     bench.main()
     lines = capsys.readouterr().out.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["batch 1", "batch 2"] and all("with lookup" in x for x in lines)
+
+
+def test_a_running_count_holds_for_one_round_only(fake_runner) -> None:
+    """`running` (some requests not asked) prices the next round only, in DSpark and in the
+    wrapper, also when that round was a lookup round (DSpark then hears `idle_round`): a later
+    round whose requests are all asked is judged at its own size (session 29's review)."""
+    import torch
+
+    lookup = assisted(fake_runner)
+    live = [4, 5, 4, 5, 4, 5, 4]
+    lookup.track("a", live)
+    lookup.running(3)
+    lookup._now.override = True                       # a lookup round (DSpark paused)
+    lookup.propose([ask("a", list(live))])
+    assert lookup.inner._running == 0 and lookup._now.running == 0
+    lookup.inner.propose([ask("a", list(live))])      # later: 1 running, asked
+    assert lookup.inner.batch == 1
+    # A request DSpark leaves empty gets lookup drafts in a later round of 2, after one of 16.
+    wide = LookupAssist(DSparkProposer(fake_runner(K, 0.95), K, SPSProfile([1, 5, 64, 320], [500.0] * 4),
+                                       decode=DECODE), 2, check_every=1)
+    a, b = [1, 2, 3, 4], [7, 8, 7, 8, 7]
+    wide.track("a", a)
+    wide.track("b", b)
+    b += [8, 7]
+    wide.inner.observe_step(["a"], [0], [3], [0], torch.ones(3, 2))   # "b" has a gap
+    wide.running(16)
+    wide.propose([ask("a", list(a)), ask("b", list(b))])
+    b += [8, 7]
+    assert wide.propose([ask("a", list(a)), ask("b", list(b))])[1].token_ids == [8, 7, 8, 7]
+
+
+def test_token_bytes_drop_their_front_and_still_match() -> None:
+    """A request growing a token at a time past 3 `WINDOW` tokens: its bytes keep at most 2
+    `WINDOW` tokens, and every search equals one over its last `WINDOW` tokens."""
+    import random
+
+    rng = random.Random(3)
+    ids, ctx, drops = [], TokenBytes(), 0
+    while len(ids) < 3 * WINDOW + 50:
+        ids.append(ids[-7] if len(ids) > 7 and rng.random() < 0.6 else rng.randrange(40))
+        base = ctx.base
+        ctx.sync(ids, len(ids))
+        drops += ctx.base > base
+        if len(ids) % 17 == 0 or ctx.base > base:
+            assert ctx.match(2, 5) == match(ids[-WINDOW:], 2, 5), len(ids)
+    assert drops >= 2 and ctx.count - ctx.base <= 2 * WINDOW

@@ -7,37 +7,43 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from deepinfer_dspark.sps import SPSProfile
 
 DECODE = SPSProfile([1, 64], [1000.0, 1000.0])
+LOOP = {"prompt": [1, 2, 3, 4], "reply": [101, 102, 103, 104, 105] * 24}   # caught in a loop of period 5
+FRESH = {"prompt": [5, 6, 7, 8], "reply": list(range(200, 320))}           # nothing repeats
 
 
-def replies() -> list[dict]:
-    loop = [101, 102, 103, 104, 105] * 24         # a reply caught in a loop of period 5
-    fresh = list(range(200, 320))                  # nothing repeats
-    return [{"prompt": [1, 2, 3, 4], "reply": loop}, {"prompt": [5, 6, 7, 8], "reply": fresh}]
-
-
-def test_drafts_pay_on_a_loop_and_fresh_text_runs_plain(benchmark_script) -> None:
+@pytest.mark.parametrize("policy", ["ngram", "lookup"])
+def test_drafts_pay_on_a_loop_and_fresh_text_runs_plain(benchmark_script, policy: str) -> None:
     replay = benchmark_script("lookup_replay")
     assert replay.accepted_of([1, 2, 9], [1, 2, 3, 4]) == 2 and replay.accepted_of([1, 2], [1]) == 1
-    plain = [1.0 * (len(r["reply"]) - 1) for r in replies()]
-    for run in (lambda c: replay.replay_ngram(replies(), 7, c),
-                lambda c: replay.replay_lookup(replies(), 7, 2, DECODE, c)):
-        costs = replay.Costs(1.0, 2.0, 0.6)
-        loop, fresh = run(costs)
-        assert loop < plain[0] / 2           # most of the loop drafted, 8 tokens a 2-step round
-        assert fresh == plain[1]             # no match: every step plain, at its plain cost
-        assert costs.rounds > 0 and costs.accepted / costs.rounds > 5
+    make = replay.Ngram if policy == "ngram" else (lambda: replay.Lookup(7, 2, DECODE, 1))
+
+    def ms(replies, make, slots=1):
+        costs = replay.Costs(DECODE, 1.0, 1.0, 0.4)
+        return sum(replay.run(replies, slots, 7, make, costs)), costs
+
+    plain_loop, _ = ms([LOOP], replay.Plain)
+    assert plain_loop == pytest.approx(len(LOOP["reply"]) - 1)   # one plain step a token after the first
+    loop, costs = ms([LOOP], make)
+    assert loop < plain_loop / 2 and costs.accepted / costs.rounds > 5   # most of it drafted, 8 tokens a round
+    fresh, costs = ms([FRESH], make)
+    assert fresh == ms([FRESH], replay.Plain)[0] and costs.rounds == 0    # no match: every step plain
+    both, costs = ms([LOOP, LOOP], make, slots=2)    # two at once: rounds for both
+    assert both < ms([LOOP, LOOP], replay.Plain, slots=2)[0] / 2 and costs.accepted / costs.rounds > 10
 
 
-def test_the_script_prints_a_row_per_policy(benchmark_script, tmp_path, monkeypatch, capsys) -> None:
+def test_the_script_prints_a_row_per_policy_and_load(benchmark_script, tmp_path, monkeypatch, capsys) -> None:
     replay = benchmark_script("lookup_replay")
-    (tmp_path / "replies.json").write_text(json.dumps({"replies": replies()}))
+    (tmp_path / "replies.json").write_text(json.dumps({"replies": [LOOP, FRESH, FRESH, LOOP] * 2}))
     DECODE.save(tmp_path / "sps.json")
     monkeypatch.setattr(sys, "argv", ["lookup_replay.py", "--replies", str(tmp_path / "replies.json"),
-                                      "--profiles", str(tmp_path), "--lookup", "2", "4", "--check-every", "1", "8"])
+                                      "--profiles", str(tmp_path), "--concurrency", "1", "2",
+                                      "--lookup", "2", "4", "--check-every", "1", "8"])
     replay.main()
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ngram") or
-            line.startswith("| lookup")]
-    assert len(rows) == 5 and all(float(row.split("|")[2]) > 1.0 for row in rows)
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 |") or
+            line.startswith("| 2 |")]
+    assert len(rows) == 10 and all(float(row.split("|")[4]) > 1.0 for row in rows)

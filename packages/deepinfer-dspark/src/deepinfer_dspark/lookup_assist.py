@@ -43,11 +43,15 @@ CHECK_EVERY = 1        # tokens a request grows between two searches of its cont
 # 1.25 against 1.39; a search appends the new tokens' bytes and scans the window, +4.5 us a paused
 # step at 1 request on this repository's CPU, `lookup_host_cost.py --check-every 1`)
 WINDOW = 1024          # tokens searched (the latest): `bytes.rfind` over them, O(WINDOW) at C speed
-SYNC_STEPS = 0.45      # plain 1-request steps a synchronous step costs the host; a lone lookup round
-# pays it twice: waiting for the ids before it, and the next plain step, which has nothing in flight
-# to overlap with. The H200's step log (session 29, closed loop, means): a lookup round 2.26 ms and
-# the plain step after it 0.65 against plain steps of 1.02 at 1 request, so such a round costs ~1.9
-# plain steps in all; ~2.0 at 2 and 8 requests (0.9, from session 20's sync spikes, priced it at 2.8)
+ROUND_STEPS = 1.15     # plain 1-request steps a lookup round costs beyond the plain step it replaces
+# (the host waits for the ids before it, then launches and checks the verification): the H200's step
+# log (session 29, means) read rounds of 2.2-2.3 ms against plain steps of 1.01-1.04 at 1, 2 and 8
+# requests, back-to-back rounds 2.06-2.09 at 1
+AFTER_STEPS = 0.35     # and the plain step right after a round costs less (0.58-0.77 ms: launched with
+# nothing in flight to wait for): a lone round costs ROUND_STEPS - AFTER_STEPS more in all (0.8), one
+# that extends a run of rounds ROUND_STEPS (the run's end gets the saving once). `lookup_replay.py`
+# over 256 real replies on these costs: pricing every round at 0.9 took rounds at 8 requests that
+# lost (1.021 against 1.044 with 1.8), at 1.8 it left 3 points at 1 request
 PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any is verified, by
 # match class: short matches in fresh text mostly fail; a match over 4n tokens is a loop, and in the
 # H200's looping replies (session 28) fixed-7 accepted 0.86-1.00 of its drafts
@@ -185,7 +189,8 @@ class LookupAssist:
             _open={},       # lookup-drafted request -> (tokens before, drafts, class)
             classes=MatchClasses(min_n),
             _now=SimpleNamespace(override=False,  # DSpark was paused, this round drafts by lookup
-                                 running=0),      # requests running, as the engine last said
+                                 running=0,       # requests running, as the engine last said
+                                 in_run=False),   # the last step carried drafts (a round)
             _could={},      # batch -> `_could_pay`
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
@@ -236,7 +241,7 @@ class LookupAssist:
         self.inner.running(num_requests)
 
     def idle_round(self, num_requests: int) -> None:
-        self._now.running = num_requests
+        self._now.running, self._now.in_run = num_requests, False
         self.classes.age(1)
         self.inner.idle_round(num_requests)
 
@@ -249,12 +254,12 @@ class LookupAssist:
         return self._stretch(self.inner.quiet_rounds(num_requests), num_requests)
 
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
-        self._now.running = num_requests
+        self._now.running, self._now.in_run = num_requests, False
         self.classes.age(rounds)
         self.inner.dormant_passed(num_requests, rounds)
 
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
-        self._now.running = num_requests
+        self._now.running, self._now.in_run = num_requests, False
         self.classes.age(rounds)
         self.inner.quiet_passed(num_requests, rounds)
 
@@ -284,7 +289,7 @@ class LookupAssist:
             if tokens:
                 found[i] = (tokens, self.classes.of(length))
         if found and not any(d.token_ids for d in drafts) and not self.pays(
-                running, [(len(tokens), self.classes.rate(cls)) for tokens, cls in found.values()]):
+                running, [(len(tokens), self.classes.rate(cls)) for tokens, cls in found.values()], self._now.in_run):
             found = {}   # a round of lookup drafts alone must pay for itself (with DSpark's it rides along)
         for i, (tokens, cls) in found.items():
             r = requests[i]
@@ -292,6 +297,8 @@ class LookupAssist:
             self._open[r.request_id] = (len(r.token_ids), len(tokens), cls)
             self.lookup_drafts += len(tokens)
         self.lookup_rounds += bool(found)
+        self._now.in_run = any(d.token_ids for d in drafts)   # (DSpark's or lookup's: a round)
+        self._now.running = 0   # heard for this round only: later rounds asked about all count as asked
         looked = {requests[i].request_id for i in found}
         for request_id in [m for m in self._matched if m not in looked]:   # not asked (not eligible) or
             del self._matched[request_id]   # no longer matching: searched again once grown, not every round
@@ -324,7 +331,8 @@ class LookupAssist:
         self._search(batch)
         if not self._matched:
             return False
-        return self.pays(batch, [(drafts, self.classes.rate(cls)) for drafts, cls in self._matched.values()])
+        return self.pays(batch, [(drafts, self.classes.rate(cls)) for drafts, cls in self._matched.values()],
+                         self._now.in_run)
 
     def _search(self, batch: int, request_ids: list[str] | None = None) -> None:
         """Searches `request_ids`, or else the oldest `batch` requests tracked (first come,
@@ -351,20 +359,21 @@ class LookupAssist:
                 self._matched.pop(request_id, None)
         self._recheck.clear()
 
-    def pays(self, batch: int, drafts: list[tuple[int, float]]) -> bool:
+    def pays(self, batch: int, drafts: list[tuple[int, float]], in_run: bool = False) -> bool:
         """Whether a lookup round at `batch` requests, with `(drafts, accepted share)` for each
         request that has them, emits more tokens per second than plain decoding: (batch + the
         expected accepted drafts) / batch tokens per plain step's worth, against the round's
-        cost in plain steps, the decode profile read at batch + sum(drafts) rows (an upper
-        bound: verifying a draft costs at most a request's decode step) plus twice
-        `SYNC_STEPS` of the 1-request step (the ids it waits for, the overlap the next step
-        loses; without a profile: 1 + 2 `SYNC_STEPS` plain steps). In `sim_engine_calls.py
-        --closed --lookup` one sync priced made rounds at 8 requests that lost 1-2.5%."""
+        cost in plain steps: the decode profile read at batch + sum(drafts) rows (an upper bound:
+        verifying a draft costs at most a request's decode step) plus `ROUND_STEPS` of the
+        1-request step, less `AFTER_STEPS` unless `in_run` (the step before carried drafts: the
+        plain step after the run is cheaper once, whatever its length). Without a profile:
+        1 + those plain steps."""
         extra = sum(length for length, _ in drafts)
         gain = (batch + sum(length * rate for length, rate in drafts)) / batch
+        over = ROUND_STEPS - (0.0 if in_run else AFTER_STEPS)
         decode = self.inner.decode
         if decode is None:
-            return gain > 1.0 + 2 * SYNC_STEPS
+            return gain > 1.0 + over
         step = 1.0 / decode.at(batch)
-        cost = (1.0 / decode.at(batch + extra) + 2 * SYNC_STEPS / decode.at(1)) / step
+        cost = (1.0 / decode.at(batch + extra) + over / decode.at(1)) / step
         return gain > cost

@@ -285,7 +285,7 @@ class DSparkProposer(PausePolicy, StepTiming):
         does while paused."""
         self._record(self.rates.start(), num_requests, None)
         self.acceptance.close()
-        self._last_batch, self._cleared = num_requests, 0
+        self._last_batch, self._cleared, self._running = num_requests, 0, 0   # (`running` held for one round)
         self._count(PLAIN, num_requests)
         self.acceptance.tick()
         paused_body = False   # a round without drafts (also one at a bucket not paused: the engine
