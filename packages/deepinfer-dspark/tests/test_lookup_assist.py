@@ -12,8 +12,8 @@ import pytest
 from deepinfer_core import SamplingParams
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.lookup_assist import (AFTER_STEPS, PRIOR_RATES, ROUND_STEPS, WINDOW, LookupAssist, MatchClasses, TokenBytes,
-                                            match)
+from deepinfer_dspark.lookup_assist import (AFTER_STEPS, PRIOR_RATES, ROUND_STEPS, WINDOW, LookupAssist,
+                                            MatchClasses, TokenBytes, match)
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
