@@ -31,7 +31,7 @@ the profile: rounds dearer under real traffic than where the profile was measure
 `--lookup N` wraps the proposer in `LookupAssist` (`prompt_lookup_min` N): the replies then have
 token ids (`Texts`: fresh ones, or a loop's period repeated) and a lookup draft is accepted while it
 is the text's next tokens; a round of lookup drafts alone costs the plain step at batch + drafts
-rows (L in the trace). `--equal` gives every reply 128 tokens, as the H200's
+rows and the measured overhead `Clock.looked_up` charges (L in the trace). `--equal` gives every reply 128 tokens, as the H200's
 docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
 ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
 prints each step of the first N batches of seed 0: D drafted, z dormant, q quiet (a stretch that
@@ -65,6 +65,7 @@ import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.engine.dormant_steps import DormantSteps  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
+import deepinfer_dspark.lookup_assist as lookup_assist  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
@@ -80,33 +81,35 @@ class Clock:
                  sync: float, round_cost: float = 1.0) -> None:
         self.decode, self.spec, self.k, self.round_cost = decode, spec, k, round_cost
         self.capture, self.flush, self.sync = capture, flush, sync
-        self.seconds, self.after_draft = 0.0, False
+        self.seconds, self.after_draft, self.after_lookup = 0.0, False, False
         self.extra = dict.fromkeys(("capture", "sync", "flush"), 0.0)   # seconds of each overhead
 
     def plain(self, batch: int, captured: bool, synced: bool) -> None:
         step = 1.0 / self.decode.at(batch)
         capture = self.capture * step if captured else 0.0
-        sync = self.sync * step if self.after_draft or synced else 0.0
+        sync = self.sync * step if (self.after_draft and not self.after_lookup) or synced else 0.0
+        if self.after_lookup:   # launched with nothing in flight to wait for: cheaper (the H200's step log)
+            sync = -lookup_assist.AFTER_STEPS / self.decode.at(1)
         self.extra["capture"] += capture
         self.extra["sync"] += sync
         self.seconds += step + capture + sync
-        self.after_draft = False
+        self.after_draft = self.after_lookup = False
 
     def looked_up(self, batch: int, drafts: int) -> None:
-        """A round with prompt-lookup drafts only (`--lookup`): a verification of `drafts` more
-        rows, priced as the plain step at batch + drafts requests (no drafter), plus a sync when
-        the step before it overlapped (the next plain step pays one too: `plain`)."""
-        step = 1.0 / self.decode.at(batch)
-        sync = 0.0 if self.after_draft else self.sync * step   # it waited for the ids of an overlapped step
-        self.extra["sync"] += sync
-        self.seconds += 1.0 / self.decode.at(batch + drafts) + sync
-        self.after_draft = True
+        """A round with prompt-lookup drafts only (`--lookup`): the plain step at batch + drafts
+        requests (no drafter) plus `lookup_assist.ROUND_STEPS` 1-request steps, the plain step
+        after it `AFTER_STEPS` less (the H200's step log, session 29: rounds 1.2 ms dearer than
+        plain steps at 1, 2 and 8 requests, the step after one 0.3-0.45 ms cheaper)."""
+        over = lookup_assist.ROUND_STEPS / self.decode.at(1)
+        self.extra["sync"] += over
+        self.seconds += 1.0 / self.decode.at(batch + drafts) + over
+        self.after_draft = self.after_lookup = True
 
     def drafted(self, batch: int) -> None:
         flush = 0.0 if self.after_draft else self.flush / self.decode.at(batch)
         self.extra["flush"] += flush
         self.seconds += self.round_cost / self.spec.at(batch * (self.k + 1)) + flush
-        self.after_draft = True
+        self.after_draft, self.after_lookup = True, False
 
 
 def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int], ids: list[str],

@@ -145,3 +145,22 @@ def test_looping_replies_accept_from_their_loop_on(sim) -> None:
     assert sim.simulate(args(plan=[(1, 6)], loops=(0.0, 40, 80)), DECODE, SPEC, 0.3, seed=0)[1] == base
     everyone = sim.simulate(args(plan=[(1, 6)], loops=(1.0, 40, 40)), DECODE, SPEC, 0.3, seed=0)[1]
     assert everyone[1] > base[1] * 1.2 and everyone[0] > base[0], (base, everyone)
+
+
+def test_lookup_drafts_where_dspark_pauses_and_its_rounds_are_charged(sim) -> None:
+    """`--lookup N`: with a drafter that loses (confidence 0.3, paused) and every reply looping
+    from token 40, `LookupAssist` drafts the loops by prompt lookup (L rounds in the trace) and
+    the run beats the one without it; a lookup round is charged the plain step at batch +
+    drafts plus `ROUND_STEPS` 1-request steps, the plain step after it `AFTER_STEPS` less."""
+    import deepinfer_dspark.lookup_assist as lookup_assist
+
+    clock = sim.Clock(DECODE, SPEC, 7, 0.02, 1.5, 0.9)
+    clock.looked_up(1, 7)
+    round_seconds = clock.seconds
+    assert round_seconds == pytest.approx(1 / DECODE.at(8) + lookup_assist.ROUND_STEPS / DECODE.at(1))
+    clock.plain(1, False, False)
+    assert clock.seconds - round_seconds == pytest.approx((1 - lookup_assist.AFTER_STEPS) / DECODE.at(1))
+    loops = (1.0, 40, 40)
+    without = sim.simulate(args(plan=[(1, 6)], loops=loops), DECODE, SPEC, 0.3, seed=0)[1][0]
+    with_lookup = sim.simulate(args(plan=[(1, 6)], loops=loops, lookup=2), DECODE, SPEC, 0.3, seed=0, trace=2)
+    assert with_lookup[1][0] > without * 1.1, (without, with_lookup[1][0])
