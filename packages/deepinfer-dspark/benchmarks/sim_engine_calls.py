@@ -29,17 +29,17 @@ the profile: rounds dearer under real traffic than where the profile was measure
 `--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock);
 `--priced` hands it a profile scaled to their true cost (the bound timing can reach).
 `--lookup N` wraps the proposer in `LookupAssist` (`prompt_lookup_min` N): the replies then have
-token ids (`Texts`: fresh ones, or a loop's period repeated) and a lookup draft is accepted while it
-is the text's next tokens; a round of lookup drafts alone costs the plain step at batch + drafts
-rows and the measured overhead `Clock.looked_up` charges (L in the trace). `--equal` gives every reply 128 tokens, as the H200's
-docstring prompts did at 8 requests (no batch tail). Printed per acceptance: per concurrency the
-ratio of plain decoding's time to the policy's (mean over seeds, range) and fixed-k's; `--trace N`
-prints each step of the first N batches of seed 0: D drafted, z dormant, q quiet (a stretch that
-keeps the features: captured and buffered, nothing asked), d declined (asked),
-B captured and buffered, k captured (nothing buffered), s proposed with nothing drafted;
-`--breakdown` prints per concurrency each overhead's share of plain decoding's time (captures,
-syncs, flushes) and the drafted rounds' net share (negative: they gain), which add up to the
-policy's time over plain decoding's.
+token ids (`Texts`: fresh ones, or a loop's period repeated) and a lookup draft is accepted while
+it is the text's next tokens; a round of lookup drafts alone costs the plain step at batch + drafts
+rows and the measured overhead `Clock.looked_up` charges (L in the trace). `--equal` gives every
+reply 128 tokens, as the H200's docstring prompts did at 8 requests (no batch tail). Printed per
+acceptance: per concurrency the ratio of plain decoding's time to the policy's (mean over seeds,
+range) and fixed-k's; `--trace N` prints each step of the first N batches of seed 0: D drafted, z
+dormant, q quiet (a stretch that keeps the features: captured and buffered, nothing asked), d
+declined (asked), B captured and buffered, k captured (nothing buffered), s proposed with nothing
+drafted; `--breakdown` prints per concurrency each overhead's share of plain decoding's time
+(captures, syncs, flushes) and the drafted rounds' net share (negative: they gain), which add up to
+the policy's time over plain decoding's.
 
 Session 20 found with it, on the H200-like case (`--equal --p 0.7`, which fixed-7 runs at 0.77x
 at 8 requests), batches whose requests all had gaps capturing features to their end with a sync
