@@ -24,7 +24,9 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     session 29);
   - `ngram-k` for k in --fixed (by name only): prompt lookup (`method: ngram`, n-grams of 1-4
     tokens) verifying up to k drafts whenever the context's suffix occurred before: what copying
-    earlier text is worth on these replies, with no drafter (session 28: some replies loop).
+    earlier text is worth on these replies, with no drafter (session 28: some replies loop);
+  - `ngram-aware-k` for k in --fixed (by name only): the same with `scheduling: load_aware`
+    (a lookup round only where it pays at the load, priced on the decode profile; session 29).
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s);
 per-user tok/s = mean over requests of tokens / (finish - arrival); mean verified / accepted
@@ -62,7 +64,7 @@ if TYPE_CHECKING:
 
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
-         "confidence-whole")   # and fixed-K, ngram-K
+         "confidence-whole")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -153,7 +155,7 @@ def main() -> None:
                              "--fixed), and by name only none-again, confidence-k1, confidence-k7, "
                              "confidence-direct, confidence-measured, confidence-rounds, confidence-lookup, "
                              "confidence-full, "
-                             "confidence-whole, ngram-K (for K in --fixed); with "
+                             "confidence-whole, ngram-K, ngram-aware-K (for K in --fixed); with "
                              "--no-mixed-cuda-graphs, any name with the suffix +mixed (none+mixed) is that variant "
                              "with mixed-step CUDA graphs; default none, confidence and every fixed-K")
     parser.add_argument("--prompt-sets", type=int, default=1, metavar="N",
@@ -200,7 +202,7 @@ def main() -> None:
         parser.error(f"--prompt-sets: must be >= 1, got {args.prompt_sets}")
     if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
         parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
-    known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram") for k in args.fixed)}
+    known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram", "ngram-aware") for k in args.fixed)}
     unknown = {v for v in args.variants or () if v.removesuffix(MIXED) not in known}
     if unknown:   # before the profiles are measured (minutes)
         parser.error(f"--variants: unknown {sorted(unknown)}; choose from {sorted(known)} (each also with the "
@@ -279,6 +281,8 @@ def main() -> None:
     for k in args.fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
         variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only
+        variants[f"ngram-aware-{k}"] = {"method": "ngram", "num_speculative_tokens": k,
+                                        "scheduling": "load_aware", "decode_profile": decode}   # by name only
     rows = []
     t0 = time.perf_counter()
     if args.variants is not None:
@@ -286,7 +290,8 @@ def main() -> None:
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                      "confidence-rounds", "confidence-lookup",
-                     "confidence-full", "confidence-whole", *(f"ngram-{k}" for k in args.fixed)):
+                     "confidence-full", "confidence-whole",
+                     *(f"{kind}-{k}" for kind in ("ngram", "ngram-aware") for k in args.fixed)):
             variants.pop(name)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)

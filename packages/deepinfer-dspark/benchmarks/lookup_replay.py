@@ -12,11 +12,11 @@ admitted as one finishes, the proposer kept across calls:
 
   - `ngram`: `NgramProposer(1, 4)` for every running request every step, as core's `ngram`
     method drafts;
-  - `lookup N`: a paused `DSparkProposer` (`sim_pause_policy.FakeRunner`, a round profile under
-    which drafting never pays: every step is paused, as with a drafter that loses) wrapped in
-    `LookupAssist(N)`, asked what the engine asks, in its order (`sim_engine_calls.run_batch`:
-    `dormant_rounds` through core's `DormantSteps`, `idle_rounds`, `idle_round`, `propose`,
-    `commit`, `remove`): its searches, stretches, match classes and `pays`.
+  - `lookup N`: `LookupAssist(N)` over `NoDrafter` (`ngram` with `scheduling: load_aware`; what
+    `prompt_lookup_min` adds to a confidence-scheduled DSpark that drafts nothing), asked what the
+    engine asks, in its order (`sim_engine_calls.run_batch`: `dormant_rounds` through core's
+    `DormantSteps`, `idle_rounds`, `idle_round`, `propose`, `commit`, `remove`): its searches,
+    stretches, match classes and `pays`.
 
 A step at n running requests costs what the H200's step log measured (mean ms, session 29's
 closed-loop calls, `benchmarks/results/h200-2026-12-02f`): a plain step `--plain` at 1 request,
@@ -36,20 +36,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in the tests)
-import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.engine.dormant_steps import DormantSteps  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
 import deepinfer_dspark.lookup_assist as lookup_assist  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.ngram import NgramProposer  # noqa: E402
-from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
+from deepinfer_dspark.no_drafter import NoDrafter  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
 
@@ -106,12 +104,10 @@ class Ngram(Plain):
 
 
 class Lookup(Plain):
-    """A paused DSpark wrapped in `LookupAssist`, asked in the engine's order."""
+    """`LookupAssist` over `NoDrafter`, asked in the engine's order."""
 
     def __init__(self, k: int, min_n: int, decode: SPSProfile, check_every: int) -> None:
-        never = SPSProfile([1, 1024], [1e-3, 1e-3])   # a round profile under which drafting never pays
-        inner = DSparkProposer(sim.FakeRunner(k, 0.3, random.Random(0)), k, never, decode=decode)
-        self.proposer = LookupAssist(inner, min_n, check_every)
+        self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every)
         self.dormant, self.due, self.quiet = DormantSteps(self.proposer), False, False
 
     def track(self, request_id: str, ids: list[int]) -> None:

@@ -138,11 +138,12 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     built = {}
     monkeypatch.setattr(bench, "measure_in_child", lambda kind, params: SPSProfile([1, 8], [1000.0, 900.0]))
     monkeypatch.setattr(bench, "run_interleaved", lambda variants, *rest: built.update(variants) or [])
-    names = [*bench.NAMED, "fixed-2", "ngram-2"]
+    names = [*bench.NAMED, "fixed-2", "ngram-2", "ngram-aware-2"]
     monkeypatch.setattr(sys, "argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", "--fixed", "2",
                                       "--interleave", "1", "--variants", *names])
     bench.main()
     assert list(built) == names
     assert built["confidence-rounds"]["measure_round_times"] is True and built["none-again"] is None
     assert built["ngram-2"] == {"method": "ngram", "num_speculative_tokens": 2}
+    assert built["ngram-aware-2"]["scheduling"] == "load_aware" and built["ngram-aware-2"]["decode_profile"] is not None
     assert built["confidence-lookup"]["prompt_lookup_min"] == 2

@@ -4,7 +4,12 @@
 build the proposers of `deepinfer_dspark.proposers` from an engine's `speculative_config`.
 
 `speculative_config` keys (besides "method" and "num_speculative_tokens" = k):
-  ngram:  prompt_lookup_min (1), prompt_lookup_max (4, or prompt_lookup_min when larger).
+  ngram:  scheduling ("fixed": prompt lookup every step | "load_aware": a lookup round only where
+          it pays at the current load, `LookupAssist` over `NoDrafter`),
+          prompt_lookup_min (1 with "fixed", 2 with "load_aware"; below 1024 there),
+          prompt_lookup_max (4, or prompt_lookup_min when larger; "fixed" only),
+          decode_profile (JSON path or an `SPSProfile` of plain decode steps; "load_aware" only,
+          optional: without it a round is priced in plain steps at any batch size).
   dspark: model (DeepSpec checkpoint folder, required), scheduling ("fixed" | "confidence"),
           sps_profile (JSON path or an `SPSProfile`; required for "confidence"),
           sps_profile_k1 (JSON path or an `SPSProfile` of rounds verifying 1 draft per request,
@@ -63,27 +68,53 @@ from deepinfer_dspark.draft_runner import DSparkDraftRunner
 from deepinfer_dspark.lookup_assist import WINDOW as LOOKUP_WINDOW
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram import NgramSpecProposer
+from deepinfer_dspark.no_drafter import NoDrafter
 from deepinfer_dspark.opening_phase import OPENING_TOKENS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 
-def ngram_factory(spec_config: dict, model_info: dict) -> NgramSpecProposer:
-    """Entry point `ngram`.
+def ngram_factory(spec_config: dict, model_info: dict) -> NgramSpecProposer | LookupAssist:
+    """Entry point `ngram`: prompt lookup every step (`NgramSpecProposer`), or with
+    `scheduling: load_aware` only where a round pays (`LookupAssist` over `NoDrafter`).
 
     Raises:
-        ValueError: `prompt_lookup_min` is not an int >= 1, `prompt_lookup_max` not an int >= it,
-            or a key the n-gram proposer does not know (a misspelt knob would otherwise do
-            nothing); the message names `speculative_config.<key>`.
+        ValueError: `scheduling` is neither "fixed" nor "load_aware", `prompt_lookup_min` is not
+            an int >= 1 (below 1024 with "load_aware"), `prompt_lookup_max` not an int >= it,
+            a key used with the other scheduling only, a bad `decode_profile`, or a key the
+            n-gram proposer does not know (a misspelt knob would otherwise do nothing); the
+            message names `speculative_config.<key>`.
     """
-    return NgramSpecProposer(*_ngram_settings(spec_config))
+    settings = _ngram_settings(spec_config)
+    if settings["scheduling"] == "fixed":
+        return NgramSpecProposer(settings["min_n"], settings["max_n"])
+    return LookupAssist(NoDrafter(spec_config["num_speculative_tokens"], settings["decode"]), settings["min_n"])
 
 
-def _ngram_settings(spec_config: dict) -> tuple[int, int]:
-    """`(prompt_lookup_min, prompt_lookup_max)`, checked (see `ngram_factory`)."""
+def _ngram_settings(spec_config: dict) -> dict[str, Any]:
+    """The checked settings of an `ngram` config (see `ngram_factory`)."""
     _check_keys(spec_config, "ngram", NGRAM_KEYS)
-    low = _int_key(spec_config, "prompt_lookup_min", 1, 1)
-    return low, _int_key(spec_config, "prompt_lookup_max", max(4, low), low)
+    scheduling = spec_config.get("scheduling")
+    scheduling = "fixed" if scheduling is None else scheduling
+    if scheduling not in ("fixed", "load_aware"):
+        raise ValueError(f"speculative_config.scheduling: expected 'fixed' or 'load_aware' for method 'ngram', "
+                         f"got {scheduling!r}")
+    if scheduling == "fixed":
+        if spec_config.get("decode_profile") is not None:
+            raise ValueError("speculative_config.decode_profile: only used with scheduling='load_aware'")
+        low = _int_key(spec_config, "prompt_lookup_min", 1, 1)
+        return dict(scheduling=scheduling, min_n=low,
+                    max_n=_int_key(spec_config, "prompt_lookup_max", max(4, low), low), decode=None)
+    if spec_config.get("prompt_lookup_max") is not None:
+        raise ValueError("speculative_config.prompt_lookup_max: only used with scheduling='fixed' (load-aware "
+                         "lookup matches prompt_lookup_min tokens and prices a match by its length)")
+    low = _int_key(spec_config, "prompt_lookup_min", 2, 1)
+    if low >= LOOKUP_WINDOW:
+        raise ValueError(f"speculative_config.prompt_lookup_min: must be below {LOOKUP_WINDOW} (the tokens "
+                         f"prompt lookup searches), got {low}")
+    decode = spec_config.get("decode_profile")
+    return dict(scheduling=scheduling, min_n=low, max_n=None,
+                decode=None if decode is None else _profile("decode_profile", decode))
 
 
 def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
@@ -227,7 +258,7 @@ def _info_int(model_info: dict, key: str, default: int | None, minimum: int = 1)
 
 
 ENGINE_KEYS = frozenset({"method", "num_speculative_tokens", "proposer"})   # read by deepinfer-core
-NGRAM_KEYS = frozenset({"prompt_lookup_min", "prompt_lookup_max"})
+NGRAM_KEYS = frozenset({"scheduling", "prompt_lookup_min", "prompt_lookup_max", "decode_profile"})
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
