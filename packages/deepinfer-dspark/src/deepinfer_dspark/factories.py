@@ -108,10 +108,7 @@ def _ngram_settings(spec_config: dict) -> dict[str, Any]:
     if spec_config.get("prompt_lookup_max") is not None:
         raise ValueError("speculative_config.prompt_lookup_max: only used with scheduling='fixed' (load-aware "
                          "lookup matches prompt_lookup_min tokens and prices a match by its length)")
-    low = _int_key(spec_config, "prompt_lookup_min", 2, 1)
-    if low >= LOOKUP_WINDOW:
-        raise ValueError(f"speculative_config.prompt_lookup_min: must be below {LOOKUP_WINDOW} (the tokens "
-                         f"prompt lookup searches), got {low}")
+    low = _lookup_min(spec_config, 2, 1)
     decode = spec_config.get("decode_profile")
     return dict(scheduling=scheduling, min_n=low, max_n=None,
                 decode=None if decode is None else _profile("decode_profile", decode))
@@ -203,10 +200,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     if spec_config.get("decline_features") is True and spec_config.get("measure_step_times") is True:
         raise ValueError("speculative_config.decline_features: cannot be true with measure_step_times "
                          "(its timing reads every step's features)")
-    lookup = _int_key(spec_config, "prompt_lookup_min", 0, 0)
-    if lookup >= LOOKUP_WINDOW:
-        raise ValueError(f"speculative_config.prompt_lookup_min: must be below {LOOKUP_WINDOW} (the tokens "
-                         f"prompt lookup searches), got {lookup}")
+    lookup = _lookup_min(spec_config, 0, 0)
     return dict(sps=sps, short_sps=short, decode=decode, probe_every=_int_key(spec_config, "probe_every", 8, 1),
                 max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                 defer_context=_bool_key(spec_config, "defer_context", True),
@@ -283,6 +277,15 @@ def _profile(key: str, value: Any) -> SPSProfile:
         raise ValueError(f"speculative_config.{key}: expected an SPSProfile, its dict form or a JSON path, "
                          f"got {type(value).__name__}")
     return _load(key, SPSProfile.load, value)
+
+
+def _lookup_min(spec_config: dict, default: int, minimum: int) -> int:
+    """`prompt_lookup_min` for `LookupAssist`: an int >= `minimum`, below its search window."""
+    value = _int_key(spec_config, "prompt_lookup_min", default, minimum)
+    if value >= LOOKUP_WINDOW:
+        raise ValueError(f"speculative_config.prompt_lookup_min: must be below {LOOKUP_WINDOW} (the tokens "
+                         f"prompt lookup searches), got {value}")
+    return value
 
 
 def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
