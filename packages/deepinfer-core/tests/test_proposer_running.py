@@ -67,3 +67,32 @@ def test_a_raising_running_fails_the_asked_requests_only(tiny_checkpoint, async_
     assert outs[1].error is None and outs[1].outputs[0].token_ids == plain[1].outputs[0].token_ids
     for out in (outs[0], outs[2]):
         assert out.error is not None and "speculative_config.proposer" in out.error and "running broke" in out.error
+
+
+class Idler(Counter):
+    """Never paused (`idle_rounds` 0); logs `idle_round`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.idle: list[int] = []
+
+    def idle_rounds(self) -> int:
+        return 0
+
+    def idle_round(self, num_requests: int) -> None:
+        self.idle.append(num_requests)
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_a_round_with_no_request_to_ask_is_an_idle_round(tiny_checkpoint, async_scheduling) -> None:
+    """No running request may be drafted for (penalties): the proposer hears `idle_round` with the
+    number running, never `propose` (it then knows the round passed, e.g. a due round of its own
+    that found nothing to ask)."""
+    folder = tiny_checkpoint("qwen3")
+    idler = Idler()
+    outs = generate(folder, idler, [1.2, 1.2, 1.2], async_scheduling)
+    assert all(o.error is None for o in outs)
+    assert idler.asked == [] and idler.idle and set(idler.idle) == {3}
+    eligible = Idler()
+    generate(folder, eligible, [1.0, 1.0, 1.0], async_scheduling)
+    assert eligible.asked and len(eligible.idle) <= 2   # (the last step: no room left)

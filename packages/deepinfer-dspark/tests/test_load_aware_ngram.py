@@ -60,3 +60,33 @@ def test_lookup_rounds_at_one_request_none_where_they_cannot_pay(folders, kit, a
     every = kit.build(target, {"method": "ngram", "num_speculative_tokens": 4}, async_scheduling=async_scheduling)
     every.generate(crowd, params)
     assert every.engine.speculative.stats.proposed > 0
+
+
+def test_counters_hold_every_round_and_unasked_matches_do_not_stop_the_overlap(folders, kit) -> None:
+    """The wrapper's `lookup_accepted` equals core's accepted drafts, the requests' last rounds
+    included (core commits none after them: `remove` credits them). A looping request that may not
+    be drafted for (a presence penalty) is not searched every step: its match made each step a
+    due round with nothing to ask, which gave up the step's overlap (session 29's review)."""
+    from deepinfer_core import SamplingParams
+
+    target, _ = folders
+    flat = {**AWARE, "decode_profile": SPSProfile([1, 64], [1000.0, 1000.0])}
+    llm = kit.build(target, flat, async_scheduling=True)
+    prompts = [{"prompt_token_ids": p} for p in kit.prompts(4, seed=3)]
+    llm.generate(prompts, SamplingParams(temperature=0, max_tokens=40, ignore_eos=True))
+    stats, proposer = llm.engine.speculative.stats, llm.engine.speculative.proposer
+    assert stats.accepted > 0 and proposer.lookup_accepted == stats.accepted
+    assert proposer.lookup_drafts == stats.proposed and not proposer._open
+    lone = [{"prompt_token_ids": p} for p in kit.prompts(1, seed=3)]
+    overlapped = []
+    for penalty in (0.0, 0.01):
+        params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True, presence_penalty=penalty)
+        plain = kit.build(target, async_scheduling=True)
+        plain.generate(lone, params)
+        aware = kit.build(target, flat, async_scheduling=True)
+        aware.generate(lone, params)
+        overlapped.append((plain.engine.num_overlapped_steps, aware.engine.num_overlapped_steps,
+                           aware.engine.speculative.stats.proposed))
+    (_, drafted_overlap, drafted), (plain_overlap, unasked_overlap, unasked) = overlapped
+    assert drafted > 0 and drafted_overlap < plain_overlap     # eligible: lookup rounds (synchronous)
+    assert unasked == 0 and unasked_overlap >= plain_overlap - 4, overlapped   # a search every 32 tokens

@@ -354,3 +354,17 @@ def test_token_bytes_drop_their_front_and_still_match() -> None:
         if len(ids) % 17 == 0 or ctx.base > base:
             assert ctx.match(2, 5) == match(ids[-WINDOW:], 2, 5), len(ids)
     assert drops >= 2 and ctx.count - ctx.base <= 2 * WINDOW
+
+
+def test_a_requests_last_round_is_credited_at_remove(fake_runner) -> None:
+    """The engine commits nothing after a request's last verification (it finished): `remove`
+    credits that lookup round's accepted drafts from the request's final tokens."""
+    lookup = assisted(fake_runner, check_every=1)
+    live = [3, 4, 3, 4, 3]
+    lookup.track("x", live)
+    live += [4, 3]
+    drafts = lookup.propose([ask("x", list(live))])[0].token_ids   # DSpark drafts nothing: lookup does
+    assert drafts == [4, 3, 4, 3] and lookup.lookup_drafts == 4
+    live += [4, 3, 9]          # two drafts accepted, then the correction token; the request ends
+    lookup.remove("x")
+    assert lookup.lookup_accepted == 2 and not lookup._open

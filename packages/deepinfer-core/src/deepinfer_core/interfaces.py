@@ -96,7 +96,8 @@ class Proposer(Protocol):
     (they then read -1); once it is 0, the engine waits for the ids before the next `propose`.
     With it, a method `idle_round(num_requests: int) -> None` is called instead of `propose` for
     each such round, with the number of running requests: the engine then builds no per-request
-    `DraftRequest` (a paused round costs nothing per request).
+    `DraftRequest` (a paused round costs nothing per request). It is also called for a round in
+    which no running request can be asked (none may be drafted for, or none has room left).
 
     Optional, for proposers that read features but can tell they will not need them for a while
     (e.g. DSpark while even accepting every draft could not beat plain decoding at the current

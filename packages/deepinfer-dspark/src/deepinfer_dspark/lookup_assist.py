@@ -59,6 +59,9 @@ PRIOR_DRAFTS = 4.0                    # the prior's weight, in drafts
 DECAY = 0.98                          # per lookup draft verified: newer text weighs more
 AGE_ROUNDS = 64                       # engine rounds over which a class drifts back to the prior by e
 LONGEST_MATCH = 64                    # tokens a match is extended backwards at most
+UNASKED_TOKENS = 32    # tokens a matched request the engine did not ask about (its sampling cannot be
+# drafted for: penalties, structured output, min_tokens) grows before it is searched again: its
+# match made every step a due round that asked nothing (session 29's review helper)
 
 
 class MatchClasses:
@@ -213,6 +216,9 @@ class LookupAssist:
         self._prompt[request_id] = self._checked[request_id] = len(token_ids)
 
     def remove(self, request_id: str) -> None:
+        opened, view = self._open.get(request_id), self._views.get(request_id)
+        if opened is not None and view is not None:   # its last round: the engine commits none after it
+            self._credit(opened, _known(view))
         for table in (self._views, self._ctx, self._prompt, self._checked, self._matched, self._open):
             table.pop(request_id, None)
         self._recheck.discard(request_id)
@@ -221,15 +227,19 @@ class LookupAssist:
     def commit(self, request_id: str, num_tokens: int) -> None:
         self.inner.commit(request_id, num_tokens)
         opened = self._open.pop(request_id, None)
-        if opened is None:
-            return
+        if opened is not None and self._credit(opened, num_tokens):
+            self._recheck.add(request_id)
+
+    def _credit(self, opened: tuple[int, int, int], num_tokens: int) -> bool:
+        """Counts a lookup round's accepted drafts once the request holds `num_tokens` tokens
+        (False when that is not this round's verification)."""
         before, drafts, cls = opened
-        if not before < num_tokens <= before + drafts + 1:   # not this round's verification
-            return
+        if not before < num_tokens <= before + drafts + 1:
+            return False
         accepted = num_tokens - before - 1
         self.lookup_accepted += accepted
         self.classes.add(cls, drafts, accepted)
-        self._recheck.add(request_id)
+        return True
 
     def idle_rounds(self) -> int:
         rounds = self.inner.idle_rounds()
@@ -241,6 +251,9 @@ class LookupAssist:
         self.inner.running(num_requests)
 
     def idle_round(self, num_requests: int) -> None:
+        if self._now.override:   # a lookup round was due, but the engine had no request to ask
+            self._now.override = False
+            self._postpone(list(self._matched))
         self._now.running, self._now.in_run = num_requests, False
         self.classes.age(1)
         self.inner.idle_round(num_requests)
@@ -299,10 +312,19 @@ class LookupAssist:
         self.lookup_rounds += bool(found)
         self._now.in_run = any(d.token_ids for d in drafts)   # (DSpark's or lookup's: a round)
         self._now.running = 0   # heard for this round only: later rounds asked about all count as asked
-        looked = {requests[i].request_id for i in found}
-        for request_id in [m for m in self._matched if m not in looked]:   # not asked (not eligible) or
-            del self._matched[request_id]   # no longer matching: searched again once grown, not every round
+        looked, asked = {requests[i].request_id for i in found}, {r.request_id for r in requests}
+        self._postpone([m for m in self._matched if m not in asked])
+        for request_id in [m for m in self._matched if m not in looked]:   # no longer matching (or
+            del self._matched[request_id]   # DSpark's): searched again once grown, not every round
         return drafts
+
+    def _postpone(self, request_ids: list[str]) -> None:
+        """Matched requests the engine did not ask about: searched again once grown `UNASKED_TOKENS`."""
+        for request_id in request_ids:
+            self._matched.pop(request_id, None)
+            view = self._views.get(request_id)
+            if view is not None:
+                self._checked[request_id] = _known(view) + UNASKED_TOKENS - self.check_every
 
     # --- decisions ----------------------------------------------------------------------
     def _stretch(self, rounds: int, num_requests: int) -> int:

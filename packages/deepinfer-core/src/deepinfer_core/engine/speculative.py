@@ -156,7 +156,13 @@ class SpeculativeDecoder:
             asks.append(DraftRequest(r.request_id, TokenView(r.all_token_ids), room, 0.0 if p.greedy else float(p.temperature),
                                      int(p.top_k), float(p.top_p), float(p.min_p), int(r.seed), r.num_output_tokens))
             targets.append(r)
-        if not asks:
+        if not asks:   # no request to ask (none eligible, or no room left): an idle round for the proposer
+            if idle_round is not None and requests:
+                try:
+                    idle_round(len(requests))
+                except Exception as exc:  # noqa: BLE001 - reported on each request it could have drafted for
+                    message = f"speculative_config.proposer: idle_round failed: {type(exc).__name__}: {exc}"
+                    return {r.request_id: message for r in requests if not r.is_finished}
             return {}
         try:  # a plug-in's failure must not take down the requests it was not asked about
             running = getattr(self.proposer, "running", None) if len(asks) < len(requests) else None
