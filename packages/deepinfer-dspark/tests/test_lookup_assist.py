@@ -12,10 +12,10 @@ import pytest
 from deepinfer_core import SamplingParams
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.lookup_assist import (AFTER_STEPS, PRIOR_RATES, ROUND_STEPS, WINDOW, LookupAssist,
-                                            MatchClasses, TokenBytes, match)
+from deepinfer_dspark.lookup_assist import AFTER_STEPS, PRIOR_RATES, ROUND_STEPS, LookupAssist, MatchClasses
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
+from deepinfer_dspark.token_bytes import WINDOW, TokenBytes, match
 
 K = 4
 # Drafting by DSpark can never pay (a round at 1 request costs 100 plain steps): it is ruled out,

@@ -29,20 +29,18 @@ to, the wrapped proposer unless the wrapper has them. Device-free.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Sequence
 from itertools import islice
 from types import SimpleNamespace
 
 from deepinfer_core.interfaces import Draft, DraftRequest
 
-from deepinfer_dspark.ngram import WIDTH, continue_period, latest_in_bytes
+from deepinfer_dspark.token_bytes import WINDOW, TokenBytes
 
 CHECK_EVERY = 1        # tokens a request grows between two searches of its context: every step
 # (`lookup_replay.py` over 256 real replies: every 8 tokens missed a third of the rounds that pay,
 # 1.25 against 1.39; a search appends the new tokens' bytes and scans the window, +4.5 us a paused
 # step at 1 request on this repository's CPU, `lookup_host_cost.py --check-every 1`)
-WINDOW = 1024          # tokens searched (the latest): `bytes.rfind` over them, O(WINDOW) at C speed
 ROUND_STEPS = 1.15     # plain 1-request steps a lookup round costs beyond the plain step it replaces
 # (the host waits for the ids before it, then launches and checks the verification): the H200's step
 # log (session 29, means) read rounds of 2.2-2.3 ms against plain steps of 1.01-1.04 at 1, 2 and 8
@@ -58,7 +56,6 @@ PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any
 PRIOR_DRAFTS = 4.0                    # the prior's weight, in drafts
 DECAY = 0.98                          # per lookup draft verified: newer text weighs more
 AGE_ROUNDS = 64                       # engine rounds over which a class drifts back to the prior by e
-LONGEST_MATCH = 64                    # tokens a match is extended backwards at most
 UNASKED_TOKENS = 32    # tokens a matched request the engine did not ask about (its sampling cannot be
 # drafted for: penalties, structured output, min_tokens) grows before it is searched again: its
 # match made every step a due round that asked nothing (session 29's review helper)
@@ -105,54 +102,6 @@ class MatchClasses:
         keep = math.exp(-rounds / AGE_ROUNDS)
         self.sums = [[a * keep + rate * PRIOR_DRAFTS * (1.0 - keep), v * keep + PRIOR_DRAFTS * (1.0 - keep)]
                      if a < rate * v else [a, v] for (a, v), rate in zip(self.sums, PRIOR_RATES)]
-
-
-def match(ids: Sequence[int], n: int, k: int, lo: int = 0, data: bytes | bytearray | None = None
-          ) -> tuple[list[int], int]:
-    """(`k` draft tokens, the match's length) from the latest earlier occurrence, at or after
-    token `lo`, of the last `n` tokens of `ids` (`ngram.latest_in_bytes`, continued with its
-    period: `continue_period`). The length is `n` plus the tokens before both that agree, back
-    to `lo`, at most `LONGEST_MATCH`. ([], 0) without an occurrence. `data`: `ids` as bytes."""
-    start = latest_in_bytes(array("i", ids).tobytes() if data is None else data, n, lo)
-    if start < 0:
-        return [], 0
-    length, here, there = n, start - 1, len(ids) - n - 1
-    while length < LONGEST_MATCH and here >= lo and ids[here] == ids[there]:
-        length, here, there = length + 1, here - 1, there - 1
-    return continue_period(ids, start, n, k), length
-
-
-class TokenBytes:
-    """A request's known tokens as 32-bit bytes, appended as it grows, so a search converts only
-    the tokens new since the last one (converting a whole window cost ~10 us a search on this
-    repository's CPU); the front is dropped once past 2 `WINDOW` tokens. `count`: the tokens
-    covered (from the context's start), `base`: the first one kept."""
-
-    __slots__ = ("data", "base", "count")
-
-    def __init__(self) -> None:
-        self.data, self.base, self.count = bytearray(), 0, 0
-
-    def sync(self, view: Sequence[int], known: int) -> None:
-        """Covers `view[:known]` (tokens already covered are taken as unchanged; fewer than
-        covered, or a gap past the window, starts over)."""
-        if known == self.count:
-            return
-        start = max(self.count, known - WINDOW)
-        if known < self.count or start > self.count:
-            self.data.clear()
-            self.base = start = max(0, known - WINDOW)
-        self.data += array("i", view[start:known]).tobytes()
-        self.count = known
-        if known - self.base > 2 * WINDOW:
-            drop = known - WINDOW - self.base
-            del self.data[:drop * WIDTH]
-            self.base += drop
-
-    def match(self, n: int, k: int) -> tuple[list[int], int]:
-        """`match` over the last `WINDOW` tokens covered."""
-        with memoryview(self.data) as raw, raw.cast("i") as ids:
-            return match(ids, n, k, max(0, self.count - WINDOW - self.base), self.data)
 
 
 def _known(view: Sequence[int]) -> int:

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""A request's tokens as bytes for prompt lookup (`LookupAssist`): `TokenBytes` keeps them
+appended as the request grows, `match` finds the latest earlier occurrence of the context's
+suffix in the last `WINDOW` tokens and measures how far back the two agree. Device-free."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+
+from deepinfer_dspark.ngram import WIDTH, continue_period, latest_in_bytes
+
+WINDOW = 1024          # tokens searched (the latest): `bytes.rfind` over them, O(WINDOW) at C speed
+LONGEST_MATCH = 64                    # tokens a match is extended backwards at most
+
+
+def match(ids: Sequence[int], n: int, k: int, lo: int = 0, data: bytes | bytearray | None = None
+          ) -> tuple[list[int], int]:
+    """(`k` draft tokens, the match's length) from the latest earlier occurrence, at or after
+    token `lo`, of the last `n` tokens of `ids` (`ngram.latest_in_bytes`, continued with its
+    period: `continue_period`). The length is `n` plus the tokens before both that agree, back
+    to `lo`, at most `LONGEST_MATCH`. ([], 0) without an occurrence. `data`: `ids` as bytes."""
+    start = latest_in_bytes(array("i", ids).tobytes() if data is None else data, n, lo)
+    if start < 0:
+        return [], 0
+    length, here, there = n, start - 1, len(ids) - n - 1
+    while length < LONGEST_MATCH and here >= lo and ids[here] == ids[there]:
+        length, here, there = length + 1, here - 1, there - 1
+    return continue_period(ids, start, n, k), length
+
+
+class TokenBytes:
+    """A request's known tokens as 32-bit bytes, appended as it grows, so a search converts only
+    the tokens new since the last one (converting a whole window cost ~10 us a search on this
+    repository's CPU); the front is dropped once past 2 `WINDOW` tokens. `count`: the tokens
+    covered (from the context's start), `base`: the first one kept."""
+
+    __slots__ = ("data", "base", "count")
+
+    def __init__(self) -> None:
+        self.data, self.base, self.count = bytearray(), 0, 0
+
+    def sync(self, view: Sequence[int], known: int) -> None:
+        """Covers `view[:known]` (tokens already covered are taken as unchanged; fewer than
+        covered, or a gap past the window, starts over)."""
+        if known == self.count:
+            return
+        start = max(self.count, known - WINDOW)
+        if known < self.count or start > self.count:
+            self.data.clear()
+            self.base = start = max(0, known - WINDOW)
+        self.data += array("i", view[start:known]).tobytes()
+        self.count = known
+        if known - self.base > 2 * WINDOW:
+            drop = known - WINDOW - self.base
+            del self.data[:drop * WIDTH]
+            self.base += drop
+
+    def match(self, n: int, k: int) -> tuple[list[int], int]:
+        """`match` over the last `WINDOW` tokens covered."""
+        with memoryview(self.data) as raw, raw.cast("i") as ids:
+            return match(ids, n, k, max(0, self.count - WINDOW - self.base), self.data)
