@@ -6,6 +6,7 @@ suffix in the last `WINDOW` tokens and measures how far back the two agree. Devi
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Sequence
 
@@ -13,6 +14,7 @@ from deepinfer_dspark.ngram import WIDTH, continue_period, latest_in_bytes
 
 WINDOW = 1024          # tokens searched (the latest): `bytes.rfind` over them, O(WINDOW) at C speed
 LONGEST_MATCH = 64                    # tokens a match is extended backwards at most
+_ONE = struct.Struct("=i")            # one token id as `array("i")` stores it (native order, 4 bytes)
 
 
 def match(ids: Sequence[int], n: int, k: int, lo: int = 0, data: bytes | bytearray | None = None
@@ -22,8 +24,10 @@ def match(ids: Sequence[int], n: int, k: int, lo: int = 0, data: bytes | bytearr
     period: `continue_period`). The length is `n` plus the tokens before both that agree, back
     to `lo`, at most `LONGEST_MATCH`. ([], 0) without an occurrence. `data`: `ids` as bytes."""
     start = latest_in_bytes(array("i", ids).tobytes() if data is None else data, n, lo)
-    if start < 0:
-        return [], 0
+    return ([], 0) if start < 0 else _extend(ids, start, n, k, lo)
+
+
+def _extend(ids: Sequence[int], start: int, n: int, k: int, lo: int) -> tuple[list[int], int]:
     length, here, there = n, start - 1, len(ids) - n - 1
     while length < LONGEST_MATCH and here >= lo and ids[here] == ids[there]:
         length, here, there = length + 1, here - 1, there - 1
@@ -50,7 +54,10 @@ class TokenBytes:
         if known < self.count or start > self.count:
             self.data.clear()
             self.base = start = max(0, known - WINDOW)
-        self.data += array("i", view[start:known]).tobytes()
+        if known - start == 1:   # (a decoding step: one token, without a list and an array)
+            self.data += _ONE.pack(view[start])
+        else:
+            self.data += array("i", view[start:known]).tobytes()
         self.count = known
         if known - self.base > 2 * WINDOW:
             drop = known - WINDOW - self.base
@@ -58,6 +65,11 @@ class TokenBytes:
             self.base += drop
 
     def match(self, n: int, k: int) -> tuple[list[int], int]:
-        """`match` over the last `WINDOW` tokens covered."""
+        """`match` over the last `WINDOW` tokens covered (the byte search first: most searches
+        of fresh text find nothing, and then cost no view of the bytes)."""
+        lo = max(0, self.count - WINDOW - self.base)
+        start = latest_in_bytes(self.data, n, lo)
+        if start < 0:
+            return [], 0
         with memoryview(self.data) as raw, raw.cast("i") as ids:
-            return match(ids, n, k, max(0, self.count - WINDOW - self.base), self.data)
+            return _extend(ids, start, n, k, lo)
