@@ -145,6 +145,8 @@ def proposer_state(llm, c: int) -> str:
     proposer = getattr(spec, "proposer", None)
     if getattr(proposer, "decode", None) is None:
         return ""
+    if getattr(proposer, "acceptance", None) is None:   # ngram-aware: LookupAssist over NoDrafter
+        return _lookup_state(proposer).removeprefix("; ")
     full = proposer.acceptance.full
     gain = proposer.pauses.gain(c)
     openings = getattr(proposer, "openings", None)
