@@ -8,7 +8,8 @@ difference, and `ngram-7` (prompt lookup every step, n-grams of 4 down to 1) bea
 against 1.07-1.13x. This script replays both over replies that `record_replies.py` saved (the
 target's own greedy text, so a lookup draft is accepted while it is the reply's next tokens), as
 `bench_dspark.py --closed-loop 4` runs them: calls of 4 C replies through C slots, a reply
-admitted as one finishes, the proposer kept across calls:
+admitted as one finishes, the proposer kept across calls (`--batch-form`: calls of C replies, as
+`bench_dspark.py` without `--closed-loop`, so each call ends in a tail of fewer requests):
 
   - `ngram`: `NgramProposer(1, 4)` for every running request every step, as core's `ngram`
     method drafts;
@@ -18,18 +19,19 @@ admitted as one finishes, the proposer kept across calls:
     `DormantSteps`, `idle_rounds`, `idle_round`, `propose`, `commit`, `remove`): its searches,
     stretches, match classes and `pays`.
 
-A step at n running requests costs what the H200's step log measured (mean ms, session 29's
-closed-loop calls, `benchmarks/results/h200-2026-12-02f`): a plain step `--plain` at 1 request,
-scaled by the decode profile to n; a step with drafts that plus `--round-extra` (1.2-1.3 ms at
-1, 2 and 8 requests); the plain step right after one that less `--after-saving` (0.35-0.45 ms:
-the engine launches it with nothing to wait for). Prefills are not charged. Printed per
-concurrency and policy: plain decoding's time over the policy's (the mean of the calls' ratios,
-as `bench_dspark.py`'s paired ratio, and over all calls), rounds, accepted drafts a round.
+A step at n running requests costs what the H200's step logs measured (session 30,
+`round_costs.py`): a plain step `--plain` ms at 1 request, scaled by the decode profile to n; a
+step with drafts that plus `RoundCosts.round(n, in a run)` such steps (`--charged`; a round after
+a plain step waits for it); the plain step right after a run that less `RoundCosts.saving(n)`.
+Prefills are not charged. `--priced` sets what `LookupAssist.pays` believes, separately.
+Printed per concurrency and policy: plain decoding's time over the policy's (the mean of the
+calls' ratios, as `bench_dspark.py`'s paired ratio, and over all calls), rounds, accepted drafts a
+round.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/lookup_replay.py --replies replies.json \
         --profiles benchmarks/results/h200-2026-12-02f/run5-closed-lookup --concurrency 1 2 8 \
-        --lookup 2 4 --check-every 1 8 --priced 1.15:0.35 0.9:0 1.8:0
+        --lookup 2 --priced 0.67:0.92:0.46 1.15:0:0.35
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
 import deepinfer_dspark.lookup_assist as lookup_assist  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
+from deepinfer_dspark.round_costs import H200_ROUND_COSTS, RoundCosts  # noqa: E402
 from deepinfer_dspark.ngram import NgramProposer  # noqa: E402
 from deepinfer_dspark.no_drafter import NoDrafter  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
@@ -54,13 +57,17 @@ from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 class Costs:
     """Milliseconds charged to a policy's steps; `rounds` and `accepted` count its rounds."""
 
-    def __init__(self, decode: SPSProfile, plain: float, round_extra: float, after_saving: float) -> None:
-        self.decode, self.plain, self.round_extra, self.after_saving = decode, plain, round_extra, after_saving
+    def __init__(self, decode: SPSProfile, plain: float, charged: RoundCosts) -> None:
+        self.decode, self.plain, self.charged = decode, plain, charged
         self.ms, self.rounds, self.accepted, self.last_round = 0.0, 0, 0, False
 
     def step(self, running: int, drafted: bool, accepted: int = 0) -> None:
         plain = self.plain * self.decode.at(1) / self.decode.at(running)
-        self.ms += plain + self.round_extra if drafted else plain - self.after_saving if self.last_round else plain
+        if drafted:
+            plain += self.plain * self.charged.round(running, self.last_round)
+        elif self.last_round:
+            plain -= self.plain * self.charged.saving(running)
+        self.ms += plain
         self.rounds += drafted
         self.accepted += accepted
         self.last_round = drafted
@@ -106,8 +113,9 @@ class Ngram(Plain):
 class Lookup(Plain):
     """`LookupAssist` over `NoDrafter`, asked in the engine's order."""
 
-    def __init__(self, k: int, min_n: int, decode: SPSProfile, check_every: int) -> None:
-        self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every)
+    def __init__(self, k: int, min_n: int, decode: SPSProfile, check_every: int,
+                 priced: RoundCosts = H200_ROUND_COSTS) -> None:
+        self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every, priced)
         self.dormant, self.due, self.quiet = DormantSteps(self.proposer), False, False
 
     def track(self, request_id: str, ids: list[int]) -> None:
@@ -179,10 +187,10 @@ def replay(replies: list[dict], slots: int, k: int, policy: Plain, costs: Costs,
     return costs.ms - began
 
 
-def run(replies: list[dict], slots: int, k: int, make, costs: Costs) -> list[float]:
-    """Each call's ms: calls of 4 x `slots` replies (`bench_dspark.py --closed-loop 4`), one policy
-    (`make()`) across them."""
-    policy, size = make(), 4 * slots
+def run(replies: list[dict], slots: int, k: int, make, costs: Costs, per_call: int = 4) -> list[float]:
+    """Each call's ms: calls of `per_call` x `slots` replies (`bench_dspark.py --closed-loop 4`;
+    1: batch form), one policy (`make()`) across them."""
+    policy, size = make(), per_call * slots
     return [replay(replies[at:at + size], slots, k, policy, costs, at) for at in range(0, len(replies), size)]
 
 
@@ -194,52 +202,59 @@ def main() -> None:
     parser.add_argument("--lookup", type=int, nargs="+", default=[2], help="prompt_lookup_min values to replay")
     parser.add_argument("--check-every", type=int, nargs="+", default=[lookup_assist.CHECK_EVERY])
     parser.add_argument("--k", type=int, default=7)
-    parser.add_argument("--priced", nargs="+", default=[f"{lookup_assist.ROUND_STEPS}:{lookup_assist.AFTER_STEPS}"],
-                        metavar="ROUND:AFTER", help="values of `lookup_assist.ROUND_STEPS` and `AFTER_STEPS` (what "
-                        "`pays` charges a round) to replay; 0.9:0 prices every round as session 29's first try did")
+    parser.add_argument("--priced", nargs="+", default=[_spec(H200_ROUND_COSTS)], metavar="IN:START:AFTER",
+                        help="`RoundCosts` that `LookupAssist.pays` believes (1-request steps at 1 request: a round "
+                        "in a run, what one after a plain step costs more, the plain step after a run's saving; "
+                        "the growth per doubling of the batch as the H200's); 1.15:0:0.35 is session 29's pricing")
+    parser.add_argument("--charged", default=_spec(H200_ROUND_COSTS), metavar="IN:START:AFTER",
+                        help="`RoundCosts` the replay charges (as --priced)")
     parser.add_argument("--plain", type=float, default=1.01, help="ms of a plain step at 1 request")
-    parser.add_argument("--round-extra", type=float, default=1.19, help="ms a step with drafts costs more")
-    parser.add_argument("--after-saving", type=float, default=0.39, help="ms the plain step after a round costs less")
+    parser.add_argument("--batch-form", action="store_true",
+                        help="calls of C replies (bench_dspark.py without --closed-loop): each ends in a tail")
     args = parser.parse_args()
     if min(args.k, *args.lookup, *args.check_every, *args.concurrency) < 1:
         parser.error("--k, --lookup, --check-every and --concurrency: must be >= 1")
     try:
-        priced = [tuple(float(x) for x in item.split(":")) for item in args.priced]
-    except ValueError:
-        priced = []
-    if not priced or any(len(p) != 2 or min(p) < 0 for p in priced):
-        parser.error(f"--priced: expected ROUND:AFTER pairs of numbers >= 0, got {args.priced}")
+        priced, charged = [_costs(item) for item in args.priced], _costs(args.charged)
+    except ValueError as exc:
+        parser.error(f"--priced / --charged: {exc}")
     replies = [r for r in json.loads(args.replies.read_text())["replies"] if len(r["reply"]) > 1]
     decode = SPSProfile.load(args.profiles / "sps.json")
-    print(f"{len(replies)} replies, {sum(len(r['reply']) for r in replies)} tokens; step ms at 1 request: plain "
-          f"{args.plain}, a round +{args.round_extra}, the plain step after a round -{args.after_saving}")
+    per_call = 1 if args.batch_form else 4
+    print(f"{len(replies)} replies, {sum(len(r['reply']) for r in replies)} tokens; {per_call} x C a call; plain step "
+          f"{args.plain} ms at 1 request; rounds charged {args.charged}")
     print("| requests | policy | mean paired ratio | total ratio | rounds | accepted drafts / round |\n"
           "|---:|---|---:|---:|---:|---:|")
-    default = lookup_assist.ROUND_STEPS, lookup_assist.AFTER_STEPS
-    try:
-        for slots in args.concurrency:
-            def costs() -> Costs:
-                return Costs(decode, args.plain, args.round_extra, args.after_saving)
-            base = run(replies, slots, args.k, Plain, costs())
+    for slots in args.concurrency:
+        base = run(replies, slots, args.k, Plain, Costs(decode, args.plain, charged), per_call)
 
-            def row(name: str, make) -> None:
-                c = costs()
-                times = run(replies, slots, args.k, make, c)
-                ratios = [b / t for b, t in zip(base, times)]
-                per = c.accepted / c.rounds if c.rounds else 0.0
-                print(f"| {slots} | {name} | {statistics.fmean(ratios):.3f} | {sum(base) / sum(times):.3f} | "
-                      f"{c.rounds} | {per:.2f} |", flush=True)
+        def row(name: str, make) -> None:
+            c = Costs(decode, args.plain, charged)
+            times = run(replies, slots, args.k, make, c, per_call)
+            ratios = [b / t for b, t in zip(base, times)]
+            per = c.accepted / c.rounds if c.rounds else 0.0
+            print(f"| {slots} | {name} | {statistics.fmean(ratios):.3f} | {sum(base) / sum(times):.3f} | "
+                  f"{c.rounds} | {per:.2f} |", flush=True)
 
-            row(f"ngram-{args.k}", Ngram)
-            for round_steps, after_steps in priced:
-                # (`pays` reads them at each call)
-                lookup_assist.ROUND_STEPS, lookup_assist.AFTER_STEPS = round_steps, after_steps
-                for min_n in args.lookup:
-                    for every in args.check_every:
-                        row(f"lookup {min_n} (every {every}, priced {round_steps:g}:{after_steps:g})",
-                            lambda: Lookup(args.k, min_n, decode, every))
-    finally:
-        lookup_assist.ROUND_STEPS, lookup_assist.AFTER_STEPS = default
+        row(f"ngram-{args.k}", Ngram)
+        for text, costs in zip(args.priced, priced):
+            for min_n in args.lookup:
+                for every in args.check_every:
+                    row(f"lookup {min_n} (every {every}, priced {text})",
+                        lambda: Lookup(args.k, min_n, decode, every, costs))
+
+
+def _spec(costs: RoundCosts) -> str:
+    return f"{costs.in_run:g}:{costs.start:g}:{costs.after:g}"
+
+
+def _costs(text: str) -> RoundCosts:
+    """`RoundCosts` from IN:START:AFTER (the H200's growth with the batch)."""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"expected IN:START:AFTER, got {text!r}")
+    in_run, start, after = (float(x) for x in parts)
+    return RoundCosts(in_run=in_run, start=start, after=after)
 
 
 if __name__ == "__main__":

@@ -65,8 +65,8 @@ import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.engine.dormant_steps import DormantSteps  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
-import deepinfer_dspark.lookup_assist as lookup_assist  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
+from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
@@ -89,7 +89,7 @@ class Clock:
         capture = self.capture * step if captured else 0.0
         sync = self.sync * step if (self.after_draft and not self.after_lookup) or synced else 0.0
         if self.after_lookup:   # launched with nothing in flight to wait for: cheaper (the H200's step log)
-            sync = -lookup_assist.AFTER_STEPS / self.decode.at(1)
+            sync = -H200_ROUND_COSTS.saving(batch) / self.decode.at(1)
         self.extra["capture"] += capture
         self.extra["sync"] += sync
         self.seconds += step + capture + sync
@@ -97,10 +97,10 @@ class Clock:
 
     def looked_up(self, batch: int, drafts: int) -> None:
         """A round with prompt-lookup drafts only (`--lookup`): the plain step at batch + drafts
-        requests (no drafter) plus `lookup_assist.ROUND_STEPS` 1-request steps, the plain step
-        after it `AFTER_STEPS` less (the H200's step log, session 29: rounds 1.2 ms dearer than
-        plain steps at 1, 2 and 8 requests, the step after one 0.3-0.45 ms cheaper)."""
-        over = lookup_assist.ROUND_STEPS / self.decode.at(1)
+        requests (no drafter) plus `H200_ROUND_COSTS.round` 1-request steps (more when the step
+        before was plain: the round waits for it), the plain step after a run `saving` less (the
+        H200's step logs, session 30)."""
+        over = H200_ROUND_COSTS.round(batch, self.after_draft) / self.decode.at(1)
         self.extra["sync"] += over
         self.seconds += 1.0 / self.decode.at(batch + drafts) + over
         self.after_draft = self.after_lookup = True

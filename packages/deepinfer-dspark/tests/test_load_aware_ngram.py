@@ -71,7 +71,8 @@ def test_counters_hold_every_round_and_unasked_matches_do_not_stop_the_overlap(f
 
     target, _ = folders
     flat = {**AWARE, "decode_profile": SPSProfile([1, 64], [1000.0, 1000.0])}
-    llm = kit.build(target, flat, async_scheduling=True)
+    # (7 drafts: a lone round at 4 requests costs +1.5 plain steps, `RoundCosts`; 4 short matches pay it)
+    llm = kit.build(target, {**flat, "num_speculative_tokens": 7}, async_scheduling=True)
     prompts = [{"prompt_token_ids": p} for p in kit.prompts(4, seed=3)]
     llm.generate(prompts, SamplingParams(temperature=0, max_tokens=40, ignore_eos=True))
     stats, proposer = llm.engine.speculative.stats, llm.engine.speculative.proposer

@@ -12,14 +12,15 @@ import pytest
 from deepinfer_core import SamplingParams
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.lookup_assist import AFTER_STEPS, PRIOR_RATES, ROUND_STEPS, LookupAssist, MatchClasses
+from deepinfer_dspark.lookup_assist import PRIOR_RATES, LookupAssist, MatchClasses
 from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.round_costs import H200_ROUND_COSTS as COSTS
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.token_bytes import WINDOW, TokenBytes, match
 
 K = 4
 # Drafting by DSpark can never pay (a round at 1 request costs 100 plain steps): it is ruled out,
-# dormant, features declined. A lone lookup round at 1 request costs 1 + ROUND_STEPS - AFTER_STEPS plain steps.
+# dormant, features declined. A lone lookup round at 1 request costs 1 + COSTS.priced(1, False) plain steps.
 SLOW_SPS = SPSProfile([1, 5, 64, 320], [10.0, 10.0, 9.0, 8.0])
 DECODE = SPSProfile([1, 64], [1000.0, 1000.0])
 
@@ -76,13 +77,13 @@ def test_stretches_are_capped_and_cut_when_a_lookup_is_due(fake_runner) -> None:
 
 def test_nothing_is_searched_where_a_lookup_round_cannot_pay(fake_runner) -> None:
     lookup = assisted(fake_runner)
-    # Full acceptance at 1 request: (1 + 4) tokens for 1 + ROUND_STEPS - AFTER_STEPS steps; at 64: 68 / 64.
+    # Full acceptance at 1 request: (1 + 4) tokens for 1 + COSTS.priced(1, False) steps; at 64: 68 / 64.
     assert lookup.pays(1, [(K, 1.0)]) and not lookup.pays(64, [(K, 1.0)])
-    assert lookup.pays(1, [(K, 0.5)]) == ((1 + 0.5 * K) > 1 + ROUND_STEPS - AFTER_STEPS)
+    assert lookup.pays(1, [(K, 0.5)]) == ((1 + 0.5 * K) > 1 + COSTS.priced(1, False))
     assert not lookup.pays(1, [(K, 0.15)]) and not lookup.pays(2, [(K, 0.3)])
-    # A round that extends a run of rounds does not get the cheaper plain step after it again.
-    share = (ROUND_STEPS - AFTER_STEPS / 2) / K   # pays alone, not in a run
-    assert lookup.pays(1, [(K, share)]) and not lookup.pays(1, [(K, share)], in_run=True)
+    # A round that extends a run of rounds does not wait for a plain step in flight: cheaper.
+    share = (COSTS.priced(1, True) + COSTS.priced(1, False)) / 2 / K   # pays in a run, not alone
+    assert lookup.pays(1, [(K, share)], in_run=True) and not lookup.pays(1, [(K, share)])
     live = [1, 2, 1, 2, 1, 2]
     lookup.track("r", live)
     live += [1, 2, 1]

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from deepinfer_dspark.round_costs import RoundCosts
 from deepinfer_dspark.sps import SPSProfile
 
 DECODE = SPSProfile([1, 64], [1000.0, 1000.0])
@@ -23,7 +24,8 @@ def test_drafts_pay_on_a_loop_and_fresh_text_runs_plain(benchmark_script, policy
     make = replay.Ngram if policy == "ngram" else (lambda: replay.Lookup(7, 2, DECODE, 1))
 
     def ms(replies, make, slots=1):
-        costs = replay.Costs(DECODE, 1.0, 1.0, 0.4)
+        costs = replay.Costs(DECODE, 1.0, RoundCosts(in_run=1.0, in_run_per_doubling=0.0, start=0.0, after=0.4,
+                                                     after_per_doubling=0.0))
         return sum(replay.run(replies, slots, 7, make, costs)), costs
 
     plain_loop, _ = ms([LOOP], replay.Plain)
@@ -47,3 +49,22 @@ def test_the_script_prints_a_row_per_policy_and_load(benchmark_script, tmp_path,
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 |") or
             line.startswith("| 2 |")]
     assert len(rows) == 10 and all(float(row.split("|")[4]) > 1.0 for row in rows)
+    monkeypatch.setattr(sys, "argv", sys.argv[:-6] + ["--concurrency", "2", "--batch-form"])
+    replay.main()
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
+    assert len(rows) == 2 and "; 1 x C a call;" in out   # calls of 2 replies, not 8
+
+
+def test_the_charged_costs_are_the_round_costs(benchmark_script) -> None:
+    """A round after a plain step costs `start` more than one in a run; the plain step after a run
+    costs `saving` less."""
+    replay = benchmark_script("lookup_replay")
+    costs = replay.Costs(DECODE, 2.0, RoundCosts(in_run=0.5, in_run_per_doubling=0.0, start=1.0, after=0.25,
+                                                 after_per_doubling=0.0))
+    for drafted in (True, True, False, False):
+        costs.step(1, drafted)
+    assert costs.ms == pytest.approx(2.0 * ((1 + 1.5) + (1 + 0.5) + (1 - 0.25) + 1))
+    with pytest.raises(ValueError, match="IN:START:AFTER"):
+        replay._costs("1:2")   # (main turns it into a usage error naming --priced)
+

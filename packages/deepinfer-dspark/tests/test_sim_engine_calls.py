@@ -151,15 +151,19 @@ def test_lookup_drafts_where_dspark_pauses_and_its_rounds_are_charged(sim) -> No
     """`--lookup N`: with a drafter that loses (confidence 0.3, paused) and every reply looping
     from token 40, `LookupAssist` drafts the loops by prompt lookup (L rounds in the trace) and
     the run beats the one without it; a lookup round is charged the plain step at batch +
-    drafts plus `ROUND_STEPS` 1-request steps, the plain step after it `AFTER_STEPS` less."""
-    import deepinfer_dspark.lookup_assist as lookup_assist
+    drafts plus `RoundCosts.round` 1-request steps (after a plain step: the dearer start of a
+    run), the plain step after it `RoundCosts.saving` less."""
+    from deepinfer_dspark.round_costs import H200_ROUND_COSTS as costs
 
     clock = sim.Clock(DECODE, SPEC, 7, 0.02, 1.5, 0.9)
     clock.looked_up(1, 7)
     round_seconds = clock.seconds
-    assert round_seconds == pytest.approx(1 / DECODE.at(8) + lookup_assist.ROUND_STEPS / DECODE.at(1))
+    assert round_seconds == pytest.approx(1 / DECODE.at(8) + costs.round(1, False) / DECODE.at(1))
+    clock.looked_up(1, 7)   # extends the run: no wait
+    assert clock.seconds - round_seconds == pytest.approx(1 / DECODE.at(8) + costs.round(1, True) / DECODE.at(1))
+    run_seconds = clock.seconds
     clock.plain(1, False, False)
-    assert clock.seconds - round_seconds == pytest.approx((1 - lookup_assist.AFTER_STEPS) / DECODE.at(1))
+    assert clock.seconds - run_seconds == pytest.approx((1 - costs.saving(1)) / DECODE.at(1))
     loops = (1.0, 40, 40)
     without = sim.simulate(args(plan=[(1, 6)], loops=loops), DECODE, SPEC, 0.3, seed=0)[1][0]
     with_lookup = sim.simulate(args(plan=[(1, 6)], loops=loops, lookup=2), DECODE, SPEC, 0.3, seed=0, trace=2)

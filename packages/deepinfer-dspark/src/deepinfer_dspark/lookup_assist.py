@@ -35,21 +35,13 @@ from types import SimpleNamespace
 
 from deepinfer_core.interfaces import Draft, DraftRequest
 
+from deepinfer_dspark.round_costs import H200_ROUND_COSTS, RoundCosts
 from deepinfer_dspark.token_bytes import WINDOW, TokenBytes
 
 CHECK_EVERY = 1        # tokens a request grows between two searches of its context: every step
 # (`lookup_replay.py` over 256 real replies: every 8 tokens missed a third of the rounds that pay,
 # 1.25 against 1.39; a search appends the new tokens' bytes and scans the window, +4.5 us a paused
 # step at 1 request on this repository's CPU, `lookup_host_cost.py --check-every 1`)
-ROUND_STEPS = 1.15     # plain 1-request steps a lookup round costs beyond the plain step it replaces
-# (the host waits for the ids before it, then launches and checks the verification): the H200's step
-# log (session 29, means) read rounds of 2.2-2.3 ms against plain steps of 1.01-1.04 at 1, 2 and 8
-# requests, back-to-back rounds 2.06-2.09 at 1
-AFTER_STEPS = 0.35     # and the plain step right after a round costs less (0.58-0.77 ms: launched with
-# nothing in flight to wait for): a lone round costs ROUND_STEPS - AFTER_STEPS more in all (0.8), one
-# that extends a run of rounds ROUND_STEPS (the run's end gets the saving once). `lookup_replay.py`
-# over 256 real replies on these costs: pricing every round at 0.9 took rounds at 8 requests that
-# lost (1.021 against 1.044 with 1.8), at 1.8 it left 3 points at 1 request
 PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any is verified, by
 # match class: short matches in fresh text mostly fail; a match over 4n tokens is a loop, and in the
 # H200's looping replies (session 28) fixed-7 accepted 0.86-1.00 of its drafts
@@ -119,19 +111,21 @@ class LookupAssist:
         inner: the proposer wrapped.
         min_n: tokens of the context's suffix that must have occurred before (1 .. `WINDOW` - 1).
         check_every: tokens between two searches of a request (>= 1).
+        costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
 
     Raises:
         ValueError: `min_n` or `check_every` out of range (named).
     """
 
-    def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY) -> None:
+    def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY,
+                 costs: RoundCosts = H200_ROUND_COSTS) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
         if check_every < 1:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
-            inner=inner, min_n=min_n, check_every=check_every,
+            inner=inner, min_n=min_n, check_every=check_every, costs=costs,
             _views={},      # request -> its live tokens (`track`)
             _ctx={},        # request -> its known tokens as bytes (`TokenBytes`)
             _prompt={},     # request -> tokens when tracked: the search starts past them
@@ -335,13 +329,13 @@ class LookupAssist:
         request that has them, emits more tokens per second than plain decoding: (batch + the
         expected accepted drafts) / batch tokens per plain step's worth, against the round's
         cost in plain steps: the decode profile read at batch + sum(drafts) rows (an upper bound:
-        verifying a draft costs at most a request's decode step) plus `ROUND_STEPS` of the
-        1-request step, less `AFTER_STEPS` unless `in_run` (the step before carried drafts: the
-        plain step after the run is cheaper once, whatever its length). Without a profile:
-        1 + those plain steps."""
+        verifying a draft costs at most a request's decode step) plus `costs.priced(batch,
+        in_run)` 1-request steps (`RoundCosts`: a round after a plain step waits for it, one in a
+        run does not; `in_run`: the step before carried drafts). Without a profile: 1 + those
+        plain steps."""
         extra = sum(length for length, _ in drafts)
         gain = (batch + sum(length * rate for length, rate in drafts)) / batch
-        over = ROUND_STEPS - (0.0 if in_run else AFTER_STEPS)
+        over = self.costs.priced(batch, in_run)
         decode = self.inner.decode
         if decode is None:
             return gain > 1.0 + over
