@@ -114,8 +114,8 @@ class Lookup(Plain):
     """`LookupAssist` over `NoDrafter`, asked in the engine's order."""
 
     def __init__(self, k: int, min_n: int, decode: SPSProfile, check_every: int,
-                 priced: RoundCosts = H200_ROUND_COSTS) -> None:
-        self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every, priced)
+                 priced: RoundCosts = H200_ROUND_COSTS, tail: bool = True) -> None:
+        self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every, priced, tail)
         self.dormant, self.due, self.quiet = DormantSteps(self.proposer), False, False
 
     def track(self, request_id: str, ids: list[int]) -> None:
@@ -153,13 +153,16 @@ def replay(replies: list[dict], slots: int, k: int, policy: Plain, costs: Costs,
     """One call: `replies` through `slots` slots, each admitted as one finishes (its prefill in
     the next step, not charged); returns the call's ms."""
     began, queue, live = costs.ms, list(range(len(replies))), {}   # request -> [reply, ids, position]
+    views = {n: list(replies[n]["prompt"]) for n in queue}
+    for n, ids in views.items():   # the engine tracks every request as it is added, waiting or not
+        policy.track(f"r{first + n}", ids)
 
     def admit() -> None:
         while queue and len(live) < slots:
             n = queue.pop(0)
-            reply = replies[n]["reply"]
-            live[f"r{first + n}"] = [reply, list(replies[n]["prompt"]) + reply[:1], 1]
-            policy.track(f"r{first + n}", live[f"r{first + n}"][1])
+            reply, ids = replies[n]["reply"], views[n]
+            ids.extend(reply[:1])   # its prefill's token
+            live[f"r{first + n}"] = [reply, ids, 1]
 
     admit()
     policy.start(len(live))
@@ -209,6 +212,8 @@ def main() -> None:
     parser.add_argument("--charged", default=_spec(H200_ROUND_COSTS), metavar="IN:START:AFTER",
                         help="`RoundCosts` the replay charges (as --priced)")
     parser.add_argument("--plain", type=float, default=1.01, help="ms of a plain step at 1 request")
+    parser.add_argument("--no-tail", action="store_true",
+                        help="also replay each lookup row without `LookupAssist`'s tail weights")
     parser.add_argument("--batch-form", action="store_true",
                         help="calls of C replies (bench_dspark.py without --closed-loop): each ends in a tail")
     args = parser.parse_args()
@@ -240,8 +245,9 @@ def main() -> None:
         for text, costs in zip(args.priced, priced):
             for min_n in args.lookup:
                 for every in args.check_every:
-                    row(f"lookup {min_n} (every {every}, priced {text})",
-                        lambda: Lookup(args.k, min_n, decode, every, costs))
+                    for tail in (True, False) if args.no_tail else (True,):
+                        row(f"lookup {min_n} (every {every}, priced {text}{'' if tail else ', no tail'})",
+                            lambda: Lookup(args.k, min_n, decode, every, costs, tail))
 
 
 def _spec(costs: RoundCosts) -> str:

@@ -369,3 +369,32 @@ def test_a_requests_last_round_is_credited_at_remove(fake_runner) -> None:
     live += [4, 3, 9]          # two drafts accepted, then the correction token; the request ends
     lookup.remove("x")
     assert lookup.lookup_accepted == 2 and not lookup._open
+
+
+def test_in_a_batch_tail_drafts_of_a_request_ahead_weigh_less(fake_runner) -> None:
+    """No request waiting: a request whose output leads the least advanced one's by more than
+    `TAIL_SLACK` tokens counts `TAIL_AHEAD` of its drafts (its gain mostly idles its slot later),
+    so a round that pays for it alone in a queue does not pay in a tail; with a request waiting
+    it does again."""
+    from deepinfer_dspark.lookup_assist import TAIL_AHEAD, TAIL_SLACK
+
+    lookup = assisted(fake_runner)
+    lookup.classes.sums = [[4.0, 4.0] for _ in range(3)]   # every lookup draft accepted so far
+    ahead, behind = [1, 2, 3], [7, 8, 9]
+    lookup.track("ahead", ahead)
+    lookup.track("behind", behind)
+    ahead += [1, 2, 3] * 3 + [1, 2]   # 11 output tokens, its suffix "1 2" seen before
+    behind += [5]                     # 1 output token
+    assert 11 > 1 + TAIL_SLACK and TAIL_AHEAD < 1.0
+    assert lookup._tail(2) == {"ahead": TAIL_AHEAD, "behind": 1.0}
+    assert not lookup._due(2) and "ahead" in lookup._matched   # matched, but (2 + 4 * 0.3) / 2 does not pay
+    assert lookup.pays(2, [(K, 1.0)])                         # what it would have counted in a queue
+    behind += [6, 7, 8, 10, 11, 12]   # 7 output tokens, within the slack: counts fully again
+    assert lookup._tail(2)["ahead"] == 1.0 and lookup._due(2)
+    lookup.track("waiting", [4, 4, 4])   # a request waits: no tail
+    del behind[-3:]
+    assert lookup._tail(2) == {} and lookup._due(2)
+    lookup.remove("waiting")
+    assert lookup._tail(2)["ahead"] == TAIL_AHEAD
+    lookup.tail = False   # (LookupAssist(..., tail=False): every request counts fully)
+    assert lookup._tail(2) == {}

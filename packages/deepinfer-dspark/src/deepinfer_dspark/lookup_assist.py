@@ -22,7 +22,8 @@ periods and its drafts are accepted, a short match in fresh text mostly is not, 
 class learns its own accepted share, drifting back up to the prior while it is not drafted
 (`MatchClasses`). The drafts are verified like any other, deterministic (one-hot q), so
 lossless at any temperature; DSpark's own statistics never see them (its `commit` counts only
-the requests it drafted). Everything else is DSpark's: attributes are read from, and written
+the requests it drafted). A round is priced by `RoundCosts` (the H200's step logs); in a batch's
+tail (no request waiting) drafts of a request already ahead of the others weigh less (`_tail`). Everything else is DSpark's: attributes are read from, and written
 to, the wrapped proposer unless the wrapper has them. Device-free.
 """
 
@@ -48,6 +49,9 @@ PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any
 PRIOR_DRAFTS = 4.0                    # the prior's weight, in drafts
 DECAY = 0.98                          # per lookup draft verified: newer text weighs more
 AGE_ROUNDS = 64                       # engine rounds over which a class drifts back to the prior by e
+TAIL_SLACK = 4        # output tokens a request may lead the least advanced one by and count fully
+TAIL_AHEAD = 0.3      # the weight of a request further ahead, in a batch's tail (`_tail`; replay:
+# slack 2-7 and weights 0.15-0.5 within 0.01 of each other at 2 and 4 requests)
 UNASKED_TOKENS = 32    # tokens a matched request the engine did not ask about (its sampling cannot be
 # drafted for: penalties, structured output, min_tokens) grows before it is searched again: its
 # match made every step a due round that asked nothing (session 29's review helper)
@@ -112,20 +116,21 @@ class LookupAssist:
         min_n: tokens of the context's suffix that must have occurred before (1 .. `WINDOW` - 1).
         check_every: tokens between two searches of a request (>= 1).
         costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
+        tail: weigh drafts in a batch's tail (`_tail`); False counts every request's fully.
 
     Raises:
         ValueError: `min_n` or `check_every` out of range (named).
     """
 
     def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY,
-                 costs: RoundCosts = H200_ROUND_COSTS) -> None:
+                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = True) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
         if check_every < 1:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
-            inner=inner, min_n=min_n, check_every=check_every, costs=costs,
+            inner=inner, min_n=min_n, check_every=check_every, costs=costs, tail=tail,
             _views={},      # request -> its live tokens (`track`)
             _ctx={},        # request -> its known tokens as bytes (`TokenBytes`)
             _prompt={},     # request -> tokens when tracked: the search starts past them
@@ -244,8 +249,10 @@ class LookupAssist:
             tokens, length = ctx.match(self.min_n, r.max_tokens)
             if tokens:
                 found[i] = (tokens, self.classes.of(length))
+        tail = self._tail(running)
         if found and not any(d.token_ids for d in drafts) and not self.pays(
-                running, [(len(tokens), self.classes.rate(cls)) for tokens, cls in found.values()], self._now.in_run):
+                running, [(len(tokens), self.classes.rate(cls) * tail.get(requests[i].request_id, 1.0))
+                          for i, (tokens, cls) in found.items()], self._now.in_run):
             found = {}   # a round of lookup drafts alone must pay for itself (with DSpark's it rides along)
         for i, (tokens, cls) in found.items():
             r = requests[i]
@@ -296,8 +303,25 @@ class LookupAssist:
         self._search(batch)
         if not self._matched:
             return False
-        return self.pays(batch, [(drafts, self.classes.rate(cls)) for drafts, cls in self._matched.values()],
+        tail = self._tail(batch)
+        return self.pays(batch, [(drafts, self.classes.rate(cls) * tail.get(rid, 1.0))
+                                 for rid, (drafts, cls) in self._matched.items()],
                          self._now.in_run)
+
+    def _tail(self, batch: int) -> dict[str, float]:
+        """In a batch's tail (no request waits: every request tracked runs), the weight of each
+        running request's accepted drafts: a call then ends when its last reply does, so tokens a
+        request gains ahead of the others mostly leave its slot idle later. The H200's step log
+        (session 30, 8 requests, batch form) read 0.32 of the steps `pays` counted as saved.
+        A request counts fully while its output leads the least advanced one's by at most
+        `TAIL_SLACK` tokens, and `TAIL_AHEAD` beyond. Empty (all weigh 1) while requests wait.
+        `lookup_replay.py --batch-form` (session 30): 1.182 -> 1.195 at 2 requests, 1.005 ->
+        1.042 at 4; the closed loop unchanged (1.235 / 1.177 -> 1.234 / 1.179)."""
+        if not self.tail or len(self._views) > batch or batch < 2:
+            return {}
+        outs = {rid: _known(view) - self._prompt[rid] for rid, view in islice(self._views.items(), batch)}
+        least = min(outs.values())
+        return {rid: 1.0 if out <= least + TAIL_SLACK else TAIL_AHEAD for rid, out in outs.items()}
 
     def _search(self, batch: int, request_ids: list[str] | None = None) -> None:
         """Searches `request_ids`, or else the oldest `batch` requests tracked (first come,
