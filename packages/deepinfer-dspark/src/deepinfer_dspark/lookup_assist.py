@@ -22,8 +22,9 @@ periods and its drafts are accepted, a short match in fresh text mostly is not, 
 class learns its own accepted share, drifting back up to the prior while it is not drafted
 (`MatchClasses`). The drafts are verified like any other, deterministic (one-hot q), so
 lossless at any temperature; DSpark's own statistics never see them (its `commit` counts only
-the requests it drafted). A round is priced by `RoundCosts` (the H200's step logs); in a batch's
-tail (no request waiting) drafts of a request already ahead of the others weigh less (`_tail`). Everything else is DSpark's: attributes are read from, and written
+the requests it drafted). A round is priced by `RoundCosts` (the H200's step logs); with
+`tail=True`, in a batch's tail (no request waiting) drafts of a request already ahead of the
+others weigh less (`_tail`). Everything else is DSpark's: attributes are read from, and written
 to, the wrapped proposer unless the wrapper has them. Device-free.
 """
 
@@ -116,14 +117,15 @@ class LookupAssist:
         min_n: tokens of the context's suffix that must have occurred before (1 .. `WINDOW` - 1).
         check_every: tokens between two searches of a request (>= 1).
         costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
-        tail: weigh drafts in a batch's tail (`_tail`); False counts every request's fully.
+        tail: weigh drafts in a batch's tail (`_tail`; off by default: the engine cannot yet
+            tell an offline batch's tail from a server whose clients cap their concurrency).
 
     Raises:
         ValueError: `min_n` or `check_every` out of range (named).
     """
 
     def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY,
-                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = True) -> None:
+                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = False) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
@@ -249,10 +251,10 @@ class LookupAssist:
             tokens, length = ctx.match(self.min_n, r.max_tokens)
             if tokens:
                 found[i] = (tokens, self.classes.of(length))
-        tail = self._tail(running)
         if found and not any(d.token_ids for d in drafts) and not self.pays(
-                running, [(len(tokens), self.classes.rate(cls) * tail.get(requests[i].request_id, 1.0))
-                          for i, (tokens, cls) in found.items()], self._now.in_run):
+                running, self._priced_drafts(running, {requests[i].request_id: (len(tokens), cls)
+                                                       for i, (tokens, cls) in found.items()}),
+                self._now.in_run):
             found = {}   # a round of lookup drafts alone must pay for itself (with DSpark's it rides along)
         for i, (tokens, cls) in found.items():
             r = requests[i]
@@ -303,10 +305,14 @@ class LookupAssist:
         self._search(batch)
         if not self._matched:
             return False
-        tail = self._tail(batch)
-        return self.pays(batch, [(drafts, self.classes.rate(cls) * tail.get(rid, 1.0))
-                                 for rid, (drafts, cls) in self._matched.items()],
+        return self.pays(batch, self._priced_drafts(batch, self._matched),
                          self._now.in_run)
+
+    def _priced_drafts(self, batch: int, matched: dict[str, tuple[int, int]]) -> list[tuple[int, float]]:
+        """(drafts, expected accepted share) for `pays`, from request -> (drafts, match class),
+        each share weighed by `_tail`."""
+        tail = self._tail(batch)
+        return [(drafts, self.classes.rate(cls) * tail.get(rid, 1.0)) for rid, (drafts, cls) in matched.items()]
 
     def _tail(self, batch: int) -> dict[str, float]:
         """In a batch's tail (no request waits: every request tracked runs), the weight of each
@@ -316,10 +322,15 @@ class LookupAssist:
         A request counts fully while its output leads the least advanced one's by at most
         `TAIL_SLACK` tokens, and `TAIL_AHEAD` beyond. Empty (all weigh 1) while requests wait.
         `lookup_replay.py --batch-form` (session 30): 1.182 -> 1.195 at 2 requests, 1.005 ->
-        1.042 at 4; the closed loop unchanged (1.235 / 1.177 -> 1.234 / 1.179)."""
+        1.042 at 4; the closed loop with the engine's own cap unchanged (1.235 / 1.177 -> 1.234 /
+        1.179). But a server whose clients cap their concurrency has no queue either, and there
+        it cost 1.235 / 1.177 -> 1.195 / 1.123 (session 30's review helper): off by default
+        until the engine can tell the two apart (`LLM.generate` drains a fixed set)."""
         if not self.tail or len(self._views) > batch or batch < 2:
             return {}
         outs = {rid: _known(view) - self._prompt[rid] for rid, view in islice(self._views.items(), batch)}
+        if not outs:
+            return {}
         least = min(outs.values())
         return {rid: 1.0 if out <= least + TAIL_SLACK else TAIL_AHEAD for rid, out in outs.items()}
 

@@ -45,9 +45,12 @@ class RoundCosts:
     after_per_doubling: float = -0.04
 
     def __post_init__(self) -> None:
-        for name in ("in_run", "start", "after"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"RoundCosts.{name}: must be >= 0, got {getattr(self, name)}")
+        for name in ("in_run", "in_run_per_doubling", "start", "after", "after_per_doubling"):
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise ValueError(f"RoundCosts.{name}: must be a finite number, got {value}")
+            if name in ("in_run", "start", "after") and value < 0:
+                raise ValueError(f"RoundCosts.{name}: must be >= 0, got {value}")
 
     def round(self, batch: int, in_run: bool) -> float:
         """Plain 1-request steps a round at `batch` running requests costs beyond the plain step
@@ -61,8 +64,9 @@ class RoundCosts:
 
     def priced(self, batch: int, in_run: bool) -> float:
         """What deciding on a round costs: `round`, less the `saving` of the step after the run
-        when the round starts one (a run of any length gets that saving once)."""
-        return self.round(batch, in_run) - (0.0 if in_run else self.saving(batch))
+        when the round starts one (a run of any length gets that saving once). Never below 0: a
+        round never costs less than the plain step it replaces."""
+        return max(0.0, self.round(batch, in_run) - (0.0 if in_run else self.saving(batch)))
 
 
 H200_ROUND_COSTS = RoundCosts()
