@@ -53,7 +53,8 @@ def test_the_script_prints_a_row_per_policy_and_load(benchmark_script, tmp_path,
     replay.main()
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
-    assert len(rows) == 3 and "; 1 x C a call;" in out and rows[2].split("|")[2].strip().endswith(", tail)")   # calls of 2 replies, not 8
+    assert len(rows) == 3 and "; 1 x C a call;" in out   # calls of 2 replies, not 8
+    assert rows[2].split("|")[2].strip().endswith(", tail)")   # --tail: each lookup row again with tail weights
 
 
 def test_the_charged_costs_are_the_round_costs(benchmark_script) -> None:
