@@ -114,8 +114,9 @@ class Lookup(Plain):
     """`LookupAssist` over `NoDrafter`, asked in the engine's order."""
 
     def __init__(self, k: int, min_n: int, decode: SPSProfile, check_every: int,
-                 priced: RoundCosts = H200_ROUND_COSTS, tail: bool = False) -> None:
+                 priced: RoundCosts = H200_ROUND_COSTS, tail: bool = True) -> None:
         self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every, priced, tail)
+        self.proposer.draining(True)   # each call is an `LLM.generate` that drains what it added
         self.dormant, self.due, self.quiet = DormantSteps(self.proposer), False, False
 
     def track(self, request_id: str, ids: list[int]) -> None:
@@ -212,8 +213,8 @@ def main() -> None:
     parser.add_argument("--charged", default=_spec(H200_ROUND_COSTS), metavar="IN:START:AFTER",
                         help="`RoundCosts` the replay charges (as --priced)")
     parser.add_argument("--plain", type=float, default=1.01, help="ms of a plain step at 1 request")
-    parser.add_argument("--tail", action="store_true",
-                        help="also replay each lookup row with `LookupAssist`'s tail weights (tail=True)")
+    parser.add_argument("--no-tail", action="store_true",
+                        help="also replay each lookup row without `LookupAssist`'s tail weights (tail=False)")
     parser.add_argument("--batch-form", action="store_true",
                         help="calls of C replies (bench_dspark.py without --closed-loop): each ends in a tail")
     args = parser.parse_args()
@@ -245,8 +246,8 @@ def main() -> None:
         for text, costs in zip(args.priced, priced):
             for min_n in args.lookup:
                 for every in args.check_every:
-                    for tail in (False, True) if args.tail else (False,):
-                        row(f"lookup {min_n} (every {every}, priced {text}{', tail' if tail else ''})",
+                    for tail in (True, False) if args.no_tail else (True,):
+                        row(f"lookup {min_n} (every {every}, priced {text}{'' if tail else ', no tail'})",
                             lambda: Lookup(args.k, min_n, decode, every, costs, tail))
 
 

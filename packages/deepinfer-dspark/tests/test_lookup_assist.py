@@ -379,7 +379,7 @@ def test_in_a_batch_tail_drafts_of_a_request_ahead_weigh_less(fake_runner) -> No
     from deepinfer_dspark.lookup_assist import TAIL_AHEAD, TAIL_SLACK
 
     lookup = assisted(fake_runner)
-    lookup.tail = True   # (opt-in: LookupAssist(..., tail=True))
+    lookup.draining(True)   # (the engine says so in `LLM.generate`: no request will be added)
     lookup.classes.sums = [[4.0, 4.0] for _ in range(3)]   # every lookup draft accepted so far
     ahead, behind = [1, 2, 3], [7, 8, 9]
     lookup.track("ahead", ahead)
@@ -397,5 +397,5 @@ def test_in_a_batch_tail_drafts_of_a_request_ahead_weigh_less(fake_runner) -> No
     assert lookup._tail(2) == {} and lookup._due(2)
     lookup.remove("waiting")
     assert lookup._tail(2)["ahead"] == TAIL_AHEAD
-    lookup.tail = False   # (the default: every request counts fully)
+    lookup.tail = False   # (LookupAssist(..., tail=False): every request counts fully)
     assert lookup._tail(2) == {}

@@ -49,12 +49,12 @@ def test_the_script_prints_a_row_per_policy_and_load(benchmark_script, tmp_path,
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 |") or
             line.startswith("| 2 |")]
     assert len(rows) == 10 and all(float(row.split("|")[4]) > 1.0 for row in rows)
-    monkeypatch.setattr(sys, "argv", sys.argv[:-6] + ["--concurrency", "2", "--batch-form", "--tail"])
+    monkeypatch.setattr(sys, "argv", sys.argv[:-6] + ["--concurrency", "2", "--batch-form", "--no-tail"])
     replay.main()
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
     assert len(rows) == 3 and "; 1 x C a call;" in out   # calls of 2 replies, not 8
-    assert rows[2].split("|")[2].strip().endswith(", tail)")   # --tail: each lookup row again with tail weights
+    assert rows[2].split("|")[2].strip().endswith(", no tail)")   # each lookup row again without tail weights
 
 
 def test_the_charged_costs_are_the_round_costs(benchmark_script) -> None:

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""`LookupAssist`'s tail weights (`tail=True`) and `RoundCosts`' validation: what session 30's
+"""`LookupAssist`'s tail weights (while the engine is `draining`) and `RoundCosts`' validation: what session 30's
 review helper found (an empty tail, NaN growth, tail weights built for rounds that never read them)."""
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def ask(request_id: str, tokens: list[int]) -> DraftRequest:
 def test_propose_over_untracked_requests_does_not_raise() -> None:
     """`propose` skips requests it never tracked (`ctx is None`), tail weights on or not (an
     empty tail once raised `min() arg is an empty sequence`)."""
-    lookup = LookupAssist(NoDrafter(K, FLAT), 2, tail=True)
+    lookup = LookupAssist(NoDrafter(K, FLAT), 2)
+    lookup.draining(True)
     drafts = lookup.propose([ask("a", [1, 2, 3, 1, 2]), ask("b", [4, 5, 6])])
     assert [d.token_ids for d in drafts] == [[], []]
 
@@ -47,7 +48,8 @@ def test_propose_does_not_weigh_the_tail_when_no_lookup_draft_was_found(fake_run
     possible, and `propose` builds no tail weights (over 64 views ~17 us on this CPU): they are
     read only when lookup drafts alone make the round."""
     proposer = DSparkProposer(fake_runner(K, 0.95), K, SPSProfile([1, 5, 64, 320], [500.0] * 4), decode=FLAT)
-    lookup = LookupAssist(proposer, 2, check_every=1, tail=True)
+    lookup = LookupAssist(proposer, 2, check_every=1)
+    lookup.draining(True)
     ids = [f"r{i}" for i in range(64)]
     views = {rid: [1, 2, 3, 4, 5] for rid in ids}
     for rid in ids:
@@ -72,15 +74,23 @@ def test_a_round_is_never_priced_below_the_step_it_replaces() -> None:
     assert not lookup.pays(2, [(K, 0.0)])
 
 
-def test_tail_weights_are_off_by_default() -> None:
-    """The engine cannot tell an offline batch's tail from a server whose clients cap their
-    concurrency (no queue either): weighing a tail there cost 4-5 points at 2-4 requests in the
-    review helper's replay, so `tail` is opt-in."""
+def test_tail_weights_apply_only_while_the_engine_drains() -> None:
+    """Without a queue, an offline batch's tail and a server whose clients cap their concurrency
+    look alike (weighing the latter as a tail cost 4-5 points at 2-4 requests in the review
+    helper's replay): the weights apply only while the engine says it is `draining`
+    (`LLM.generate`), and never with `tail=False`."""
     lookup = LookupAssist(NoDrafter(K, FLAT), 2)
     views = {"a": [1, 2, 3], "b": [4, 5, 6]}
     for rid, view in views.items():
         lookup.track(rid, view)
     views["a"] += [7] * 10
     assert lookup._tail(2) == {}
-    lookup.tail = True
+    lookup.draining(True)
     assert lookup._tail(2)["a"] < 1.0
+    lookup.draining(False)
+    assert lookup._tail(2) == {}
+    off = LookupAssist(NoDrafter(K, FLAT), 2, tail=False)
+    for rid, view in views.items():
+        off.track(rid, view)
+    off.draining(True)
+    assert off._tail(2) == {}

@@ -142,6 +142,13 @@ class Proposer(Protocol):
     output, `min_tokens`, no room left, or they are prefilling), with the number of running
     requests. An exception fails the requests asked, as one from `propose` does.
 
+    Optional, for proposers that price a round by when the batch ends (e.g. prompt lookup's
+    tail weights: with no request waiting and none to come, tokens one request gains ahead of the
+    others mostly idle its slot later): a method `draining(flag: bool) -> None`, called with True
+    when the engine will only drain the requests it holds (`LLM.generate`, after adding its
+    prompts) and with False when that ends. Never called by a driver that keeps adding requests.
+    An exception is ignored.
+
     Optional, for proposers that can tell at load time that they will never draft (e.g. DSpark when
     its measured profiles show that even accepting every draft cannot beat plain decoding at any
     batch size): an attribute `retired: bool`. When it is True after the factory returns, the

@@ -304,6 +304,7 @@ class LLM:
         total = len(states)
         done = sum(s.finished for s in states)
         try:
+            self.engine.draining(True)   # nothing is added until this call returns
             if on_progress is not None:
                 on_progress(done, total, 0)
             while self.engine.has_unfinished():
@@ -314,6 +315,7 @@ class LLM:
                 if on_progress is not None:
                     on_progress(done, total, step.num_new_tokens)
         finally:
+            self.engine.draining(False)
             # An exception (or interrupt) must not leave requests behind for the next call.
             self._abandon(states)
         return [s.to_output() for s in states]

@@ -22,10 +22,10 @@ periods and its drafts are accepted, a short match in fresh text mostly is not, 
 class learns its own accepted share, drifting back up to the prior while it is not drafted
 (`MatchClasses`). The drafts are verified like any other, deterministic (one-hot q), so
 lossless at any temperature; DSpark's own statistics never see them (its `commit` counts only
-the requests it drafted). A round is priced by `RoundCosts` (the H200's step logs); with
-`tail=True`, in a batch's tail (no request waiting) drafts of a request already ahead of the
-others weigh less (`_tail`). Everything else is DSpark's: attributes are read from, and written
-to, the wrapped proposer unless the wrapper has them. Device-free.
+the requests it drafted). A round is priced by `RoundCosts` (the H200's step logs); in a
+batch's tail (the engine is `draining` and no request waits) drafts of a request already ahead
+of the others weigh less (`_tail`). Everything else is DSpark's: attributes are read from, and
+written to, the wrapped proposer unless the wrapper has them. Device-free.
 """
 
 from __future__ import annotations
@@ -117,15 +117,15 @@ class LookupAssist:
         min_n: tokens of the context's suffix that must have occurred before (1 .. `WINDOW` - 1).
         check_every: tokens between two searches of a request (>= 1).
         costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
-        tail: weigh drafts in a batch's tail (`_tail`; off by default: the engine cannot yet
-            tell an offline batch's tail from a server whose clients cap their concurrency).
+        tail: weigh drafts in a batch's tail (`_tail`), which the engine's `draining` call
+            marks (`LLM.generate`); False counts every request's fully.
 
     Raises:
         ValueError: `min_n` or `check_every` out of range (named).
     """
 
     def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY,
-                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = False) -> None:
+                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = True) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
@@ -143,7 +143,8 @@ class LookupAssist:
             classes=MatchClasses(min_n),
             _now=SimpleNamespace(override=False,  # DSpark was paused, this round drafts by lookup
                                  running=0,       # requests running, as the engine last said
-                                 in_run=False),   # the last step carried drafts (a round)
+                                 in_run=False,    # the last step carried drafts (a round)
+                                 draining=False),  # the engine only drains what it holds
             _could={},      # batch -> `_could_pay`
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
@@ -190,6 +191,11 @@ class LookupAssist:
         self.lookup_accepted += accepted
         self.classes.add(cls, drafts, accepted)
         return True
+
+    def draining(self, flag: bool) -> None:
+        """The engine only drains the requests it holds (True, `LLM.generate`) or may be given
+        more (False): `_tail` weighs drafts only while draining."""
+        self._now.draining = bool(flag)
 
     def idle_rounds(self) -> int:
         rounds = self.inner.idle_rounds()
@@ -324,9 +330,9 @@ class LookupAssist:
         `lookup_replay.py --batch-form` (session 30): 1.182 -> 1.195 at 2 requests, 1.005 ->
         1.042 at 4; the closed loop with the engine's own cap unchanged (1.235 / 1.177 -> 1.234 /
         1.179). But a server whose clients cap their concurrency has no queue either, and there
-        it cost 1.235 / 1.177 -> 1.195 / 1.123 (session 30's review helper): off by default
-        until the engine can tell the two apart (`LLM.generate` drains a fixed set)."""
-        if not self.tail or len(self._views) > batch or batch < 2:
+        it cost 1.235 / 1.177 -> 1.195 / 1.123 (session 30's review helper): so only while the
+        engine says it is `draining` (`LLM.generate`: no request is added until it returns)."""
+        if not (self.tail and self._now.draining) or len(self._views) > batch or batch < 2:
             return {}
         outs = {rid: _known(view) - self._prompt[rid] for rid, view in islice(self._views.items(), batch)}
         if not outs:

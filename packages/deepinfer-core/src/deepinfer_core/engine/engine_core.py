@@ -187,6 +187,13 @@ class EngineCore:
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 
+    def draining(self, flag: bool) -> None:
+        """Says whether the engine now only drains the requests it holds: none will be added
+        until it says False (`LLM.generate` around its steps). A proposer with the optional
+        `draining` hears it (`Proposer`): once no request waits, it is in a batch's tail."""
+        if self.speculative is not None:
+            self.speculative.draining(flag)
+
     @property
     def num_preemptions(self) -> int:
         return self.scheduler.num_preemptions

@@ -353,6 +353,17 @@ class SpeculativeDecoder:
         except Exception:  # noqa: BLE001, S110 - the request runs either way
             pass
 
+    def draining(self, flag: bool) -> None:
+        """Tells a proposer that has `draining` whether the engine only drains the requests it
+        holds (see `Proposer`). A proposer that raises is ignored: every request runs either way."""
+        draining = getattr(self.proposer, "draining", None)
+        if draining is None:
+            return
+        try:
+            draining(flag)
+        except Exception:  # noqa: BLE001, S110 - a pricing hint only
+            pass
+
     def commit(self, request: Request) -> str | None:
         """Tells the proposer how many tokens of the request are final after this step.
 
