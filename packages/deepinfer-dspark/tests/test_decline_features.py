@@ -548,3 +548,22 @@ def test_a_round_is_priced_at_the_requests_running_not_those_asked(folders, kit,
     assert judged and all(pair == (1, 2) for pair in judged), judged   # asked about 1, judged at 2
     assert heard == [2] * len(judged)
     assert llm.engine.speculative.stats.proposed > 0   # it did draft (at 2 drafting may pay here)
+
+
+def test_a_buffer_that_starts_past_a_gap_marks_it_at_once(fake_runner) -> None:
+    """When buffering starts (nothing buffered), a request whose first row lies past its held
+    positions joins `gapped` then and its rows are not kept (it was learnt at the next flush,
+    after every row to it had been buffered); a request that continues its context is kept, and
+    with every running request gapped the proposer declines the features at once."""
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
+    observe(proposer, "a", 0, 4)
+    observe(proposer, "b", 0, 4)
+    proposer.pauses.pause(2, 100)
+    proposer._last_batch = 2
+    proposer.observe_step(["a", "b"], [9, 4], [1, 1], [0, 1], torch.ones(2, 2))   # a: 4-8 were declined
+    assert proposer.feed.gapped == {"a"} and proposer.pending.pairs == 1   # only b's row buffered
+    proposer.observe_step(["a", "b"], [10, 9], [1, 1], [0, 1], torch.ones(2, 2))  # b's gap: rows already buffered
+    assert proposer.feed.gapped == {"a"} and proposer.pending.pairs == 2   # ... found at the flush, not here
+    proposer._flush()
+    assert proposer.feed.gapped == {"a", "b"} and proposer.runner.num_positions("b") == 5
+    assert not proposer.wants_features()   # every running request gapped: declined

@@ -61,6 +61,8 @@ class ContextFeed:
         """One step's features unsliced (`deepinfer_core.Proposer.observe_step`): buffered with
         one append, or projected with one row gather."""
         if self.buffers(paused):
+            if not self.pending.holds:   # a buffer starts: positions past those held have a gap
+                self._find_gaps(request_ids, first_positions)
             if self.gapped:   # their rows could never be projected: not kept
                 keep = [i for i, rid in enumerate(request_ids) if self._keeps(rid, first_positions[i])]
                 if not keep:
@@ -112,6 +114,16 @@ class ContextFeed:
                               features[keep[0]:].to(self.runner.drafter.dtype)))
         if batch:
             self.runner.observe_batch(batch)
+
+    def _find_gaps(self, request_ids: list[str], first_positions: list[int]) -> None:
+        """Requests whose first row lies past their held positions join `gapped` (the rows
+        between were never kept: steps whose features were declined), as `add_step` finds them
+        when it projects. Checked when a buffer starts only (no rows buffered can bridge the gap
+        then): a buffer otherwise learnt of the gap at its flush and kept every row until then
+        (session 30's helper, H200 closed loop at 32: features kept 500-800 steps a call)."""
+        for rid, first in zip(request_ids, first_positions):
+            if rid not in self.gapped and first > self.runner.num_positions(rid):
+                self.gapped.add(rid)
 
     def _keeps(self, request_id: str, first: int) -> bool:
         """Whether to buffer a request's rows starting at `first`: not for a gapped request,
