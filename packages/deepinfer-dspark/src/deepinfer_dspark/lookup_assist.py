@@ -101,6 +101,29 @@ class MatchClasses:
                      if a < rate * v else [a, v] for (a, v), rate in zip(self.sums, PRIOR_RATES)]
 
 
+class _Inner:
+    """A data descriptor: reads and writes of the attribute go to the wrapped proposer (`inner`).
+
+    Core asks for `wants_features` and `observe_step` every step and the step logger for the
+    counters: through `__getattr__` each read first fails the normal lookup (0.55 us on the H200's
+    host against 0.04; session 30's helper, ~5 us a step). A name the inner proposer lacks raises
+    AttributeError as it would there (`getattr(proposer, name, None)` still sees None)."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(obj.__dict__["inner"], self.name)
+
+    def __set__(self, obj, value) -> None:
+        setattr(obj.__dict__["inner"], self.name, value)
+
+    def __delete__(self, obj) -> None:
+        delattr(obj.__dict__["inner"], self.name)
+
+
 def _known(view: Sequence[int]) -> int:
     """The tokens of a live list before the in-flight step's placeholders (negative ids)."""
     known = len(view)
@@ -148,9 +171,13 @@ class LookupAssist:
             _could={},      # batch -> `_could_pay`
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
+    # DSpark's, read every step (core, the step logger): forwarded without `__getattr__`'s miss
+    wants_features, observe_step, observe_many, observe = _Inner(), _Inner(), _Inner(), _Inner()
+    target_layer_ids, drafted_rounds, pending, runner = _Inner(), _Inner(), _Inner(), _Inner()
+
     def __getattr__(self, name: str):
-        if name == "inner" or name.startswith("__"):   # (copy, pickle: no recursion through `inner`)
-            raise AttributeError(name)
+        if name == "inner" or name.startswith("__") or name in _FORWARDED:
+            raise AttributeError(name)   # (copy, pickle: no recursion; `_Inner` already missed)
         return getattr(self.inner, name)   # (only for names not defined here)
 
     def __setattr__(self, name: str, value) -> None:
@@ -383,3 +410,6 @@ class LookupAssist:
         step = 1.0 / decode.at(batch)
         cost = (1.0 / decode.at(batch + extra) + over / decode.at(1)) / step
         return gain > cost
+
+
+_FORWARDED = frozenset(name for name, value in vars(LookupAssist).items() if isinstance(value, _Inner))
