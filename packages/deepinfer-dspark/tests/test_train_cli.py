@@ -60,3 +60,31 @@ def test_no_target_cache_runs_the_target_every_step(tmp_path) -> None:
     report = json.loads((tmp_path / "drafter" / "training.json").read_text())
     assert report["target_cache"] is False and report["steps_run"] == 2
     assert all(e["loss"] == e["loss"] for e in report["history"])   # finite (not NaN) losses
+
+
+def test_sampled_training_replies_keep_greedy_held_out_replies(tmp_path, monkeypatch) -> None:
+    """`--temperature` samples the training replies only: the held-out replies (STS, held-out
+    acceptance) stay greedy unless `--calibration-temperature` says otherwise, so a sampled
+    drafter's acceptance compares with a greedy one's."""
+    import deepinfer_dspark.train.cli as cli
+    asked, real = [], cli.generate_sequences
+
+    def recording(llm, prompts, max_new_tokens, temperature=0.0, **kw):
+        asked.append((len(prompts), temperature))
+        return real(llm, prompts, max_new_tokens, temperature=temperature, **kw)
+
+    monkeypatch.setattr(cli, "generate_sequences", recording)
+    target = build_tiny_target(tmp_path / "target")
+    main(["train", "--target", str(target), "--out", str(tmp_path / "drafter"), *SMALL, "--temperature", "0.7",
+          "--num-calibration-prompts", "2", "--steps", "1", "--layers", "1", "--block-size", "4",
+          "--markov-rank", "0", "--target-layer-ids", "0,2", "--batch-size", "3", "--anchors", "4",
+          "--calibration-anchors", "2"])
+    assert asked == [(6, 0.7), (2, 0.0)]
+    report = json.loads((tmp_path / "drafter" / "training.json").read_text())
+    assert report["args"]["temperature"] == 0.7 and report["args"]["calibration_temperature"] == 0.0
+
+
+@pytest.mark.parametrize("flag", ["--temperature", "--calibration-temperature"])
+def test_a_negative_temperature_is_refused_by_name(tmp_path, flag) -> None:
+    with pytest.raises(ValueError, match=flag):
+        main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path), flag, "-0.5"])

@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     _data_args(train, 2048)
     train.add_argument("--out", required=True, default=argparse.SUPPRESS, help="checkpoint folder to write")
     train.add_argument("--num-calibration-prompts", type=int, default=128, help="held-out prompts for STS (0: skip)")
+    train.add_argument("--calibration-temperature", type=float, default=0.0,
+                       help="the held-out replies' sampling temperature (0: greedy, as served by default); "
+                            "--temperature samples only the training replies, so held-out acceptance stays comparable")
     train.add_argument("--steps", type=int, default=3000, help="optimizer steps (at most)")
     train.add_argument("--max-train-seconds", type=float, default=None,
                        help="stop training after this many seconds; the cosine learning-rate schedule then "
@@ -118,7 +121,8 @@ def _device(name: str) -> torch.device:
 # flag -> smallest allowed value, checked before any work (flags left unset are skipped).
 _MINIMUMS = {"num_prompts": 1, "max_new_tokens": 1, "max_prompt_chars": 1, "max_num_seqs": 1,
              "num_calibration_prompts": 0, "layers": 1, "block_size": 1, "markov_rank": 0, "mask_token_id": 0,
-             "anchors": 1, "calibration_anchors": 1, "prompt_offset": 0}
+             "anchors": 1, "calibration_anchors": 1, "prompt_offset": 0, "temperature": 0,
+             "calibration_temperature": 0}
 
 
 def _check_flags(args: argparse.Namespace) -> torch.device:
@@ -143,8 +147,10 @@ def _log(message: str) -> None:
     print(f"[deepinfer-dspark] {message}", file=sys.stderr, flush=True)
 
 
-def _generate(args: argparse.Namespace, device: torch.device, prompt_sets: list[list[str]]):
-    """Target replies for each prompt set; returns (sequences per set, target path, tokenizer)."""
+def _generate(args: argparse.Namespace, device: torch.device, prompt_sets: list[list[str]],
+              temperatures: list[float]):
+    """Target replies for each prompt set, sampled at its temperature (0: greedy); returns
+    (sequences per set, target path, tokenizer)."""
     gpu = device.type != "cpu"
     engine = dict(dtype="bfloat16" if gpu else "float32", device=str(device), max_num_seqs=args.max_num_seqs,
                   seed=args.seed)
@@ -152,9 +158,9 @@ def _generate(args: argparse.Namespace, device: torch.device, prompt_sets: list[
         engine.update(kv_cache_memory=8 << 30, max_num_batched_tokens=8192)
     llm = LLM(args.target, **engine)
     sets = []
-    for prompts in prompt_sets:
+    for prompts, temperature in zip(prompt_sets, temperatures, strict=True):
         start = time.time()
-        seqs = generate_sequences(llm, prompts, args.max_new_tokens, temperature=args.temperature, seed=args.seed)
+        seqs = generate_sequences(llm, prompts, args.max_new_tokens, temperature=temperature, seed=args.seed)
         tokens = sum(s.reply_len for s in seqs)
         _log(f"generated {len(seqs)}/{len(prompts)} replies, {tokens} tokens in {time.time() - start:.1f} s")
         sets.append(seqs)
@@ -183,7 +189,8 @@ def run_train(args: argparse.Namespace) -> dict:
                              max_chars=args.max_prompt_chars)
     prompts = build_prompts(docs)
     (train_seqs, held_out), path, tokenizer = _generate(
-        args, device, [prompts[:args.num_prompts], prompts[args.num_prompts:]])
+        args, device, [prompts[:args.num_prompts], prompts[args.num_prompts:]],
+        [args.temperature, args.calibration_temperature])
     target = _load_target(path, device, args.target_layer_ids)
     mask = args.mask_token_id if args.mask_token_id is not None else unused_special_token(
         tokenizer, train_seqs + held_out, target.vocab_size)
@@ -233,7 +240,7 @@ def run_calibrate(args: argparse.Namespace) -> dict:
         args.target = trained["target"]
     offset = args.prompt_offset if args.prompt_offset is not None else int(trained.get("num_prompts", 0))
     docs = stdlib_docstrings(offset + args.num_prompts, seed=args.seed, max_chars=args.max_prompt_chars)
-    (held_out,), path, _ = _generate(args, device, [build_prompts(docs)[offset:]])
+    (held_out,), path, _ = _generate(args, device, [build_prompts(docs)[offset:]], [args.temperature])
     config = json.loads((folder / "config.json").read_text())
     target = _load_target(path, device, tuple(config["target_layer_ids"]))
     drafter = load_checkpoint(folder, dtype=target.dtype, device=device, target_embed=target.embed_weight,
