@@ -1,4 +1,4 @@
-# Session 32, call 5 (right after call 4): 32 / 64 requests, 8 prompt sets, profiles measured first at 1-64,
+# Session 32, call 8 (the machine went back after call 4; calls 5-7 trained the drafter again): 32 / 64 requests, 8 prompt sets, profiles measured first at 1-64,
 # step logs; none / confidence / confidence-lookup / ngram-aware-7 in batch form, then the closed loop
 # (--closed-loop 2). Measures `_find_gaps` (confidence closed 32 / 64: session 30 0.985 / 1.022) and the
 # wrapper's forwarded reads (confidence-lookup 1-2.5 points below confidence in session 30).
@@ -20,3 +20,4 @@ for form in batch closed; do
   grep -E "^[0-9]+ |profile at" $OUT/bench_$form.log | grep -v "step times" | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-300
   grep -E "rror|Trace" $OUT/bench_$form.log | tail -5
 done
+mkdir -p ~/spec && mv $OUT/spec_sps_*.json ~/spec/ 2>/dev/null  # 8 files at most come back
