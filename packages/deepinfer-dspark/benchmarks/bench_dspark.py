@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
-         "confidence-whole")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-whole", "confidence-alone")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -273,6 +273,9 @@ def main() -> None:
     variants["confidence-rounds"] = {**variants["confidence"], "measure_round_times": True}
     # ... and with prompt lookup where it drafts nothing (`prompt_lookup_min`: 4-token suffixes; session 28).
     variants["confidence-lookup"] = {**variants["confidence"], "prompt_lookup_min": 2}   # (4 until session 29)
+    # ... and DSpark alone (`prompt_lookup_min` 0): "confidence" until session 32, when prompt lookup
+    # became the default (`factories.LOOKUP_DEFAULT`), so "confidence" now equals "confidence-lookup".
+    variants["confidence-alone"] = {**variants["confidence"], "prompt_lookup_min": 0}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
@@ -290,7 +293,7 @@ def main() -> None:
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                      "confidence-rounds", "confidence-lookup",
-                     "confidence-full", "confidence-whole",
+                     "confidence-full", "confidence-whole", "confidence-alone",
                      *(f"{kind}-{k}" for kind in ("ngram", "ngram-aware") for k in args.fixed)):
             variants.pop(name)
     if args.interleave > 0:

@@ -59,7 +59,7 @@ def variants(drafter: str, k: int, spec_sps) -> dict:
     # 1 step/s alone (drafting could pay: no retirement), 10^7 from 2 requests (it never can).
     never = SPSProfile([1, 2, 1 << 20], [1.0, 1e7, 1e7])
     paused = {"method": "dspark", "model": drafter, "num_speculative_tokens": k, "scheduling": "confidence",
-              "sps_profile": spec_sps, "decode_profile": never}
+              "sps_profile": spec_sps, "decode_profile": never, "prompt_lookup_min": 0}   # DSpark alone
     return {"none": None, "none-again": None, "paused": paused, "paused-blind": paused}
 
 

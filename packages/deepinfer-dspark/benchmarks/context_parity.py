@@ -146,7 +146,7 @@ def specs(drafter: str, k: int) -> tuple[dict, dict]:
     from deepinfer_dspark.sps import SPSProfile
 
     fixed = {"method": "dspark", "model": drafter, "num_speculative_tokens": k}
-    paused = {**fixed, "scheduling": "confidence", "decline_features": False,
+    paused = {**fixed, "scheduling": "confidence", "decline_features": False, "prompt_lookup_min": 0,
               "sps_profile": SPSProfile([1, 4, 1 + k, 1 << 20], [900.0, 900.0, 850.0, 850.0]),
               "decode_profile": SPSProfile([1, 1 << 20], [1.0, 1.0])}
     return fixed, paused

@@ -239,6 +239,16 @@ PHASES = (("scheduler.schedule", "schedule"), ("runner.execute_model", "execute"
           ("speculative.proposer.runner.draft", "draft"), ("speculative.proposer._plan_pause", "plan"))
 
 
+def defining(owner, attr: str):
+    """`owner`, or the proposer it wraps (`LookupAssist.inner`, recursively) when only that one
+    has `attr` itself: a method patched on the wrapper would be written through to the inner
+    proposer and could not be restored there."""
+    while owner is not None and "inner" in getattr(owner, "__dict__", {}) \
+            and not hasattr(type(owner), attr) and attr not in owner.__dict__:
+        owner = owner.__dict__["inner"]
+    return owner
+
+
 @contextmanager
 def annotated(llm):
     """Marks the engine's host phases (`PHASES`, and DSpark's `schedule_round`) with
@@ -261,6 +271,7 @@ def annotated(llm):
         *parents, attr = dotted.split(".")
         for name in parents:
             owner = getattr(owner, name, None)
+        owner = defining(owner, attr)
         if owner is None or not hasattr(owner, attr):
             continue
         patched.append((owner, attr, owner.__dict__.get(attr)))

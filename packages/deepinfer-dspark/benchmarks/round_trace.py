@@ -37,6 +37,7 @@ def trace(llm, batches: list, generate) -> list[dict]:
     drafts accepted by the round's requests, as `commit` reports them (a request that ends before
     its commit counts none)."""
     proposer = llm.engine.speculative.proposer
+    proposer = getattr(proposer, "inner", proposer)   # DSpark's own rounds, inside `LookupAssist`
     acceptance = proposer.acceptance
     rounds: list[dict] = []
     plan, commit, begin = proposer._plan_pause, proposer.commit, acceptance.begin
@@ -92,6 +93,7 @@ def by_position(llm, batches: list, generate, width: int = 32) -> dict[int, list
     in buckets of `width` tokens: bucket -> [rounds, drafts verified, drafts accepted]. Tells
     whether a reply's first rounds accept fewer drafts than its later ones."""
     proposer = llm.engine.speculative.proposer
+    proposer = getattr(proposer, "inner", proposer)   # DSpark's own rounds, inside `LookupAssist`
     propose, commit = proposer.propose, proposer.commit
     open_rounds: dict[str, tuple[int, int, int]] = {}   # request id -> (bucket, tokens before, verified)
     sums: dict[int, list[int]] = {}

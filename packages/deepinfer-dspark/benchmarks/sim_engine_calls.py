@@ -254,7 +254,11 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
         proposer.rates.pause()   # (`--measure-rounds`: the rounds timed on this concurrency's clock)
         proposer.rates.clock = lambda clock=clock: clock.seconds
         work = [[128] * c if args.equal else [rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
-        if getattr(args, "closed", False):   # one stream of every request, c at a time
+        closed = getattr(args, "closed", False)
+        draining = getattr(proposer, "draining", None)   # (`--lookup`: `LookupAssist`'s tail weights)
+        if draining is not None:
+            draining(not closed and not getattr(args, "no_drain", False))   # as `LLM.generate` says
+        if closed:   # one stream of every request, c at a time
             lengths = [n for batch in work for n in batch]
             ids = [f"r{first + i}" for i in range(len(lengths))]
             hard = {} if args.hard is None else {r: args.hard[1] for r in ids if texts.random() < args.hard[0]}
@@ -320,6 +324,8 @@ def main() -> None:
     parser.add_argument("--measure-rounds", action="store_true",
                         help="the proposer times its drafted rounds on the simulated clock (`measure_round_times`)")
     parser.add_argument("--trace", type=int, default=0)
+    parser.add_argument("--no-drain", action="store_true",
+                        help="batches not marked draining (`LLM.generate` marks them: `--lookup`'s tail weights)")
     parser.add_argument("--closed", action="store_true",
                         help="each concurrency's requests as one stream, C running at a time (a closed loop; "
                              "fixed-k's column is then not computed)")

@@ -147,3 +147,4 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     assert built["ngram-2"] == {"method": "ngram", "num_speculative_tokens": 2}
     assert built["ngram-aware-2"]["scheduling"] == "load_aware" and built["ngram-aware-2"]["decode_profile"] is not None
     assert built["confidence-lookup"]["prompt_lookup_min"] == 2
+    assert built["confidence-alone"]["prompt_lookup_min"] == 0 and "prompt_lookup_min" not in built["confidence"]

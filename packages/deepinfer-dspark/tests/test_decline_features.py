@@ -304,6 +304,7 @@ def test_engine_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, a
 
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "prompt_lookup_min": 0,   # DSpark's own stretches (`LookupAssist` caps them where a lookup could pay)
             "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 150.0, 150.0]),
             "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0])}
     prompts = [{"prompt_token_ids": p} for p in kit.prompts(5, seed=8)]
@@ -361,6 +362,7 @@ def test_stretches_match_steps_when_a_stop_token_ends_the_batch(folders, kit, as
 
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "prompt_lookup_min": 0,   # DSpark's own stretches (`LookupAssist` caps them where a lookup could pay)
             "sps_profile": SPSProfile([1, 5, 10, 15], [900.0, 900.0, 900.0, 150.0]),
             "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]), "opening_tokens": 0}
     plain = kit.build(target)
@@ -391,6 +393,7 @@ def test_quiet_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, as
 
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "prompt_lookup_min": 0,   # DSpark's own stretches (`LookupAssist` caps them where a lookup could pay)
             "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 900.0, 900.0]),
             "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]), "opening_tokens": 0,
             "decline_features": False}

@@ -122,6 +122,10 @@ def test_bad_settings_name_the_field(fake_runner, folders) -> None:
     with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: must be below 1024"):
         _dspark_settings({**confidence, "prompt_lookup_min": 10**12})
     assert _dspark_settings({**confidence, "prompt_lookup_min": 4})["prompt_lookup_min"] == 4
+    from deepinfer_dspark.factories import LOOKUP_DEFAULT   # on by default with confidence scheduling only
+    assert LOOKUP_DEFAULT == 2 and _dspark_settings(confidence)["prompt_lookup_min"] == LOOKUP_DEFAULT
+    assert _dspark_settings({**confidence, "prompt_lookup_min": 0})["prompt_lookup_min"] == 0
+    assert _dspark_settings(base)["prompt_lookup_min"] == 0
 
 
 @pytest.mark.parametrize("async_scheduling", [True, False])

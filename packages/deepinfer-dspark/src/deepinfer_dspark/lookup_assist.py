@@ -37,6 +37,8 @@ from types import SimpleNamespace
 
 from deepinfer_core.interfaces import Draft, DraftRequest
 
+from deepinfer_dspark.batch_tail import TAIL_AHEAD, TAIL_SLACK, tail_weights  # noqa: F401 (re-exported)
+from deepinfer_dspark.batch_tail import known_tokens as _known
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS, RoundCosts
 from deepinfer_dspark.token_bytes import WINDOW, TokenBytes
 
@@ -50,9 +52,6 @@ PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any
 PRIOR_DRAFTS = 4.0                    # the prior's weight, in drafts
 DECAY = 0.98                          # per lookup draft verified: newer text weighs more
 AGE_ROUNDS = 64                       # engine rounds over which a class drifts back to the prior by e
-TAIL_SLACK = 4        # output tokens a request may lead the least advanced one by and count fully
-TAIL_AHEAD = 0.3      # the weight of a request further ahead, in a batch's tail (`_tail`; replay:
-# slack 2-7 and weights 0.15-0.5 within 0.01 of each other at 2 and 4 requests)
 UNASKED_TOKENS = 32    # tokens a matched request the engine did not ask about (its sampling cannot be
 # drafted for: penalties, structured output, min_tokens) grows before it is searched again: its
 # match made every step a due round that asked nothing (session 29's review helper)
@@ -122,14 +121,6 @@ class _Inner:
 
     def __delete__(self, obj) -> None:
         delattr(obj.__dict__["inner"], self.name)
-
-
-def _known(view: Sequence[int]) -> int:
-    """The tokens of a live list before the in-flight step's placeholders (negative ids)."""
-    known = len(view)
-    while known and view[known - 1] < 0:
-        known -= 1
-    return known
 
 
 class LookupAssist:
@@ -359,13 +350,7 @@ class LookupAssist:
         1.179). But a server whose clients cap their concurrency has no queue either, and there
         it cost 1.235 / 1.177 -> 1.195 / 1.123 (session 30's review helper): so only while the
         engine says it is `draining` (`LLM.generate`: no request is added until it returns)."""
-        if not (self.tail and self._now.draining) or len(self._views) > batch or batch < 2:
-            return {}
-        outs = {rid: _known(view) - self._prompt[rid] for rid, view in islice(self._views.items(), batch)}
-        if not outs:
-            return {}
-        least = min(outs.values())
-        return {rid: 1.0 if out <= least + TAIL_SLACK else TAIL_AHEAD for rid, out in outs.items()}
+        return tail_weights(self._views, self._prompt, batch, self.tail and self._now.draining)
 
     def _search(self, batch: int, request_ids: list[str] | None = None) -> None:
         """Searches `request_ids`, or else the oldest `batch` requests tracked (first come,
