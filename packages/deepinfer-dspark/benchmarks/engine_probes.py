@@ -154,7 +154,7 @@ def proposer_state(llm, c: int) -> str:
     gain = proposer.pauses.gain(c)
     openings = getattr(proposer, "openings", None)
     opening = None if openings is None else openings.ledger.gain(c)
-    return (f"drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds "
+    return (f"so far drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds "
             f"(features declined in {getattr(proposer, 'declined_steps', 0)} steps, "
             f"{getattr(getattr(spec, 'dormant', None), 'steps', 0)} of them dormant); at {c}: gain "
             f"{'-' if gain is None else f'{gain:.2f}'} (openings {'-' if opening is None else f'{opening:.2f}'}) "
@@ -165,10 +165,11 @@ def proposer_state(llm, c: int) -> str:
 
 
 def _lookup_state(proposer) -> str:
-    """`LookupAssist`'s counters (`prompt_lookup_min`): its rounds, drafts and accepted drafts."""
+    """`LookupAssist`'s counters (`prompt_lookup_min`): its rounds, drafts and accepted drafts so far
+    (over every concurrency the engine ran, as the DSpark counters)."""
     if not hasattr(proposer, "lookup_rounds"):
         return ""
-    return (f"; lookup {proposer.lookup_rounds} rounds, {proposer.lookup_accepted} of "
+    return (f"; so far lookup {proposer.lookup_rounds} rounds, {proposer.lookup_accepted} of "
             f"{proposer.lookup_drafts} drafts accepted")
 
 
