@@ -11,7 +11,10 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
   - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
     calibrated confidences and the SPS profile of speculative rounds verifying k drafts per
     request (--spec-sps, or measured here first) read at the verified token count, and drafting
-    pauses while plain decoding (--sps profile) is expected to be faster;
+    pauses while plain decoding (--sps profile) is expected to be faster; since session 32 with
+    prompt lookup where DSpark drafts nothing (the default `prompt_lookup_min` 2), as are the
+    `confidence-*` variants below built on it (before: DSpark alone); `confidence-alone` (by
+    name only) is DSpark alone (`prompt_lookup_min` 0);
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7

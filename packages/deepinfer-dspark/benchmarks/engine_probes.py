@@ -37,6 +37,7 @@ class StepTimes:
         # (a wrapper's counters are its inner proposer's: read there, not through its __getattr__,
         # ~0.5 us a read, which made the log's calls of wrapped engines ~3-6 us a step dearer)
         self.proposer = getattr(proposer, "inner", proposer)
+        self.lookup = proposer if "lookup_rounds" in getattr(proposer, "__dict__", {}) else None   # `LookupAssist`
         self.times: dict[tuple[int, str], list[float]] = defaultdict(list)
         self.log = log
         original, schedule = self.engine.step, self.engine.scheduler.schedule
@@ -70,20 +71,22 @@ class StepTimes:
         if log is not None:
             self.engine.scheduler.schedule = scheduled
 
-    def _counters(self) -> tuple[int, int, int, int, int]:
-        """(drafted rounds, buffered pairs, draft-graph rounds, replays, captures) so far."""
+    def _counters(self) -> tuple[int, int, int, int, int, int]:
+        """(drafted rounds, buffered pairs, draft-graph rounds, replays, captures, lookup rounds) so far."""
         graphs = getattr(getattr(self.proposer, "runner", None), "graphs", None)
         pending = getattr(self.proposer, "pending", None)
         return (getattr(self.proposer, "drafted_rounds", 0), getattr(pending, "pairs", 0),
-                getattr(graphs, "rounds", 0), getattr(graphs, "replays", 0), getattr(graphs, "captures", 0))
+                getattr(graphs, "rounds", 0), getattr(graphs, "replays", 0), getattr(graphs, "captures", 0),
+                0 if self.lookup is None else self.lookup.lookup_rounds)
 
     @staticmethod
     def _kind(before: tuple, after: tuple) -> str:
-        """The step's kind: "plain", or "drafted" with what else the round did: "+flush" (the
-        context buffered while paused was projected), "+capture" (a draft graph was captured),
-        "+eager" (the draft ran eagerly: a bucket's first uses, or no bucket fits)."""
+        """The step's kind: "plain", "lookup" (a round of prompt-lookup drafts only, `LookupAssist`),
+        or "drafted" (DSpark drafted) with what else the round did: "+flush" (the context buffered
+        while paused was projected), "+capture" (a draft graph was captured), "+eager" (the draft
+        ran eagerly: a bucket's first uses, or no bucket fits)."""
         if after[0] == before[0]:
-            return "plain"
+            return "lookup" if after[5:] > before[5:] else "plain"
         kind = "drafted"
         if before[1] > 0 and after[1] < before[1]:
             kind += "+flush"

@@ -82,7 +82,8 @@ def test_annotated_marks_the_engine_phases_and_restores_them(benchmark_script, f
     assert {"schedule", "execute", "verify", "observe", "commit", "propose", "draft"} <= names
     assert "==== confidence at 1" in profiled.read_text()
     assert "propose" not in vars(llm.engine.speculative)                   # the class's methods again
-    assert "draft" not in vars(proposer.runner) and "_plan_pause" not in vars(proposer)
+    dspark = getattr(proposer, "inner", proposer)   # (patched there inside the default `LookupAssist`)
+    assert "draft" not in vars(proposer.runner) and "_plan_pause" not in vars(dspark)
     import deepinfer_dspark.proposers as proposers
     assert proposers.schedule_round.__name__ == "schedule_round"
     with pytest.raises(ValueError, match="no GPU events"):                  # a CPU run: nothing to split

@@ -126,6 +126,10 @@ def test_bad_settings_name_the_field(fake_runner, folders) -> None:
     assert LOOKUP_DEFAULT == 2 and _dspark_settings(confidence)["prompt_lookup_min"] == LOOKUP_DEFAULT
     assert _dspark_settings({**confidence, "prompt_lookup_min": 0})["prompt_lookup_min"] == 0
     assert _dspark_settings(base)["prompt_lookup_min"] == 0
+    timed = {**confidence, "decode_profile": DECODE, "measure_step_times": True}   # lookup rounds would be timed
+    assert _dspark_settings(timed)["prompt_lookup_min"] == 0                        # as plain steps: off, and
+    with pytest.raises(ValueError, match="speculative_config.prompt_lookup_min: cannot be used with measure_step"):
+        _dspark_settings({**timed, "prompt_lookup_min": 2})                         # refused when asked for
 
 
 @pytest.mark.parametrize("async_scheduling", [True, False])

@@ -15,7 +15,8 @@ def test_trace_records_each_judged_round(benchmark_script, folders, kit) -> None
     round_trace = benchmark_script("round_trace")
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
-            "sps_profile": SPSProfile([1, 64], [900.0, 890.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0])}
+            "sps_profile": SPSProfile([1, 64], [900.0, 890.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0]),
+            "prompt_lookup_min": 0}   # (the trace follows DSpark's rounds; lookup drafts would count in spec_accepted)
     llm = kit.build(target, spec)
     proposer = llm.engine.speculative.proposer
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)

@@ -34,5 +34,29 @@ def test_step_log_counts_match_the_requests(benchmark_script, monkeypatch, folde
     assert all(row["accepted"] <= row["verified"] for row in log)
 
 
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_lookup_rounds_are_their_own_kind(benchmark_script, monkeypatch, folders, kit, async_scheduling) -> None:
+    """A round of prompt-lookup drafts only (`LookupAssist`, here over no drafter) is logged as
+    "lookup", not "plain" (session 32's review: the default confidence engine's lookup rounds were
+    folded into the plain steps' medians), once per lookup round."""
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    probes = benchmark_script("engine_probes")
+    target, _ = folders
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "scheduling": "load_aware",
+            "decode_profile": SPSProfile([1, 64], [1000.0, 990.0])}
+    llm = kit.build(target, spec, async_scheduling=async_scheduling)
+    log: list[dict] = []
+    probes.StepTimes(llm, log)
+    llm.generate([{"prompt_token_ids": p} for p in kit.prompts(1, seed=3)],
+                 SamplingParams(temperature=0, max_tokens=60, ignore_eos=True))
+    kinds = [row["kind"] for row in log]
+    rounds = llm.engine.speculative.proposer.lookup_rounds
+    assert rounds > 0 and set(kinds) == {"plain", "lookup"}
+    # (asynchronous scheduling: a step call may also propose the next round, as for "drafted")
+    assert kinds.count("lookup") == rounds if not async_scheduling else 1 <= kinds.count("lookup") <= rounds
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

@@ -48,7 +48,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           prompt_lookup_min (2, `LOOKUP_DEFAULT`; 0: off; n >= 1: where confidence scheduling
           drafts nothing, a request whose last n tokens occurred earlier gets the tokens that
           followed them as drafts, when such a round pays: `LookupAssist`; on by default since
-          session 32, where it ran at or above DSpark alone in all six cells at 1 / 2 / 8 requests).
+          session 32, where it ran at or above DSpark alone in all six cells at 1 / 2 / 8 requests;
+          off by default with measure_step_times, and refused with it).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -201,7 +202,13 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     if spec_config.get("decline_features") is True and spec_config.get("measure_step_times") is True:
         raise ValueError("speculative_config.decline_features: cannot be true with measure_step_times "
                          "(its timing reads every step's features)")
-    lookup = _lookup_min(spec_config, LOOKUP_DEFAULT if scheduling == "confidence" else 0, 0)
+    # Lookup rounds run while DSpark is paused and reach its step timing as plain steps (session 32's
+    # review): with `measure_step_times` prompt lookup is off by default, and asking for both raises.
+    timed = _bool_key(spec_config, "measure_step_times", False)
+    lookup = _lookup_min(spec_config, LOOKUP_DEFAULT if scheduling == "confidence" and not timed else 0, 0)
+    if lookup and timed:
+        raise ValueError("speculative_config.prompt_lookup_min: cannot be used with measure_step_times (its "
+                         "plain-step timing would include the lookup rounds); set prompt_lookup_min to 0")
     return dict(sps=sps, short_sps=short, decode=decode, probe_every=_int_key(spec_config, "probe_every", 8, 1),
                 max_probe_every=_int_key(spec_config, "max_probe_every", 256, 1),
                 defer_context=_bool_key(spec_config, "defer_context", True),
@@ -219,7 +226,8 @@ dspark_factory.validate = _dspark_settings
 
 
 LOOKUP_DEFAULT = 2      # `prompt_lookup_min` with confidence scheduling (H200, session 32: at or above DSpark
-# alone in all six cells at 1 / 2 / 8 requests, +1.6 to +21 points; the wrapper idle at 32-64)
+# alone in all six cells at 1 / 2 / 8 requests, +1.6 to +21 points; at 32-64 the same wrapper over no
+# drafter, `ngram` load-aware, took no lookup round; with the drafter there not yet re-measured)
 POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool
 
 
