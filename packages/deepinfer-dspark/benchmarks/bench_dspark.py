@@ -14,7 +14,8 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     pauses while plain decoding (--sps profile) is expected to be faster; since session 32 with
     prompt lookup where DSpark drafts nothing (the default `prompt_lookup_min` 2), as are the
     `confidence-*` variants below built on it (before: DSpark alone); `confidence-alone` (by
-    name only) is DSpark alone (`prompt_lookup_min` 0);
+    name only) is DSpark alone (`prompt_lookup_min` 0), `confidence-alone-rounds` that with
+    `measure_round_times`;
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
-         "confidence-whole", "confidence-alone")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-whole", "confidence-alone", "confidence-alone-rounds")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -279,6 +280,7 @@ def main() -> None:
     # ... and DSpark alone (`prompt_lookup_min` 0): "confidence" until session 32, when prompt lookup
     # became the default (`factories.LOOKUP_DEFAULT`), so "confidence" now equals "confidence-lookup".
     variants["confidence-alone"] = {**variants["confidence"], "prompt_lookup_min": 0}
+    variants["confidence-alone-rounds"] = {**variants["confidence-alone"], "measure_round_times": True}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
@@ -296,7 +298,7 @@ def main() -> None:
     else:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                      "confidence-rounds", "confidence-lookup",
-                     "confidence-full", "confidence-whole", "confidence-alone",
+                     "confidence-full", "confidence-whole", "confidence-alone", "confidence-alone-rounds",
                      *(f"{kind}-{k}" for kind in ("ngram", "ngram-aware") for k in args.fixed)):
             variants.pop(name)
     if args.interleave > 0:

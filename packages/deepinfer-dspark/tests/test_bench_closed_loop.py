@@ -148,3 +148,5 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     assert built["ngram-aware-2"]["scheduling"] == "load_aware" and built["ngram-aware-2"]["decode_profile"] is not None
     assert built["confidence-lookup"]["prompt_lookup_min"] == 2
     assert built["confidence-alone"]["prompt_lookup_min"] == 0 and "prompt_lookup_min" not in built["confidence"]
+    assert built["confidence-alone-rounds"]["prompt_lookup_min"] == 0
+    assert built["confidence-alone-rounds"]["measure_round_times"] is True
