@@ -1,4 +1,4 @@
-# Session 33, call 4 (right after call 3, its drafter): gpu_plan item 0, the default engine (DSpark + prompt
+# Session 33, call 8 (right after call 7, its drafter; first planned as call 4): gpu_plan item 0, the default engine (DSpark + prompt
 # lookup, `confidence`) against DSpark alone (`confidence-alone`) and plain decoding at 32 / 64 / 128 requests in
 # batch form and 32 / 64 in the closed loop (--closed-loop 2); 8 prompt sets, profiles measured first, step logs.
 ls ~/drafter_real/config.json || exit 3

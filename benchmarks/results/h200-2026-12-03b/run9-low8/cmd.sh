@@ -1,14 +1,14 @@
-# Session 33, call 5 (right after call 4): gpu_plan items 0a and 0a1 at 1 and 8 requests in batch form, 16 prompt
-# sets, profiles measured first, step logs: the default engine, DSpark alone, and DSpark alone with
-# `measure_round_times` (`confidence-alone-rounds`), between plain decoding and its repeat.
+# Session 33, call 9 (right after call 8; 297 s of device time left, so 8 requests only): gpu_plan items 0a and 0a1
+# in batch form, 16 prompt sets, profiles measured first, step logs: plain decoding, the default engine, DSpark alone,
+# DSpark alone with `measure_round_times` (`confidence-alone-rounds`), plain decoding again.
 ls ~/drafter_real/config.json || exit 3
 source tools/gpu_env.sh >/dev/null 2>&1
 export PYTHONUNBUFFERED=1
 W=~/o5; rm -rf $W; mkdir -p $W
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
 B=packages/deepinfer-dspark/benchmarks
-timeout 300 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real \
-  --max-tokens 128 --concurrency 1 8 --fixed 7 --sps-method steps --sps-in-process --sps-sizes 1 2 4 8 \
+timeout 255 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real \
+  --max-tokens 128 --concurrency 8 --fixed 7 --sps-method steps --sps-in-process --sps-sizes 1 2 4 8 \
   --sps-warmup 3 --prompt-sets 16 --save-sps $OUT/sps_batch.json \
   --variants none confidence confidence-alone confidence-alone-rounds none-again --interleave 16 \
   --kv-cache-gib 8 --step-log $W/steps.jsonl --out $OUT/dspark_batch.md > $OUT/bench_batch.log 2>&1
