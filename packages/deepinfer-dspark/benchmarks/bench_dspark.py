@@ -15,6 +15,8 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     prompt lookup where DSpark drafts nothing (the default `prompt_lookup_min` 2), as are the
     `confidence-*` variants below built on it (before: DSpark alone); `confidence-alone` (by
     name only) is DSpark alone (`prompt_lookup_min` 0), `confidence-alone-rounds` that with
+    `measure_round_times`; `confidence-plain` (by name only) prices plain decoding at the plain steps
+    timed over dormant and quiet stretches (`measure_plain_steps`), `confidence-timed` that with
     `measure_round_times`;
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
@@ -68,7 +70,8 @@ if TYPE_CHECKING:
 
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
-         "confidence-whole", "confidence-alone", "confidence-alone-rounds")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
+         "confidence-timed")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -281,6 +284,11 @@ def main() -> None:
     # became the default (`factories.LOOKUP_DEFAULT`), so "confidence" now equals "confidence-lookup".
     variants["confidence-alone"] = {**variants["confidence"], "prompt_lookup_min": 0}
     variants["confidence-alone-rounds"] = {**variants["confidence-alone"], "measure_round_times": True}
+    # ... and plain decoding priced at the plain steps timed over dormant and quiet stretches
+    # (`measure_plain_steps`, session 33: the decode profile read 1.11-1.57x them at 5-32 requests),
+    # alone and with the rounds timed too.
+    variants["confidence-plain"] = {**variants["confidence"], "measure_plain_steps": True}
+    variants["confidence-timed"] = {**variants["confidence-plain"], "measure_round_times": True}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}

@@ -37,6 +37,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           measure_round_times (False: opt in to pricing the drafted rounds at their measured time
           over the profile's, plain steps on their profile, features still declined; needs
           decode_profile; not with measure_step_times),
+          measure_plain_steps (False: opt in to pricing plain decoding at the plain steps' time
+          measured over dormant and quiet stretches, no per-step cost; combines with
+          measure_round_times; needs decode_profile; not with measure_step_times),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
           verifies, as in the paper; "full_round": every round is priced as verifying all k
           drafts, as the pause policy prices it, so every draft with a chance of acceptance is
@@ -186,18 +189,21 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                              "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
-                "opening_tokens", "prompt_lookup_min"):
+                "opening_tokens", "prompt_lookup_min", "measure_plain_steps"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
         decode = _profile("decode_profile", decode)
     else:
-        for key in ("measure_step_times", "measure_round_times"):
+        for key in ("measure_step_times", "measure_round_times", "measure_plain_steps"):
             if spec_config.get(key):
                 raise ValueError(f"speculative_config.{key}: corrects the comparison with plain decoding, "
                                  f"so it needs decode_profile")
     if spec_config.get("measure_step_times") is True and spec_config.get("measure_round_times") is True:
         raise ValueError("speculative_config.measure_round_times: cannot be true with measure_step_times "
+                         "(which times every step); choose one")
+    if spec_config.get("measure_step_times") is True and spec_config.get("measure_plain_steps") is True:
+        raise ValueError("speculative_config.measure_plain_steps: cannot be true with measure_step_times "
                          "(which times every step); choose one")
     if spec_config.get("decline_features") is True and spec_config.get("measure_step_times") is True:
         raise ValueError("speculative_config.decline_features: cannot be true with measure_step_times "
@@ -215,6 +221,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 decline_features=_bool_key(spec_config, "decline_features", True),
                 measure_step_times=_bool_key(spec_config, "measure_step_times", False),
                 measure_round_times=_bool_key(spec_config, "measure_round_times", False),
+                measure_plain_steps=_bool_key(spec_config, "measure_plain_steps", False),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 prompt_lookup_min=lookup)
@@ -267,7 +274,7 @@ NGRAM_KEYS = frozenset({"scheduling", "prompt_lookup_min", "prompt_lookup_max", 
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
-                         "prompt_lookup_min"})
+                         "prompt_lookup_min", "measure_plain_steps"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

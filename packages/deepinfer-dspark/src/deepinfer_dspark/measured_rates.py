@@ -38,6 +38,12 @@ a bucket's round estimate is dropped (`forget`) when read after `max_probe_every
 `MIN_PERIOD`) paused rounds there without a sample, so the features can still be declined while
 paused (the engine then asks nothing per step; a dormant or quiet stretch is no sample: `pause`).
 
+With `measure_plain_steps` the plain steps' estimate is also taken from dormant and quiet stretches
+(`stretch_asked`, `stretch_ran`): the seconds from one stretch ask to the next over the profile's
+seconds for the steps reported in between, with no per-step cost; on the H200 (session 33) the
+decode profile read 1.11-1.57x the plain steps' time at 8-32 requests in one process and within 3%
+in the next, so rounds were priced up to a third too cheap.
+
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`,
 `measure_round_times`):
@@ -99,6 +105,7 @@ class MeasuredRates:
         self._last: Step | None = None
         self._steps = 0        # engine steps observed since the open step started
         self._clean = True     # ... and whether all of them were free of prefill
+        self._stretch: list | None = None   # [asked at, bucket, predicted s since, one bucket]
 
     def observed(self, clean: bool) -> None:
         """One engine step finished (the proposer was shown its committed rows); `clean`: it
@@ -127,7 +134,40 @@ class MeasuredRates:
             self._last = (kind, bucket)
         self._open = None
         self._steps, self._clean = 0, True
+        self._stretch = None   # (a step asked about: the steps since the last stretch ask were not all a stretch's)
         return now
+
+    def stretch_asked(self, batch: int) -> None:
+        """The engine asks for a dormant or quiet stretch before a step at `batch` requests
+        (`measure_plain_steps`). The steps reported since the previous ask (`stretch_ran`), if
+        any and all at its bucket, are one sample of PLAIN: the seconds between the two asks over
+        the seconds the profile predicts for those steps. A stretch is reported before the next
+        ask (`DormantSteps.settle`) or right after its last step (`ran`), so the interval holds
+        exactly the steps reported; `start` in between (a step asked about) drops the sample."""
+        now = self.clock()
+        pending, self._stretch = self._stretch, [now, batch_bucket(batch), 0.0, True] if batch > 0 else None
+        if pending is None:
+            return
+        began, bucket, predicted, same = pending
+        if same and predicted > 0 and now > began:
+            self.add(PLAIN, bucket, (now - began) / predicted)
+
+    def stretch_ran(self, batch: int, predicted_seconds: float) -> None:
+        """Steps of a stretch have run at `batch` requests, which the profile puts at
+        `predicted_seconds` in all."""
+        if self._stretch is not None:
+            self._stretch[2] += predicted_seconds
+            self._stretch[3] = self._stretch[3] and batch_bucket(batch) == self._stretch[1]
+
+    def add(self, kind: str, batch: int, ratio: float) -> None:
+        """One measured / predicted sample of `kind` at `batch`'s bucket, taken outside `start`'s
+        step intervals (a timed stretch)."""
+        if ratio > 0 and batch > 0:
+            key = (kind, batch_bucket(batch))
+            window = self.windows.setdefault(key, deque(maxlen=WINDOW))
+            window.append(ratio)
+            self._medians[key] = statistics.median(window)
+            self.samples[key] = self.samples.get(key, 0) + 1
 
     def record(self, began: float, kind: str, batch: int, predicted_seconds: float) -> None:
         """Declares (or re-declares: the last call wins) the step that started at `began`

@@ -73,6 +73,7 @@ class PausePolicy:
         stretch, with the requests running then: the last batch (what `wants_features` and
         `idle_rounds` judge) is that one from now on, not the last round's (a batch that just
         ended, or shrank, is not judged). Without it, nothing changes and 0 is returned."""
+        self._stretch_asked(num_requests)   # (`measure_plain_steps`: the last stretch's steps timed)
         if not self.decline_features:   # (also off with `measure_step_times`: it times every step)
             return 0
         self._last_batch = num_requests
@@ -105,6 +106,7 @@ class PausePolicy:
         recorded (0 requests: the batch ended, nothing skipped), except that the stretch is no
         timed step (`MeasuredRates.pause`: the engine asked nothing during it)."""
         self.rates.pause()   # (the stretch is no step of a timed run)
+        self._stretch_ran(num_requests, rounds)
         self._count(PLAIN, num_requests, rounds)
         self.acceptance.close()
         self.acceptance.tick(rounds)
@@ -131,6 +133,7 @@ class PausePolicy:
         then hands over each step's features (`observe_step`: buffered, as paused) and asks
         nothing else until it reports the stretch with `quiet_passed`. Not with
         `measure_step_times` (it times every step) nor during a re-timing run."""
+        self._stretch_asked(num_requests)
         if (self.measure_step_times or self._probing() or not num_requests or num_requests != self._last_batch
                 or self._all_gapped(num_requests) or ledger_bucket(num_requests) in self._ruled_out):
             return 0
@@ -141,6 +144,7 @@ class PausePolicy:
         `rounds` calls of `idle_round(num_requests)` would have recorded (0 requests: the batch
         ended, nothing skipped), except that the stretch is no timed step (`MeasuredRates.pause`)."""
         self.rates.pause()   # (the stretch is no step of a timed run)
+        self._stretch_ran(num_requests, rounds)
         self._count(PLAIN, num_requests, rounds)
         self.acceptance.close()
         self.acceptance.tick(rounds)

@@ -100,6 +100,13 @@ class DSparkProposer(PausePolicy, StepTiming):
             are not drafted again); a bucket's estimate is dropped when it is next read after
             `max_probe_every` (at least 32) paused rounds there without a sample, and the
             profile decides again. Opt-in; not with `measure_step_times` (ValueError).
+        measure_plain_steps: with both profiles, price plain decoding at the plain steps'
+            measured time: the median measured / predicted ratio of the last dormant or quiet
+            stretches at the bucket (`MeasuredRates.stretch_asked`: from one stretch ask to the
+            next, no per-step cost), from `PLAIN_SAMPLES` samples on, divides the drafted side's
+            correction (1, or `measure_round_times`'). On the H200 (session 33) the decode profile
+            read 1.11-1.57x the plain steps at 5-32 requests in one benchmark process. Opt-in; not
+            with `measure_step_times` (ValueError).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -129,7 +136,8 @@ class DSparkProposer(PausePolicy, StepTiming):
                  max_batch: int | None = None, defer_context: bool = True,
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
-                 opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False) -> None:
+                 opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
+                 measure_plain_steps: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -157,8 +165,11 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         if measure_round_times and measure_step_times:
             raise ValueError("measure_round_times: cannot be true with measure_step_times (which times every step)")
+        if measure_plain_steps and measure_step_times:
+            raise ValueError("measure_plain_steps: cannot be true with measure_step_times (which times every step)")
         self.measure_step_times = measure_step_times
         self.measure_round_times = measure_round_times
+        self.measure_plain_steps = measure_plain_steps and decode is not None and sps is not None
         self.decline_features = decline_features and not measure_step_times
         self._ruled_out: set[int] = set()    # buckets whose features are declined while paused
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)

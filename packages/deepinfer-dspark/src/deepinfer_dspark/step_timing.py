@@ -3,17 +3,21 @@
 """StepTiming: how `DSparkProposer` uses the step times it measures (`MeasuredRates`).
 
 A mixin: it reads the proposer's `rates`, `costs`, `decode`, `sps`, `verify_rates`,
-`num_tokens`, `measure_step_times`, `measure_round_times` and `_retime_every`. With
+`num_tokens`, `measure_step_times`, `measure_round_times`, `measure_plain_steps` and
+`_retime_every`. With
 `measure_step_times` every step is declared to `rates` and the comparison with plain decoding
 is scaled by the rounds' over the plain steps' correction, re-timing runs keeping both fresh;
 with `measure_round_times` only runs of drafted rounds count, each against the price the pause
 policy puts on it, and their correction alone scales the comparison; with neither, nothing is
-read. Device-free.
+read. With `measure_plain_steps` the plain side is scaled too, by the plain steps timed in
+dormant and quiet stretches (no per-step cost: `MeasuredRates.stretch_asked`). Device-free.
 """
 
 from __future__ import annotations
 
 from deepinfer_dspark.measured_rates import PART, PLAIN, ROUND_SAMPLES, SPEC
+
+PLAIN_SAMPLES = 3   # stretch samples before `measure_plain_steps` reads a bucket's plain estimate
 
 
 class StepTiming:
@@ -22,12 +26,25 @@ class StepTiming:
     def _correction(self, batch: int) -> float:
         """The measured round / plain step-time ratio at `batch` (`measure_step_times`), the
         rounds' measured / predicted ratio (`measure_round_times`; a stale estimate is dropped
-        here), else 1."""
+        here), else 1; with `measure_plain_steps` either of the last two is divided by the plain
+        steps' measured / predicted ratio (from `PLAIN_SAMPLES` samples on)."""
+        plain = self.rates.correction(PLAIN, batch, least=PLAIN_SAMPLES) if self.measure_plain_steps else 1.0
         if self.measure_round_times:
             if self.rates.due(SPEC, batch, self._retime_every):
                 self.rates.forget(SPEC, batch)
-            return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES)
-        return self.rates.ratio(batch) if self.measure_step_times else 1.0
+            return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES) / plain
+        return self.rates.ratio(batch) if self.measure_step_times else 1.0 / plain
+
+    def _stretch_asked(self, num_requests: int) -> None:
+        """A dormant or quiet stretch is asked for (`measure_plain_steps`: times the steps
+        reported since the last ask, `MeasuredRates.stretch_asked`)."""
+        if self.measure_plain_steps:
+            self.rates.stretch_asked(num_requests)
+
+    def _stretch_ran(self, num_requests: int, rounds: int) -> None:
+        """`rounds` plain steps of a stretch ran at `num_requests` (`MeasuredRates.stretch_ran`)."""
+        if self.measure_plain_steps and num_requests and rounds > 0:
+            self.rates.stretch_ran(num_requests, rounds / self.decode.at(num_requests))
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
