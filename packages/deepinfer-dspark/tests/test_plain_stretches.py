@@ -12,7 +12,7 @@ import torch
 from deepinfer_core.engine.dormant_steps import DormantSteps
 
 from deepinfer_dspark.factories import _dspark_settings
-from deepinfer_dspark.measured_rates import PLAIN, SPEC, MeasuredRates
+from deepinfer_dspark.measured_rates import PLAIN, SPEC, STRETCH, MeasuredRates
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.step_timing import PLAIN_SAMPLES
@@ -30,40 +30,66 @@ class Clock:
         return self.now
 
 
+def _opened(rates: MeasuredRates, clock: Clock, batch: int) -> None:
+    """A first stretch at `batch` (no sample: no report before it) and the ask after it."""
+    rates.stretch_asked(batch)
+    clock.now += 0.002
+    rates.stretch_ran(batch, 0.002)
+    rates.stretch_asked(batch)
+
+
 def test_a_stretch_is_one_sample_of_the_steps_reported_between_two_asks() -> None:
     clock = Clock()
     rates = MeasuredRates(clock=clock)
-    rates.stretch_asked(8)
+    _opened(rates, clock, 8)
+    assert rates.samples == {}                   # the first ask follows no report: never a sample
     clock.now += 12 * 0.003                      # 12 steps of 3 ms ...
     rates.stretch_ran(8, 12 * 0.002)             # ... which the profile puts at 2 ms
     rates.stretch_asked(8)
-    assert rates.correction(PLAIN, 8) == pytest.approx(1.5) and rates.samples == {(PLAIN, 8): 1}
+    assert rates.correction(STRETCH, 8) == pytest.approx(1.5) and rates.samples == {(STRETCH, 8): 1}
+    assert rates.correction(PLAIN, 8) == 1.0     # (PLAIN holds the per-step samples only)
     rates.stretch_asked(7)                       # an ask with no step reported since: no sample
-    assert rates.samples == {(PLAIN, 8): 1}
+    assert rates.samples == {(STRETCH, 8): 1}
     clock.now += 0.004                           # a stretch cut short: its steps at 7, one at 5 (same bucket)
     rates.stretch_ran(7, 0.002)
     rates.stretch_ran(5, 0.002)
     rates.stretch_asked(5)
-    assert rates.samples == {(PLAIN, 8): 2} and rates.windows[(PLAIN, 8)][-1] == pytest.approx(1.0)
+    assert rates.samples == {(STRETCH, 8): 2} and rates.windows[(STRETCH, 8)][-1] == pytest.approx(1.0)
+    clock.now += 0.004                           # the batch ends; the engine idles 5 s before the next
+    rates.stretch_ran(5, 0.002)                  # call's first ask: the sample ends at the last report
+    clock.now += 5.0
+    rates.stretch_asked(5)
+    assert rates.samples == {(STRETCH, 8): 3} and rates.windows[(STRETCH, 8)][-1] == pytest.approx(2.0)
 
 
-def test_what_drops_a_stretch_sample() -> None:
+@pytest.mark.parametrize("case", ["start", "bucket", "batch end", "join", "after start", "prefill", "no request"])
+def test_what_drops_a_stretch_sample(case) -> None:
     clock = Clock()
     rates = MeasuredRates(clock=clock)
-    rates.stretch_asked(8)                       # a step asked about in between (`start`): not a stretch's
+    _opened(rates, clock, 6)
+    if case == "after start":                   # an ask right after a step asked about: with asynchronous
+        rates.start()                           # scheduling the device may be idle, a step short
+        rates.stretch_asked(6)
+    elif case == "join":                        # more requests than the last report: a prefill in its first step
+        rates.stretch_asked(7)
+    elif case == "no request":
+        rates.stretch_asked(0)
     clock.now += 0.01
-    rates.stretch_ran(8, 0.002)
-    rates.start()
-    rates.stretch_asked(8)
-    rates.stretch_asked(8)                       # steps at another bucket (a batch that shrank to 4)
-    clock.now += 0.01
-    rates.stretch_ran(4, 0.002)
-    rates.stretch_asked(4)
-    rates.stretch_asked(0)                       # no request: nothing is timed
-    clock.now += 0.01
-    rates.stretch_ran(2, 0.002)
-    rates.stretch_asked(2)
-    assert rates.samples == {} and rates.correction(PLAIN, 8) == 1.0
+    if case == "prefill":                       # a quiet step with a prefill chunk
+        rates.observed(False)
+    rates.stretch_ran({"bucket": 4, "batch end": 0}.get(case, 6), 0.002)
+    if case == "start":                         # a step asked about in between
+        rates.start()
+    rates.stretch_asked(6)
+    assert rates.samples == {}, case
+    clock.now += 0.01                           # the next clean stretch is a sample again
+    rates.stretch_ran(6, 0.005)
+    rates.stretch_asked(6)
+    if case in ("start", "bucket", "batch end"):   # (one more: the stretch after them began unclean)
+        clock.now += 0.01
+        rates.stretch_ran(6, 0.005)
+        rates.stretch_asked(6)
+    assert rates.samples == {(STRETCH, 8): 1} and rates.correction(STRETCH, 8) == pytest.approx(2.0), case
 
 
 def _proposer(fake_runner, confidence, **kw) -> DSparkProposer:
@@ -72,21 +98,22 @@ def _proposer(fake_runner, confidence, **kw) -> DSparkProposer:
     return proposer
 
 
-def test_the_plain_correction_divides_the_drafted_side(fake_runner) -> None:
+@pytest.mark.parametrize("quiet", [False, True])
+def test_the_plain_correction_divides_the_drafted_side(fake_runner, quiet) -> None:
     """Plain steps measured at half their profile's time make every round twice as dear against
     them: `_correction` reads 2 once `PLAIN_SAMPLES` stretches are in, times the rounds' own with
     `measure_round_times`; without `measure_plain_steps` the stretches are not timed."""
     for kw in ({}, {"measure_round_times": True}):
         proposer = _proposer(fake_runner, 0.95, measure_plain_steps=True, **kw)
         clock = proposer.rates.clock
-        for i in range(PLAIN_SAMPLES + 2):   # (a stretch is a sample at the next ask)
-            assert proposer._correction(1) == (1.0 if i <= PLAIN_SAMPLES else pytest.approx(2.0)), i
-            proposer.dormant_rounds(1)
+        for i in range(PLAIN_SAMPLES + 3):   # (a stretch is a sample at the next ask; the first is none)
+            assert proposer._correction(1) == (1.0 if i <= PLAIN_SAMPLES + 1 else pytest.approx(2.0)), i
+            (proposer.quiet_rounds if quiet else proposer.dormant_rounds)(1)
             clock.now += 10 * 0.5 / DECODE.at(1)
-            proposer.dormant_passed(1, 10)
-        proposer.rates.add(SPEC, 1, 1.5)          # rounds measured 1.5x their price (three samples)
-        proposer.rates.add(SPEC, 1, 1.5)
-        proposer.rates.add(SPEC, 1, 1.5)
+            (proposer.quiet_passed if quiet else proposer.dormant_passed)(1, 10)
+        for _ in range(3):
+            proposer.rates.add(SPEC, 1, 1.5)      # rounds measured 1.5x their price (three samples)
+            proposer.rates.add(PLAIN, 1, 3.0)     # per-step plain samples (`measure_round_times`): not read
         assert proposer._correction(1) == pytest.approx(3.0 if kw else 2.0)
     plain = _proposer(fake_runner, 0.95)
     plain.dormant_rounds(1)
@@ -104,7 +131,7 @@ def test_cheap_plain_steps_rule_out_a_load_the_profiles_would_draft(fake_runner)
     (`cannot_pay`)."""
     proposer = _proposer(fake_runner, 0.95, measure_plain_steps=True)
     assert not proposer.cannot_pay(1)
-    for _ in range(PLAIN_SAMPLES + 2):
+    for _ in range(PLAIN_SAMPLES + 3):
         proposer.dormant_rounds(1)
         proposer.rates.clock.now += 20 * 0.5 / DECODE.at(1)
         proposer.dormant_passed(1, 20)
@@ -156,8 +183,8 @@ def test_stretches_in_the_engine_order_measure_the_plain_steps(fake_runner, cap,
     for _ in range(600):
         engine.step()
     assert engine.dormant.steps > 400
-    assert proposer.rates.samples.get((PLAIN, 16), 0) >= PLAIN_SAMPLES
-    assert proposer.rates.correction(PLAIN, 16) == pytest.approx(plain, rel=1e-6)
+    assert proposer.rates.samples.get((STRETCH, 16), 0) >= PLAIN_SAMPLES
+    assert proposer.rates.correction(STRETCH, 16) == pytest.approx(plain, rel=1e-6)
 
 
 def test_the_config_key(tmp_path) -> None:

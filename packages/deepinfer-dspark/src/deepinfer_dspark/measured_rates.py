@@ -38,11 +38,13 @@ a bucket's round estimate is dropped (`forget`) when read after `max_probe_every
 `MIN_PERIOD`) paused rounds there without a sample, so the features can still be declined while
 paused (the engine then asks nothing per step; a dormant or quiet stretch is no sample: `pause`).
 
-With `measure_plain_steps` the plain steps' estimate is also taken from dormant and quiet stretches
-(`stretch_asked`, `stretch_ran`): the seconds from one stretch ask to the next over the profile's
-seconds for the steps reported in between, with no per-step cost; on the H200 (session 33) the
-decode profile read 1.11-1.57x the plain steps' time at 8-32 requests in one process and within 3%
-in the next, so rounds were priced up to a third too cheap.
+With `measure_plain_steps` a third kind, STRETCH, holds plain steps timed over dormant and quiet
+stretches (`stretch_asked`, `stretch_ran`; apart from PLAIN's per-step samples): the seconds from
+one stretch ask to the last report before the next ask, over the profile's seconds for the steps
+reported, with no per-step cost; on the H200 (session 33) the decode profile read 1.11-1.57x the
+plain steps' time at 5-32 requests in one benchmark process (the next process's read 1.02 ms at 8
+where this one read 1.20), so rounds were priced up to a third too cheap. Unlike the rounds' estimate it is never forgotten: a bucket
+that drafts without pausing keeps its last one.
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`,
@@ -65,6 +67,7 @@ from collections import deque
 from collections.abc import Callable
 
 SPEC, PLAIN = "spec", "plain"
+STRETCH = "stretch"   # plain steps timed over stretches (`measure_plain_steps`), apart from PLAIN's
 PART = "part"   # a drafted round its prediction does not model (`measure_round_times`): breaks runs, never read
 ROUND_SAMPLES = 3   # samples before `measure_round_times` reads a bucket's estimate (one outlier never decides)
 WINDOW = 5      # samples kept per kind and bucket (their median is the estimate)
@@ -105,11 +108,15 @@ class MeasuredRates:
         self._last: Step | None = None
         self._steps = 0        # engine steps observed since the open step started
         self._clean = True     # ... and whether all of them were free of prefill
-        self._stretch: list | None = None   # [asked at, bucket, predicted s since, one bucket]
+        self._stretch: list | None = None   # [asked, bucket, predicted s, clean, last report]
+        self._after_start = True   # no stretch step reported since a step was asked about (`start`)
+        self._reported = 0         # requests at the last stretch report
 
     def observed(self, clean: bool) -> None:
         """One engine step finished (the proposer was shown its committed rows); `clean`: it
-        carried no prefill chunk."""
+        carried no prefill chunk (nor is then the stretch running, a quiet one, a sample)."""
+        if not clean and self._stretch is not None:
+            self._stretch[3] = False
         self._steps += 1
         self._clean = self._clean and clean
 
@@ -135,29 +142,40 @@ class MeasuredRates:
         self._open = None
         self._steps, self._clean = 0, True
         self._stretch = None   # (a step asked about: the steps since the last stretch ask were not all a stretch's)
+        self._after_start = True
         return now
 
     def stretch_asked(self, batch: int) -> None:
         """The engine asks for a dormant or quiet stretch before a step at `batch` requests
-        (`measure_plain_steps`). The steps reported since the previous ask (`stretch_ran`), if
-        any and all at its bucket, are one sample of PLAIN: the seconds between the two asks over
-        the seconds the profile predicts for those steps. A stretch is reported before the next
-        ask (`DormantSteps.settle`) or right after its last step (`ran`), so the interval holds
-        exactly the steps reported; `start` in between (a step asked about) drops the sample."""
+        (`measure_plain_steps`). The steps reported since the previous ask (`stretch_ran`) are
+        one sample of STRETCH: the seconds from that ask to the last report over the seconds the
+        profile predicts for them. A stretch is reported before the next ask
+        (`DormantSteps.settle`) or right after its last step (`ran`), so the interval holds
+        exactly the steps reported, not an idle engine after them. No sample when: a step was
+        asked about in between (`start`); the steps left the ask's bucket or the batch ended
+        (a report at 0 requests); a quiet step carried a prefill chunk (`observed`); the ask
+        came right after a step asked about (with asynchronous scheduling the device may then
+        be idle, so the interval misses a step); or the ask found more requests than the last
+        report (a request joined: its prefill runs in the stretch's first step). A prefill
+        chunked over several steps of a dormant stretch at a constant count is not seen."""
         now = self.clock()
-        pending, self._stretch = self._stretch, [now, batch_bucket(batch), 0.0, True] if batch > 0 else None
+        clean = not self._after_start and batch <= self._reported
+        pending, self._stretch = self._stretch, [now, batch_bucket(batch), 0.0, clean, now] if batch > 0 else None
         if pending is None:
             return
-        began, bucket, predicted, same = pending
-        if same and predicted > 0 and now > began:
-            self.add(PLAIN, bucket, (now - began) / predicted)
+        began, bucket, predicted, clean_before, reported = pending
+        if clean_before and predicted > 0 and reported > began:
+            self.add(STRETCH, bucket, (reported - began) / predicted)
 
     def stretch_ran(self, batch: int, predicted_seconds: float) -> None:
         """Steps of a stretch have run at `batch` requests, which the profile puts at
-        `predicted_seconds` in all."""
+        `predicted_seconds` in all (0 requests: the batch ended in the stretch's last step, which
+        the report does not price, so the sample is dropped)."""
+        self._after_start, self._reported = False, batch
         if self._stretch is not None:
             self._stretch[2] += predicted_seconds
-            self._stretch[3] = self._stretch[3] and batch_bucket(batch) == self._stretch[1]
+            self._stretch[3] = self._stretch[3] and batch > 0 and batch_bucket(batch) == self._stretch[1]
+            self._stretch[4] = self.clock()
 
     def add(self, kind: str, batch: int, ratio: float) -> None:
         """One measured / predicted sample of `kind` at `batch`'s bucket, taken outside `start`'s

@@ -15,7 +15,7 @@ dormant and quiet stretches (no per-step cost: `MeasuredRates.stretch_asked`). D
 
 from __future__ import annotations
 
-from deepinfer_dspark.measured_rates import PART, PLAIN, ROUND_SAMPLES, SPEC
+from deepinfer_dspark.measured_rates import PART, PLAIN, ROUND_SAMPLES, SPEC, STRETCH
 
 PLAIN_SAMPLES = 3   # stretch samples before `measure_plain_steps` reads a bucket's plain estimate
 
@@ -27,8 +27,8 @@ class StepTiming:
         """The measured round / plain step-time ratio at `batch` (`measure_step_times`), the
         rounds' measured / predicted ratio (`measure_round_times`; a stale estimate is dropped
         here), else 1; with `measure_plain_steps` either of the last two is divided by the plain
-        steps' measured / predicted ratio (from `PLAIN_SAMPLES` samples on)."""
-        plain = self.rates.correction(PLAIN, batch, least=PLAIN_SAMPLES) if self.measure_plain_steps else 1.0
+        steps' measured / predicted ratio over stretches (STRETCH, from `PLAIN_SAMPLES` samples on)."""
+        plain = self.rates.correction(STRETCH, batch, least=PLAIN_SAMPLES) if self.measure_plain_steps else 1.0
         if self.measure_round_times:
             if self.rates.due(SPEC, batch, self._retime_every):
                 self.rates.forget(SPEC, batch)
@@ -43,8 +43,8 @@ class StepTiming:
 
     def _stretch_ran(self, num_requests: int, rounds: int) -> None:
         """`rounds` plain steps of a stretch ran at `num_requests` (`MeasuredRates.stretch_ran`)."""
-        if self.measure_plain_steps and num_requests and rounds > 0:
-            self.rates.stretch_ran(num_requests, rounds / self.decode.at(num_requests))
+        if self.measure_plain_steps and rounds > 0:
+            self.rates.stretch_ran(num_requests, rounds / self.decode.at(num_requests) if num_requests else 0.0)
 
     def _probing(self) -> bool:
         """Whether a re-timing run of drafted rounds is in progress (see `MeasuredRates`)."""
