@@ -100,13 +100,9 @@ class DSparkProposer(PausePolicy, StepTiming):
             are not drafted again); a bucket's estimate is dropped when it is next read after
             `max_probe_every` (at least 32) paused rounds there without a sample, and the
             profile decides again. Opt-in; not with `measure_step_times` (ValueError).
-        measure_plain_steps: with both profiles, price plain decoding at the plain steps'
-            measured time: the median measured / predicted ratio of the last dormant or quiet
-            stretches at the bucket (`MeasuredRates.stretch_asked`: from one stretch ask to the
-            next, no per-step cost), from `PLAIN_SAMPLES` samples on, divides the drafted side's
-            correction (1, or `measure_round_times`'). On the H200 (session 33) the decode profile
-            read 1.11-1.57x the plain steps at 5-32 requests in one benchmark process. Opt-in; not
-            with `measure_step_times` (ValueError).
+        measure_plain_steps: with both profiles, divide the drafted side's correction by the plain
+            steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,
+            `MeasuredRates.stretch_asked`; no per-step cost). Opt-in; not with `measure_step_times`.
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -163,10 +159,9 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
         self.rates = MeasuredRates()
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
-        if measure_round_times and measure_step_times:
-            raise ValueError("measure_round_times: cannot be true with measure_step_times (which times every step)")
-        if measure_plain_steps and measure_step_times:
-            raise ValueError("measure_plain_steps: cannot be true with measure_step_times (which times every step)")
+        for name, on in (("measure_round_times", measure_round_times), ("measure_plain_steps", measure_plain_steps)):
+            if on and measure_step_times:
+                raise ValueError(f"{name}: cannot be true with measure_step_times (which times every step)")
         self.measure_step_times = measure_step_times
         self.measure_round_times = measure_round_times
         self.measure_plain_steps = measure_plain_steps and decode is not None and sps is not None
