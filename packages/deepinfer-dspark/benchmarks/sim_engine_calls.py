@@ -28,6 +28,9 @@ repeat themselves: on the H200 in session 28 three of 16 replies at 1 request we
 the profile: rounds dearer under real traffic than where the profile was measured).
 `--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock);
 `--priced` hands it a profile scaled to their true cost (the bound timing can reach).
+`--plain-read F` hands it a decode profile F times slower than the plain steps charged (session 33's
+H200 profile at 8 requests: 1.19), and `--measure-plain` lets it time them over stretches
+(`measure_plain_steps`).
 `--lookup N` wraps the proposer in `LookupAssist` (`prompt_lookup_min` N): the replies then have
 token ids (`Texts`: fresh ones, or a loop's period repeated) and a lookup draft is accepted while
 it is the text's next tokens; a round of lookup drafts alone costs the plain step at batch + drafts
@@ -237,8 +240,11 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     if getattr(args, "priced", False):
         read = SPSProfile(spec.batch_tokens, [rate / args.round_cost for rate in spec.steps_per_s])
     runner = sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY)
-    proposer = DSparkProposer(runner, args.k, read,
-                              decode=decode, measure_round_times=getattr(args, "measure_rounds", False))
+    slow = getattr(args, "plain_read", 1.0)   # `--plain-read`: the decode profile the proposer reads
+    read_decode = decode if slow == 1.0 else SPSProfile(decode.batch_tokens, [r / slow for r in decode.steps_per_s])
+    proposer = DSparkProposer(runner, args.k, read, decode=read_decode,
+                              measure_round_times=getattr(args, "measure_rounds", False),
+                              measure_plain_steps=getattr(args, "measure_plain", False))
     if getattr(args, "lookup", 0):
         proposer = LookupAssist(proposer, args.lookup)
     dormant, out, first = DormantSteps(proposer), {}, 0
@@ -323,6 +329,12 @@ def main() -> None:
                         help="the proposer reads the round profile scaled to --round-cost (rounds priced exactly)")
     parser.add_argument("--measure-rounds", action="store_true",
                         help="the proposer times its drafted rounds on the simulated clock (`measure_round_times`)")
+    parser.add_argument("--plain-read", type=float, default=1.0, metavar="FACTOR",
+                        help="the proposer reads a decode profile FACTOR times slower than the plain steps the "
+                             "clock charges (the H200, session 33: 1.11-1.57 at 5-32 requests)")
+    parser.add_argument("--measure-plain", action="store_true",
+                        help="the proposer times plain steps over stretches on the simulated clock "
+                             "(`measure_plain_steps`)")
     parser.add_argument("--trace", type=int, default=0)
     parser.add_argument("--no-drain", action="store_true",
                         help="batches not marked draining (`LLM.generate` marks them: `--lookup`'s tail weights)")
