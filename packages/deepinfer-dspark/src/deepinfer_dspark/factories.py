@@ -39,7 +39,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           decode_profile; not with measure_step_times),
           measure_plain_steps (False: opt in to pricing plain decoding at the plain steps' time
           measured over dormant and quiet stretches, no per-step cost; combines with
-          measure_round_times; needs decode_profile; not with measure_step_times),
+          measure_round_times; needs decode_profile; not with measure_step_times; lost on the
+          H200, 0.822 at 8 requests: not recommended, BENCHMARKS.md session 34),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
           verifies, as in the paper; "full_round": every round is priced as verifying all k
           drafts, as the pause policy prices it, so every draft with a chance of acceptance is
