@@ -210,6 +210,37 @@ def test_token_bytes_match_the_window_searched_from_scratch(seed: int) -> None:
     assert ctx.count - ctx.base <= 2 * WINDOW   # the front was dropped
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_repeats_is_an_exact_filter_for_match(seed: int) -> None:
+    """`TokenBytes.repeats` (the per-step filter) is True exactly where the suffix occurred
+    earlier anywhere in the context (a search from scratch over all of it, after a start-over of
+    the set, over the span it covers), so False always means `match` finds nothing; requests
+    growing by 1-40 tokens, with loops, a change of n, and past 3 `WINDOW` (the set rebuilt)."""
+    import random
+
+    from deepinfer_dspark.ngram import latest_occurrence
+
+    rng = random.Random(seed)
+    ids: list[int] = []
+    ctx, n, hits = TokenBytes(), 2, 0
+    while len(ids) < 4 * WINDOW:
+        if rng.random() < 0.3 and len(ids) > 16:
+            back = rng.randint(1, 12)
+            ids += [ids[-back + i % back] for i in range(rng.randint(1, 30))]
+        else:
+            ids += [rng.randrange(60) for _ in range(rng.randint(1, 40))]
+        if rng.random() < 0.01:
+            n = 3 if n == 2 else 2
+        repeats = ctx.repeats(ids, len(ids), n)
+        assert repeats == (latest_occurrence(ids[ctx._seen_from:], n) >= 0), (len(ids), n)
+        ctx.sync(ids, len(ids))
+        found, _ = ctx.match(n, 5)
+        assert not found or repeats, (len(ids), n)   # a match is never filtered out
+        assert (found, _) == match(ids[-WINDOW:], n, 5)
+        hits += bool(found)
+    assert hits > 50 and ctx._seen_from > 0   # loops were found; the set started over past 3 WINDOW
+
+
 def test_a_long_queue_of_waiting_requests_is_not_searched(fake_runner) -> None:
     """Only the oldest `batch` decoding requests are searched (first come, first served: the
     running ones); waiting ones, whose tokens are their prompt, are never read past them."""
@@ -306,7 +337,7 @@ def test_requests_dspark_leaves_empty_get_lookup_drafts_when_it_drafts_others(fa
 
 
 def test_the_host_cost_script_times_both_modes(benchmark_script, tmp_path, monkeypatch, capsys) -> None:
-    """`benchmarks/lookup_host_cost.py` runs (both modes, every step paused) and prints a row per batch."""
+    """`benchmarks/lookup_host_cost.py` runs (its four modes, every step paused) and prints a row per batch."""
     import sys
 
     bench = benchmark_script("lookup_host_cost")
@@ -316,7 +347,8 @@ def test_the_host_cost_script_times_both_modes(benchmark_script, tmp_path, monke
                                       "--steps", "40", "--repeats", "1", "--context", "20"])
     bench.main()
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [line.split(":")[0] for line in lines] == ["batch 1", "batch 2"] and all("with lookup" in x for x in lines)
+    assert [line.split(":")[0] for line in lines] == ["batch 1", "batch 2"]
+    assert all(f"{mode} " in line for line in lines for mode in bench.MODES) and all("adds" in x for x in lines)
 
 
 def test_a_running_count_holds_for_one_round_only(fake_runner) -> None:

@@ -45,7 +45,8 @@ def test_stretch_samples_hold_plain_decode_steps_only(folders, kit, asynchronous
     now[0] += 5.0                                                        # an idle engine between calls
     llm.generate([{"prompt_token_ids": p} for p in prompts[:4]], params[:4])
     stretches = {key: list(window) for key, window in inner.rates.windows.items() if key[0] == STRETCH}
-    assert sum(inner.rates.samples.get(key, 0) for key in stretches) >= (1 if lookup == 0 else 5), stretches
+    # (with lookup, DSpark declares and hears its stretches whole, as without: `HeldStretch`)
+    assert sum(inner.rates.samples.get(key, 0) for key in stretches) >= 1, stretches
     for key, window in stretches.items():
         assert all(v == pytest.approx(1.0) for v in window), (key, window)
     llm.close()

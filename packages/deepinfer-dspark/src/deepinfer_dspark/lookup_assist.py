@@ -11,7 +11,9 @@ lookup (Saxena 2023) needs neither features nor a drafter, only the request's ow
 
 This wrapper reads each running request's live tokens (`deepinfer_core.Proposer.track`) every
 `check_every` tokens (default every step), also through dormant and quiet stretches (declared at
-most `check_every` rounds long where a lookup round could pay, so the engine asks again), and
+most `check_every` rounds long where a lookup round could pay, so the engine asks again; DSpark is
+asked once for its own stretch and hears of its steps in one report: `HeldStretch`; a request
+whose suffix never occurred is skipped by `TokenBytes.repeats`), and
 while the last `min_n` tokens occurred earlier (`ngram.latest_in_bytes` over the request's
 `TokenBytes`, within the last `WINDOW` tokens) and
 such a round can pay (`pays`), it ends DSpark's pause for one round: each request DSpark does not
@@ -30,7 +32,6 @@ written to, the wrapped proposer unless the wrapper has them. Device-free.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from itertools import islice
 from types import SimpleNamespace
@@ -39,65 +40,19 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.batch_tail import TAIL_AHEAD, TAIL_SLACK, tail_weights  # noqa: F401 (re-exported)
 from deepinfer_dspark.batch_tail import known_tokens as _known
+from deepinfer_dspark.held_stretch import HeldStretch
+from deepinfer_dspark.match_classes import PRIOR_RATES, MatchClasses  # noqa: F401 (re-exported)
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS, RoundCosts
 from deepinfer_dspark.token_bytes import WINDOW, TokenBytes
 
 CHECK_EVERY = 1        # tokens a request grows between two searches of its context: every step
 # (`lookup_replay.py` over 256 real replies: every 8 tokens missed a third of the rounds that pay,
-# 1.25 against 1.39; a search appends the new tokens' bytes and scans the window, +4.5 us a paused
-# step at 1 request on this repository's CPU, `lookup_host_cost.py --check-every 1`)
-PRIOR_RATES = (0.3, 0.5, 0.8)   # the accepted share of lookup drafts before any is verified, by
-# match class: short matches in fresh text mostly fail; a match over 4n tokens is a loop, and in the
-# H200's looping replies (session 28) fixed-7 accepted 0.86-1.00 of its drafts
-PRIOR_DRAFTS = 4.0                    # the prior's weight, in drafts
-DECAY = 0.98                          # per lookup draft verified: newer text weighs more
-AGE_ROUNDS = 64                       # engine rounds over which a class drifts back to the prior by e
+# 1.25 against 1.39; every 2, 1.473 -> 1.437 at 1 request, the same at 2 (session 34). The wrapper
+# adds 3.7 / 4.4 us a paused step at 1 / 2 requests on this repository's CPU, 8.5 / 8.8 before the
+# n-gram filter and `HeldStretch` of session 34: `lookup_host_cost.py`)
 UNASKED_TOKENS = 32    # tokens a matched request the engine did not ask about (its sampling cannot be
 # drafted for: penalties, structured output, min_tokens) grows before it is searched again: its
 # match made every step a due round that asked nothing (session 29's review helper)
-
-
-class MatchClasses:
-    """The accepted share of lookup drafts by the length m of the match behind them: m < 2n,
-    2n <= m < 4n, m >= 4n (n = the shortest match). Each share is decayed (`DECAY` per draft
-    verified), starts at its `PRIOR_RATES` over `PRIOR_DRAFTS` drafts, and below it drifts back there
-    over engine rounds (`age`), so a class one rejected round priced out is tried again: a review
-    helper found a loop's class switched off for good by one rejected round at token 26."""
-
-    def __init__(self, min_n: int) -> None:
-        self.min_n = min_n
-        self.sums = [[rate * PRIOR_DRAFTS, PRIOR_DRAFTS] for rate in PRIOR_RATES]
-        self.unaged = 0   # rounds passed and not yet applied (`age` is asked every step: it only counts)
-
-    def of(self, match: int) -> int:
-        """The class of a match of `match` tokens."""
-        return 0 if match < 2 * self.min_n else 1 if match < 4 * self.min_n else 2
-
-    def rate(self, cls: int) -> float:
-        self._apply_age()
-        accepted, verified = self.sums[cls]
-        return accepted / verified
-
-    def add(self, cls: int, drafts: int, accepted: int) -> None:
-        self._apply_age()
-        weight = DECAY ** drafts
-        accepted_sum, verified = self.sums[cls]
-        self.sums[cls] = [accepted_sum * weight + accepted, verified * weight + drafts]
-
-    def age(self, rounds: int) -> None:
-        """`rounds` engine rounds passed: each class whose share is below the prior moves back
-        toward it by 1 - exp(-rounds / AGE_ROUNDS) (a class above it keeps its evidence: in
-        `sim_engine_calls.py --lookup` aging those too priced loops out again between them)."""
-        if rounds > 0:
-            self.unaged += rounds
-
-    def _apply_age(self) -> None:
-        rounds, self.unaged = self.unaged, 0
-        if rounds <= 0:
-            return
-        keep = math.exp(-rounds / AGE_ROUNDS)
-        self.sums = [[a * keep + rate * PRIOR_DRAFTS * (1.0 - keep), v * keep + PRIOR_DRAFTS * (1.0 - keep)]
-                     if a < rate * v else [a, v] for (a, v), rate in zip(self.sums, PRIOR_RATES)]
 
 
 class _Inner:
@@ -114,7 +69,9 @@ class _Inner:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return getattr(obj.__dict__["inner"], self.name)
+        state = obj.__dict__
+        state["_held"].flush()   # (DSpark hears of its dormant steps before anything else)
+        return getattr(state["inner"], self.name)
 
     def __set__(self, obj, value) -> None:
         setattr(obj.__dict__["inner"], self.name, value)
@@ -160,6 +117,7 @@ class LookupAssist:
                                  in_run=False,    # the last step carried drafts (a round)
                                  draining=False),  # the engine only drains what it holds
             _could={},      # batch -> `_could_pay`
+            _held=HeldStretch(lambda n, r: inner.dormant_passed(n, r)),   # DSpark's stretch, sliced
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
     # DSpark's, read every step (core, the step logger): forwarded without `__getattr__`'s miss
@@ -167,8 +125,9 @@ class LookupAssist:
     target_layer_ids, drafted_rounds, pending, runner = _Inner(), _Inner(), _Inner(), _Inner()
 
     def __getattr__(self, name: str):
-        if name == "inner" or name.startswith("__") or name in _FORWARDED:
+        if name in ("inner", "_held") or name.startswith("__") or name in _FORWARDED:
             raise AttributeError(name)   # (copy, pickle: no recursion; `_Inner` already missed)
+        self._held.flush()
         return getattr(self.inner, name)   # (only for names not defined here)
 
     def __setattr__(self, name: str, value) -> None:
@@ -191,9 +150,11 @@ class LookupAssist:
         for table in (self._views, self._ctx, self._prompt, self._checked, self._matched, self._open):
             table.pop(request_id, None)
         self._recheck.discard(request_id)
+        self._held.flush()
         self.inner.remove(request_id)
 
     def commit(self, request_id: str, num_tokens: int) -> None:
+        self._held.flush()
         self.inner.commit(request_id, num_tokens)
         opened = self._open.pop(request_id, None)
         if opened is not None and self._credit(opened, num_tokens):
@@ -216,12 +177,14 @@ class LookupAssist:
         self._now.draining = bool(flag)
 
     def idle_rounds(self) -> int:
+        self._held.flush()
         rounds = self.inner.idle_rounds()
         self._now.override = rounds > 0 and self._due(self._now.running or self.inner.batch)
         return 0 if self._now.override else rounds
 
     def running(self, num_requests: int) -> None:
         self._now.running = num_requests
+        self._held.flush()
         self.inner.running(num_requests)
 
     def idle_round(self, num_requests: int) -> None:
@@ -230,24 +193,34 @@ class LookupAssist:
             self._postpone(list(self._matched))
         self._now.running, self._now.in_run = num_requests, False
         self.classes.age(1)
+        self._held.flush()
         self.inner.idle_round(num_requests)
 
     def dormant_rounds(self, num_requests: int) -> int:
         self._now.running = num_requests
-        return self._stretch(self.inner.dormant_rounds(num_requests), num_requests)
+        rounds = self._held.rounds(num_requests)   # (what is left of DSpark's last declaration)
+        if rounds is None:
+            self._held.flush()
+            rounds = self.inner.dormant_rounds(num_requests)
+            self._held.declared(num_requests, rounds)
+        return self._stretch(rounds, num_requests)
 
     def quiet_rounds(self, num_requests: int) -> int:
         self._now.running = num_requests
+        self._held.flush()
         return self._stretch(self.inner.quiet_rounds(num_requests), num_requests)
 
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
         self._now.running, self._now.in_run = num_requests, False
         self.classes.age(rounds)
-        self.inner.dormant_passed(num_requests, rounds)
+        if not self._held.ran(num_requests, rounds):
+            self._held.flush()
+            self.inner.dormant_passed(num_requests, rounds)
 
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
         self._now.running, self._now.in_run = num_requests, False
         self.classes.age(rounds)
+        self._held.flush()
         self.inner.quiet_passed(num_requests, rounds)
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
@@ -255,6 +228,7 @@ class LookupAssist:
         for r in requests:   # the engine commits before it proposes: an entry left was never verified
             self._open.pop(r.request_id, None)
         running = max(self._now.running, len(requests))
+        self._held.flush()
         if self._now.override:   # DSpark is paused: its round is an idle one, at the requests running
             self._now.override = False
             self.inner.idle_round(running)
@@ -361,14 +335,20 @@ class LookupAssist:
             chosen = islice(self._views.items(), batch)
         else:
             chosen = ((rid, self._views[rid]) for rid in request_ids if rid in self._views)
-        for request_id, view in chosen:
-            known = _known(view)
-            if known <= self._prompt[request_id]:   # not decoding yet
+        prompt, checked, every, recheck, n = self._prompt, self._checked, self.check_every, self._recheck, self.min_n
+        for request_id, view in chosen:   # (names hoisted: run for each running request every step)
+            known = len(view)
+            while known and view[known - 1] < 0:   # (`known_tokens`, inline)
+                known -= 1
+            if known <= prompt[request_id]:   # not decoding yet
                 continue
-            if known - self._checked[request_id] < self.check_every and request_id not in self._recheck:
+            if known - checked[request_id] < every and request_id not in recheck:
                 continue
-            self._checked[request_id] = known
+            checked[request_id] = known
             ctx = self._ctx[request_id]
+            if not ctx.repeats(view, known, n):   # (no earlier occurrence: nothing to match)
+                self._matched.pop(request_id, None)
+                continue
             ctx.sync(view, known)
             found, length = ctx.match(self.min_n, self.inner.num_tokens)
             if found:

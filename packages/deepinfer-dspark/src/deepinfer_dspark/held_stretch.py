@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""HeldStretch: a dormant stretch that a wrapper slices for the engine, reported to the wrapped
+proposer as one.
+
+`LookupAssist` caps DSpark's dormant stretches at `check_every` rounds where a lookup round
+could pay (1-2 requests on the H200), so the engine asks before every step. Forwarding each ask
+and report to DSpark (`dormant_rounds` and `dormant_passed`, its pause bookkeeping) cost ~2 us a
+step on this repository's CPU, where a dormant step costs 0.8; on the H200's slower host the
+wrapper's paused steps ran +0.08-0.11 ms over plain decoding's at 1-2 requests (session 34,
+`BENCHMARKS.md`). The wrapper holds DSpark's declaration instead: it asks DSpark once, answers
+the engine's next asks from what is left of it, and reports the steps run in one
+`dormant_passed`, when the stretch is used up or before any other call reaches DSpark (`flush`).
+DSpark thus hears what it hears without the wrapper: one declaration, then its steps. Device-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class HeldStretch:
+    """The wrapped proposer's declared dormant stretch and the steps run of it, unreported.
+
+    Args:
+        report: the wrapped proposer's `dormant_passed(num_requests, rounds)`.
+
+    Attributes:
+        num_requests: the running requests it was declared at.
+        left: its rounds not yet run (0: none held).
+        passed: its rounds run and not yet reported.
+    """
+
+    __slots__ = ("report", "num_requests", "left", "passed")
+
+    def __init__(self, report: Callable[[int, int], None]) -> None:
+        self.report = report
+        self.num_requests = self.left = self.passed = 0
+
+    def rounds(self, num_requests: int) -> int | None:
+        """The rounds still declared at `num_requests`, or None: the wrapped proposer must be
+        asked (after a `flush`)."""
+        return self.left if self.left > 0 and num_requests == self.num_requests else None
+
+    def declared(self, num_requests: int, rounds: int) -> None:
+        """The wrapped proposer declared `rounds` at `num_requests` (nothing held before:
+        `flush` first)."""
+        self.num_requests, self.left, self.passed = num_requests, max(rounds, 0), 0
+
+    def ran(self, num_requests: int, rounds: int) -> bool:
+        """Whether `rounds` dormant steps reported at `num_requests` belong to the held stretch
+        (then held, and reported at once when it is used up); False: the caller reports them
+        itself, after a `flush`."""
+        if num_requests != self.num_requests or not 0 < rounds <= self.left:
+            return False
+        self.left -= rounds
+        self.passed += rounds
+        if not self.left:
+            self.flush()
+        return True
+
+    def flush(self) -> None:
+        """Reports the steps run and unreported, and ends the stretch (the next ask goes to the
+        wrapped proposer)."""
+        passed, self.passed, self.left = self.passed, 0, 0
+        if passed:
+            self.report(self.num_requests, passed)

@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`HeldStretch`: `LookupAssist` slices DSpark's dormant stretch for the engine (asks every
+`check_every` steps where a lookup round could pay) while DSpark is asked once for it and hears
+of its steps in one report, before any other call reaches it."""
+
+from __future__ import annotations
+
+from deepinfer_core.engine.dormant_steps import DormantSteps
+from deepinfer_core.interfaces import DraftRequest
+
+from deepinfer_dspark.held_stretch import HeldStretch
+from deepinfer_dspark.lookup_assist import LookupAssist
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+K = 4
+SLOW_SPS = SPSProfile([1, 5, 64, 320], [10.0, 10.0, 9.0, 8.0])   # DSpark can never pay: dormant
+DECODE = SPSProfile([1, 64], [1000.0, 1000.0])
+
+
+def test_held_steps_are_reported_once_used_up_or_flushed() -> None:
+    reports: list[tuple[int, int]] = []
+    held = HeldStretch(lambda n, r: reports.append((n, r)))
+    assert held.rounds(2) is None                  # nothing declared: ask the proposer
+    held.declared(2, 5)
+    assert held.rounds(2) == 5 and held.rounds(3) is None
+    assert held.ran(2, 2) and held.rounds(2) == 3 and reports == []
+    assert not held.ran(3, 1) and not held.ran(2, 4)   # another count, more than declared: not its steps
+    held.flush()
+    assert reports == [(2, 2)] and held.rounds(2) is None
+    held.flush()
+    assert reports == [(2, 2)]                     # nothing twice
+    held.declared(1, 3)
+    assert held.ran(1, 1) and held.ran(1, 2)       # used up: reported at once
+    assert reports == [(2, 2), (1, 3)] and held.rounds(1) is None
+    held.declared(4, 0)
+    assert held.rounds(4) is None and not held.ran(4, 1)   # a declaration of none holds nothing
+
+
+class Recording(DSparkProposer):
+    """DSpark counting the engine's dormant asks and reports, and checking that every other call
+    comes after the steps run were reported."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.asks, self.reported = 0, 0
+        self.ran = 0   # steps the engine ran dormant (set by the test)
+
+    def dormant_rounds(self, num_requests: int) -> int:
+        assert self.reported == self.ran   # heard of every step before being asked again
+        self.asks += 1
+        return super().dormant_rounds(num_requests)
+
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        self.reported += rounds
+        super().dormant_passed(num_requests, rounds)
+
+    def idle_rounds(self) -> int:
+        assert self.reported == self.ran
+        return super().idle_rounds()
+
+
+def test_dspark_is_asked_once_a_stretch_while_the_engine_asks_every_step(fake_runner) -> None:
+    inner = Recording(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE)
+    lookup = LookupAssist(inner, 2, check_every=1)
+    views = {"a": [1, 2, 3], "b": [4, 5, 6]}
+    for rid, view in views.items():
+        lookup.track(rid, view)
+    lookup.propose([DraftRequest(rid, list(view), K, 0.0, 0, 1.0, 0.0, 0, 10) for rid, view in views.items()])
+    dormant = DormantSteps(lookup)
+    declared = inner.dormant_rounds(2)   # (what DSpark declares at 2 requests: a long stretch)
+    inner.ran = inner.reported
+    assert declared > 4
+    asks, engine_asks = inner.asks, 0
+    for step in range(declared - 1):
+        for view in views.values():
+            view.append(100 + step)      # fresh tokens: no lookup round is ever due
+        left = dormant.left
+        assert dormant.step(2)
+        engine_asks += left == 0
+        inner.ran += 1
+    assert engine_asks == declared - 1   # the engine asked before every step (capped at 1)
+    assert inner.asks == asks + 1        # DSpark once, for its whole stretch
+    assert inner.reported == 0           # held: one report for the stretch, not one a step
+    dormant.settle()                     # (the engine reports its steps before any other call)
+    assert lookup.idle_rounds() >= 0     # a call reaching DSpark: it hears of every step first
+    assert inner.reported == inner.ran
