@@ -17,7 +17,8 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     name only) is DSpark alone (`prompt_lookup_min` 0), `confidence-alone-rounds` that with
     `measure_round_times`; `confidence-plain` (by name only) prices plain decoding at the plain steps
     timed over dormant and quiet stretches (`measure_plain_steps`), `confidence-timed` that with
-    `measure_round_times`;
+    `measure_round_times`; `confidence-hurdle` (by name only) asks drafting for an expected gain
+    of 1.2 over plain decoding (`min_gain`);
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
-         "confidence-timed")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-timed", "confidence-hurdle")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -289,6 +290,8 @@ def main() -> None:
     # alone and with the rounds timed too.
     variants["confidence-plain"] = {**variants["confidence"], "measure_plain_steps": True}
     variants["confidence-timed"] = {**variants["confidence-plain"], "measure_round_times": True}
+    # By name only: the default with a hurdle (`min_gain`), a drafted round must expect 1.2x plain decoding.
+    variants["confidence-hurdle"] = {**variants["confidence"], "min_gain": 1.2}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}

@@ -244,7 +244,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     read_decode = decode if slow == 1.0 else SPSProfile(decode.batch_tokens, [r / slow for r in decode.steps_per_s])
     proposer = DSparkProposer(runner, args.k, read, decode=read_decode,
                               measure_round_times=getattr(args, "measure_rounds", False),
-                              measure_plain_steps=getattr(args, "measure_plain", False))
+                              measure_plain_steps=getattr(args, "measure_plain", False),
+                              min_gain=getattr(args, "min_gain", 1.0))
     if getattr(args, "lookup", 0):
         proposer = LookupAssist(proposer, args.lookup)
     dormant, out, first = DormantSteps(proposer), {}, 0
@@ -332,6 +333,8 @@ def main() -> None:
     parser.add_argument("--plain-read", type=float, default=1.0, metavar="FACTOR",
                         help="the proposer reads a decode profile FACTOR times slower than the plain steps the "
                              "clock charges (the H200, session 33: 1.11-1.57 at 5-32 requests)")
+    parser.add_argument("--min-gain", type=float, default=1.0, metavar="G",
+                        help="speculative_config.min_gain: the gain a drafted round must clear (1.0: break-even)")
     parser.add_argument("--measure-plain", action="store_true",
                         help="the proposer times plain steps over stretches on the simulated clock "
                              "(`measure_plain_steps`)")

@@ -48,14 +48,26 @@ class DraftCosts:
         decode: the plain decode-step profile (batch tokens = B).
         correction: B -> the factor that scales the plain side (the drafted rounds' measured
             cost relative to the plain steps', each over its profile; 1.0 when not measured).
+        min_gain: the gain over plain decoding a drafted round must exceed to count as a win
+            (1.0: break-even). It scales the plain side, so every decision built on `gain`,
+            `loses` and `probe_pause` asks for it: a hurdle for the costs the profiles miss (on
+            the H200 the ledger read gains of 1.00-1.02 at 8 requests where the engine ran
+            0.82-0.85; sessions 33-34, BENCHMARKS.md).
+
+    Raises:
+        ValueError: `min_gain` below 1 or not finite (named as `speculative_config.min_gain`).
     """
 
     def __init__(self, num_tokens: int, sps: SPSProfile, decode: SPSProfile,
-                 correction: Callable[[int], float]) -> None:
+                 correction: Callable[[int], float], min_gain: float = 1.0) -> None:
+        if not (isinstance(min_gain, (int, float)) and not isinstance(min_gain, bool)
+                and math.isfinite(min_gain) and min_gain >= 1.0):
+            raise ValueError(f"speculative_config.min_gain: must be a finite number >= 1.0, got {min_gain!r}")
         self.num_tokens = num_tokens
         self.sps = sps
         self.decode = decode
         self.correction = correction
+        self.min_gain = float(min_gain)
 
     def round_rate(self, batch: int) -> float:
         """Drafted rounds per second at `batch` requests, for the decisions to draft or not: the
@@ -74,8 +86,8 @@ class DraftCosts:
 
     def plain_rate(self, batch: int) -> float:
         """Plain decoding's tokens/s at `batch` requests, as the decisions compare it: B
-        SPS_decode(B) times `correction(B)`."""
-        return batch * self.decode.at(batch) * self.correction(batch)
+        SPS_decode(B) times `correction(B)` times `min_gain`."""
+        return batch * self.decode.at(batch) * self.correction(batch) * self.min_gain
 
     def gain(self, batch: int, tokens: float, rate: float | None = None) -> float:
         """A round emitting `tokens` (B plus the accepted drafts) over plain decoding, in tokens

@@ -41,6 +41,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           measured over dormant and quiet stretches, no per-step cost; combines with
           measure_round_times; needs decode_profile; not with measure_step_times; lost on the
           H200, 0.822 at 8 requests: not recommended, BENCHMARKS.md session 34),
+          min_gain (1.0: opt in to a hurdle, the gain over plain decoding a drafted round must
+          exceed to count as a win, in [1, 10]; needs decode_profile; see `DraftCosts`),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
           verifies, as in the paper; "full_round": every round is priced as verifying all k
           drafts, as the pause policy prices it, so every draft with a chance of acceptance is
@@ -190,13 +192,13 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                              "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
-                "opening_tokens", "prompt_lookup_min", "measure_plain_steps"):
+                "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
         decode = _profile("decode_profile", decode)
     else:
-        for key in ("measure_step_times", "measure_round_times", "measure_plain_steps"):
+        for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain"):
             if spec_config.get(key):
                 raise ValueError(f"speculative_config.{key}: corrects the comparison with plain decoding, "
                                  f"so it needs decode_profile")
@@ -223,6 +225,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 measure_step_times=_bool_key(spec_config, "measure_step_times", False),
                 measure_round_times=_bool_key(spec_config, "measure_round_times", False),
                 measure_plain_steps=_bool_key(spec_config, "measure_plain_steps", False),
+                min_gain=_min_gain(spec_config),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 prompt_lookup_min=lookup)
@@ -275,7 +278,7 @@ NGRAM_KEYS = frozenset({"scheduling", "prompt_lookup_min", "prompt_lookup_max", 
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
-                         "prompt_lookup_min", "measure_plain_steps"})
+                         "prompt_lookup_min", "measure_plain_steps", "min_gain"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -315,6 +318,17 @@ def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"speculative_config.{key}: must be an int >= {minimum}, got {value!r}")
     return value
+
+
+def _min_gain(spec_config: dict) -> float:
+    """`min_gain` (absent or None: 1.0): a finite number in [1, 10]."""
+    value = spec_config.get("min_gain")
+    if value is None:
+        return 1.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1.0 <= value <= 10.0:
+        raise ValueError(f"speculative_config.min_gain: must be a number in [1, 10] (the gain over plain "
+                         f"decoding a drafted round must exceed), got {value!r}")
+    return float(value)
 
 
 def _bool_key(spec_config: dict, key: str, default: bool) -> bool:

@@ -91,18 +91,16 @@ class DSparkProposer(PausePolicy, StepTiming):
             and the confidences only (the same inputs give the same verification lengths, run
             after run).
         measure_round_times: with both profiles, time the drafted rounds only (runs of them at
-            one bucket, `MeasuredRates`) and price every round at its profile's time times
-            their median measured / predicted ratio there, once `ROUND_SAMPLES` samples are in
-            (one slow round never decides); plain steps keep their profile (on the H200 they ran
-            within 3% of it where rounds ran 1.2-1.5x it at 8 requests: session 27). Unlike
-            `measure_step_times` it needs no re-timing runs and keeps `decline_features` (a
-            load the measured rounds rule out declines the features: the requests then running
-            are not drafted again); a bucket's estimate is dropped when it is next read after
-            `max_probe_every` (at least 32) paused rounds there without a sample, and the
-            profile decides again. Opt-in; not with `measure_step_times` (ValueError).
+            one bucket, `MeasuredRates`) and price every round at its profile's time times their
+            median measured / predicted ratio there, from `ROUND_SAMPLES` samples on; plain steps
+            keep their profile (session 27). Unlike `measure_step_times` it needs no re-timing
+            runs and keeps `decline_features`; a bucket's estimate is dropped when next read after
+            `max_probe_every` (at least 32) paused rounds there without a sample. Opt-in; not
+            with `measure_step_times` (ValueError).
         measure_plain_steps: with both profiles, divide the drafted side's correction by the plain
             steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,
             `MeasuredRates.stretch_asked`; no per-step cost). Opt-in; not with `measure_step_times`.
+        min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -133,7 +131,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
-                 measure_plain_steps: bool = False) -> None:
+                 measure_plain_steps: bool = False, min_gain: float = 1.0) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -173,7 +171,8 @@ class DSparkProposer(PausePolicy, StepTiming):
         self._gap_cost = 0.0                  # plain steps gapped requests cost at winning loads (`_regret_gaps`)
         self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
         self.retired = False
-        self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction)
+        self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction,
+                                                                           min_gain)
         self.retired_reason = ""
         self.max_batch = max_batch if max_batch is not None else max(decode.batch_tokens) if decode is not None else 1
         if decode is not None and sps is not None:
