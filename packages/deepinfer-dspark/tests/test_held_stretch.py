@@ -86,3 +86,53 @@ def test_dspark_is_asked_once_a_stretch_while_the_engine_asks_every_step(fake_ru
     dormant.settle()                     # (the engine reports its steps before any other call)
     assert lookup.idle_rounds() >= 0     # a call reaching DSpark: it hears of every step first
     assert inner.reported == inner.ran
+
+
+def test_a_copy_reports_to_its_own_dspark_and_the_wrapper_pickles() -> None:
+    """The held report reads the wrapped proposer at call time (session 34's review: a lambda
+    over the first one sent a deep copy's steps to the original, and could not be pickled)."""
+    import copy
+    import pickle
+
+    from deepinfer_dspark.no_drafter import NoDrafter
+
+    first = LookupAssist(NoDrafter(4), 2)
+    second = copy.deepcopy(first)
+    heard: dict[str, tuple[int, int]] = {}
+    first.inner.dormant_passed = lambda n, r: heard.setdefault("first", (n, r))
+    second.inner.dormant_passed = lambda n, r: heard.setdefault("second", (n, r))
+    second._held.declared(1, 4)
+    second.dormant_passed(1, 1)               # held
+    second.running(1)                         # a call reaching DSpark: the held step first
+    assert heard == {"second": (1, 1)}
+    assert isinstance(pickle.loads(pickle.dumps(LookupAssist(NoDrafter(4), 2))), LookupAssist)
+
+
+def test_a_failing_report_is_left_to_core(folders, kit) -> None:
+    """DSpark's `dormant_passed` raising: the wrapper stops holding, so core's next report reaches
+    DSpark, and core declares no more stretches (as without the wrapper); no request fails and
+    the replies are plain decoding's."""
+    from deepinfer_core import SamplingParams
+
+    target, drafter = folders
+    one = SPSProfile([5, 10, 640], [300.0, 100.0, 50.0])   # drafting pays at 1 request only
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": one, "decode_profile": DECODE, "prompt_lookup_min": 2}
+    prompts = [{"prompt_token_ids": [5, 6, 7] * 6}, {"prompt_token_ids": [9, 10, 11, 12] * 5}]
+    params = SamplingParams(temperature=0, max_tokens=60, ignore_eos=True)
+    plain = kit.build(target, None, max_num_seqs=4)
+    want = [o.outputs[0].token_ids for o in plain.generate(prompts, params)]
+    plain.close()
+    llm = kit.build(target, spec, max_num_seqs=4)
+    proposer = llm.engine.speculative.proposer
+    tries = []
+
+    def broken(n: int, r: int) -> None:
+        tries.append((n, r))
+        raise RuntimeError("boom")
+    proposer.inner.dormant_passed = broken
+    outs = llm.generate(prompts, params)
+    assert [o.outputs[0].token_ids for o in outs] == want and all(o.error is None for o in outs)
+    assert proposer._held.failed and len(tries) == 2          # the held report, then core's own
+    assert llm.engine.speculative.dormant._ask is None        # core: no more stretches
+    llm.close()

@@ -241,6 +241,22 @@ def test_repeats_is_an_exact_filter_for_match(seed: int) -> None:
     assert hits > 50 and ctx._seen_from > 0   # loops were found; the set started over past 3 WINDOW
 
 
+def test_repeats_starts_over_when_n_changes_or_the_view_shrinks() -> None:
+    """A start-over that adds no n-gram (the view holds n tokens or fewer) still starts from the
+    window's start: the next call adds every n-gram before the suffix (session 34's review)."""
+    a, b = list(range(100, 110)), list(range(200, 210))
+    view, ctx = a + b + a, TokenBytes()       # the last 10 occurred at the start only
+    ctx.repeats(view[:10], 10, 2)
+    ctx.repeats(view[:10], 10, 10)            # n changes at 10 tokens: nothing to add yet
+    assert ctx.repeats(view, 30, 10)
+    ctx.sync(view, 30)
+    assert ctx.match(10, 4)[0] == b[:4]
+    grown, ctx = [1, 2] + list(range(50, 60)) + [1, 2], TokenBytes()
+    ctx.repeats(grown[:12], 12, 2)
+    ctx.repeats(grown[:2], 2, 2)              # shrinks to n tokens, then grows again
+    assert ctx.repeats(grown, 14, 2)
+
+
 def test_a_long_queue_of_waiting_requests_is_not_searched(fake_runner) -> None:
     """Only the oldest `batch` decoding requests are searched (first come, first served: the
     running ones); waiting ones, whose tokens are their prompt, are never read past them."""

@@ -16,7 +16,10 @@ DSpark thus hears what it hears without the wrapper: one declaration, then its s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+
+logger = logging.getLogger(__name__)
 
 
 class HeldStretch:
@@ -29,13 +32,17 @@ class HeldStretch:
         num_requests: the running requests it was declared at.
         left: its rounds not yet run (0: none held).
         passed: its rounds run and not yet reported.
+        failed: a report raised: nothing is held from then on, so the engine's next report
+            reaches the wrapped proposer itself and core's `DormantSteps` handles the failure as
+            without the wrapper (it logs it and declares no more stretches).
     """
 
-    __slots__ = ("report", "num_requests", "left", "passed")
+    __slots__ = ("report", "num_requests", "left", "passed", "failed")
 
     def __init__(self, report: Callable[[int, int], None]) -> None:
         self.report = report
         self.num_requests = self.left = self.passed = 0
+        self.failed = False
 
     def rounds(self, num_requests: int) -> int | None:
         """The rounds still declared at `num_requests`, or None: the wrapped proposer must be
@@ -51,7 +58,7 @@ class HeldStretch:
         """Whether `rounds` dormant steps reported at `num_requests` belong to the held stretch
         (then held, and reported at once when it is used up); False: the caller reports them
         itself, after a `flush`."""
-        if num_requests != self.num_requests or not 0 < rounds <= self.left:
+        if self.failed or num_requests != self.num_requests or not 0 < rounds <= self.left:
             return False
         self.left -= rounds
         self.passed += rounds
@@ -63,5 +70,11 @@ class HeldStretch:
         """Reports the steps run and unreported, and ends the stretch (the next ask goes to the
         wrapped proposer)."""
         passed, self.passed, self.left = self.passed, 0, 0
-        if passed:
+        if not passed:
+            return
+        try:
             self.report(self.num_requests, passed)
+        except Exception as exc:  # noqa: BLE001 - the steps ran plain either way (as core's `DormantSteps`)
+            self.failed = True
+            logger.warning("speculative_config.proposer: dormant_passed failed (%s: %s); dormant steps are "
+                           "no longer held", type(exc).__name__, exc)

@@ -117,7 +117,7 @@ class LookupAssist:
                                  in_run=False,    # the last step carried drafts (a round)
                                  draining=False),  # the engine only drains what it holds
             _could={},      # batch -> `_could_pay`
-            _held=HeldStretch(lambda n, r: inner.dormant_passed(n, r)),   # DSpark's stretch, sliced
+            _held=HeldStretch(self._held_passed),   # DSpark's dormant stretch, sliced for the engine
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
     # DSpark's, read every step (core, the step logger): forwarded without `__getattr__`'s miss
@@ -209,6 +209,11 @@ class LookupAssist:
         self._now.running = num_requests
         self._held.flush()
         return self._stretch(self.inner.quiet_rounds(num_requests), num_requests)
+
+    def _held_passed(self, num_requests: int, rounds: int) -> None:
+        """`HeldStretch`'s report: DSpark's `dormant_passed` (the wrapped proposer's at call time:
+        a copy reports to its own)."""
+        self.inner.dormant_passed(num_requests, rounds)
 
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
         self._now.running, self._now.in_run = num_requests, False

@@ -61,7 +61,7 @@ class TokenBytes:
         if n != self._seen_n or last < upto or last - self._seen_from > 3 * WINDOW:
             seen.clear()
             self._seen_n = n
-            self._seen_from = upto = max(0, known - WINDOW)
+            self._seen_from = self._seen_upto = upto = max(0, known - WINDOW)
         if last > upto:   # the n-grams starting before the suffix are followed by a token
             for start in range(upto, last):
                 seen.add(tuple(view[start:start + n]))
