@@ -200,7 +200,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     else:
         for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain"):
             if spec_config.get(key):
-                raise ValueError(f"speculative_config.{key}: corrects the comparison with plain decoding, "
+                verb = "scales" if key == "min_gain" else "corrects"
+                raise ValueError(f"speculative_config.{key}: {verb} the comparison with plain decoding, "
                                  f"so it needs decode_profile")
     if spec_config.get("measure_step_times") is True and spec_config.get("measure_round_times") is True:
         raise ValueError("speculative_config.measure_round_times: cannot be true with measure_step_times "
