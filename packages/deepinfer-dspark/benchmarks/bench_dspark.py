@@ -370,6 +370,12 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
             if args.step_times:
                 print(c, name, summary, flush=True)
         write_table(rows, args.out)
+    for c in args.profile_at or [max(args.concurrency)]:   # after every measured call: they stay unprofiled
+        for name, llm in llms.items():
+            if args.profile is not None:
+                profile_run(llm, pool[:c], args.max_tokens, f"{name} at {c}", args.profile)
+            if args.torch_profile is not None:
+                torch_profile_run(llm, pool[:c], args.max_tokens, f"{name} at {c}", args.torch_profile)
     for llm in llms.values():
         llm.close()
     return rows
