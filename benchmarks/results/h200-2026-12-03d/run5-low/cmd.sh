@@ -1,0 +1,31 @@
+# Session 35, call 5 (right after call 4): the drafter's second part joined and checked, then gpu_plan item 0:
+# the default after session 34's host-cost cut (HeldStretch, TokenBytes.repeats) at 1 / 2 requests and at 8,
+# 16 prompt sets each, batch form, profiles measured first, step logs. Variants: plain decoding, the default
+# (`confidence`: DSpark + prompt lookup), plain again; at 8 also DSpark alone (`confidence-alone`) and the opt-in
+# hurdle (`confidence-hurdle`, min_gain 1.2). (Cut to this after ~650 s of the budget went on refused starts.)
+# At 1-2 also a cProfile of the engine thread per variant at 2 requests (`profile_diff.py`: where a paused step's
+# extra host time goes).
+# Carry: .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/part_ab
+cp .cache/drafter_stash/part_ab ~/stash/ && cat ~/stash/part_a? | sha256sum && cat ~/stash/part_a? | tar -x -C ~ \
+  && rm -rf ~/drafter_real && mv ~/drafter_bf16 ~/drafter_real || exit 3
+ls ~/drafter_real/config.json ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf || exit 3
+source tools/gpu_env.sh >/dev/null 2>&1
+export PYTHONUNBUFFERED=1
+T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
+B=packages/deepinfer-dspark/benchmarks
+for run in 1-2:16:170:"1 2 4 8":"1 2":"none confidence none-again":2 \
+           8:16:240:"1 2 4 8":"8":"none confidence confidence-alone confidence-hurdle none-again":0; do
+  IFS=: read tag sets lim sizes conc vars prof <<< "$run"
+  W=~/o$tag; rm -rf $W; mkdir -p $W/out
+  P=""; [ "$prof" != 0 ] && P="--profile $W/out/prof.txt --profile-at $prof"
+  timeout $lim python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real \
+    --max-tokens 128 --concurrency $conc --fixed 7 --sps-method steps --sps-in-process --sps-sizes $sizes \
+    --sps-warmup 3 --prompt-sets $sets --save-sps $W/out/sps_batch.json \
+    --variants $vars --interleave $sets \
+    --kv-cache-gib 8 $P --step-log $W/out/steps.jsonl --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
+  echo "$tag rc $? at ${SECONDS} s"
+  gzip -f $W/out/steps.jsonl
+  tar -C $W -czf $OUT/run_$tag.tar.gz out
+  grep -E "^[0-9]+ |profile at" $W/out/bench_batch.log | grep -v "step times" | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-330
+  grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
+done
