@@ -150,3 +150,46 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     assert built["confidence-alone"]["prompt_lookup_min"] == 0 and "prompt_lookup_min" not in built["confidence"]
     assert built["confidence-alone-rounds"]["prompt_lookup_min"] == 0
     assert built["confidence-alone-rounds"]["measure_round_times"] is True
+
+
+def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark_script, monkeypatch) -> None:
+    """`--profile` / `--torch-profile` with `--interleave`: one more call per engine at each
+    `--profile-at` concurrency, after every measured call (they were silently ignored there
+    until session 35)."""
+    from types import SimpleNamespace
+
+    import deepinfer_core
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    events = []
+
+    class FakeLLM:
+        def __init__(self, target, speculative_config=None, **kw):
+            self.name = "spec" if speculative_config else "plain"
+
+        def chat(self, prompts, params):
+            events.append(("chat", self.name, len(prompts)))
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])],
+                                    metrics=SimpleNamespace(arrival_time=0.0, first_token_time=0.5,
+                                                            finished_time=1.0, spec_rounds=0))
+                    for _ in prompts]
+
+        def close(self):
+            events.append(("close", self.name))
+
+    monkeypatch.setattr(deepinfer_core, "LLM", FakeLLM)
+    monkeypatch.setattr(bench, "proposer_state", lambda llm, c: "")
+    monkeypatch.setattr(bench, "profile_run", lambda llm, prompts, n, label, path: events.append(("cprofile", label)))
+    monkeypatch.setattr(bench, "torch_profile_run", lambda llm, prompts, n, label, path: events.append(("torch", label)))
+    args = SimpleNamespace(target="t", max_tokens=4, step_log=None, step_times=False, concurrency=[1, 2], closed_loop=0,
+                           prompt_sets=1, interleave=2, out=None, profile=Path("p.txt"), torch_profile=Path("t.txt"),
+                           profile_at=[2])
+    pool = [[{"role": "user", "content": str(i)}] for i in range(4)]
+    bench.run_interleaved({"none": None, "confidence": {"method": "dspark"}}, args, {}, pool)
+    profiled = [e for e in events if e[0] in ("cprofile", "torch")]
+    assert profiled == [("cprofile", "none at 2"), ("torch", "none at 2"),
+                        ("cprofile", "confidence at 2"), ("torch", "confidence at 2")]
+    first = events.index(profiled[0])
+    assert all(e[0] != "chat" for e in events[first:]) and events[-1][0] == "close"
+    assert sum(e[:2] == ("chat", "plain") for e in events[:first]) == 2 + 2 * 2   # warm-ups and measured calls
