@@ -18,7 +18,9 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     `measure_round_times`; `confidence-plain` (by name only) prices plain decoding at the plain steps
     timed over dormant and quiet stretches (`measure_plain_steps`), `confidence-timed` that with
     `measure_round_times`; `confidence-hurdle` (by name only) asks drafting for an expected gain
-    of 1.2 over plain decoding (`min_gain`);
+    of 1.2 over plain decoding (`min_gain`), `confidence-rounds-hurdle` 1.1 with the rounds timed;
+    since session 36 the rounds are timed by default (`measure_round_times`), so `confidence` equals
+    `confidence-rounds` and `confidence-untimed` (by name only) is the default before it;
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -72,7 +74,8 @@ if TYPE_CHECKING:
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
-         "confidence-timed", "confidence-hurdle")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
+         "confidence-untimed")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -292,6 +295,10 @@ def main() -> None:
     variants["confidence-timed"] = {**variants["confidence-plain"], "measure_round_times": True}
     # By name only: the default with a hurdle (`min_gain`), a drafted round must expect 1.2x plain decoding.
     variants["confidence-hurdle"] = {**variants["confidence"], "min_gain": 1.2}
+    # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
+    variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
+    # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).
+    variants["confidence-untimed"] = {**variants["confidence"], "measure_round_times": False}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
@@ -310,6 +317,8 @@ def main() -> None:
         for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                      "confidence-rounds", "confidence-lookup",
                      "confidence-full", "confidence-whole", "confidence-alone", "confidence-alone-rounds",
+                     "confidence-plain", "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
+                     "confidence-untimed",
                      *(f"{kind}-{k}" for kind in ("ngram", "ngram-aware") for k in args.fixed)):
             variants.pop(name)
     if args.interleave > 0:

@@ -150,6 +150,9 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     assert built["confidence-alone"]["prompt_lookup_min"] == 0 and "prompt_lookup_min" not in built["confidence"]
     assert built["confidence-alone-rounds"]["prompt_lookup_min"] == 0
     assert built["confidence-alone-rounds"]["measure_round_times"] is True
+    assert built["confidence-untimed"]["measure_round_times"] is False
+    assert "measure_round_times" not in built["confidence"]   # (the engine's default: timed)
+    assert built["confidence-rounds-hurdle"]["min_gain"] == 1.1
 
 
 def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark_script, monkeypatch) -> None:

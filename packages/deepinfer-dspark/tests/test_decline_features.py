@@ -396,7 +396,7 @@ def test_quiet_stretches_leave_the_proposer_as_steps_one_by_one(folders, kit, as
             "prompt_lookup_min": 0,   # DSpark's own stretches (`LookupAssist` caps them where a lookup could pay)
             "sps_profile": SPSProfile([1, 5, 8, 15], [900.0, 900.0, 900.0, 900.0]),
             "decode_profile": SPSProfile([1, 3], [1000.0, 1000.0]), "opening_tokens": 0,
-            "decline_features": False}
+            "decline_features": False, "measure_round_times": False}   # (timed rounds: wall-clock decisions)
     prompts = [{"prompt_token_ids": p} for p in kit.prompts(2, seed=5)]
     params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in (120, 70)]
     quiet = []

@@ -108,8 +108,8 @@ def test_measured_round_times_stop_drafting_that_the_profiles_favour(folders, ki
     """The profiles say drafted rounds cost no more than plain steps, but on this (fake) clock a
     round takes 10x its predicted time and a plain step 1x: once measured, drafting cannot pay
     even with every draft accepted (5 tokens a round < 10 plain steps), so the proposer stops
-    probing. Output stays that of plain decoding, also on the real clock; without the key the
-    step times are not measured."""
+    probing. Output stays that of plain decoding, also on the real clock; with neither timing
+    key on the step times are not measured."""
     from deepinfer_dspark.measured_rates import SPEC
 
     target, drafter = folders
@@ -140,7 +140,8 @@ def test_measured_round_times_stop_drafting_that_the_profiles_favour(folders, ki
     assert kit.greedy(llm, batch) == expected
     assert len(rounds) == again                          # the second batch: no probe at all
     assert kit.greedy(kit.build(target, spec), batch) == expected    # the real clock: whatever it decides
-    unmeasured = kit.build(target, {key: value for key, value in spec.items() if key != "measure_step_times"})
+    unmeasured = kit.build(target, {**{key: value for key, value in spec.items() if key != "measure_step_times"},
+                                    "measure_round_times": False})   # (the default since session 36: timed)
     assert kit.greedy(unmeasured, batch) == expected and not unmeasured.engine.speculative.proposer.rates.samples
 
 

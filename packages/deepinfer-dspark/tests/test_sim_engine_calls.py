@@ -66,11 +66,12 @@ def test_round_cost_charges_drafted_rounds_above_the_profile_the_proposer_reads(
 
 def test_measured_round_times_recover_rounds_dearer_than_the_profile(sim) -> None:
     """`--measure-rounds`: with rounds 2.5x their profile a confident drafter's proposer, blind,
-    drafts on at 0.81x plain decoding; timing its runs of rounds it pauses (0.95x: probes and
-    transitions); with rounds on their profile the timing changes nothing."""
+    drafts on at 0.81x plain decoding; timing its runs of rounds it pauses (0.93x: probes and
+    transitions; 0.928 since session 36's aging estimate, 0.931 when it was dropped at once); with
+    rounds on their profile the timing changes nothing."""
     blind, timed = (sim.simulate(args(round_cost=2.5, measure_rounds=m, equal=False, plan=[(1, 12)]), DECODE, SPEC,
                                  0.9, seed=0) for m in (False, True))
-    assert blind[1][0] < 0.85 < 0.93 < timed[1][0], (blind, timed)
+    assert blind[1][0] < 0.85 < 0.92 < timed[1][0], (blind, timed)
     priced = sim.simulate(args(round_cost=2.5, priced=True, equal=False, plan=[(1, 12)]), DECODE, SPEC, 0.9, seed=0)
     assert priced[1][0] > blind[1][0] + 0.1 and priced[1][1] == blind[1][1]   # fixed-k: charged alike
     fair = sim.simulate(args(measure_rounds=False), DECODE, SPEC, 0.9, seed=0)

@@ -34,9 +34,12 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           False: features every step),
           measure_step_times (False: opt in to correcting the two profiles by the step times
           measured while serving, see `MeasuredRates`; needs decode_profile),
-          measure_round_times (False: opt in to pricing the drafted rounds at their measured time
-          over the profile's, plain steps on their profile, features still declined; needs
-          decode_profile; not with measure_step_times),
+          measure_round_times (True with a decode_profile and without measure_step_times, else
+          False: the drafted rounds are priced at their measured time over the profile's, plain
+          steps on their profile, features still declined; asking for it needs decode_profile and
+          refuses measure_step_times; the default since session 36, when rounds were first timed
+          in confidence engines and it ran above the profile-priced default in five of six H200
+          cells at 1-128 requests, BENCHMARKS.md),
           measure_plain_steps (False: opt in to pricing plain decoding at the plain steps' time
           measured over dormant and quiet stretches, no per-step cost; combines with
           measure_round_times; needs decode_profile; not with measure_step_times; lost on the
@@ -215,6 +218,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     # Lookup rounds run while DSpark is paused and reach its step timing as plain steps (session 32's
     # review): with `measure_step_times` prompt lookup is off by default, and asking for both raises.
     timed = _bool_key(spec_config, "measure_step_times", False)
+    # The rounds timed by default where they can be: a decode profile to compare with, and no per-step timing.
+    rounds = _bool_key(spec_config, "measure_round_times", decode is not None and not timed)
     lookup = _lookup_min(spec_config, LOOKUP_DEFAULT if scheduling == "confidence" and not timed else 0, 0)
     if lookup and timed:
         raise ValueError("speculative_config.prompt_lookup_min: cannot be used with measure_step_times (its "
@@ -224,7 +229,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 defer_context=_bool_key(spec_config, "defer_context", True),
                 decline_features=_bool_key(spec_config, "decline_features", True),
                 measure_step_times=_bool_key(spec_config, "measure_step_times", False),
-                measure_round_times=_bool_key(spec_config, "measure_round_times", False),
+                measure_round_times=rounds,
                 measure_plain_steps=_bool_key(spec_config, "measure_plain_steps", False),
                 min_gain=_min_gain(spec_config),
                 full_round=pricing == "full_round",

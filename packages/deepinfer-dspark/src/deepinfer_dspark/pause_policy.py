@@ -3,8 +3,8 @@
 """PausePolicy: when confidence scheduling drafts, pauses and declines the target features.
 
 The decisions of `DSparkProposer` that judge a load rather than run a round. A mixin: it reads
-the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch` and
-`decline_features`, and updates its `pauses`, `pending` (cleared when features are declined),
+the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch`,
+`flush_costs` and `decline_features`, and updates its `pauses`, `pending` (cleared when features are declined),
 `ledger_decline` and the bookkeeping sets `_ruled_out` and `_ledger_ruled`:
 
 - `cannot_pay` and `expected_loss`: drafting ruled out at a load outright (the profiles; the
@@ -24,6 +24,7 @@ lossless. Device-free.
 
 from __future__ import annotations
 
+from deepinfer_dspark.draft_costs import probe_overhead
 from deepinfer_dspark.measured_rates import PLAIN
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
@@ -32,6 +33,7 @@ MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) befor
 # on the H200, and loads of 32-256 requests were probed and kept their features)
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
+SYNC_STEPS = 1.0              # plain steps a probe's next step loses waiting for its tokens (besides the flush)
 CAPTURE_SHARE = 0.02          # a step's feature capture, in plain steps (H200, session 20: 1.5-2% at
 # 8-32 requests, 3-5% at 64-256): what a step declined after a measured loss saves, at least
 
@@ -225,7 +227,7 @@ class PausePolicy:
         gain = self.costs.gain(batch, tau, rate)
         if partial:
             if gain <= 1:   # priced as a probe: the next one pays a flush and a sync too
-                rounds = max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain))
+                rounds = max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain, self._probe_overhead(batch)))
                 if not opening and self.ledger_decline and self._body_loses(batch):
                     self._pause_for(rounds, batch, ruled_out=True)   # the settled loss still holds
                     self._ledger_ruled.add(ledger_bucket(batch))
@@ -237,14 +239,15 @@ class PausePolicy:
                 gain /= self.openings.worth_skipping
             if ledger.judge(batch, gain) and gain <= 1:
                 settled = ledger.rounds(batch) >= SETTLED_ROUNDS
-                ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, None if settled else 0.0))
+                overhead = self._probe_overhead(batch) if settled else 0.0
+                ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, overhead))
             else:
                 ledger.won(batch)
             return
         bucket = ledger_bucket(batch)
         if self.pauses.judge(batch, gain) and gain <= 1:
             settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS or bucket in self._inferred   # else short pauses
-            at_least = self.costs.probe_pause(batch, gain, None if settled else 0.0)
+            at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:
                 self._spread_loss(batch, rounds)
@@ -254,6 +257,14 @@ class PausePolicy:
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
+
+    def _probe_overhead(self, batch: int) -> float:
+        """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
+        with `measure_round_times` the flush measured there (`FlushCosts`) plus `SYNC_STEPS` when
+        that is more (without timings every decision stays a function of the rounds' tokens)."""
+        flush = self.flush_costs.extra(batch) if self.measure_round_times else None
+        modelled = probe_overhead(batch)
+        return modelled if flush is None else max(modelled, flush * self.decode.at(batch) + SYNC_STEPS)
 
     def _body_loses(self, batch: int) -> bool:
         """Whether the body rounds at `batch`'s bucket have a settled average that loses

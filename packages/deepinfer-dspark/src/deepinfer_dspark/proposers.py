@@ -22,6 +22,7 @@ from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
+from deepinfer_dspark.flush_costs import FlushCosts
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
@@ -156,6 +157,7 @@ class DSparkProposer(PausePolicy, StepTiming):
         self._running = 0                    # requests running in the coming round, when more than asked
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
         self.rates = MeasuredRates()
+        self.flush_costs = FlushCosts()   # what a flush adds to a round, for the pause after a probe
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         for name, on in (("measure_round_times", measure_round_times), ("measure_plain_steps", measure_plain_steps)):
             if on and measure_step_times:
@@ -342,7 +344,8 @@ class DSparkProposer(PausePolicy, StepTiming):
             probing = True
         self._ruled_out.discard(ledger_bucket(batch))   # drafting may pay here: features again
         self._ledger_ruled.discard(ledger_bucket(batch))
-        if self.pending.holds:   # also frees steps whose rows belong to finished requests only
+        span, flushed = self.flush_costs.clock(), self.pending.holds   # the probe's flush, timed (`FlushCosts`)
+        if flushed:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
         if len(ready) < len(requests) and self._ledger_declined:
@@ -363,6 +366,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                                   for r in asks], self.num_tokens)
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         tokens = host_rows([o.tokens for o in outs])   # one transfer for the round, not one per request
+        self.flush_costs.add(batch, span, flushed)
         if self.sps is not None and all(o.confidences is not None for o in outs):
             rate = self.verify_rates.for_batch(len(outs))   # by verified tokens, for this many drafted
             lengths, expected, rows = schedule_round(host_rows([o.confidences for o in outs]), lengths, rate)

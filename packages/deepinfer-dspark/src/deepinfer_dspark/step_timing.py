@@ -31,7 +31,7 @@ class StepTiming:
         plain = self.rates.correction(STRETCH, batch, least=PLAIN_SAMPLES) if self.measure_plain_steps else 1.0
         if self.measure_round_times:
             if self.rates.due(SPEC, batch, self._retime_every):
-                self.rates.forget(SPEC, batch)
+                self.rates.relax(SPEC, batch)
             return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES) / plain
         return self.rates.ratio(batch) if self.measure_step_times else 1.0 / plain
 
@@ -69,9 +69,11 @@ class StepTiming:
         the draft was paid for), or a plain step (None). Only with both profiles and
         `measure_step_times` or `measure_round_times`. With `measure_round_times` a round is
         predicted as the pause policy prices it (`_plan_pause`: by its verified tokens with the
-        k = 1 profile, else as the full round), and one that price does not model (requests not
-        drafted for; without the k = 1 profile, fewer drafts verified than k each) is declared
-        `PART`: it breaks a run and is never read."""
+        k = 1 profile, else as the full round whatever it verifies, so the sample is that price's
+        error), and one that price does not model (requests not drafted for) is declared `PART`:
+        it breaks a run and is never read. (Until session 36, without the k = 1 profile, a round
+        verifying fewer than k drafts for some request was `PART` too: confidence rounds were
+        then almost never timed.)"""
         if self.decode is None or self.sps is None or not (self.measure_step_times or self.measure_round_times):
             return
         if not batch:
@@ -82,6 +84,5 @@ class StepTiming:
             self.rates.record(began, SPEC, batch, 1.0 / self.costs.round_rate(batch))
         elif self.verify_rates.short is not None and asked == batch:
             self.rates.record(began, SPEC, batch, 1.0 / self.verify_rates.for_batch(batch).at(batch + verified))
-        else:
-            full = asked == batch and verified == batch * self.num_tokens
-            self.rates.record(began, SPEC if full else PART, batch, 1.0 / self.costs.round_rate(batch))
+        else:   # priced as the full round whatever it verifies: so is it timed (the price's error)
+            self.rates.record(began, SPEC if asked == batch else PART, batch, 1.0 / self.costs.round_rate(batch))

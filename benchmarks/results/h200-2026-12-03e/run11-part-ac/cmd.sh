@@ -1,0 +1,4 @@
+# Session 36, call 11 (the second lease): the GGUF's last third, joined.
+# Carry: .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/gguf/part_ac
+ls ~/gguf/part_aa ~/gguf/part_ab || exit 3
+cp .cache/gguf/part_ac ~/gguf/ && mkdir -p ~/.cache/deepinfer/models && cat ~/gguf/part_a? > ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf && ls -la ~/.cache/deepinfer/models/ && sha256sum ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""FlushCosts: what the flush of buffered features costs a probe, timed while serving.
+
+While drafting is paused with the target features kept, they are buffered (`PendingContext`)
+and the round that resumes drafting first projects them into the drafter's context
+(`ContextFeed.flush`), then drafts. The pause after a losing round is sized so that its probes
+lose at most `PROBE_SHARE` of the time (`DraftCosts.probe_pause`), with the probe's overhead
+modelled at 2.5-6 plain steps (`probe_overhead`, from sessions 15 and 23). On the H200 in
+session 36 (BENCHMARKS.md) rounds with a flush took 4.3-8.3 ms at 4-8 requests, against
+3.3-3.6 ms without one and ~1.1 ms for a plain step, and 10-31 ms with more than 512
+(request, step) pairs buffered: probes at a losing load then cost ~3% of the time.
+
+So every drafted round is timed on the host from just before its flush (if any) to its draft
+tokens on the host (which waits for the flush's and the drafter's device work), and kept per
+batch bucket (powers of two) and kind (with a flush or without). A flush's cost at a bucket is
+the median of its last `WINDOW` spans with a flush minus the median without (at that bucket, or
+the largest smaller bucket that has one: drafting costs no more there, so the cost errs high;
+none: the whole span). Device-free.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable
+
+from deepinfer_dspark.measured_rates import batch_bucket
+
+WINDOW = 5   # spans kept per bucket and kind (their median is read)
+
+
+class FlushCosts:
+    """Per batch bucket, the host seconds a drafted round spends from before its flush to its
+    drafts, with and without a flush.
+
+    Args:
+        clock: seconds, monotonic (tests pass a fake).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self._spans: dict[tuple[bool, int], deque[float]] = {}
+
+    def add(self, batch: int, began: float, flushed: bool) -> None:
+        """A drafted round of `batch` requests whose span began at `began` (`clock()`) ended now;
+        `flushed`: it projected buffered features first."""
+        if batch > 0:
+            self._spans.setdefault((flushed, batch_bucket(batch)), deque(maxlen=WINDOW)).append(self.clock() - began)
+
+    def extra(self, batch: int) -> float | None:
+        """Seconds a flush adds to a round at `batch`'s bucket (>= 0), or None before a round with a
+        flush has been timed there."""
+        bucket = batch_bucket(batch)
+        flushed = self._spans.get((True, bucket))
+        if not flushed:
+            return None
+        while bucket >= 1 and not self._spans.get((False, bucket)):
+            bucket //= 2
+        plain = self._spans.get((False, bucket))
+        return max(statistics.median(flushed) - (statistics.median(plain) if plain else 0.0), 0.0)
