@@ -98,15 +98,19 @@ def test_paths_of_the_wrong_type_are_refused_by_name(folders, kit) -> None:
 
 def test_rounds_are_timed_by_default_where_they_can_be(folders, kit) -> None:
     """`measure_round_times` is on by default with a decode profile (session 36), off without one,
-    with `measure_step_times` (which times every step) and when set to false."""
+    with `measure_step_times` (which times every step), in a `deterministic` engine (decisions from
+    the inputs only: core's `Proposer` contract; asking for it explicitly still turns it on) and when
+    set to false."""
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
             "sps_profile": SPSProfile([1, 64], [1000.0, 200.0]), "decode_profile": SPSProfile([1, 8], [500.0, 450.0])}
 
-    def built(config: dict):
-        return kit.build(target, config).engine.speculative.proposer
+    def built(config: dict, deterministic: bool = False):
+        return kit.build(target, config, deterministic=deterministic).engine.speculative.proposer
 
     assert built(spec).measure_round_times
+    assert not built(spec, deterministic=True).measure_round_times
+    assert built({**spec, "measure_round_times": True}, deterministic=True).measure_round_times
     assert not built({**spec, "measure_round_times": False}).measure_round_times
     assert not built({**spec, "decode_profile": None}).measure_round_times
     measured = built({**spec, "measure_step_times": True, "decline_features": False, "prompt_lookup_min": 0})

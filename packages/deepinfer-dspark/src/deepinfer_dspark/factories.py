@@ -34,8 +34,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           False: features every step),
           measure_step_times (False: opt in to correcting the two profiles by the step times
           measured while serving, see `MeasuredRates`; needs decode_profile),
-          measure_round_times (True with a decode_profile and without measure_step_times, else
-          False: the drafted rounds are priced at their measured time over the profile's, plain
+          measure_round_times (True with a decode_profile, without measure_step_times and in an
+          engine that is not `deterministic`, else False: the drafted rounds are priced at their
+          measured time over the profile's, plain
           steps on their profile, features still declined; asking for it needs decode_profile and
           refuses measure_step_times; the default since session 36, when rounds were first timed
           in confidence engines and it ran above the profile-priced default in five of six H200
@@ -135,6 +136,8 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
             `speculative_config.<key>`).
     """
     settings = _dspark_settings(spec_config)
+    if model_info.get("deterministic") is True and spec_config.get("measure_round_times") is None:
+        settings["measure_round_times"] = False   # decisions from the inputs only, not timings (`Proposer`)
     path = spec_config["model"]
     drafter = _load("model", lambda p: load_checkpoint(
         p, dtype=model_info.get("dtype", torch.float32), device=model_info.get("device"),
