@@ -19,8 +19,10 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     timed over dormant and quiet stretches (`measure_plain_steps`), `confidence-timed` that with
     `measure_round_times`; `confidence-hurdle` (by name only) asks drafting for an expected gain
     of 1.2 over plain decoding (`min_gain`), `confidence-rounds-hurdle` 1.1 with the rounds timed;
-    since session 36 the rounds are timed by default (`measure_round_times`), so `confidence` equals
-    `confidence-rounds` and `confidence-untimed` (by name only) is the default before it;
+    since session 36 the rounds are timed by default (`measure_round_times`) except with
+    --deterministic, so without it `confidence` equals `confidence-rounds`, `confidence-alone`
+    `confidence-alone-rounds` and `confidence-plain` `confidence-timed`, and `confidence-untimed`
+    (by name only) is the default before it (rounds priced on the profile alone);
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7

@@ -26,7 +26,9 @@ repeat themselves: on the H200 in session 28 three of 16 replies at 1 request we
 0.9-1.0 accepted drafts per draft past token 64, and fixed-7 earned its 1.10 there).
 `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
 the profile: rounds dearer under real traffic than where the profile was measured).
-`--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock);
+`--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock;
+its `FlushCosts` is not simulated: it reads the host's clock, and `Clock` charges a flush outside
+`propose`, so a probe's pause keeps the modelled overhead);
 `--priced` hands it a profile scaled to their true cost (the bound timing can reach).
 `--plain-read F` hands it a decode profile F times slower than the plain steps charged (session 33's
 H200 profile at 8 requests: 1.19), and `--measure-plain` lets it time them over stretches

@@ -20,8 +20,9 @@ K = 4
 
 
 class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
+    """A fake monotonic clock: `now` seconds, set by the test."""
+
+    now = 0.0
 
     def __call__(self) -> float:
         return self.now
@@ -52,16 +53,22 @@ def test_without_rounds_unflushed_at_the_bucket_a_smaller_bucket_or_nothing_is_s
     clock.now = 0.020
     costs.add(16, 0.019, False)                  # 1 ms without at 16 itself
     assert costs.extra(16) == pytest.approx(0.009)
-    clock.now = 0.001
-    costs.add(16, 0.005, True)                   # a span below the one without: never negative
-    costs.add(16, 0.005, True)
+    clock.now = 0.0203
+    for _ in range(4):
+        costs.add(16, 0.02, True)                # spans below the one without: never negative
     assert costs.extra(16) == 0.0
+    clock.now = 0.001
+    costs.add(16, 0.005, True)                   # a clock that went back, or NaN: no sample
+    clock.now = float("nan")
+    costs.add(16, 0.005, True)
+    assert costs.extra(16) == 0.0 and len(costs._spans[(True, 16)]) == 5
 
 
 @pytest.mark.parametrize("timed", [True, False])
 def test_a_dear_flush_lengthens_the_probe_overhead_only_when_rounds_are_timed(fake_runner, timed) -> None:
-    """A probe's overhead: `probe_overhead` (2.5 plain steps at 8), or the flush measured there
-    plus `SYNC_STEPS` when that is more; rounds priced on the profiles alone keep the model."""
+    """A probe's overhead: `probe_overhead` (2.5 plain steps at 8), or the flush measured there (at
+    most one full round: a flush grows with the pause before it) plus `SYNC_STEPS` when that is
+    more; rounds priced on the profiles alone keep the model."""
     proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, measure_round_times=timed)
     clock = Clock()
     proposer.flush_costs = FlushCosts(clock)
@@ -70,7 +77,9 @@ def test_a_dear_flush_lengthens_the_probe_overhead_only_when_rounds_are_timed(fa
         began = clock.now
         clock.now += span
         proposer.flush_costs.add(8, began, flushed)
-    steps = 0.012 * DECODE.at(8) + SYNC_STEPS   # ~13 plain steps
+    round_steps = DECODE.at(8) / proposer.costs.round_rate(8)   # the cap: one full round (~2.2 plain steps)
+    steps = min(0.012 * DECODE.at(8), round_steps) + SYNC_STEPS
+    assert 0.012 * DECODE.at(8) > round_steps and steps > probe_overhead(8)
     assert proposer._probe_overhead(8) == (pytest.approx(steps) if timed else probe_overhead(8))
     loss = proposer.costs.probe_pause(8, 0.8, proposer._probe_overhead(8))
     assert (loss > proposer.costs.probe_pause(8, 0.8)) is timed

@@ -121,3 +121,26 @@ def test_an_estimate_no_run_can_refresh_is_dropped() -> None:
     assert rates.correction(SPEC, 2) == pytest.approx(3.0)
     rates.started(SPEC, 2)
     assert rates.correction(SPEC, 2) == 1.0 and rates.ratio(2) == 1.0
+
+
+def test_an_aged_estimate_moves_on_from_where_it_was_read() -> None:
+    """`relax` halves the estimate's deviation from 1 once per period of rounds counted since its
+    last sample (a stretch reports many at once), and the next sample joins the aged values: the
+    estimate never drops back to the bare profile while the window refills (session 36's review:
+    a window cleared by that sample read 1.0 until three fresh samples came)."""
+    from deepinfer_dspark.measured_rates import SPEC, MeasuredRates
+
+    rates = MeasuredRates(clock=lambda: 0.0)
+    for _ in range(3):
+        rates.add(SPEC, 8, 1.4)
+    rates.count("plain", 8, 600)                  # one stretch's 600 paused rounds: 2 periods of 256
+    rates.relax(SPEC, 8, 256)
+    assert rates.correction(SPEC, 8, least=3) == pytest.approx(1.1)
+    rates.add(SPEC, 8, 1.4)                        # a fresh sample: the aged ones stay, aged
+    assert list(rates.windows[(SPEC, 8)]) == pytest.approx([1.1, 1.1, 1.1, 1.4])
+    assert rates.correction(SPEC, 8, least=3) == pytest.approx(1.1)
+    rates.add(SPEC, 8, 1.4)
+    rates.add(SPEC, 8, 1.4)
+    assert rates.correction(SPEC, 8, least=3) == pytest.approx(1.4)   # fresh samples outvote them
+    rates.relax(SPEC, 8, 256)                      # read with no round counted: one period at least
+    assert rates.correction(SPEC, 8, least=3) == pytest.approx(1.2)

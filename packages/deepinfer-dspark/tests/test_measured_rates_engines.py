@@ -148,8 +148,9 @@ def test_rounds_only_timing_follows_the_rounds_true_cost(fake_runner, asynchrono
         assert loop.proposer._correction(1) == pytest.approx(spec, rel=0.02)
     else:        # paused: the estimate ages toward 1 between probes (`MeasuredRates.relax`), never past it
         assert 1.0 < loop.proposer._correction(1) <= spec * 1.02
-    windows = loop.proposer.rates.windows
-    assert all(v == pytest.approx(spec) for v in windows[(SPEC, 1)]), list(windows[(SPEC, 1)])
+    window = list(loop.proposer.rates.windows[(SPEC, 1)])
+    assert window[-1] == pytest.approx(spec), window   # the newest sample: a true round time
+    assert all(1.0 < v <= spec * 1.001 for v in window), window   # older ones possibly aged toward 1 (`relax`)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -265,8 +266,9 @@ def test_a_short_round_is_timed_against_its_own_price(fake_runner, asynchronous)
     loop = Loop(fake_runner(K, [0.99, 0.05, 0.05, 0.05]), asynchronous, rounds_only=True, short=short)
     for _ in range(400):
         loop.step(spec=1.5)
-    window = loop.proposer.rates.windows[(SPEC, 1)]
-    assert len(window) >= 3 and all(v == pytest.approx(1.5, rel=0.02) for v in window), list(window)
+    window = list(loop.proposer.rates.windows[(SPEC, 1)])
+    assert len(window) >= 3 and window[-1] == pytest.approx(1.5, rel=0.02), window
+    assert all(1.0 < v <= 1.5 * 1.02 for v in window), window   # older ones possibly aged (`relax`)
     assert sum(loop.drafted[-200:]) < 20          # then priced right: 2 tokens in 1.5x a 2-token round lose
 
 
@@ -298,6 +300,8 @@ def test_rounds_that_verify_fewer_drafts_are_priced_at_their_measured_time(fake_
     for _ in range(1500):
         loop.step(spec=2.0)
     assert loop.proposer.rates.samples.get((SPEC, 1), 0) >= 3
-    window = loop.proposer.rates.windows.get((SPEC, 1)) or [2.0 * SPS.at(5) / SPS.at(4)]
-    assert all(v == pytest.approx(2.0 * SPS.at(5) / SPS.at(4), rel=0.02) for v in window), list(window)
+    measured = 2.0 * SPS.at(5) / SPS.at(4)
+    window = list(loop.proposer.rates.windows[(SPEC, 1)])
+    assert window[-1] == pytest.approx(measured, rel=0.02), window
+    assert all(1.0 < v <= measured * 1.02 for v in window), window   # older ones possibly aged (`relax`)
     assert loop.drafted_share(1000) < 0.1

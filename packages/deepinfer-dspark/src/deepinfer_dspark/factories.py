@@ -36,15 +36,17 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           measured while serving, see `MeasuredRates`; needs decode_profile),
           measure_round_times (True with a decode_profile, without measure_step_times and in an
           engine that is not `deterministic`, else False: the drafted rounds are priced at their
-          measured time over the profile's, plain
-          steps on their profile, features still declined; asking for it needs decode_profile and
-          refuses measure_step_times; the default since session 36, when rounds were first timed
-          in confidence engines and it ran above the profile-priced default in five of six H200
-          cells at 1-128 requests, BENCHMARKS.md),
+          measured time over the profile's, plain steps on their profile, features still
+          declined; asking for it needs decode_profile and refuses measure_step_times; the
+          default since session 36, when rounds were first timed in confidence engines: +1.6
+          points over the profile-priced default in the mean of 11 paired H200 cells at 1-128
+          requests, each inside the noise, and below it in the one call of that code,
+          BENCHMARKS.md),
           measure_plain_steps (False: opt in to pricing plain decoding at the plain steps' time
           measured over dormant and quiet stretches, no per-step cost; combines with
-          measure_round_times; needs decode_profile; not with measure_step_times; lost on the
-          H200, 0.822 at 8 requests: not recommended, BENCHMARKS.md session 34),
+          measure_round_times (on by default); needs decode_profile; not with measure_step_times;
+          lost on the H200 with the rounds untimed, 0.822 at 8 requests: not recommended,
+          BENCHMARKS.md session 34; not measured with them timed),
           min_gain (1.0: opt in to a hurdle, the gain over plain decoding a drafted round must
           exceed to count as a win, in [1, 10]; needs decode_profile; see `DraftCosts`),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round

@@ -16,11 +16,15 @@ tokens on the host (which waits for the flush's and the drafter's device work), 
 batch bucket (powers of two) and kind (with a flush or without). A flush's cost at a bucket is
 the median of its last `WINDOW` spans with a flush minus the median without (at that bucket, or
 the largest smaller bucket that has one: drafting costs no more there, so the cost errs high;
-none: the whole span). Device-free.
+none: the whole span). A flush grows with the (request, step) pairs buffered, that is with the
+pause before it, so the pause policy counts at most one round's time of it (`_probe_overhead`):
+priced whole, each longer pause would make the next flush dearer and the pause longer still, up to
+`LONGEST_PROBE_PAUSE` (session 36's review). Device-free.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections import deque
@@ -46,8 +50,9 @@ class FlushCosts:
     def add(self, batch: int, began: float, flushed: bool) -> None:
         """A drafted round of `batch` requests whose span began at `began` (`clock()`) ended now;
         `flushed`: it projected buffered features first."""
-        if batch > 0:
-            self._spans.setdefault((flushed, batch_bucket(batch)), deque(maxlen=WINDOW)).append(self.clock() - began)
+        span = self.clock() - began
+        if batch > 0 and math.isfinite(span) and span >= 0:   # (a clock that went back: no sample)
+            self._spans.setdefault((flushed, batch_bucket(batch)), deque(maxlen=WINDOW)).append(span)
 
     def extra(self, batch: int) -> float | None:
         """Seconds a flush adds to a round at `batch`'s bucket (>= 0), or None before a round with a

@@ -34,23 +34,24 @@ after `STALE_RUNS` such runs the estimate is dropped and the profile decides the
 With `measure_round_times` (`DSparkProposer`) only the drafted rounds' estimate is read, from
 `ROUND_SAMPLES` samples on, each round predicted as the pause policy prices it (rounds it does not
 model are `PART`): plain steps are recorded but never consulted, no re-timing run is started, and
-a bucket's round estimate is dropped (`forget`) when read after `max_probe_every` (at least
-`MIN_PERIOD`) paused rounds there without a sample, so the features can still be declined while
-paused (the engine then asks nothing per step; a dormant or quiet stretch is no sample: `pause`).
+a bucket's round estimate ages toward 1 when read after `max_probe_every` (at least `MIN_PERIOD`)
+rounds there without a sample (`relax`: its deviation halved once a period; until session 36 it
+was dropped, `forget`), so the features can still be declined while paused (the engine then asks
+nothing per step; a dormant or quiet stretch is no sample: `pause`).
 
 With `measure_plain_steps` a third kind, STRETCH, holds plain steps timed over dormant and quiet
 stretches (`stretch_asked`, `stretch_ran`; apart from PLAIN's per-step samples): the seconds from
 one stretch ask to the last report before the next ask, over the profile's seconds for the steps
 reported, with no per-step cost; on the H200 (session 33) the decode profile read 1.11-1.57x the
 plain steps' time at 5-32 requests in one benchmark process (the next process's read 1.02 ms at 8
-where this one read 1.20), so rounds were priced up to a third too cheap. Unlike the rounds' estimate it is never forgotten: a bucket
-that drafts without pausing keeps its last one.
+where this one read 1.20), so rounds were priced up to a third too cheap. Unlike the rounds'
+estimate it never ages: a bucket that drafts without pausing keeps its last one.
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
-verification stays lossless (the paper's stale-decision argument). Opt-in (`measure_step_times`,
-`measure_round_times`):
-checked on simulated engines (fake clocks, synchronous and asynchronous call orders), not yet
-measured on a GPU. Known limits (review on simulated loops): paused steps are counted at the
+verification stays lossless (the paper's stale-decision argument). `measure_round_times` is on by
+default (the factory, since session 36; measured on the H200 in sessions 27-36, `BENCHMARKS.md`),
+`measure_step_times` opt-in; both checked on simulated engines (fake clocks, synchronous and
+asynchronous call orders). Known limits (review on simulated loops): paused steps are counted at the
 whole running batch (`idle_round`), drafted ones at the requests asked for drafts, so with
 requests that are never asked (penalties, structured output) the two land in different buckets
 and the plain re-timing runs more often than needed (drafting share 0.94 instead of 1.0 in one
@@ -131,12 +132,7 @@ class MeasuredRates:
             if self._closed is not None:
                 last_kind, last_bucket, ratio, last_before = self._closed
                 if last_before == (last_kind, last_bucket) == (kind, bucket) and ratio > 0:
-                    window = self.windows.setdefault((last_kind, last_bucket), deque(maxlen=WINDOW))
-                    if self._age.pop((last_kind, last_bucket), 0):   # aged samples give way to fresh ones
-                        window.clear()
-                    window.append(ratio)
-                    self._medians[(last_kind, last_bucket)] = statistics.median(window)
-                    self.samples[(last_kind, last_bucket)] = self.samples.get((last_kind, last_bucket), 0) + 1
+                    self._append((last_kind, last_bucket), ratio)
                     self._since[(last_kind, last_bucket)] = 0
                     self._fruitless[(last_kind, last_bucket)] = 0
             one_clean_step = self._steps == 1 and self._clean
@@ -184,13 +180,21 @@ class MeasuredRates:
         """One measured / predicted sample of `kind` at `batch`'s bucket, taken outside `start`'s
         step intervals (a timed stretch)."""
         if ratio > 0 and batch > 0:
-            key = (kind, batch_bucket(batch))
-            window = self.windows.setdefault(key, deque(maxlen=WINDOW))
-            if self._age.pop(key, 0):   # aged samples give way to fresh ones
-                window.clear()
-            window.append(ratio)
-            self._medians[key] = statistics.median(window)
-            self.samples[key] = self.samples.get(key, 0) + 1
+            self._append((kind, batch_bucket(batch)), ratio)
+
+    def _append(self, key: tuple[str, int], ratio: float) -> None:
+        """One sample into `key`'s window. After `relax` the samples kept are replaced by their aged
+        values first (as `correction` read them), so the estimate moves on from where it was read,
+        never back to the bare profile while the window refills (session 36's review: clearing
+        the window read 1.0 until `ROUND_SAMPLES` fresh samples came)."""
+        window = self.windows.setdefault(key, deque(maxlen=WINDOW))
+        age = self._age.pop(key, 0)
+        if age:
+            scale = float(1 << min(age, 60))
+            window = self.windows[key] = deque((1.0 + (v - 1.0) / scale for v in window), maxlen=WINDOW)
+        window.append(ratio)
+        self._medians[key] = statistics.median(window)
+        self.samples[key] = self.samples.get(key, 0) + 1
 
     def record(self, began: float, kind: str, batch: int, predicted_seconds: float) -> None:
         """Declares (or re-declares: the last call wins) the step that started at `began`
@@ -236,18 +240,19 @@ class MeasuredRates:
         """Drops the estimate of `kind` at `batch`'s bucket (the profile decides there again)."""
         self.windows.pop((kind, batch_bucket(batch)), None)
         self._medians.pop((kind, batch_bucket(batch)), None)
+        self._age.pop((kind, batch_bucket(batch)), None)
 
-    def relax(self, kind: str, batch: int) -> None:
-        """Halves the deviation from 1 of the estimate of `kind` at `batch`'s bucket until its next
-        sample (the samples kept are untouched) and restarts the count of rounds since a sample
-        there: an estimate without fresh samples ages toward its profile (correction 1) instead
-        of being dropped at once (`forget`), so a bucket whose
-        rounds were timed slow is not judged on the bare profile at its next lone probe (on the
-        H200 in session 36 such probes at 8 requests, each judged anew, lost ~3% of the time).
-        The next sample at the bucket starts its window afresh (the aged ones are dropped)."""
+    def relax(self, kind: str, batch: int, every: int) -> None:
+        """Halves the deviation from 1 of the estimate of `kind` at `batch`'s bucket once for each
+        `every` rounds counted there since its last sample (at least once; a dormant or quiet
+        stretch reports many at a time) and restarts that count: an estimate without fresh samples
+        ages toward its profile (correction 1) instead of being dropped at once (`forget`), so a
+        bucket whose rounds were timed slow is not judged on the bare profile at its next lone
+        probe (on the H200 in session 36 such probes at 8 requests, each judged anew, lost ~3% of
+        the time). The samples kept are untouched until the next one (`_append`)."""
         key = (kind, batch_bucket(batch))
-        if self.windows.get(key):
-            self._age[key] = self._age.get(key, 0) + 1   # read as 1 + (median - 1) / 2^age (`correction`)
+        if self.windows.get(key):   # read as 1 + (median - 1) / 2^age (`correction`)
+            self._age[key] = self._age.get(key, 0) + max(self._since.get(key, 0) // max(every, 1), 1)
         self._since[key] = 0
 
     def due(self, kind: str, batch: int, every: int) -> bool:
@@ -265,5 +270,6 @@ class MeasuredRates:
         if self._fruitless[key] > STALE_RUNS:
             self.windows.pop(key, None)
             self._medians.pop(key, None)
+            self._age.pop(key, None)
         if kind == SPEC:
             self.run_left = RUN

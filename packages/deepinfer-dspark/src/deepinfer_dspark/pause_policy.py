@@ -260,11 +260,15 @@ class PausePolicy:
 
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
-        with `measure_round_times` the flush measured there (`FlushCosts`) plus `SYNC_STEPS` when
-        that is more (without timings every decision stays a function of the rounds' tokens)."""
+        with `measure_round_times` the flush measured there (`FlushCosts`), at most one full round's
+        time, plus `SYNC_STEPS` when that is more (without timings every decision stays a function
+        of the rounds' tokens). The cap: a flush grows with the pause before it (see `FlushCosts`)."""
         flush = self.flush_costs.extra(batch) if self.measure_round_times else None
         modelled = probe_overhead(batch)
-        return modelled if flush is None else max(modelled, flush * self.decode.at(batch) + SYNC_STEPS)
+        if flush is None:
+            return modelled
+        plain_rate = self.decode.at(batch)
+        return max(modelled, min(flush * plain_rate, plain_rate / self.costs.round_rate(batch)) + SYNC_STEPS)
 
     def _body_loses(self, batch: int) -> bool:
         """Whether the body rounds at `batch`'s bucket have a settled average that loses

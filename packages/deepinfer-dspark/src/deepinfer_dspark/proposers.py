@@ -95,8 +95,10 @@ class DSparkProposer(PausePolicy, StepTiming):
             one bucket, `MeasuredRates`) and price every round at its profile's time times their
             median measured / predicted ratio there, from `ROUND_SAMPLES` samples on; plain steps
             keep their profile (session 27). Unlike `measure_step_times` it needs no re-timing
-            runs and keeps `decline_features`; a bucket's estimate is dropped when next read after
-            `max_probe_every` (at least 32) paused rounds there without a sample. Opt-in; not
+            runs and keeps `decline_features`; a bucket's estimate ages toward 1 when read after
+            `max_probe_every` (at least 32) rounds there without a sample (`MeasuredRates.relax`),
+            and the pause after a losing probe counts its measured flush (`FlushCosts`). False
+            here; the engine's factory turns it on by default (`factories.dspark_factory`); not
             with `measure_step_times` (ValueError).
         measure_plain_steps: with both profiles, divide the drafted side's correction by the plain
             steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,

@@ -25,13 +25,14 @@ class StepTiming:
 
     def _correction(self, batch: int) -> float:
         """The measured round / plain step-time ratio at `batch` (`measure_step_times`), the
-        rounds' measured / predicted ratio (`measure_round_times`; a stale estimate is dropped
-        here), else 1; with `measure_plain_steps` either of the last two is divided by the plain
-        steps' measured / predicted ratio over stretches (STRETCH, from `PLAIN_SAMPLES` samples on)."""
+        rounds' measured / predicted ratio (`measure_round_times`; an estimate without a sample for
+        a period ages toward 1 here, `MeasuredRates.relax`), else 1; with `measure_plain_steps`
+        either of the last two is divided by the plain steps' measured / predicted ratio over
+        stretches (STRETCH, from `PLAIN_SAMPLES` samples on)."""
         plain = self.rates.correction(STRETCH, batch, least=PLAIN_SAMPLES) if self.measure_plain_steps else 1.0
         if self.measure_round_times:
             if self.rates.due(SPEC, batch, self._retime_every):
-                self.rates.relax(SPEC, batch)
+                self.rates.relax(SPEC, batch, self._retime_every)
             return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES) / plain
         return self.rates.ratio(batch) if self.measure_step_times else 1.0 / plain
 
