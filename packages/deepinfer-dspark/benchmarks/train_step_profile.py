@@ -4,7 +4,8 @@
 (its forward, or with `TargetCache` the cache's gather and the LM head at the blocks' rows), the
 drafter's teacher-forced blocks, the loss, the backward pass and the optimizer, timed apart
 (synchronized), then a `torch.profiler` table of the kernels of a few steps. `--no-cache` runs
-the target every step, as before session 20.
+the target every step, as before session 20; `--per-block` gives each block its own copy of its
+sequence's context (`TrainConfig.grouped_attention` off, as before session 37).
 
 The sequences are random tokens of the lengths `deepinfer-dspark train` sees (a chat prompt of
 `--prompt-min`..`--prompt-max` tokens and a reply of `--reply` tokens): a step's cost does not
@@ -90,6 +91,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12, help="timed steps (after 3 warm-up steps)")
     parser.add_argument("--profile-steps", type=int, default=2, help="steps under torch.profiler (0: none)")
     parser.add_argument("--no-cache", action="store_true", help="run the target every step (no TargetCache)")
+    parser.add_argument("--per-block", action="store_true",
+                        help="one copy of the context per block (no grouped attention)")
     args = parser.parse_args()
 
     device = torch.device(args.device)
@@ -103,7 +106,8 @@ def main() -> None:
     began = time.perf_counter()
     trainer = DraftTrainer(drafter, target, sequences, TrainConfig(steps=10 ** 6, batch_size=args.batch_size,
                                                                     anchors_per_sequence=args.anchors,
-                                                                    cache_target=not args.no_cache))
+                                                                    cache_target=not args.no_cache,
+                                                                    grouped_attention=not args.per_block))
     print(f"target cache: {'off' if trainer.cache is None else 'filled'} "
           f"({1e3 * (time.perf_counter() - began):.0f} ms to build the trainer, {len(sequences)} sequences)")
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -111,6 +115,8 @@ def main() -> None:
         timed_step(trainer, sync)
     rows = [timed_step(trainer, sync) for _ in range(args.steps)]
     total = statistics.median(sum(r.values()) for r in rows)
+    peak = torch.cuda.max_memory_allocated(device) / 2 ** 30 if device.type == "cuda" else float("nan")
+    print(f"attention: {'per block' if args.per_block else 'grouped'}; peak memory {peak:.1f} GiB")
     print(f"step: median {total:.1f} ms over {args.steps} steps ({1e3 / total:.2f} steps/s), batch {args.batch_size}, "
           f"anchors {args.anchors}, tokens a sequence {args.prompt_min + args.reply}-{args.prompt_max + args.reply}")
     for name in PHASES:

@@ -50,7 +50,9 @@ def test_train_step_profile_times_every_phase(benchmark_script, tiny_folder, mon
     assert set(phases) == set(script.PHASES), out
     assert float(phases["target"]) > 0 and float(phases["backward"]) > 0
     assert "target cache: filled" in out
-    argv = sys.argv + ["--no-cache"]
+    assert "attention: grouped" in out
+    argv = sys.argv + ["--no-cache", "--per-block"]
     monkeypatch.setattr(sys, "argv", argv)
     script.main()
-    assert "target cache: off" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "target cache: off" in out and "attention: per block" in out

@@ -222,3 +222,41 @@ def test_the_target_cache_gives_the_loss_of_running_the_target(setup) -> None:
     scaled.lm_head = lambda hidden: 2 * target.lm_head(hidden)
     with pytest.raises(ValueError, match="cache_target"):
         TargetCache(scaled, seqs[:2])
+
+
+def test_grouped_attention_gives_the_per_block_loss_and_gradients(setup) -> None:
+    """A sequence's blocks run side by side in one attention call (`grouped_blocks`): the loss and
+    every gradient equal the per-block path's (each block with its own copy of the context), to
+    float32 rounding, with sequences holding different numbers of blocks (padding blocks)."""
+    from deepinfer_dspark.train.grouped_blocks import block_slots, grouped_mask
+
+    _, seqs, target, config = setup
+    from deepinfer_dspark.train.data import TrainingSequence
+
+    short = [TrainingSequence(s.token_ids[:s.prompt_len + 3 + 5 * i], s.prompt_len) for i, s in enumerate(seqs)]
+    results = []
+    for grouped in (True, False):
+        drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=3)
+        with torch.no_grad():   # a drafter with random weights everywhere, not only at init's values
+            for p in drafter.parameters():
+                if p.requires_grad:
+                    p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+        trainer = DraftTrainer(drafter, target, short, TrainConfig(**{**FAST, "grouped_attention": grouped,
+                                                                      "anchors_per_sequence": 24}))
+        indices = trainer.next_indices()
+        _, lengths, blocks = trainer.blocks_of([trainer.sequences[i] for i in indices])
+        counts = torch.bincount(blocks.seq_index, minlength=len(indices))
+        out = trainer.loss_at(indices)
+        out.total.backward()
+        grads = {n: p.grad.clone() for n, p in drafter.named_parameters() if p.grad is not None}
+        results.append((float(out.total), out.ce, out.tv, out.conf, grads, counts))
+    assert len(set(results[0][5].tolist())) > 1, "every sequence has the same block count: no padding tested"
+    assert results[0][:4] == pytest.approx(results[1][:4], rel=1e-5, abs=1e-6)
+    assert results[0][4].keys() == results[1][4].keys() and len(results[0][4]) > 10
+    for name, grad in results[0][4].items():
+        torch.testing.assert_close(grad, results[1][4][name], rtol=1e-4, atol=1e-6, msg=name)
+    slot, count = block_slots(torch.tensor([0, 0, 0, 2, 2]), 3)
+    assert slot.tolist() == [0, 1, 2, 0, 1] and count == 3
+    mask = grouped_mask(torch.tensor([[2, 0]]), 3, 2, 9)[0, 0]
+    assert mask.tolist() == [[True, True, False, True, True, False, False, False, False]] * 2 + \
+        [[False, False, False, False, False, True, True, False, False]] * 2

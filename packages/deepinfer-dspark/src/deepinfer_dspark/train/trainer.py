@@ -32,6 +32,7 @@ from deepinfer_dspark.drafter import DSparkDrafter, RMSNorm
 from deepinfer_dspark.train.blocks import BlockBatch, build_blocks, pad_batch, sample_anchors
 from deepinfer_dspark.train.data import TrainingSequence
 from deepinfer_dspark.train.features import TargetModel
+from deepinfer_dspark.train.grouped_blocks import grouped_hidden
 from deepinfer_dspark.train.losses import LossOutput, LossWeights, dspark_loss
 from deepinfer_dspark.train.target_cache import TargetCache
 
@@ -60,6 +61,9 @@ class TrainConfig:
             (`TargetCache`) instead of running the target every step; skipped (with the same
             results up to rounding) when the cache would take more than half the free device
             memory.
+        grouped_attention: run a sequence's blocks side by side in one attention call over its
+            context (`grouped_blocks`), instead of one copy of the context per block (the
+            engine's layout, `DSparkDrafter.forward`); the same loss up to rounding.
     """
 
     steps: int = 3000
@@ -75,6 +79,7 @@ class TrainConfig:
     loss: LossWeights = field(default_factory=LossWeights)
     log_every: int = 50
     cache_target: bool = True
+    grouped_attention: bool = True
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "anchors_per_sequence", "log_every"):
@@ -233,14 +238,18 @@ class DraftTrainer:
         autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.use_autocast)
         norms = float32_norm_inputs(drafter) if self.use_autocast else contextlib.nullcontext()
         with reference_kernels(), autocast, norms:
-            flat = features[:, :width].reshape(rows * width, -1)
-            positions = torch.arange(width, device=self.device).repeat(rows)
-            keys, values = drafter.context_kv(flat, positions)               # [L, B*N, H_kv, D]
-            shape = (keys.shape[0], rows, width) + tuple(keys.shape[2:])
-            keys = keys.reshape(shape)[:, blocks.seq_index]                  # [L, R, N, H_kv, D]
-            values = values.reshape(shape)[:, blocks.seq_index]
-            visible = torch.arange(width, device=self.device)[None, :] < blocks.anchors[:, None]
-            hidden = drafter(blocks.block_tokens, blocks.positions, keys, values, visible)
+            if self.config.grouped_attention:
+                hidden = grouped_hidden(drafter, features, blocks,
+                                        torch.bfloat16 if self.use_autocast else drafter.dtype)
+            else:
+                flat = features[:, :width].reshape(rows * width, -1)
+                positions = torch.arange(width, device=self.device).repeat(rows)
+                keys, values = drafter.context_kv(flat, positions)               # [L, B*N, H_kv, D]
+                shape = (keys.shape[0], rows, width) + tuple(keys.shape[2:])
+                keys = keys.reshape(shape)[:, blocks.seq_index]                  # [L, R, N, H_kv, D]
+                values = values.reshape(shape)[:, blocks.seq_index]
+                visible = torch.arange(width, device=self.device)[None, :] < blocks.anchors[:, None]
+                hidden = drafter(blocks.block_tokens, blocks.positions, keys, values, visible)
             logits = drafter.corrected_logits(hidden, blocks.prev_tokens)
             confidence = drafter.confidence_logits(hidden, blocks.prev_tokens)
         return logits.float(), None if confidence is None else confidence.float()
