@@ -185,6 +185,22 @@ def plain_steps(rows: list[dict]) -> list[dict]:
             for (c, engine, buffered), ms in sorted(groups.items())]
 
 
+def profile_file(folder: Path, stem: str) -> Path:
+    """`folder/<stem>.json`, or the one `<stem>_*.json` there (`--save-sps DIR/sps_X.json` names).
+
+    Raises:
+        FileNotFoundError: neither, or several `<stem>_*.json` (names them).
+    """
+    exact = folder / f"{stem}.json"
+    if exact.exists():
+        return exact
+    found = sorted(p for p in folder.glob(f"{stem}_*.json") if stem != "sps" or not p.name.startswith("spec_"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"--profiles: expected {exact.name} or one {stem}_*.json in {folder}, found "
+                                f"{[p.name for p in found]}")
+    return found[0]
+
+
 def against_profiles(rows: list[dict], decode, spec, k: int, least: int = 5) -> list[dict]:
     """Steps against the profiles the proposer priced them with: per (concurrency, engine,
     requests running), the median ms of the drafted rounds (kind exactly "drafted": no flush,
@@ -244,8 +260,9 @@ def main() -> None:
     parser.add_argument("--prefills", action="store_true",
                         help="also the prefill steps after each call's first, by kind (`prefills`)")
     parser.add_argument("--profiles", type=Path, default=None, metavar="DIR",
-                        help="also the drafted rounds and plain steps against the profiles in DIR (sps.json, "
-                             "spec_sps.json: `bench_dspark.py --save-sps`), by requests running (`against_profiles`)")
+                        help="also the drafted rounds and plain steps against the profiles in DIR (sps.json and "
+                             "spec_sps.json, or one sps_X.json and spec_sps_X.json: `bench_dspark.py --save-sps`), "
+                             "by requests running (`against_profiles`)")
     parser.add_argument("--k", type=int, default=7, help="with --profiles: drafts per request of the k-round profile")
     parser.add_argument("--acceptance", action="store_true",
                         help="also verified and accepted drafts by reply position (`acceptance`; logs from session 24)")
@@ -324,7 +341,7 @@ def main() -> None:
     if args.profiles is not None:
         from deepinfer_dspark.sps import SPSProfile
 
-        decode, spec = (SPSProfile.load(args.profiles / name) for name in ("sps.json", "spec_sps.json"))
+        decode, spec = (SPSProfile.load(profile_file(args.profiles, stem)) for stem in ("sps", "spec_sps"))
         print()
         print(f"Steps against the profiles of {args.profiles} (k = {args.k}): median ms by requests running; "
               f"drafted: rounds without a flush, capture or eager draft.")

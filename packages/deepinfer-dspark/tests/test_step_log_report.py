@@ -238,3 +238,17 @@ def test_rounds_and_plain_steps_against_the_profiles(report) -> None:
     drafted, plain = cells[(2, "drafted")], cells[(2, "plain")]
     assert drafted["steps"] == 5 and drafted["profile_ms"] == pytest.approx(4.0) and drafted["ratio"] == pytest.approx(1.5)
     assert plain["steps"] == 5 and plain["profile_ms"] == pytest.approx(1.0) and plain["ratio"] == pytest.approx(1.1)
+
+
+def test_profile_files_by_either_name(report, tmp_path) -> None:
+    """`--profiles DIR` reads sps.json / spec_sps.json, or the one sps_X.json / spec_sps_X.json
+    that `bench_dspark.py --save-sps DIR/sps_X.json` writes; anything else names what it found."""
+    (tmp_path / "sps_batch.json").write_text("{}")
+    (tmp_path / "spec_sps_batch.json").write_text("{}")
+    assert report.profile_file(tmp_path, "sps").name == "sps_batch.json"
+    assert report.profile_file(tmp_path, "spec_sps").name == "spec_sps_batch.json"
+    (tmp_path / "sps.json").write_text("{}")
+    assert report.profile_file(tmp_path, "sps").name == "sps.json"
+    (tmp_path / "spec_sps_closed.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="spec_sps_batch.json"):
+        report.profile_file(tmp_path, "spec_sps")

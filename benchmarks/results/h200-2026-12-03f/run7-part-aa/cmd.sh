@@ -1,0 +1,4 @@
+# Session 37, call 7 (a second lease, with the 385 s left): the GGUF's first third and the packages again.
+# Carry: .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/gguf/part_aa
+mkdir -p ~/gguf && cp .cache/gguf/part_aa ~/gguf/ && ls -la ~/gguf
+source tools/gpu_env.sh > $OUT/env.log 2>&1; echo "env rc $? at ${SECONDS} s"; tail -3 $OUT/env.log
