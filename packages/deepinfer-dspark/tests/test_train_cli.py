@@ -88,3 +88,40 @@ def test_sampled_training_replies_keep_greedy_held_out_replies(tmp_path, monkeyp
 def test_a_negative_temperature_is_refused_by_name(tmp_path, flag) -> None:
     with pytest.raises(ValueError, match=flag):
         main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path), flag, "-0.5"])
+
+
+def test_prompts_per_docstring_keeps_held_out_docstrings_apart(tmp_path, monkeypatch) -> None:
+    """`--prompts-per-docstring K` makes K training prompts of each docstring (each in another
+    template); the held-out prompts come from the docstrings after them, one a docstring, as
+    `calibrate` rebuilds them from training.json; asking for more docstrings than the standard
+    library has, or more templates than there are, is refused by flag name before any work."""
+    import deepinfer_dspark.train.cli as cli
+    from deepinfer_dspark.train.data import TEMPLATES, stdlib_docstrings
+
+    asked, real = [], cli.generate_sequences
+
+    def recording(llm, prompts, max_new_tokens, temperature=0.0, **kw):
+        asked.append(list(prompts))
+        return real(llm, prompts, max_new_tokens, temperature=temperature, **kw)
+
+    monkeypatch.setattr(cli, "generate_sequences", recording)
+    target = build_tiny_target(tmp_path / "target")
+    out = tmp_path / "drafter"
+    main(["train", "--target", str(target), "--out", str(out), *SMALL[:1], "7", *SMALL[2:],
+          "--prompts-per-docstring", "3", "--num-calibration-prompts", "2", "--steps", "1", "--layers", "1",
+          "--block-size", "4", "--markov-rank", "0", "--target-layer-ids", "0,2", "--batch-size", "3",
+          "--anchors", "4", "--calibration-anchors", "2"])
+    docs = stdlib_docstrings(5, seed=0, max_chars=100)
+    train, held = asked
+    assert len(train) == 7 and len(set(train)) == 7
+    assert {d for d in docs if any(d in p for p in train)} == set(docs[:3])      # 3 docstrings, 3 templates each
+    assert held == [TEMPLATES[i % len(TEMPLATES)].format(doc=docs[i]) for i in (3, 4)]
+    asked.clear()
+    main(["calibrate", "--drafter", str(out), "--num-prompts", "2", "--max-prompt-chars", "100",
+          "--max-new-tokens", "16", "--anchors", "2", "--device", "cpu"])
+    assert asked == [held]                                                        # the same held-out docstrings
+    with pytest.raises(ValueError, match="--num-prompts: 100000 prompts"):
+        main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "x"), "--num-prompts", "100000"])
+    with pytest.raises(ValueError, match="--prompts-per-docstring"):
+        main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "x"),
+              "--prompts-per-docstring", str(len(TEMPLATES) + 1)])

@@ -57,6 +57,19 @@ def test_build_prompts_cycles_templates() -> None:
     assert prompts[1] == TEMPLATES[1].format(doc="d1")
 
 
+def test_build_prompts_per_docstring_uses_distinct_templates() -> None:
+    docs = ["d0", "d1", "d2"]
+    assert build_prompts(docs, 1) == build_prompts(docs)
+    three = build_prompts(docs, 3)
+    assert len(three) == 9
+    assert three[3:6] == [TEMPLATES[(1 + j) % len(TEMPLATES)].format(doc="d1") for j in range(3)]
+    every = build_prompts(["x"], len(TEMPLATES))
+    assert sorted(every) == sorted(t.format(doc="x") for t in TEMPLATES)
+    for bad in (0, len(TEMPLATES) + 1):
+        with pytest.raises(ValueError, match="per_doc"):
+            build_prompts(docs, bad)
+
+
 @pytest.fixture(scope="module")
 def target_folder(tmp_path_factory):
     return build_tiny_target(tmp_path_factory.mktemp("tiny-target"), seed=2)

@@ -37,7 +37,8 @@ from deepinfer_core import LLM
 
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.train.calibrate import CALIBRATION_FILE, calibrate_checkpoint
-from deepinfer_dspark.train.data import build_prompts, generate_sequences, stdlib_docstrings, unused_special_token
+from deepinfer_dspark.train.data import (TEMPLATES, build_prompts, docstrings_needed, generate_sequences,
+                                         stdlib_docstrings, unused_special_token)
 from deepinfer_dspark.train.features import TargetModel, default_target_layer_ids, load_hf_target
 from deepinfer_dspark.train.losses import LossWeights
 from deepinfer_dspark.train.model import drafter_config, init_drafter, save_checkpoint
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "--max-new-tokens 16 --steps 5 --num-calibration-prompts 4 (minutes).")
     _data_args(train, 2048)
     train.add_argument("--out", required=True, default=argparse.SUPPRESS, help="checkpoint folder to write")
+    train.add_argument("--prompts-per-docstring", type=int, default=1,
+                       help=f"training prompts made from each docstring, each in another instruction template "
+                            f"(1-{len(TEMPLATES)}); held-out docstrings are never trained on")
     train.add_argument("--num-calibration-prompts", type=int, default=128, help="held-out prompts for STS (0: skip)")
     train.add_argument("--calibration-temperature", type=float, default=0.0,
                        help="the held-out replies' sampling temperature (0: greedy, as served by default); "
@@ -106,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     _data_args(cal, 128)
     cal.add_argument("--drafter", required=True, help="checkpoint folder (calibration.json is written there)")
     cal.add_argument("--prompt-offset", type=int, default=None,
-                     help="skip this many docstrings (default: the drafter's training prompts, from training.json)")
+                     help="skip this many docstrings (default: the drafter's training docstrings, from training.json)")
     cal.add_argument("--anchors", type=int, default=16, help="rollouts per held-out reply")
     return parser
 
@@ -121,7 +125,8 @@ def _device(name: str) -> torch.device:
 
 
 # flag -> smallest allowed value, checked before any work (flags left unset are skipped).
-_MINIMUMS = {"num_prompts": 1, "max_new_tokens": 1, "max_prompt_chars": 1, "max_num_seqs": 1,
+_MINIMUMS = {"num_prompts": 1, "prompts_per_docstring": 1, "max_new_tokens": 1,
+             "max_prompt_chars": 1, "max_num_seqs": 1,
              "num_calibration_prompts": 0, "layers": 1, "block_size": 1, "markov_rank": 0, "mask_token_id": 0,
              "anchors": 1, "calibration_anchors": 1, "prompt_offset": 0, "temperature": 0,
              "calibration_temperature": 0}
@@ -138,6 +143,9 @@ def _check_flags(args: argparse.Namespace) -> torch.device:
         value = getattr(args, name, None)
         if value is not None and value < minimum:
             raise ValueError(f"--{name.replace('_', '-')}: must be >= {minimum}, got {value}")
+    if getattr(args, "prompts_per_docstring", 1) > len(TEMPLATES):
+        raise ValueError(f"--prompts-per-docstring: must be <= {len(TEMPLATES)} (the instruction templates), "
+                         f"got {args.prompts_per_docstring}")
     if args.command == "train" and args.target_layer_ids is not None and not args.target_layer_ids:
         raise ValueError("--target-layer-ids: need at least one layer id")
     if args.command == "calibrate" and not (Path(args.drafter) / "config.json").is_file():
@@ -187,12 +195,18 @@ def run_train(args: argparse.Namespace) -> dict:
     train_cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, anchors_per_sequence=args.anchors,
                             lr=args.lr, precision=args.precision, seed=args.seed, loss=LossWeights(),
                             log_every=args.log_every, cache_target=not args.no_target_cache)   # validated early
-    docs = stdlib_docstrings(args.num_prompts + args.num_calibration_prompts, seed=args.seed,
+    train_docs = docstrings_needed(args.num_prompts, args.prompts_per_docstring)
+    docs = stdlib_docstrings(train_docs + args.num_calibration_prompts, seed=args.seed,
                              max_chars=args.max_prompt_chars)
-    prompts = build_prompts(docs)
+    if len(docs) < train_docs + args.num_calibration_prompts:
+        raise ValueError(f"--num-prompts: {args.num_prompts} prompts at {args.prompts_per_docstring} a docstring "
+                         f"and {args.num_calibration_prompts} held out need {train_docs + args.num_calibration_prompts} "
+                         f"docstrings; this Python's standard library has {len(docs)} (raise "
+                         f"--prompts-per-docstring, at most {len(TEMPLATES)})")
+    train_prompts = build_prompts(docs[:train_docs], args.prompts_per_docstring)[:args.num_prompts]
+    held_prompts = build_prompts(docs)[train_docs:]   # one a docstring, as `calibrate` builds them
     (train_seqs, held_out), path, tokenizer = _generate(
-        args, device, [prompts[:args.num_prompts], prompts[args.num_prompts:]],
-        [args.temperature, args.calibration_temperature])
+        args, device, [train_prompts, held_prompts], [args.temperature, args.calibration_temperature])
     target = _load_target(path, device, args.target_layer_ids)
     mask = args.mask_token_id if args.mask_token_id is not None else unused_special_token(
         tokenizer, train_seqs + held_out, target.vocab_size)
@@ -240,7 +254,8 @@ def run_calibrate(args: argparse.Namespace) -> dict:
     trained = json.loads((folder / REPORT_FILE).read_text()).get("args", {}) if (folder / REPORT_FILE).is_file() else {}
     if args.target is None and "target" in trained:
         args.target = trained["target"]
-    offset = args.prompt_offset if args.prompt_offset is not None else int(trained.get("num_prompts", 0))
+    offset = args.prompt_offset if args.prompt_offset is not None else docstrings_needed(
+        int(trained.get("num_prompts", 0)), int(trained.get("prompts_per_docstring", 1)))
     docs = stdlib_docstrings(offset + args.num_prompts, seed=args.seed, max_chars=args.max_prompt_chars)
     (held_out,), path, _ = _generate(args, device, [build_prompts(docs)[offset:]], [args.temperature])
     config = json.loads((folder / "config.json").read_text())

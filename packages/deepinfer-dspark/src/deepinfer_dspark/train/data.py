@@ -83,9 +83,22 @@ def _file_docstrings(path: Path) -> list[str]:
             if (doc := ast.get_docstring(node)) is not None]
 
 
-def build_prompts(docstrings: Sequence[str]) -> list[str]:
-    """One user prompt per docstring, cycling through `TEMPLATES`."""
-    return [TEMPLATES[i % len(TEMPLATES)].format(doc=doc) for i, doc in enumerate(docstrings)]
+def build_prompts(docstrings: Sequence[str], per_doc: int = 1) -> list[str]:
+    """User prompts wrapping the docstrings in `TEMPLATES`: docstring i in `per_doc` templates,
+    from template i mod T on (with `per_doc` 1, one prompt per docstring, cycling the templates).
+
+    Raises:
+        ValueError: `per_doc` outside [1, len(TEMPLATES)] (named).
+    """
+    if not 1 <= per_doc <= len(TEMPLATES):
+        raise ValueError(f"per_doc: must be in [1, {len(TEMPLATES)}], got {per_doc}")
+    return [TEMPLATES[(i + j) % len(TEMPLATES)].format(doc=doc)
+            for i, doc in enumerate(docstrings) for j in range(per_doc)]
+
+
+def docstrings_needed(num_prompts: int, per_doc: int) -> int:
+    """How many docstrings `num_prompts` prompts at `per_doc` a docstring take: ceil(num / per_doc)."""
+    return -(-num_prompts // per_doc)
 
 
 @dataclass(frozen=True)
