@@ -22,7 +22,9 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     since session 36 the rounds are timed by default (`measure_round_times`) except with
     --deterministic, so without it `confidence` equals `confidence-rounds`, `confidence-alone`
     `confidence-alone-rounds` and `confidence-plain` `confidence-timed`, and `confidence-untimed`
-    (by name only) is the default before it (rounds priced on the profile alone);
+    (by name only) is the default before it (rounds priced on the profile alone); `confidence-tail`
+    (by name only, session 37) judges DSpark's rounds as a draining batch's tail counts them
+    (`tail_rounds`);
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -77,7 +79,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
-         "confidence-untimed")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-untimed", "confidence-tail")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -301,6 +303,8 @@ def main() -> None:
     variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
     # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).
     variants["confidence-untimed"] = {**variants["confidence"], "measure_round_times": False}
+    # ... and DSpark's rounds judged by a draining batch's tail weights (session 37: `tail_rounds`).
+    variants["confidence-tail"] = {**variants["confidence"], "tail_rounds": True}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
@@ -320,7 +324,7 @@ def main() -> None:
                      "confidence-rounds", "confidence-lookup",
                      "confidence-full", "confidence-whole", "confidence-alone", "confidence-alone-rounds",
                      "confidence-plain", "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
-                     "confidence-untimed",
+                     "confidence-untimed", "confidence-tail",
                      *(f"{kind}-{k}" for kind in ("ngram", "ngram-aware") for k in args.fixed)):
             variants.pop(name)
     if args.interleave > 0:

@@ -153,6 +153,7 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     assert built["confidence-untimed"]["measure_round_times"] is False
     assert "measure_round_times" not in built["confidence"]   # (the engine's default: timed)
     assert built["confidence-rounds-hurdle"]["min_gain"] == 1.1
+    assert built["confidence-tail"]["tail_rounds"] is True and "tail_rounds" not in built["confidence"]
 
 
 def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark_script, monkeypatch) -> None:

@@ -221,7 +221,7 @@ def test_large_rounds_take_listed_confidences_too() -> None:
 
 
 def test_host_rows_take_a_round_in_one_transfer() -> None:
-    from deepinfer_dspark.proposers import host_rows
+    from deepinfer_dspark.host_rows import host_rows
 
     tokens = torch.randint(0, 1000, (5, 7))
     assert host_rows(list(tokens)) == tokens.tolist()

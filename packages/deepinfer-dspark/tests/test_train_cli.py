@@ -120,8 +120,41 @@ def test_prompts_per_docstring_keeps_held_out_docstrings_apart(tmp_path, monkeyp
     main(["calibrate", "--drafter", str(out), "--num-prompts", "2", "--max-prompt-chars", "100",
           "--max-new-tokens", "16", "--anchors", "2", "--device", "cpu"])
     assert asked == [held]                                                        # the same held-out docstrings
-    with pytest.raises(ValueError, match="--num-prompts: 100000 prompts"):
+    with pytest.raises(ValueError, match="--num-prompts / --num-calibration-prompts: 100000 training prompts"):
         main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "x"), "--num-prompts", "100000"])
     with pytest.raises(ValueError, match="--prompts-per-docstring"):
         main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "x"),
               "--prompts-per-docstring", str(len(TEMPLATES) + 1)])
+
+
+def test_calibrate_rebuilds_the_held_out_prompts_of_a_run_with_another_seed(tmp_path, monkeypatch) -> None:
+    """Without flags `calibrate` reads the training run's seed and docstring cut (training.json),
+    so its held-out docstrings are the run's, never trained ones; without a training.json saying
+    which docstrings trained the drafter it asks for `--prompt-offset`; a held-out count the
+    standard library cannot give is refused naming that flag, without the useless hint."""
+    import deepinfer_dspark.train.cli as cli
+    from deepinfer_dspark.train.data import stdlib_docstrings
+
+    asked = []
+
+    def stop(args, device, groups, temperatures):
+        asked.append(groups)
+        raise RuntimeError("stop before loading a model")
+
+    monkeypatch.setattr(cli, "_generate", stop)
+    out = tmp_path / "drafter"
+    out.mkdir()
+    (out / "config.json").write_text("{}")   # (never read: generation stops first)
+    run = {"num_prompts": 30, "prompts_per_docstring": 3, "seed": 1, "max_prompt_chars": 200}
+    (out / "training.json").write_text(json.dumps({"args": run}))
+    with pytest.raises(RuntimeError, match="stop"):
+        main(["calibrate", "--drafter", str(out), "--num-prompts", "4", "--device", "cpu"])
+    docs = stdlib_docstrings(14, seed=1, max_chars=200)
+    assert asked[0][0] == [cli.build_prompts(docs)[i] for i in range(10, 14)]   # past the run's 10 docstrings
+    (out / "training.json").write_text(json.dumps({"args": {}}))
+    with pytest.raises(ValueError, match="--prompt-offset"):
+        main(["calibrate", "--drafter", str(out), "--device", "cpu"])
+    with pytest.raises(ValueError, match="--num-calibration-prompts") as err:
+        main(["train", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "x"), "--num-prompts", "1",
+              "--num-calibration-prompts", "100000"])
+    assert "raise --prompts-per-docstring" not in str(err.value)

@@ -260,3 +260,24 @@ def test_grouped_attention_gives_the_per_block_loss_and_gradients(setup) -> None
     mask = grouped_mask(torch.tensor([[2, 0]]), 3, 2, 9)[0, 0]
     assert mask.tolist() == [[True, True, False, True, True, False, False, False, False]] * 2 + \
         [[False, False, False, False, False, True, True, False, False]] * 2
+
+
+def test_grouped_blocks_refuse_unsorted_blocks_and_ignore_padding_past_every_anchor(setup) -> None:
+    """Blocks out of sequence order would collide in their slots: refused by name. Context rows
+    past every anchor of their sequence (a short sequence's padding) never reach the output, even
+    when not finite (the per-block path zeroes them in `attend`)."""
+    from deepinfer_dspark.train.grouped_blocks import block_slots, grouped_hidden
+
+    with pytest.raises(ValueError, match="seq_index"):
+        block_slots(torch.tensor([1, 0, 1]), 2)
+    _, _, target, config = setup
+    drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=4)
+    gen = torch.Generator().manual_seed(4)
+    ids, lengths = pad_batch([torch.randint(0, 200, (n,), generator=gen).tolist() for n in (6, 20)])
+    seq_index, anchors = torch.tensor([0, 0, 1, 1]), torch.tensor([2, 4, 3, 17])
+    blocks = build_blocks(ids, lengths, seq_index, anchors, 4, 0)
+    features = torch.randn(2, 20, target.hidden_size * len(LAYERS), generator=gen)
+    clean = grouped_hidden(drafter, features, blocks, torch.float32)
+    features[0, 4:] = float("nan")   # sequence 0's anchors are 2 and 4: rows 4.. unseen
+    dirty = grouped_hidden(drafter, features, blocks, torch.float32)
+    assert bool(clean.isfinite().all()) and torch.equal(clean, dirty)

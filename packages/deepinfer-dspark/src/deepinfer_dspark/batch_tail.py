@@ -14,7 +14,10 @@ their concurrency shows no queue either, but it never drains, so its rounds weig
 its rounds with them. DSpark's rounds are not weighted: its drafts go to every request at once,
 the one that will finish last included, and `sim_engine_calls.py` (session 32, the H200's 1-8
 profiles, acceptance 0.75) put weighted DSpark rounds at 1.146 / 0.976x against 1.161 / 1.059x
-unweighted at 2 / 8 requests. Device-free.
+unweighted at 2 / 8 requests. The H200 disagreed in session 37 (8 requests in batch form: calls that
+drafted 29-42 rounds took 1.17-1.20x plain decoding's time while the ledger read a gain of 1.00; a
+closed loop, no tail, ran 1.020x), so `tail_expected` lets a DSpark round be judged by the weights
+too, as an option (`speculative_config.tail_rounds`). Device-free.
 """
 
 from __future__ import annotations
@@ -48,3 +51,23 @@ def tail_weights(views: dict[str, Sequence[int]], prompts: dict[str, int], batch
         return {}
     least = min(outs.values())
     return {rid: 1.0 if out <= least + TAIL_SLACK else TAIL_AHEAD for rid, out in outs.items()}
+
+
+def tail_expected(expected: Sequence[float], weights: Sequence[float]) -> float:
+    """A round's expected accepted drafts as a batch's tail counts them: the requests' weighted
+    mean times their number, `len * sum(w * e) / sum(w)` (the plain sum when every weight is 1).
+
+    Args:
+        expected: each drafted request's expected accepted drafts.
+        weights: each one's `tail_weights` weight (1.0 for a request not weighed).
+
+    Raises:
+        ValueError: the two differ in length, or a weight is not positive (named).
+    """
+    if len(expected) != len(weights):
+        raise ValueError(f"weights: {len(weights)} for {len(expected)} requests")
+    if any(not w > 0 for w in weights):
+        raise ValueError(f"weights: must be positive, got {list(weights)[:8]}")
+    if all(w == 1.0 for w in weights):
+        return float(sum(expected))
+    return len(expected) * sum(w * e for w, e in zip(weights, expected)) / sum(weights)

@@ -61,7 +61,11 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           drafts nothing, a request whose last n tokens occurred earlier gets the tokens that
           followed them as drafts, when such a round pays: `LookupAssist`; on by default since
           session 32, where it ran at or above DSpark alone in all six cells at 1 / 2 / 8 requests;
-          off by default with measure_step_times, and refused with it).
+          off by default with measure_step_times, and refused with it),
+          tail_rounds (False: opt in to judging DSpark's rounds as a batch's tail counts them
+          while the engine drains what it holds and no request waits (`LLM.generate`): a request
+          more than `TAIL_SLACK` tokens ahead of the least advanced weighs `TAIL_AHEAD`, see
+          `batch_tail.tail_expected`; needs prompt_lookup_min >= 1; not yet measured on the GPU).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -159,11 +163,11 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
         raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
                          f"(the drafter's block_size), got {k}")
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
-    lookup = settings.pop("prompt_lookup_min")
+    lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     if not proposer.retired:
         _prepare(runner, model_info, k)
-    return LookupAssist(proposer, lookup) if lookup and not proposer.retired else proposer
+    return LookupAssist(proposer, lookup, tail_rounds=tail_rounds) if lookup and not proposer.retired else proposer
 
 
 def _dspark_settings(spec_config: dict) -> dict[str, Any]:
@@ -200,7 +204,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                              "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
-                "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain"):
+                "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -239,7 +243,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 min_gain=_min_gain(spec_config),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
-                prompt_lookup_min=lookup)
+                prompt_lookup_min=lookup, tail_rounds=_tail_rounds(spec_config, lookup))
 
 
 # Checked by the engine before it loads the target (`deepinfer_core.interfaces.Proposer`).
@@ -289,7 +293,7 @@ NGRAM_KEYS = frozenset({"scheduling", "prompt_lookup_min", "prompt_lookup_max", 
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
-                         "prompt_lookup_min", "measure_plain_steps", "min_gain"})
+                         "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -329,6 +333,16 @@ def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"speculative_config.{key}: must be an int >= {minimum}, got {value!r}")
     return value
+
+
+def _tail_rounds(spec_config: dict, lookup: int) -> bool:
+    """`tail_rounds` (absent or None: False): a bool; True needs prompt lookup (`LookupAssist`
+    tracks the requests and hears `draining`)."""
+    on = _bool_key(spec_config, "tail_rounds", False)
+    if on and not lookup:
+        raise ValueError("speculative_config.tail_rounds: weighs rounds by the batch's tail, which the prompt "
+                         "lookup wrapper tracks; it needs prompt_lookup_min >= 1")
+    return on
 
 
 def _min_gain(spec_config: dict) -> float:

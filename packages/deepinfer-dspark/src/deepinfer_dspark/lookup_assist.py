@@ -90,20 +90,22 @@ class LookupAssist:
         costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
         tail: weigh drafts in a batch's tail (`_tail`), which the engine's `draining` call
             marks (`LLM.generate`); False counts every request's fully.
+        tail_rounds: also judge DSpark's rounds with those weights (`DSparkProposer.round_weights`,
+            `batch_tail.tail_expected`); False (the default) judges them by every request's drafts.
 
     Raises:
         ValueError: `min_n` or `check_every` out of range (named).
     """
 
     def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY,
-                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = True) -> None:
+                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = True, tail_rounds: bool = False) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
         if check_every < 1:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
-            inner=inner, min_n=min_n, check_every=check_every, costs=costs, tail=tail,
+            inner=inner, min_n=min_n, check_every=check_every, costs=costs, tail=tail, tail_rounds=tail_rounds,
             _views={},      # request -> its live tokens (`track`)
             _ctx={},        # request -> its known tokens as bytes (`TokenBytes`)
             _prompt={},     # request -> tokens when tracked: the search starts past them
@@ -239,6 +241,8 @@ class LookupAssist:
             self.inner.idle_round(running)
             drafts = [Draft([]) for _ in requests]
         else:
+            if self.tail_rounds:   # DSpark's round judged as the batch's tail counts it
+                self.inner.round_weights = self._tail(running)
             drafts = self.inner.propose(requests)
             empty = [r.request_id for r, d in zip(requests, drafts) if not d.token_ids]
             if empty and self._could_pay(running):

@@ -18,11 +18,13 @@ import torch
 from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.acceptance_ratio import AcceptanceRatio
+from deepinfer_dspark.batch_tail import tail_expected
 from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.flush_costs import FlushCosts
+from deepinfer_dspark.host_rows import host_rows
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
@@ -91,15 +93,11 @@ class DSparkProposer(PausePolicy, StepTiming):
             correction (opt-in, see `MeasuredRates`); off, the decisions depend on the profiles
             and the confidences only (the same inputs give the same verification lengths, run
             after run).
-        measure_round_times: with both profiles, time the drafted rounds only (runs of them at
-            one bucket, `MeasuredRates`) and price every round at its profile's time times their
-            median measured / predicted ratio there, from `ROUND_SAMPLES` samples on; plain steps
-            keep their profile (session 27). Unlike `measure_step_times` it needs no re-timing
-            runs and keeps `decline_features`; a bucket's estimate ages toward 1 when read after
-            `max_probe_every` (at least 32) rounds there without a sample (`MeasuredRates.relax`),
-            and the pause after a losing probe counts its measured flush (`FlushCosts`). False
-            here; the engine's factory turns it on by default (`factories.dspark_factory`); not
-            with `measure_step_times` (ValueError).
+        measure_round_times: with both profiles, price every drafted round at its profile's time
+            times the rounds' median measured / predicted ratio at its bucket (`MeasuredRates`,
+            from `ROUND_SAMPLES` samples; aging toward 1 without fresh ones), plain steps at
+            their profile, and a losing probe's pause with its measured flush (`FlushCosts`).
+            False here; on by default in the engine's factory; not with `measure_step_times`.
         measure_plain_steps: with both profiles, divide the drafted side's correction by the plain
             steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,
             `MeasuredRates.stretch_asked`; no per-step cost). Opt-in; not with `measure_step_times`.
@@ -126,6 +124,9 @@ class DSparkProposer(PausePolicy, StepTiming):
         openings: the same for the replies' openings (`OpeningPhase`).
         acceptance: realized over predicted accepted drafts (`AcceptanceRatio`), which scales the
             predicted accepted count in the pause decisions.
+        round_weights: request -> the weight of its expected accepted drafts when the next round
+            is judged (`batch_tail.tail_expected`), set before each `propose` by a wrapper that
+            knows the batch's tail (`LookupAssist` with `tail_rounds`); empty: each counts once.
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
@@ -173,6 +174,7 @@ class DSparkProposer(PausePolicy, StepTiming):
         self._ledger_ruled: set[int] = set()  # buckets declined after measured losses
         self._ledger_declined = 0             # steps declined there
         self._gap_cost = 0.0                  # plain steps gapped requests cost at winning loads (`_regret_gaps`)
+        self.round_weights: dict[str, float] = {}   # set by a wrapper before `propose` (see the doc)
         self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction,
@@ -375,8 +377,9 @@ class DSparkProposer(PausePolicy, StepTiming):
             self.acceptance.begin(batch, [(r.request_id, len(r.token_ids), n, row)
                                           for r, n, row in zip(asks, lengths, rows)], opening)
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
-            if not probing:
-                self._plan_pause(sum(expected), lengths, batch, partial=len(asks) < batch, opening=opening)
+            if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
+                expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
+                self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening)
         self.lengths = lengths
         self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
@@ -398,11 +401,3 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.feed.remove(request_id)
         self.runner.remove(request_id)
 
-
-def host_rows(tensors: Sequence[torch.Tensor]) -> list[list]:
-    """Per-request 1-D tensors (rows of one device tensor, e.g. a round's draft tokens) as Python
-    lists, with one device-to-host transfer when they share a shape (each `.tolist()` of a CUDA
-    tensor is a sync: 2 R of them a round at R requests before this), else row by row."""
-    if len(tensors) > 1 and len({t.shape for t in tensors}) == 1:
-        return torch.stack(list(tensors)).tolist()
-    return [t.tolist() for t in tensors]   # (one row: one transfer already, no stack to launch)

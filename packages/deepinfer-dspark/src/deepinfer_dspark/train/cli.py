@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--prompt-offset", type=int, default=None,
                      help="skip this many docstrings (default: the drafter's training docstrings, from training.json)")
     cal.add_argument("--anchors", type=int, default=16, help="rollouts per held-out reply")
+    cal.set_defaults(seed=None, max_prompt_chars=None)   # the training run's (training.json), else 0 and 1500
     return parser
 
 
@@ -199,10 +200,12 @@ def run_train(args: argparse.Namespace) -> dict:
     docs = stdlib_docstrings(train_docs + args.num_calibration_prompts, seed=args.seed,
                              max_chars=args.max_prompt_chars)
     if len(docs) < train_docs + args.num_calibration_prompts:
-        raise ValueError(f"--num-prompts: {args.num_prompts} prompts at {args.prompts_per_docstring} a docstring "
-                         f"and {args.num_calibration_prompts} held out need {train_docs + args.num_calibration_prompts} "
-                         f"docstrings; this Python's standard library has {len(docs)} (raise "
-                         f"--prompts-per-docstring, at most {len(TEMPLATES)})")
+        hint = (f"; raise --prompts-per-docstring (at most {len(TEMPLATES)})"
+                if args.prompts_per_docstring < len(TEMPLATES) and args.num_calibration_prompts < len(docs) else "")
+        raise ValueError(f"--num-prompts / --num-calibration-prompts: {args.num_prompts} training prompts at "
+                         f"{args.prompts_per_docstring} a docstring and {args.num_calibration_prompts} held out need "
+                         f"{train_docs + args.num_calibration_prompts} docstrings; this Python's standard library "
+                         f"has {len(docs)}{hint}")
     train_prompts = build_prompts(docs[:train_docs], args.prompts_per_docstring)[:args.num_prompts]
     held_prompts = build_prompts(docs)[train_docs:]   # one a docstring, as `calibrate` builds them
     (train_seqs, held_out), path, tokenizer = _generate(
@@ -254,8 +257,15 @@ def run_calibrate(args: argparse.Namespace) -> dict:
     trained = json.loads((folder / REPORT_FILE).read_text()).get("args", {}) if (folder / REPORT_FILE).is_file() else {}
     if args.target is None and "target" in trained:
         args.target = trained["target"]
+    if args.prompt_offset is None and (folder / REPORT_FILE).is_file() and "num_prompts" not in trained:
+        raise ValueError(f"--prompt-offset: {folder / REPORT_FILE} does not say which docstrings trained the "
+                         f"drafter; pass the number to skip")   # (no training.json: not trained here, skip none)
     offset = args.prompt_offset if args.prompt_offset is not None else docstrings_needed(
         int(trained.get("num_prompts", 0)), int(trained.get("prompts_per_docstring", 1)))
+    # The training run's shuffle and cut, unless given: else the held-out docstrings differ.
+    for name, default in (("seed", 0), ("max_prompt_chars", 1500)):
+        if getattr(args, name) is None:
+            setattr(args, name, trained.get(name, default))
     docs = stdlib_docstrings(offset + args.num_prompts, seed=args.seed, max_chars=args.max_prompt_chars)
     (held_out,), path, _ = _generate(args, device, [build_prompts(docs)[offset:]], [args.temperature])
     config = json.loads((folder / "config.json").read_text())

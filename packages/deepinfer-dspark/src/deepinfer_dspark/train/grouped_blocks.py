@@ -36,7 +36,13 @@ def block_slots(seq_index: torch.Tensor, num_sequences: int) -> tuple[torch.Tens
     Returns:
         `(slot [R] int64, A)`: block r is block `slot[r]` of sequence `seq_index[r]`; A is the
         most blocks any sequence has (at least 1).
+
+    Raises:
+        ValueError: `seq_index` not sorted (blocks of a sequence apart: their slots would collide).
     """
+    if seq_index.numel() > 1 and bool((seq_index[1:] < seq_index[:-1]).any()):
+        raise ValueError("seq_index: blocks must be grouped by sequence in increasing order (as "
+                         "`sample_anchors` returns them)")
     counts = torch.bincount(seq_index, minlength=num_sequences)
     starts = torch.cumsum(counts, 0) - counts
     slot = torch.arange(seq_index.numel(), device=seq_index.device) - starts[seq_index]
@@ -133,6 +139,11 @@ def grouped_hidden(drafter: DSparkDrafter, features: torch.Tensor, blocks: Block
     positions[seq, slot] = blocks.positions
     anchors = torch.zeros(batch, count, dtype=torch.int64, device=device)   # padding blocks see no context
     anchors[seq, slot] = blocks.anchors
+    # Context rows past every anchor of their sequence (a short sequence's padding) weigh 0, but a
+    # non-finite one would still make NaN through the softmax (`attend` masks them): zeroed.
+    last = anchors.max(dim=1).values[:, None]
+    seen = (torch.arange(context_len, device=device)[None, :] < last)[None, :, :, None, None]
+    context_k, context_v = context_k.where(seen, 0.0), context_v.where(seen, 0.0)
     keys = context_len + count * width
     mask = grouped_mask(anchors, context_len, width, -(-keys // KEY_ALIGN) * KEY_ALIGN)
     x = drafter.embed_tokens(tokens)
