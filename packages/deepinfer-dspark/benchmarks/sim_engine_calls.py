@@ -249,7 +249,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               measure_plain_steps=getattr(args, "measure_plain", False),
                               min_gain=getattr(args, "min_gain", 1.0))
     if getattr(args, "lookup", 0):
-        proposer = LookupAssist(proposer, args.lookup)
+        proposer = LookupAssist(proposer, args.lookup, tail_rounds=getattr(args, "tail_rounds", False))
     dormant, out, first = DormantSteps(proposer), {}, 0
     texts = random.Random(1000 + seed)   # which replies are hard (`--hard`), apart from `rng`
     loop_rng = random.Random(2000 + seed)   # which replies loop (`--loops`), and from where
@@ -341,6 +341,8 @@ def main() -> None:
                         help="the proposer times plain steps over stretches on the simulated clock "
                              "(`measure_plain_steps`)")
     parser.add_argument("--trace", type=int, default=0)
+    parser.add_argument("--tail-rounds", action="store_true",
+                        help="with --lookup: DSpark's rounds judged with the drain's tail weights (`tail_rounds`)")
     parser.add_argument("--no-drain", action="store_true",
                         help="batches not marked draining (`LLM.generate` marks them: `--lookup`'s tail weights)")
     parser.add_argument("--closed", action="store_true",

@@ -54,7 +54,7 @@ def timed_step(trainer: DraftTrainer, sync) -> dict[str, float]:
     trainer.drafter.train()
     trainer.optimizer.zero_grad(set_to_none=True)
     indices = trainer.next_indices()
-    ids, _, blocks = trainer.blocks_of([trainer.sequences[i] for i in indices])
+    ids, _, blocks = trainer.blocks_at(indices)
     mark()
     if trainer.cache is not None:
         rows = trainer.cache.rows(torch.tensor(indices, dtype=torch.int64), ids.shape[1])

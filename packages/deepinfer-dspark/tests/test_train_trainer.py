@@ -281,3 +281,39 @@ def test_grouped_blocks_refuse_unsorted_blocks_and_ignore_padding_past_every_anc
     features[0, 4:] = float("nan")   # sequence 0's anchors are 2 and 4: rows 4.. unseen
     dirty = grouped_hidden(drafter, features, blocks, torch.float32)
     assert bool(clean.isfinite().all()) and torch.equal(clean, dirty)
+
+
+def test_blocks_at_pads_by_gather_as_blocks_of_pads_by_list(setup) -> None:
+    """`blocks_at` (one gather from the joined tokens) gives `blocks_of`'s ids, lengths and blocks
+    for the same sequences and the same anchor draws, sequences of different lengths included."""
+    from deepinfer_dspark.train.data import TrainingSequence
+
+    _, seqs, target, config = setup
+    mixed = [TrainingSequence(s.token_ids[:s.prompt_len + 2 + 7 * i], s.prompt_len) for i, s in enumerate(seqs)]
+    drafter = init_drafter(config, target.embed_weight, target.lm_head_weight, seed=5)
+    trainer = DraftTrainer(drafter, target, mixed, TrainConfig(**FAST))
+    indices = [4, 0, 5, 2]
+    state = trainer.generator.get_state()
+    ids, lengths, blocks = trainer.blocks_of([trainer.sequences[i] for i in indices])
+    trainer.generator.set_state(state)
+    ids2, lengths2, blocks2 = trainer.blocks_at(indices)
+    assert len(set(lengths.tolist())) == len(indices)
+    assert torch.equal(ids, ids2) and torch.equal(lengths, lengths2)
+    for name in ("seq_index", "anchors", "block_tokens", "positions", "labels", "valid", "prev_tokens",
+                 "target_positions"):
+        assert torch.equal(getattr(blocks, name), getattr(blocks2, name)), name
+
+
+def test_anchors_are_a_uniform_subset_of_the_valid_ones() -> None:
+    """Each valid anchor of a sequence is drawn with probability count / valid anchors (a uniform
+    subset, as a per-sequence randperm gave), whatever the other sequences' lengths."""
+    gen = torch.Generator().manual_seed(7)
+    hits = torch.zeros(2, 40)
+    draws = 3000
+    for _ in range(draws):
+        seq_index, anchors = sample_anchors([14, 40], [3, 1], 4, gen)   # valid: 2..12 (11), 0..38 (39)
+        for b, a in zip(seq_index.tolist(), anchors.tolist()):
+            hits[b, a] += 1
+    assert hits[0, :2].sum() == 0 and hits[0, 13:].sum() == 0 and hits[1, 39:].sum() == 0
+    assert torch.allclose(hits[0, 2:13] / draws, torch.full((11,), 4 / 11), atol=0.03)
+    assert torch.allclose(hits[1, :39] / draws, torch.full((39,), 4 / 39), atol=0.02)

@@ -70,18 +70,21 @@ def sample_anchors(lengths: Sequence[int], prompt_lens: Sequence[int], count: in
         raise ValueError(f"anchors_per_sequence: must be >= 1, got {count}")
     if len(lengths) != len(prompt_lens):
         raise ValueError(f"prompt_lens: {len(prompt_lens)} entries for {len(lengths)} sequences")
-    seq_index, anchors = [], []
-    for i, (n, p) in enumerate(zip(lengths, prompt_lens)):
-        first, last = max(p - 1, 0), n - 2                    # s + 1 must be a reply token
-        if last < first:
-            continue
-        picks = torch.randperm(last - first + 1, generator=generator)[:count] + first
-        anchors.append(picks)
-        seq_index.append(torch.full_like(picks, i))
-    if not anchors:
+    # One draw for the whole batch (a randperm per sequence cost ~0.6 ms a step on the host): each
+    # sequence's valid anchors get random keys and the `count` smallest win, a uniform subset.
+    first = torch.tensor([max(p - 1, 0) for p in prompt_lens], dtype=torch.int64)   # s + 1 must be a reply token
+    span = (torch.tensor(list(lengths), dtype=torch.int64) - 2 - first + 1).clamp(min=0)
+    width = int(span.max()) if len(span) else 0
+    if width == 0:
         empty = torch.zeros(0, dtype=torch.int64)
         return empty, empty.clone()
-    return torch.cat(seq_index), torch.cat(anchors)
+    keys = torch.rand(len(span), width, generator=generator)
+    cols = torch.arange(width)
+    keys = keys.masked_fill(cols[None, :] >= span[:, None], 2.0)   # past a sequence's valid anchors
+    picks = keys.topk(min(count, width), dim=1, largest=False).indices
+    chosen = picks < span[:, None]
+    seq_index = torch.arange(len(span))[:, None].expand_as(picks)
+    return seq_index[chosen], (picks + first[:, None])[chosen]
 
 
 def build_blocks(token_ids: torch.Tensor, lengths: torch.Tensor, seq_index: torch.Tensor,
