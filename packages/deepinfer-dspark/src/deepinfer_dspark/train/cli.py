@@ -57,7 +57,9 @@ def _layer_ids(text: str) -> tuple[int, ...]:
 def _data_args(p: argparse.ArgumentParser, num_prompts: int) -> None:
     p.add_argument("--target", default=None, help="target .gguf file or HF folder; None: the engine's "
                    "default model, SmolLM2-135M-Instruct")
-    p.add_argument("--num-prompts", type=int, default=num_prompts, help="prompts (stdlib docstrings) to generate on")
+    p.add_argument("--num-prompts", type=int, default=num_prompts,
+                   help="prompts to generate on (stdlib docstrings in instruction templates; "
+                        "train: --prompts-per-docstring of them a docstring)")
     p.add_argument("--max-new-tokens", type=int, default=256, help="reply length cap")
     p.add_argument("--max-prompt-chars", type=int, default=1500, help="docstrings are cut to this length")
     p.add_argument("--temperature", type=float, default=0.0, help="reply sampling temperature (0: greedy)")
