@@ -17,7 +17,8 @@ profiles, acceptance 0.75) put weighted DSpark rounds at 1.146 / 0.976x against 
 unweighted at 2 / 8 requests. The H200 disagreed in session 37 (8 requests in batch form: calls that
 drafted 29-42 rounds took 1.17-1.20x plain decoding's time while the ledger read a gain of 1.00; a
 closed loop, no tail, ran 1.020x), so `tail_expected` lets a DSpark round be judged by the weights
-too, as an option (`speculative_config.tail_rounds`). Device-free.
+too, as an option (`speculative_config.tail_rounds`); measured in session 38 it lost (0.924 against
+the default's 0.952 at 8 requests, 0.973 against 1.004 at 2), so it stays off. Device-free.
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           tail_rounds (False: opt in to judging DSpark's rounds as a batch's tail counts them
           while the engine drains what it holds and no request waits (`LLM.generate`): a request
           more than `TAIL_SLACK` tokens ahead of the least advanced weighs `TAIL_AHEAD`, see
-          `batch_tail.tail_expected`; needs prompt_lookup_min >= 1; not yet measured on the GPU).
+          `batch_tail.tail_expected`; needs prompt_lookup_min >= 1; lost on the H200, 0.924 against
+          0.952 at 8 requests and 0.973 against 1.004 at 2: not recommended, BENCHMARKS.md session 38).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
