@@ -13,7 +13,10 @@ more, and what it asks decides what a step costs (`deepinfer_core.engine.async_c
     the token ids and calls `propose`; when that drafts nothing the step lost its overlap
     with the host (a sync, `--sync` plain steps; session 20's H200 step log: 0.6-1 ms spikes);
   - a drafted round costs the full k-round (`1 / SPS_spec(B (k + 1))`), plus `--flush` plain steps
-    after a step without drafts (the buffered context's projection) and the next plain step
+    after a step without drafts (the buffered context's projection), and `--flush-per-pair` plain
+    steps for each (request, step) pair captured since the last round or uncaptured step (the H200's
+    engine, session 39: flushes of 700-3,000 pairs at 16-31 requests took 11-43 ms, ~0.01 plain steps
+    a pair) and the next plain step
     `--sync` more (nothing in flight to overlap).
 
 The fake drafter is `sim_pause_policy.FakeRunner` with `--calibrated` acceptance (each draft
@@ -83,9 +86,10 @@ class Clock:
     """Seconds charged to the policy (see the module docstring), in plain steps at the batch."""
 
     def __init__(self, decode: SPSProfile, spec: SPSProfile, k: int, capture: float, flush: float,
-                 sync: float, round_cost: float = 1.0) -> None:
+                 sync: float, round_cost: float = 1.0, flush_per_pair: float = 0.0) -> None:
         self.decode, self.spec, self.k, self.round_cost = decode, spec, k, round_cost
         self.capture, self.flush, self.sync = capture, flush, sync
+        self.flush_per_pair, self.pairs = flush_per_pair, 0   # pairs: captured since the last flush or drop
         self.seconds, self.after_draft, self.after_lookup = 0.0, False, False
         self.extra = dict.fromkeys(("capture", "sync", "flush"), 0.0)   # seconds of each overhead
 
@@ -95,6 +99,7 @@ class Clock:
         sync = self.sync * step if (self.after_draft and not self.after_lookup) or synced else 0.0
         if self.after_lookup:   # launched with nothing in flight to wait for: cheaper (the H200's step log)
             sync = -H200_ROUND_COSTS.saving(batch) / self.decode.at(1)
+        self.pairs = self.pairs + batch if captured else 0   # an uncaptured step drops the buffer
         self.extra["capture"] += capture
         self.extra["sync"] += sync
         self.seconds += step + capture + sync
@@ -111,7 +116,8 @@ class Clock:
         self.after_draft = self.after_lookup = True
 
     def drafted(self, batch: int) -> None:
-        flush = 0.0 if self.after_draft else self.flush / self.decode.at(batch)
+        flush = 0.0 if self.after_draft else (self.flush + self.flush_per_pair * self.pairs) / self.decode.at(batch)
+        self.pairs = 0
         self.extra["flush"] += flush
         self.seconds += self.round_cost / self.spec.at(batch * (self.k + 1)) + flush
         self.after_draft, self.after_lookup = True, False
@@ -259,7 +265,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
         return [loop_rng.randint(int(low), int(high)) if loop_rng.random() < share else None
                 for _ in range(count)]
     for c, count in args.plan:
-        clock = Clock(decode, spec, args.k, args.capture, args.flush, args.sync, getattr(args, "round_cost", 1.0))
+        clock = Clock(decode, spec, args.k, args.capture, args.flush, args.sync, getattr(args, "round_cost", 1.0),
+                      getattr(args, "flush_per_pair", 0.0))
         proposer.rates.pause()   # (`--measure-rounds`: the rounds timed on this concurrency's clock)
         proposer.rates.clock = lambda clock=clock: clock.seconds
         work = [[128] * c if args.equal else [rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
@@ -323,6 +330,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--capture", type=float, default=0.02, help="plain steps a captured step costs more")
     parser.add_argument("--flush", type=float, default=1.5)
+    parser.add_argument("--flush-per-pair", type=float, default=0.0,
+                        help="plain steps a flush costs more per buffered (request, step) pair")
     parser.add_argument("--sync", type=float, default=0.9)
     parser.add_argument("--round-cost", type=float, default=1.0, metavar="FACTOR",
                         help="a drafted round costs FACTOR times the profile's round, which the proposer still "

@@ -53,6 +53,24 @@ def test_drafted_rounds_and_syncs_are_charged(sim) -> None:
     assert clock.extra == pytest.approx({"capture": 0.5 / 1000, "sync": 1.0 / 1000, "flush": 2.0 / 1000})
 
 
+def test_a_flush_per_pair_charges_the_pairs_captured_since_the_last_round_or_drop(sim) -> None:
+    """`--flush-per-pair`: a flush costs more with each (request, step) pair captured since the last
+    drafted round; an uncaptured step (declined, dormant) drops the buffer (session 39)."""
+    clock = sim.Clock(DECODE, SPEC, 7, 0.0, 1.0, 0.0, flush_per_pair=0.25)
+    for _ in range(3):
+        clock.plain(4, captured=True, synced=False)            # 12 pairs buffered
+    before = clock.seconds
+    clock.drafted(4)
+    assert clock.extra["flush"] == pytest.approx((1.0 + 0.25 * 12) / 950)
+    assert clock.seconds - before == pytest.approx(1 / 100 + (1.0 + 0.25 * 12) / 950)
+    clock.plain(4, captured=True, synced=False)                # 4 pairs, then dropped by an uncaptured step
+    clock.plain(4, captured=False, synced=False)
+    clock.plain(4, captured=True, synced=False)                # 4 pairs left for the next flush
+    flushed = clock.extra["flush"]
+    clock.drafted(4)
+    assert clock.extra["flush"] - flushed == pytest.approx((1.0 + 0.25 * 4) / 950)
+
+
 def test_round_cost_charges_drafted_rounds_above_the_profile_the_proposer_reads(sim) -> None:
     """`--round-cost`: rounds dearer than the profile lower the policy's and fixed-k's ratios;
     plain steps and the flush are charged as before."""
