@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import os
 
-import pytest
-import torch
+# Before numpy (torch loads it) picks its OpenBLAS kernel: the triton interpreter's `tl.dot` runs
+# through numpy, and the Haswell sgemm kernel (picked on AMD EPYC) rounds a row by its place
+# in the tile, which breaks the batch-invariance tests; SandyBridge's does not (see tools/python/defs.bzl).
+os.environ.setdefault("OPENBLAS_CORETYPE", "SandyBridge")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 # The triton interpreter must be switched on before anything imports triton (transformers
 # does): on machines without CUDA, every kernel test process runs triton interpreted.
