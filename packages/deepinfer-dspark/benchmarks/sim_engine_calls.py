@@ -30,8 +30,7 @@ repeat themselves: on the H200 in session 28 three of 16 replies at 1 request we
 `--round-cost F` charges each drafted round F times the profile's round (the proposer still reads
 the profile: rounds dearer under real traffic than where the profile was measured).
 `--measure-rounds` lets the proposer time them (`measure_round_times`, on the simulated clock;
-its `FlushCosts` is not simulated: it reads the host's clock, and `Clock` charges a flush outside
-`propose`, so a probe's pause keeps the modelled overhead);
+its `FlushCosts` is handed the spans `Clock` charges, flushes included: `ModelledFlushCosts`);
 `--priced` hands it a profile scaled to their true cost (the bound timing can reach).
 `--plain-read F` hands it a decode profile F times slower than the plain steps charged (session 33's
 H200 profile at 8 requests: 1.19), and `--measure-plain` lets it time them over stretches
@@ -73,6 +72,7 @@ import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.engine.dormant_steps import DormantSteps  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
+from deepinfer_dspark.flush_costs import FlushCosts  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
@@ -121,6 +121,23 @@ class Clock:
         self.extra["flush"] += flush
         self.seconds += self.round_cost / self.spec.at(batch * (self.k + 1)) + flush
         self.after_draft, self.after_lookup = True, False
+
+
+class ModelledFlushCosts(FlushCosts):
+    """`FlushCosts` handed the seconds `Clock` charges a drafted round (its flush included, by the
+    pairs the proposer flushed), not the host's: `Clock` charges outside `propose`."""
+
+    def __init__(self, decode: SPSProfile, spec: SPSProfile, k: int, flush: float, flush_per_pair: float,
+                 round_cost: float = 1.0) -> None:
+        super().__init__()
+        self.decode, self.spec, self.k, self.round_cost = decode, spec, k, round_cost
+        self.flush, self.flush_per_pair = flush, flush_per_pair
+
+    def add(self, batch: int, began: float, flushed: bool, pairs: int = 0) -> None:
+        span = self.round_cost / self.spec.at(batch * (self.k + 1))
+        if flushed:
+            span += (self.flush + self.flush_per_pair * pairs) / self.decode.at(batch)
+        self.record(batch, span, flushed, pairs)
 
 
 def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int], ids: list[str],
@@ -254,6 +271,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               measure_round_times=getattr(args, "measure_rounds", False),
                               measure_plain_steps=getattr(args, "measure_plain", False),
                               min_gain=getattr(args, "min_gain", 1.0))
+    proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
+                                              getattr(args, "round_cost", 1.0))
     if getattr(args, "lookup", 0):
         proposer = LookupAssist(proposer, args.lookup, tail_rounds=getattr(args, "tail_rounds", False))
     dormant, out, first = DormantSteps(proposer), {}, 0

@@ -71,6 +71,20 @@ def test_a_flush_per_pair_charges_the_pairs_captured_since_the_last_round_or_dro
     assert clock.extra["flush"] - flushed == pytest.approx((1.0 + 0.25 * 4) / 950)
 
 
+def test_the_proposers_flush_costs_read_what_the_clock_charges(sim) -> None:
+    """`ModelledFlushCosts`: a drafted round's span is its profile's round (times `--round-cost`)
+    plus, after buffered features, `--flush` and `--flush-per-pair` plain steps for the pairs the
+    proposer flushed, so `per_pair` reads the per-pair charge (the host's clock would read ~0)."""
+    costs = sim.ModelledFlushCosts(DECODE, SPEC, 7, 1.0, 0.25, round_cost=2.0)
+    costs.add(4, 123.0, False)
+    costs.add(4, 123.0, True, 12)
+    assert costs.extra(4) == pytest.approx((1.0 + 0.25 * 12) / 950)
+    assert costs.per_pair() is None
+    costs.add(4, 123.0, True, 40)
+    assert costs.per_pair() == pytest.approx(0.25 / 950)
+    assert costs._spans[(False, 4)][0] == pytest.approx(2.0 / 100)
+
+
 def test_round_cost_charges_drafted_rounds_above_the_profile_the_proposer_reads(sim) -> None:
     """`--round-cost`: rounds dearer than the profile lower the policy's and fixed-k's ratios;
     plain steps and the flush are charged as before."""

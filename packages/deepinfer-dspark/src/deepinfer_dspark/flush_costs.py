@@ -19,7 +19,15 @@ the largest smaller bucket that has one: drafting costs no more there, so the co
 none: the whole span). A flush grows with the (request, step) pairs buffered, that is with the
 pause before it, so the pause policy counts at most one round's time of it (`_probe_overhead`):
 priced whole, each longer pause would make the next flush dearer and the pause longer still, up to
-`LONGEST_PROBE_PAUSE` (session 36's review). Device-free.
+`LONGEST_PROBE_PAUSE` (session 36's review).
+
+What keeping the features costs per paused step is that growth: `per_pair` is the seconds a flush
+adds per buffered (request, step) pair, the Theil-Sen slope (the median of the pairwise slopes;
+Sen 1968, "Estimates of the regression coefficient based on Kendall's tau") of the flushes' extra
+seconds over their pairs, across buckets: a flush's fixed part (its tensor ops, a sync) is not
+counted, and a process's first, cold flush (27-69 ms on the H200, session 38) does not sway it.
+On the H200 in session 39, flushes of 700-3,000 pairs at 16-31 requests took 11-43 ms (~15 us a
+pair, ~0.01 plain steps): features kept at 32 requests cost ~0.3 plain steps a step. Device-free.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from collections.abc import Callable
 from deepinfer_dspark.measured_rates import batch_bucket
 
 WINDOW = 5   # spans kept per bucket and kind (their median is read)
+SLOPE_FLUSHES = 16   # the last flushes (all buckets) whose pairs `per_pair` fits
 
 
 class FlushCosts:
@@ -46,13 +55,24 @@ class FlushCosts:
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self._spans: dict[tuple[bool, int], deque[float]] = {}
+        self._flushes: deque[tuple[int, float, int]] = deque(maxlen=SLOPE_FLUSHES)   # (bucket, span, pairs)
+        self._slope: float | None = None
+        self._fitted = True   # `_slope` is up to date
 
-    def add(self, batch: int, began: float, flushed: bool) -> None:
+    def add(self, batch: int, began: float, flushed: bool, pairs: int = 0) -> None:
         """A drafted round of `batch` requests whose span began at `began` (`clock()`) ended now;
-        `flushed`: it projected buffered features first."""
-        span = self.clock() - began
+        `flushed`: it projected buffered features first, `pairs` (request, step) pairs of them
+        (`PendingContext.pairs`; 0: not known)."""
+        self.record(batch, self.clock() - began, flushed, pairs)
+
+    def record(self, batch: int, span: float, flushed: bool, pairs: int = 0) -> None:
+        """`add` with the span in seconds given (a simulated clock)."""
         if batch > 0 and math.isfinite(span) and span >= 0:   # (a clock that went back: no sample)
-            self._spans.setdefault((flushed, batch_bucket(batch)), deque(maxlen=WINDOW)).append(span)
+            bucket = batch_bucket(batch)
+            self._spans.setdefault((flushed, bucket), deque(maxlen=WINDOW)).append(span)
+            if flushed and pairs > 0:
+                self._flushes.append((bucket, span, pairs))
+            self._fitted = False
 
     def extra(self, batch: int) -> float | None:
         """Seconds a flush adds to a round at `batch`'s bucket (>= 0), or None before a round with a
@@ -61,7 +81,25 @@ class FlushCosts:
         flushed = self._spans.get((True, bucket))
         if not flushed:
             return None
+        return max(statistics.median(flushed) - self._plain(bucket), 0.0)
+
+    def per_pair(self) -> float | None:
+        """Seconds a flush adds per buffered (request, step) pair (>= 0; see the module docstring),
+        or None before two flushes of different pair counts have been timed among the last
+        `SLOPE_FLUSHES`. Each flush's extra seconds are its span minus the median round without a
+        flush at its bucket (as `extra`)."""
+        if not self._fitted:
+            points = [(pairs, span - self._plain(bucket)) for bucket, span, pairs in self._flushes]
+            slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(points)
+                      for x2, y2 in points[i + 1:] if x2 != x1]
+            self._slope = max(statistics.median(slopes), 0.0) if slopes else None
+            self._fitted = True
+        return self._slope
+
+    def _plain(self, bucket: int) -> float:
+        """The median span without a flush at `bucket`, or the largest smaller bucket with one
+        (drafting costs no more there, so a flush's cost errs high); 0.0 without any."""
         while bucket >= 1 and not self._spans.get((False, bucket)):
             bucket //= 2
         plain = self._spans.get((False, bucket))
-        return max(statistics.median(flushed) - (statistics.median(plain) if plain else 0.0), 0.0)
+        return statistics.median(plain) if plain else 0.0

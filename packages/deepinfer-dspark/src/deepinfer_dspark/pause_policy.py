@@ -13,6 +13,8 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
   (`PauseLedger`), the pause after a loss priced by `DraftCosts.probe_pause`; rounds in the
   replies' openings in a ledger of their own (`OpeningPhase`: paused apart, never declined);
 - `_spread_loss`: a settled loss pauses the larger buckets that cannot gain more;
+- `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
+  a young bucket's loss decline them where that exceeds `PROBE_SHARE`;
 - `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
   declining after measured losses stops;
 - `dormant_rounds` and `dormant_passed`: a pause with the features declined, declared to the
@@ -24,7 +26,7 @@ lossless. Device-free.
 
 from __future__ import annotations
 
-from deepinfer_dspark.draft_costs import probe_overhead
+from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
 from deepinfer_dspark.measured_rates import PLAIN
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
@@ -84,6 +86,7 @@ class PausePolicy:
                 self.pauses.pause(num_requests, NOTHING_READY_PAUSE)
             if self.pending.holds:
                 self.pending.clear()
+            self._gapped_stretch = True   # (`dormant_passed`: its count may include a request that finished)
             return self.pauses.left(num_requests)
         bucket = ledger_bucket(num_requests)
         if bucket not in self._ruled_out:
@@ -108,6 +111,7 @@ class PausePolicy:
         recorded (0 requests: the batch ended, nothing skipped), except that the stretch is no
         timed step (`MeasuredRates.pause`: the engine asked nothing during it)."""
         self.rates.pause()   # (the stretch is no step of a timed run)
+        gapped, self._gapped_stretch = self._gapped_stretch, False   # declared for gaps (`dormant_rounds`)
         self._stretch_ran(num_requests, rounds)
         self._count(PLAIN, num_requests, rounds)
         self.acceptance.close()
@@ -121,7 +125,9 @@ class PausePolicy:
         if ledger_bucket(num_requests) in self._ledger_ruled \
                 and not self.cannot_pay(num_requests) and not self.expected_loss(num_requests):
             self._ledger_declined += rounds
-        elif self._ledger_declined and self._all_gapped(num_requests):   # as `propose` would find them
+            self._ledger_saved += rounds * self._decline_saves(num_requests)
+        elif self._ledger_declined and (gapped or self._all_gapped(num_requests)):   # as `propose` would find them
+            self._ledger_saved += rounds * self._decline_saves(num_requests)   # nothing captured nor buffered
             self._regret_gaps(num_requests, 1.0, rounds)   # (a dormant batch is not asked)
 
     def quiet_rounds(self, num_requests: int) -> int:
@@ -197,7 +203,9 @@ class PausePolicy:
         (session 21's `sim_engine_calls.py`: at 32 requests, probing as a young bucket once the
         implied pause ran out lost 5-7% with a drafter that wins at 1-2). A younger average (the
         first rounds at a bucket, before the acceptance ratio has settled) pauses for the backoff
-        or the round's own loss only. When the round wins or the average does, the backoff is reset: a round that wins
+        or the round's own loss only, and declines the features (with `ledger_decline`) only where
+        keeping them costs more than drafting could gain there (`_dear_to_keep`).
+        When the round wins or the average does, the backoff is reset: a round that wins
         while the average loses drafts on, so the average catches up as drafted rounds
         accumulate. A `partial` round (some requests could not draft: a gap in their context) is
         not evidence about the bucket: it is not judged, and when it lost it pauses as long as a
@@ -231,6 +239,8 @@ class PausePolicy:
                 if not opening and self.ledger_decline and self._body_loses(batch):
                     self._pause_for(rounds, batch, ruled_out=True)   # the settled loss still holds
                     self._ledger_ruled.add(ledger_bucket(batch))
+                elif not opening and self.decline_features and self._dear_to_keep(batch):
+                    self._pause_for(rounds, batch, ruled_out=True)
                 else:
                     ledger.pause(batch, rounds)
             return
@@ -251,9 +261,11 @@ class PausePolicy:
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:
                 self._spread_loss(batch, rounds)
-                if self.ledger_decline:
-                    self._pause_for(rounds, batch, ruled_out=True)
-                    self._ledger_ruled.add(ledger_bucket(batch))
+            if self.ledger_decline and settled:
+                self._pause_for(rounds, batch, ruled_out=True)
+                self._ledger_ruled.add(ledger_bucket(batch))
+            elif self.decline_features and self._dear_to_keep(batch):   # priced by the flush: not regretted
+                self._pause_for(rounds, batch, ruled_out=True)
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
@@ -269,6 +281,35 @@ class PausePolicy:
             return modelled
         plain_rate = self.decode.at(batch)
         return max(modelled, min(flush * plain_rate, plain_rate / self.costs.round_rate(batch)) + SYNC_STEPS)
+
+    def _keep_cost(self, batch: int) -> float:
+        """Plain steps a paused step at `batch` with the features kept costs the flush that ends
+        the pause: `batch` pairs at `FlushCosts.per_pair` seconds each, in plain steps at the
+        decode profile (the capture itself is `CAPTURE_SHARE`). 0.0 without `measure_round_times`
+        (decisions stay functions of the rounds' tokens) or before the slope is known."""
+        per_pair = self.flush_costs.per_pair() if self.measure_round_times and self.decode is not None else None
+        return 0.0 if per_pair is None else per_pair * batch * self.decode.at(batch)
+
+    def _dear_to_keep(self, batch: int) -> bool:
+        """Whether a young bucket's losing round declines the features as a settled loss would:
+        keeping them costs a paused step more than `PROBE_SHARE` (`_keep_cost`: no pause amortizes
+        a flush that grows with it), and more than a full round at `batch` gains over a plain step
+        at the mean accepted drafts measured over all loads (`FullAcceptance.mean`: a request
+        accepts as many drafts in any batch, so one unlucky round at a winning load declines
+        nothing). In `sim_engine_calls.py --flush-per-pair 0.01 --measure-rounds --p 0.85`
+        (session 40) the young buckets at 19-31 requests kept the features at a keep cost of
+        0.18-0.30 plain steps a step where a full round gained 2-9%, and the probes' flushes cost
+        32 requests 21% of plain decoding's time (0.823x; on the H200 in session 39, 0.844x)."""
+        keep = self._keep_cost(batch)
+        if keep <= PROBE_SHARE:
+            return False
+        mean = self.acceptance.full.mean()
+        return mean is not None and self.costs.gain(batch, batch * (1.0 + mean)) - 1.0 < keep
+
+    def _decline_saves(self, batch: int) -> float:
+        """Plain steps a step declined after a measured loss at `batch` saves, at least: its
+        capture (`CAPTURE_SHARE`) and its pairs' share of the next flush (`_keep_cost`)."""
+        return CAPTURE_SHARE + self._keep_cost(batch)
 
     def _body_loses(self, batch: int) -> bool:
         """Whether the body rounds at `batch`'s bucket have a settled average that loses
@@ -305,9 +346,10 @@ class PausePolicy:
         a `share` of their requests plain for a gap in their context: declining after measured
         losses costs drafting where it pays (a batch's last requests reach a winning load), about
         `(g - 1) * share * rounds` plain steps. Once that cost, summed, exceeds what the steps
-        declined after measured losses saved (`CAPTURE_SHARE` each, a lower bound: they also
-        spare probes), features are declined from then on only where drafting is ruled out
-        outright (`cannot_pay`, `expected_loss`). On the H200 (session 21, 2 requests, a drafter
+        declined after measured losses saved (`_decline_saves` each: the capture and the flush
+        the kept pairs would have grown, a lower bound: they also spare probes), features are
+        declined from then on only where drafting is ruled out outright (`cannot_pay`,
+        `expected_loss`) or keeping them is dear (`_dear_to_keep`). On the H200 (session 21, 2 requests, a drafter
         that won 1.41 at 1) a loss settled at 2 gapped both requests and the last one ran alone,
         plain, for half the batch; in `sim_engine_calls.py --equal --p 0.75` (batches of 8 ending
         together) a regret at the first gapped round at 2 kept 8's features, and its probes, for
@@ -318,7 +360,7 @@ class PausePolicy:
         if gain is None or gain <= 1 or self.pauses.rounds(batch) < SETTLED_ROUNDS:
             return
         self._gap_cost += (gain - 1.0) * share * rounds
-        if self._gap_cost <= CAPTURE_SHARE * self._ledger_declined:
+        if self._gap_cost <= self._ledger_saved:
             return
         self.ledger_decline = False
         for bucket in self._ledger_ruled:

@@ -96,7 +96,8 @@ class DSparkProposer(PausePolicy, StepTiming):
         measure_round_times: with both profiles, price every drafted round at its profile's time
             times the rounds' median measured / predicted ratio at its bucket (`MeasuredRates`,
             from `ROUND_SAMPLES` samples; aging toward 1 without fresh ones), plain steps at
-            their profile, and a losing probe's pause with its measured flush (`FlushCosts`).
+            their profile, a losing probe's pause with its measured flush (`FlushCosts`), and a
+            young loss declines the features where keeping them is dear (`_dear_to_keep`).
             False here; on by default in the engine's factory; not with `measure_step_times`.
         measure_plain_steps: with both profiles, divide the drafted side's correction by the plain
             steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,
@@ -173,6 +174,8 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.ledger_decline = self.decline_features   # also after measured losses (until regretted)
         self._ledger_ruled: set[int] = set()  # buckets declined after measured losses
         self._ledger_declined = 0             # steps declined there
+        self._ledger_saved = 0.0              # plain steps those saved (`_decline_saves`)
+        self._gapped_stretch = False          # the dormant stretch running was declared for gaps
         self._gap_cost = 0.0                  # plain steps gapped requests cost at winning loads (`_regret_gaps`)
         self.round_weights: dict[str, float] = {}   # set by a wrapper before `propose` (see the doc)
         self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
@@ -271,7 +274,9 @@ class DSparkProposer(PausePolicy, StepTiming):
             self.pending.clear()   # (else kept until a flush: 44k rows of 256 chat prompts, 58-231 ms)
         if declined and ledger_bucket(self._last_batch) in self._ledger_ruled:
             # a step declined after a measured loss only, not where drafting is ruled out anyway
-            self._ledger_declined += not self.cannot_pay(self._last_batch) and not self.expected_loss(self._last_batch)
+            if not self.cannot_pay(self._last_batch) and not self.expected_loss(self._last_batch):
+                self._ledger_declined += 1
+                self._ledger_saved += self._decline_saves(self._last_batch)
         return not declined
 
     @property
@@ -348,7 +353,7 @@ class DSparkProposer(PausePolicy, StepTiming):
             probing = True
         self._ruled_out.discard(ledger_bucket(batch))   # drafting may pay here: features again
         self._ledger_ruled.discard(ledger_bucket(batch))
-        span, flushed = self.flush_costs.clock(), self.pending.holds   # the probe's flush, timed (`FlushCosts`)
+        span, flushed, pairs = self.flush_costs.clock(), self.pending.holds, self.pending.pairs   # (`FlushCosts`)
         if flushed:   # also frees steps whose rows belong to finished requests only
             self._flush()
         ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
@@ -370,7 +375,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                                   for r in asks], self.num_tokens)
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         tokens = host_rows([o.tokens for o in outs])   # one transfer for the round, not one per request
-        self.flush_costs.add(batch, span, flushed)
+        self.flush_costs.add(batch, span, flushed, pairs)
         if self.sps is not None and all(o.confidences is not None for o in outs):
             rate = self.verify_rates.for_batch(len(outs))   # by verified tokens, for this many drafted
             lengths, expected, rows = schedule_round(host_rows([o.confidences for o in outs]), lengths, rate)
