@@ -145,7 +145,9 @@ def proposer_state(llm, c: int) -> str:
     acceptance ratio at C's bucket (declined steps: those that captured no features; dormant: those
     of them that asked the proposer nothing, `DormantSteps`); the accepted drafts per request at full verification
     (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
-    paused; the draft graphs captured and the context pool's reallocations so far; with
+    paused; what a flush adds to a round at C (`FlushCosts.extra`, ms), a buffered pair to a flush
+    (`FlushCosts.per_pair`, us) and keeping the features to a paused step at C (`_keep_cost`, plain
+    steps); the draft graphs captured and the context pool's reallocations so far; with
     `prompt_lookup_min`, the lookup rounds and drafts (`_lookup_state`)."""
     spec = llm.engine.speculative
     proposer = getattr(spec, "proposer", None)
@@ -164,7 +166,18 @@ def proposer_state(llm, c: int) -> str:
             f"ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
             f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "
-            f"{_graph_state(proposer.runner)}{_lookup_state(proposer)}")
+            f"{_flush_state(proposer, c)}{_graph_state(proposer.runner)}{_lookup_state(proposer)}")
+
+
+def _flush_state(proposer, c: int) -> str:
+    """The flush costs measured so far (`FlushCosts`; `-` before they are known) and the keep cost
+    they price at `c` requests (0 without `measure_round_times`)."""
+    costs = getattr(proposer, "flush_costs", None)
+    if costs is None:
+        return ""
+    extra, per_pair = costs.extra(c), costs.per_pair()
+    return (f"flush +{'-' if extra is None else f'{1e3 * extra:.2f}'} ms at {c}, "
+            f"{'-' if per_pair is None else f'{1e6 * per_pair:.2f}'} us a pair, keep {proposer._keep_cost(c):.3f}; ")
 
 
 def _lookup_state(proposer) -> str:

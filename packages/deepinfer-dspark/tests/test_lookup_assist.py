@@ -156,6 +156,7 @@ def test_the_engine_drafts_by_lookup_where_dspark_is_dormant_and_stays_lossless(
     assert proposer.inner.skipped_rounds > 0                # ... while DSpark paused
     state = benchmark_script("engine_probes").proposer_state(llm, 1)   # bench_dspark's summary line
     assert f"so far lookup {proposer.lookup_rounds} rounds, {proposer.lookup_accepted} of" in state
+    assert f"keep {proposer.inner._keep_cost(1):.3f}; " in state and " us a pair" in state
     sampled = llm.generate([{"prompt_token_ids": p} for p in batch],
                            SamplingParams(temperature=0.8, max_tokens=60, ignore_eos=True, seed=5))
     assert all(o.error is None and len(o.outputs[0].token_ids) == 60 for o in sampled)   # one-hot q verified
