@@ -81,6 +81,8 @@ def test_the_proposers_flush_costs_read_what_the_clock_charges(sim) -> None:
     assert costs.extra(4) == pytest.approx((1.0 + 0.25 * 12) / 950)
     assert costs.per_pair() is None
     costs.add(4, 123.0, True, 40)
+    assert costs.per_pair() is None                            # (the first flush is left out as cold)
+    costs.add(4, 123.0, True, 90)
     assert costs.per_pair() == pytest.approx(0.25 / 950)
     assert costs._spans[(False, 4)][0] == pytest.approx(2.0 / 100)
 

@@ -25,9 +25,11 @@ What keeping the features costs per paused step is that growth: `per_pair` is th
 adds per buffered (request, step) pair, the Theil-Sen slope (the median of the pairwise slopes;
 Sen 1968, "Estimates of the regression coefficient based on Kendall's tau") of the flushes' extra
 seconds over their pairs, across buckets: a flush's fixed part (its tensor ops, a sync) is not
-counted, and a process's first, cold flush (27-69 ms on the H200, session 38) does not sway it.
-On the H200 in session 39, flushes of 700-3,000 pairs at 16-31 requests took 11-43 ms (~15 us a
-pair, ~0.01 plain steps): features kept at 32 requests cost ~0.3 plain steps a step. Device-free.
+counted. The process's first flush is left out of the fit (cold: 27-69 ms on the H200, session
+38; with few flushes it would set the median slope), and the slope is capped at the median ratio
+of extra seconds to pairs (an upper bound: it includes the fixed part); a window whose pair counts
+do not differ keeps the last slope. On the H200 (session 40) `flush_cost.py` read ~2.3 us a pair
+at 32 requests and the engine 3.7 us at 8 (~0.003 plain steps a pair). Device-free.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class FlushCosts:
         self._flushes: deque[tuple[int, float, int]] = deque(maxlen=SLOPE_FLUSHES)   # (bucket, span, pairs)
         self._slope: float | None = None
         self._fitted = True   # `_slope` is up to date
+        self._cold = True     # the next flush is the process's first (left out of the fit)
 
     def add(self, batch: int, began: float, flushed: bool, pairs: int = 0) -> None:
         """A drafted round of `batch` requests whose span began at `began` (`clock()`) ended now;
@@ -70,8 +73,11 @@ class FlushCosts:
         if batch > 0 and math.isfinite(span) and span >= 0:   # (a clock that went back: no sample)
             bucket = batch_bucket(batch)
             self._spans.setdefault((flushed, bucket), deque(maxlen=WINDOW)).append(span)
-            if flushed and pairs > 0:
-                self._flushes.append((bucket, span, pairs))
+            if flushed and pairs > 0 and math.isfinite(pairs):
+                if self._cold:
+                    self._cold = False
+                else:
+                    self._flushes.append((bucket, span, pairs))
             self._fitted = False
 
     def extra(self, batch: int) -> float | None:
@@ -85,14 +91,17 @@ class FlushCosts:
 
     def per_pair(self) -> float | None:
         """Seconds a flush adds per buffered (request, step) pair (>= 0; see the module docstring),
-        or None before two flushes of different pair counts have been timed among the last
-        `SLOPE_FLUSHES`. Each flush's extra seconds are its span minus the median round without a
-        flush at its bucket (as `extra`)."""
+        or None before two flushes of different pair counts (the process's first left out) have
+        been timed among the last `SLOPE_FLUSHES`; at most the median extra seconds per pair. Each
+        flush's extra seconds are its span minus the median round without a flush at its bucket
+        (as `extra`)."""
         if not self._fitted:
             points = [(pairs, span - self._plain(bucket)) for bucket, span, pairs in self._flushes]
             slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(points)
                       for x2, y2 in points[i + 1:] if x2 != x1]
-            self._slope = max(statistics.median(slopes), 0.0) if slopes else None
+            if slopes:   # (none: the pair counts do not differ; the last slope is kept)
+                ratio = statistics.median(max(y, 0.0) / x for x, y in points)
+                self._slope = min(max(statistics.median(slopes), 0.0), ratio)
             self._fitted = True
         return self._slope
 

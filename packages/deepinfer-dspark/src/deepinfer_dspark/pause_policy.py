@@ -78,6 +78,7 @@ class PausePolicy:
         `idle_rounds` judge) is that one from now on, not the last round's (a batch that just
         ended, or shrank, is not judged). Without it, nothing changes and 0 is returned."""
         self._stretch_asked(num_requests)   # (`measure_plain_steps`: the last stretch's steps timed)
+        self._gapped_stretch = False   # (an ask answered 0, e.g. by a wrapper, reports nothing)
         if not self.decline_features:   # (also off with `measure_step_times`: it times every step)
             return 0
         self._last_batch = num_requests
@@ -126,7 +127,7 @@ class PausePolicy:
                 and not self.cannot_pay(num_requests) and not self.expected_loss(num_requests):
             self._ledger_declined += rounds
             self._ledger_saved += rounds * self._decline_saves(num_requests)
-        elif self._ledger_declined and (gapped or self._all_gapped(num_requests)):   # as `propose` would find them
+        elif self._ledger_declined and num_requests and (gapped or self._all_gapped(num_requests)):   # as `propose`
             self._ledger_saved += rounds * self._decline_saves(num_requests)   # nothing captured nor buffered
             self._regret_gaps(num_requests, 1.0, rounds)   # (a dormant batch is not asked)
 
@@ -203,8 +204,9 @@ class PausePolicy:
         (session 21's `sim_engine_calls.py`: at 32 requests, probing as a young bucket once the
         implied pause ran out lost 5-7% with a drafter that wins at 1-2). A younger average (the
         first rounds at a bucket, before the acceptance ratio has settled) pauses for the backoff
-        or the round's own loss only, and declines the features (with `ledger_decline`) only where
-        keeping them costs more than drafting could gain there (`_dear_to_keep`).
+        or the round's own loss only, and declines the features (with `decline_features`) only where
+        keeping them costs more than drafting could gain there (`_dear_to_keep`; so does a settled
+        loss once the regret has stopped `ledger_decline`).
         When the round wins or the average does, the backoff is reset: a round that wins
         while the average loses drafts on, so the average catches up as drafted rounds
         accumulate. A `partial` round (some requests could not draft: a gap in their context) is
