@@ -147,7 +147,7 @@ def proposer_state(llm, c: int) -> str:
     (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
     paused; what a flush adds to a round at C (`FlushCosts.extra`, ms), a buffered pair to a flush
     (`FlushCosts.per_pair`, us) and keeping the features to a paused step at C (`_keep_cost`, plain
-    steps); the draft graphs captured and the context pool's reallocations so far; with
+    steps); the finished requests behind `Stragglers` and its factor at C; the draft graphs captured and the context pool's reallocations so far; with
     `prompt_lookup_min`, the lookup rounds and drafts (`_lookup_state`)."""
     spec = llm.engine.speculative
     proposer = getattr(spec, "proposer", None)
@@ -166,7 +166,18 @@ def proposer_state(llm, c: int) -> str:
             f"ratio {proposer.acceptance.ratio(c):.2f} "
             f"expected_loss {proposer.expected_loss(c)}; full acceptance {full.mean() or 0:.2f} "
             f"(upper {full.upper() or 0:.2f}, {full.requests:.0f} requests); {proposer.pending.pairs} pairs buffered; "
-            f"{_flush_state(proposer, c)}{_graph_state(proposer.runner)}{_lookup_state(proposer)}")
+            f"{_flush_state(proposer, c)}{_straggler_state(proposer, c)}{_graph_state(proposer.runner)}"
+            f"{_lookup_state(proposer)}")
+
+
+def _straggler_state(proposer, c: int) -> str:
+    """The finished requests behind `Stragglers` and its factor at `c` (1.0 when not draining:
+    `judge_stragglers` off)."""
+    stragglers = getattr(proposer, "stragglers", None)
+    if stragglers is None:
+        return ""
+    return (f"stragglers {len(stragglers)} requests, factor {stragglers.factor(c):.3f} at {c}"
+            f"{'' if proposer.judge_stragglers else ' (not judged)'}; ")
 
 
 def _flush_state(proposer, c: int) -> str:

@@ -270,7 +270,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer = DSparkProposer(runner, args.k, read, decode=read_decode,
                               measure_round_times=getattr(args, "measure_rounds", False),
                               measure_plain_steps=getattr(args, "measure_plain", False),
-                              min_gain=getattr(args, "min_gain", 1.0))
+                              min_gain=getattr(args, "min_gain", 1.0),
+                              judge_stragglers=not getattr(args, "mean_rounds", False))
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
     if getattr(args, "lookup", 0):
@@ -371,6 +372,9 @@ def main() -> None:
     parser.add_argument("--trace", type=int, default=0)
     parser.add_argument("--tail-rounds", action="store_true",
                         help="with --lookup: DSpark's rounds judged with the drain's tail weights (`tail_rounds`)")
+    parser.add_argument("--mean-rounds", action="store_true",
+                        help="a draining batch's rounds judged by the mean request, not its straggler "
+                             "(`judge_stragglers` false: the default until session 41)")
     parser.add_argument("--no-drain", action="store_true",
                         help="batches not marked draining (`LLM.generate` marks them: `--lookup`'s tail weights)")
     parser.add_argument("--closed", action="store_true",

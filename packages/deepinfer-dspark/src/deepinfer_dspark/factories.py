@@ -66,7 +66,11 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           while the engine drains what it holds and no request waits (`LLM.generate`): a request
           more than `TAIL_SLACK` tokens ahead of the least advanced weighs `TAIL_AHEAD`, see
           `batch_tail.tail_expected`; needs prompt_lookup_min >= 1; lost on the H200, 0.924 against
-          0.952 at 8 requests and 0.973 against 1.004 at 2: not recommended, BENCHMARKS.md session 38).
+          0.952 at 8 requests and 0.973 against 1.004 at 2: not recommended, BENCHMARKS.md session 38),
+          judge_stragglers (True: while the engine drains what it holds (`LLM.generate`), a round's
+          gain is scaled by what the batch's last request to finish keeps of it, `Stragglers`,
+          from the tokens a drafted round gave each finished request; False: the mean request's
+          gain, the default until session 41).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -205,7 +209,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                              "drafts, so sps_profile_k1 would go unused; drop one of them")
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
-                "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds"):
+                "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
+                "judge_stragglers"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -242,6 +247,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 measure_round_times=rounds,
                 measure_plain_steps=_bool_key(spec_config, "measure_plain_steps", False),
                 min_gain=_min_gain(spec_config),
+                judge_stragglers=_bool_key(spec_config, "judge_stragglers", True),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 prompt_lookup_min=lookup, tail_rounds=_tail_rounds(spec_config, lookup))
@@ -294,7 +300,8 @@ NGRAM_KEYS = frozenset({"scheduling", "prompt_lookup_min", "prompt_lookup_max", 
 DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1", "calibration", "probe_every",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
-                         "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds"})
+                         "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
+                         "judge_stragglers"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -177,6 +177,9 @@ class LookupAssist:
         """The engine only drains the requests it holds (True, `LLM.generate`) or may be given
         more (False): `_tail` weighs drafts only while draining."""
         self._now.draining = bool(flag)
+        inner = getattr(self.inner, "draining", None)   # (DSpark's rounds: judged by the batch's straggler)
+        if inner is not None:
+            inner(flag)
 
     def idle_rounds(self) -> int:
         self._held.flush()

@@ -60,12 +60,18 @@ class PausePolicy:
         a body round (not a reply's opening, `OpeningPhase`) has been drafted, or before the
         evidence has once reached `MIN_MEASURED_REQUESTS` drafted requests (`FullAcceptance.most`:
         once reached, the aging widens the bound, it does not switch the rule off: on the H200 the
-        decayed count fell to 54 at 64 requests, and features were kept and flushed there)."""
+        decayed count fell to 54 at 64 requests, and features were kept and flushed there). While
+        the engine drains what it holds, the bound's tokens a round are scaled as `_plan_pause`
+        scales a round's (`Stragglers.factor`)."""
         if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS \
                 or not self.acceptance.body_requests:
             return False
         upper = self.acceptance.full.upper()
-        return upper is not None and self.costs.loses(batch, upper)
+        if upper is None:
+            return False
+        if self.draining_batch:   # the tokens a round gives the batch's straggler (`Stragglers`)
+            upper = (1.0 + upper) * self.stragglers.factor(batch) - 1.0
+        return self.costs.loses(batch, upper)
 
     def dormant_rounds(self, num_requests: int) -> int:
         """Upcoming rounds at `num_requests` requests that are paused with the features declined
@@ -231,6 +237,8 @@ class PausePolicy:
             return
         ratio = self.acceptance.ratio(batch, opening)
         tau = batch + (min(ratio * expected, float(verified)) if expected > 0 else 0.0)
+        if self.draining_batch:   # the call ends with its last reply: what its straggler keeps
+            tau *= self.stragglers.factor(batch)
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
@@ -271,6 +279,14 @@ class PausePolicy:
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
+
+    def _plain_seconds(self, batch: int) -> float:
+        """A plain step's seconds at `batch` requests (the decode profile)."""
+        return 1.0 / self.decode.at(batch)
+
+    def _round_seconds(self, batch: int) -> float:
+        """A drafted round's seconds at `batch` requests (`DraftCosts.round_rate`)."""
+        return 1.0 / self.costs.round_rate(batch)
 
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or

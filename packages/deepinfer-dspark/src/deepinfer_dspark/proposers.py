@@ -33,6 +33,7 @@ from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.step_timing import StepTiming
+from deepinfer_dspark.stragglers import Stragglers
 from deepinfer_dspark.verify_rates import VerifyRates
 
 
@@ -103,6 +104,8 @@ class DSparkProposer(PausePolicy, StepTiming):
             steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,
             `MeasuredRates.stretch_asked`; no per-step cost). Opt-in; not with `measure_step_times`.
         min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
+        judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
+            gain by what the batch's last request to finish keeps of it (`Stragglers`; True).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -136,7 +139,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
-                 measure_plain_steps: bool = False, min_gain: float = 1.0) -> None:
+                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = True) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -163,6 +166,9 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.rates = MeasuredRates()
         self.flush_costs = FlushCosts()   # what a flush adds to a round, for the pause after a probe
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
+        self.stragglers = Stragglers(self._plain_seconds, self._round_seconds)   # (read with both profiles)
+        self.judge_stragglers = judge_stragglers
+        self.draining_batch = False         # the engine only drains what it holds (`draining`)
         for name, on in (("measure_round_times", measure_round_times), ("measure_plain_steps", measure_plain_steps)):
             if on and measure_step_times:
                 raise ValueError(f"{name}: cannot be true with measure_step_times (which times every step)")
@@ -385,6 +391,7 @@ class DSparkProposer(PausePolicy, StepTiming):
             if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
                 self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening)
+        self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, n) for r, n in zip(asks, lengths)])
         self.lengths = lengths
         self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
@@ -400,8 +407,16 @@ class DSparkProposer(PausePolicy, StepTiming):
         """After a verification: the request's realized accepted drafts (`acceptance`). The
         context cache needs nothing: it only ever holds committed positions (see observe)."""
         self.openings.advanced(self.acceptance.commit(request_id, num_tokens))
+        self.stragglers.commit(request_id, num_tokens)
+
+    def draining(self, flag: bool) -> None:
+        """The engine only drains the requests it holds (True, `LLM.generate`) or may be given more
+        (False): while draining, rounds are judged by the batch's straggler (`Stragglers`), unless
+        `judge_stragglers` is off."""
+        self.draining_batch = bool(flag) and self.judge_stragglers
 
     def remove(self, request_id: str) -> None:
+        self.stragglers.finish(request_id)
         self.acceptance.drop(request_id)
         self.feed.remove(request_id)
         self.runner.remove(request_id)

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""What a draining batch's last request keeps of a round's gain (`Stragglers`; session 40 on the
+H200: 8 requests whose rounds read a gain of 1.08 took 1.18x plain decoding's time a call)."""
+
+from __future__ import annotations
+
+import pytest
+from deepinfer_core.interfaces import DraftRequest
+
+from deepinfer_dspark.lookup_assist import LookupAssist
+from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+from deepinfer_dspark.stragglers import MIN_ROUNDS, MIN_SAMPLE, Stragglers, _drain
+
+FLAT = (lambda b: 0.001, lambda b: 0.003)   # plain steps 1 ms, rounds 3 ms at any batch
+
+
+def finished(stragglers: Stragglers, rid: str, per_round: int, output: int = 128, prompt: int = 10) -> None:
+    """A request that emitted `per_round` tokens in each drafted round up to `output` tokens."""
+    out = 0
+    while out < output:
+        gained = min(per_round, output - out)
+        stragglers.begin([(rid, prompt + out, out, per_round - 1)])
+        stragglers.commit(rid, prompt + out + gained)
+        out += gained
+    stragglers.finish(rid)
+
+
+def test_one_speed_and_one_length_keep_the_whole_gain() -> None:
+    stragglers = Stragglers(*FLAT)
+    for i in range(MIN_SAMPLE - 1):
+        finished(stragglers, f"r{i}", 4)
+    assert stragglers.factor(8, ) == 1.0                          # too few requests yet
+    finished(stragglers, "last", 4)
+    assert len(stragglers) == MIN_SAMPLE
+    assert stragglers.factor(8, ) == pytest.approx(1.0)
+    assert stragglers.factor(1, ) == 1.0
+
+
+def test_half_slow_requests_leave_a_batch_of_8_the_slow_ones_rate() -> None:
+    """Half the requests emit 2 tokens a round, half 4, all 128 tokens: the mean reads 2.67 a
+    round, but a batch of 8 holds a slow one unless all 8 are fast (2^-8), so the call's rounds
+    are 64 (32 then): 0.753 of the gain at equal costs; at 2 requests 0.75 * 64 + 0.25 * 32."""
+    stragglers = Stragglers(*FLAT)
+    for i in range(2 * MIN_SAMPLE):
+        finished(stragglers, f"r{i}", 2 if i % 2 else 4)
+    mean = 2 * 128 / (64 + 32)
+    rounds8 = 64 * (1 - 2 ** -8) + 32 * 2 ** -8
+    assert stragglers.factor(8, ) == pytest.approx(128 / rounds8 / mean, abs=0.01)
+    assert stragglers.factor(2, ) == pytest.approx(128 / (0.75 * 64 + 0.25 * 32) / mean, abs=0.03)
+    # Rounds of one request cost a third less: the slow request's last 32 rounds run alone.
+    cheaper = Stragglers(lambda b: 0.001, lambda b: 0.002 if b == 1 else 0.003)
+    cheaper._sample = stragglers._sample
+    assert cheaper.factor(2) > stragglers.factor(2) + 0.02
+
+
+def test_drain_charges_each_stretch_at_the_requests_left() -> None:
+    assert _drain([1.0, 3.0], [0.0, 1.0, 2.0]) == 1.0 * 2.0 + 2.0 * 1.0
+    assert _drain([2.0, 2.0, 2.0], [0.0, 9.0, 9.0, 5.0]) == 2.0 * 5.0
+
+
+def test_short_lives_and_foreign_commits_count_nothing() -> None:
+    """A request with fewer than `MIN_ROUNDS` drafted rounds, a commit of another step (beyond the
+    round's reach, or of a request not drafted for) and a request dropped mid-round join nothing."""
+    stragglers = Stragglers(*FLAT)
+    finished(stragglers, "short", 4, output=4 * (MIN_ROUNDS - 1))
+    stragglers.begin([("a", 10, 0, 3)])
+    stragglers.commit("a", 10 + 5)                                      # 5 > 3 verified + 1
+    stragglers.commit("b", 11)
+    stragglers.finish("a")
+    assert len(stragglers) == 0
+    finished(stragglers, "long", 4, output=4 * MIN_ROUNDS)
+    assert len(stragglers) == 1
+
+
+K = 4
+DECODE = SPSProfile([1, 8], [1000.0, 1000.0])
+SPEC = SPSProfile([5, 10, 20, 40], [500.0, 450.0, 400.0, 330.0])
+
+
+def test_a_draining_proposer_judges_its_rounds_by_the_straggler(fake_runner) -> None:
+    """The same round read by a proposer told the engine drains (and with a sample whose slow half
+    sets each call) and by one not told: the ledger's gain scales by the factor, and only while
+    draining. Rounds whose gain reads above 1 lose once the straggler prices them."""
+    def judged(draining: bool) -> DSparkProposer:
+        proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+        for i in range(2 * MIN_SAMPLE):
+            finished(proposer.stragglers, f"old{i}", 1 if i % 2 else 5)
+        proposer.draining(draining)
+        for i in range(8):
+            proposer.runner.held[f"r{i}"] = 9
+        requests = [DraftRequest(f"r{i}", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 40) for i in range(8)]
+        assert any(d.token_ids for d in proposer.propose(requests))
+        return proposer
+    plain, draining = judged(False), judged(True)
+    factor = draining.stragglers.factor(8)
+    assert 0.5 < factor < 0.8
+    assert plain.pauses.gain(8) > 1.0 and plain.pauses.left(8) == 0
+    assert draining.pauses.gain(8) == pytest.approx(plain.pauses.gain(8) * factor)
+    assert draining.pauses.gain(8) <= 1.0 and draining.pauses.left(8) > 0
+    assert draining.pauses.rounds(8) == 1 < SETTLED_ROUNDS
+
+
+def test_prompt_lookup_passes_the_engines_draining_on(fake_runner) -> None:
+    inner = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    assist = LookupAssist(inner, 2)
+    assist.draining(True)
+    assert inner.draining_batch
+    assist.draining(False)
+    assert not inner.draining_batch
+
+
+def test_a_draining_batch_is_ruled_out_by_its_stragglers_acceptance(fake_runner) -> None:
+    """`expected_loss` with the same acceptance bound: not ruled out at 8 requests for the mean
+    request, ruled out while draining, the bound's tokens a round scaled by the factor."""
+    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    for i in range(2 * MIN_SAMPLE):
+        finished(proposer.stragglers, f"old{i}", 1 if i % 2 else 5)
+    proposer.acceptance.full.most = 100.0
+    proposer.acceptance.body_requests = 100
+    proposer.acceptance.full.upper = lambda z=2.0: 2.5
+    assert not proposer.costs.loses(8, 2.5) and not proposer.expected_loss(8)
+    proposer.draining(True)
+    factor = proposer.stragglers.factor(8)
+    assert proposer.costs.loses(8, 3.5 * factor - 1.0) and proposer.expected_loss(8)
+    assert not proposer.expected_loss(1)                                # one request: no straggler
