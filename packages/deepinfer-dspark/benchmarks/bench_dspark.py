@@ -25,8 +25,10 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     (by name only) is the default before it (rounds priced on the profile alone); `confidence-tail`
     (by name only, session 37) judges DSpark's rounds as a draining batch's tail counts them
     (`tail_rounds`; session 38: 0.924 / 0.973 against the default's 0.952 / 1.004 at 8 / 2 requests);
-    `confidence-mean` (by name only, session 41) judges a draining batch's rounds by the mean
-    request's gain, not its straggler's (`judge_stragglers` false: the default before it);
+    `confidence-stragglers` (by name only, session 41) judges a draining batch's rounds by what
+    its last request to finish keeps of their gain (`judge_stragglers`), `confidence-mean` by the
+    mean request's (`judge_stragglers` false, as the default; in session 41's logs `confidence`
+    had it on);
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -81,7 +83,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
-         "confidence-untimed", "confidence-tail", "confidence-mean")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-untimed", "confidence-tail", "confidence-mean",
+         "confidence-stragglers")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -307,7 +310,9 @@ def main() -> None:
     variants["confidence-untimed"] = {**variants["confidence"], "measure_round_times": False}
     # ... and DSpark's rounds judged by a draining batch's tail weights (session 37: `tail_rounds`).
     variants["confidence-tail"] = {**variants["confidence"], "tail_rounds": True}
-    # ... and rounds judged by the mean request while draining, not the straggler (the default until session 41).
+    # ... and a draining batch's rounds judged by its straggler (`judge_stragglers`, session 41: opt-in), or
+    # explicitly by the mean request (the default; session 41's calls ran `confidence` with stragglers judged).
+    variants["confidence-stragglers"] = {**variants["confidence"], "judge_stragglers": True}
     variants["confidence-mean"] = {**variants["confidence"], "judge_stragglers": False}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).

@@ -147,8 +147,9 @@ def proposer_state(llm, c: int) -> str:
     (estimate, upper bound, requests behind it); the (request, step) pairs buffered while
     paused; what a flush adds to a round at C (`FlushCosts.extra`, ms), a buffered pair to a flush
     (`FlushCosts.per_pair`, us) and keeping the features to a paused step at C (`_keep_cost`, plain
-    steps); the finished requests behind `Stragglers` and its factor at C; the draft graphs captured and the context pool's reallocations so far; with
-    `prompt_lookup_min`, the lookup rounds and drafts (`_lookup_state`)."""
+    steps); the finished requests behind `Stragglers` and its factor at C; the draft graphs
+    captured and the context pool's reallocations so far; with `prompt_lookup_min`, the lookup
+    rounds and drafts (`_lookup_state`)."""
     spec = llm.engine.speculative
     proposer = getattr(spec, "proposer", None)
     if getattr(proposer, "decode", None) is None:

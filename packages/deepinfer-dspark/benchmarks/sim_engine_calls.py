@@ -271,7 +271,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               measure_round_times=getattr(args, "measure_rounds", False),
                               measure_plain_steps=getattr(args, "measure_plain", False),
                               min_gain=getattr(args, "min_gain", 1.0),
-                              judge_stragglers=not getattr(args, "mean_rounds", False))
+                              judge_stragglers=getattr(args, "stragglers", False))
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
     if getattr(args, "lookup", 0):
@@ -372,9 +372,9 @@ def main() -> None:
     parser.add_argument("--trace", type=int, default=0)
     parser.add_argument("--tail-rounds", action="store_true",
                         help="with --lookup: DSpark's rounds judged with the drain's tail weights (`tail_rounds`)")
-    parser.add_argument("--mean-rounds", action="store_true",
-                        help="a draining batch's rounds judged by the mean request, not its straggler "
-                             "(`judge_stragglers` false: the default until session 41)")
+    parser.add_argument("--stragglers", action="store_true",
+                        help="a draining batch's rounds judged by its straggler (`judge_stragglers`, "
+                             "opt-in since session 41)")
     parser.add_argument("--no-drain", action="store_true",
                         help="batches not marked draining (`LLM.generate` marks them: `--lookup`'s tail weights)")
     parser.add_argument("--closed", action="store_true",

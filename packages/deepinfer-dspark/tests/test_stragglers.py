@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from deepinfer_core.interfaces import DraftRequest
 
+from deepinfer_dspark.factories import dspark_factory
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
@@ -85,7 +86,7 @@ def test_a_draining_proposer_judges_its_rounds_by_the_straggler(fake_runner) -> 
     sets each call) and by one not told: the ledger's gain scales by the factor, and only while
     draining. Rounds whose gain reads above 1 lose once the straggler prices them."""
     def judged(draining: bool) -> DSparkProposer:
-        proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+        proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE, judge_stragglers=True)
         for i in range(2 * MIN_SAMPLE):
             finished(proposer.stragglers, f"old{i}", 1 if i % 2 else 5)
         proposer.draining(draining)
@@ -104,7 +105,7 @@ def test_a_draining_proposer_judges_its_rounds_by_the_straggler(fake_runner) -> 
 
 
 def test_prompt_lookup_passes_the_engines_draining_on(fake_runner) -> None:
-    inner = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    inner = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE, judge_stragglers=True)
     assist = LookupAssist(inner, 2)
     assist.draining(True)
     assert inner.draining_batch
@@ -115,7 +116,7 @@ def test_prompt_lookup_passes_the_engines_draining_on(fake_runner) -> None:
 def test_a_draining_batch_is_ruled_out_by_its_stragglers_acceptance(fake_runner) -> None:
     """`expected_loss` with the same acceptance bound: not ruled out at 8 requests for the mean
     request, ruled out while draining, the bound's tokens a round scaled by the factor."""
-    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE, judge_stragglers=True)
     for i in range(2 * MIN_SAMPLE):
         finished(proposer.stragglers, f"old{i}", 1 if i % 2 else 5)
     proposer.acceptance.full.most = 100.0
@@ -126,3 +127,18 @@ def test_a_draining_batch_is_ruled_out_by_its_stragglers_acceptance(fake_runner)
     factor = proposer.stragglers.factor(8)
     assert proposer.costs.loses(8, 3.5 * factor - 1.0) and proposer.expected_loss(8)
     assert not proposer.expected_loss(1)                                # one request: no straggler
+
+
+def test_stragglers_are_judged_only_when_asked(fake_runner, tmp_path) -> None:
+    """Opt-in (`judge_stragglers`; session 41 on the H200): by default a draining proposer judges
+    the mean request, and the factory reads the key as a bool."""
+    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    proposer.draining(True)
+    assert not proposer.draining_batch
+    base = {"model": str(tmp_path), "scheduling": "confidence", "sps_profile": SPEC, "decode_profile": DECODE}
+    assert dspark_factory.validate(base)["judge_stragglers"] is False
+    assert dspark_factory.validate({**base, "judge_stragglers": True})["judge_stragglers"] is True
+    with pytest.raises(ValueError, match="speculative_config.judge_stragglers"):
+        dspark_factory.validate({**base, "judge_stragglers": "yes"})
+    with pytest.raises(ValueError, match="speculative_config.judge_stragglers"):
+        dspark_factory.validate({"model": str(tmp_path), "scheduling": "fixed", "judge_stragglers": True})

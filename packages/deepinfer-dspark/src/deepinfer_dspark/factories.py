@@ -67,10 +67,12 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           more than `TAIL_SLACK` tokens ahead of the least advanced weighs `TAIL_AHEAD`, see
           `batch_tail.tail_expected`; needs prompt_lookup_min >= 1; lost on the H200, 0.924 against
           0.952 at 8 requests and 0.973 against 1.004 at 2: not recommended, BENCHMARKS.md session 38),
-          judge_stragglers (True: while the engine drains what it holds (`LLM.generate`), a round's
-          gain is scaled by what the batch's last request to finish keeps of it, `Stragglers`,
-          from the tokens a drafted round gave each finished request; False: the mean request's
-          gain, the default until session 41).
+          judge_stragglers (False: opt in to scaling a round's gain, while the engine drains what
+          it holds (`LLM.generate`), by what the batch's last request to finish keeps of it,
+          `Stragglers`, from the tokens a drafted round gave each finished request; in
+          `sim_engine_calls.py` it lifted 8 requests from 0.81-0.88 to 0.98-1.00 where 30% of the
+          replies accept less, but on the H200 (session 41, eight paired cells at 2-64 requests) it
+          ran below the mean request's judgement in six: not the default, BENCHMARKS.md).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -247,7 +249,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 measure_round_times=rounds,
                 measure_plain_steps=_bool_key(spec_config, "measure_plain_steps", False),
                 min_gain=_min_gain(spec_config),
-                judge_stragglers=_bool_key(spec_config, "judge_stragglers", True),
+                judge_stragglers=_bool_key(spec_config, "judge_stragglers", False),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 prompt_lookup_min=lookup, tail_rounds=_tail_rounds(spec_config, lookup))

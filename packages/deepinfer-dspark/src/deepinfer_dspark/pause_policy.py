@@ -12,6 +12,8 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
 - `_plan_pause`: a drafted round's expected gain folded into its bucket's average
   (`PauseLedger`), the pause after a loss priced by `DraftCosts.probe_pause`; rounds in the
   replies' openings in a ledger of their own (`OpeningPhase`: paused apart, never declined);
+  with `judge_stragglers`, a draining batch's rounds scaled by what its last request keeps of
+  their gain (`Stragglers`, also in `expected_loss`);
 - `_spread_loss`: a settled loss pauses the larger buckets that cannot gain more;
 - `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
   a young bucket's loss decline them where that exceeds `PROBE_SHARE`;

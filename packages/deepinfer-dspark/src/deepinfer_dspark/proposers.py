@@ -105,7 +105,8 @@ class DSparkProposer(PausePolicy, StepTiming):
             `MeasuredRates.stretch_asked`; no per-step cost). Opt-in; not with `measure_step_times`.
         min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
-            gain by what the batch's last request to finish keeps of it (`Stragglers`; True).
+            gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
+            (False): on the H200 (session 41) it did not beat the mean request's judgement.
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -139,7 +140,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
-                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = True) -> None:
+                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "

@@ -13,7 +13,10 @@ sum L_i / sum (L_i / t_i) that the rounds' expected accepted drafts estimate; `f
 first over the second, at most 1. On the H200 (session 40, 8 requests in batch form, every reply
 128 tokens) fixed-7 needed 45.8 rounds a call where the mean of 3.73 tokens a round needs 34.3:
 0.75 of the gain read per round, and the default, reading a gain of 1.08, took 1.18x plain
-decoding's time in the calls where it drafted.
+decoding's time in the calls where it drafted. Judged so (`DSparkProposer` with `judge_stragglers`,
+opt-in), the policy read 0.97 at 8 requests on the H200 in session 41 (its sample is the requests
+it drafted, mostly in their openings) and did not beat the mean request's judgement there;
+`sim_engine_calls.py --stragglers --hard 0.3 0.6` (replies unlike each other) gains 2-19 points.
 
 Each request's drafted rounds and the tokens they emitted are counted from its commits (`begin`,
 `commit`); a request that finishes (`finish`) after at least `MIN_ROUNDS` drafted rounds joins a
