@@ -172,8 +172,8 @@ def proposer_state(llm, c: int) -> str:
 
 
 def _straggler_state(proposer, c: int) -> str:
-    """The finished requests behind `Stragglers` and its factor at `c` (1.0 when not draining:
-    `judge_stragglers` off)."""
+    """The finished requests behind `Stragglers` and the factor they give at `c` (empty, so 1.0,
+    with `judge_stragglers` off: nothing is counted then)."""
     stragglers = getattr(proposer, "stragglers", None)
     if stragglers is None:
         return ""

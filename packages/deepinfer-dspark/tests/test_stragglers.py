@@ -104,9 +104,11 @@ def test_a_draining_proposer_judges_its_rounds_by_the_straggler(fake_runner) -> 
     assert draining.pauses.rounds(8) == 1 < SETTLED_ROUNDS
 
 
-def test_prompt_lookup_passes_the_engines_draining_on(fake_runner) -> None:
+def test_prompt_lookup_passes_draining_and_its_requests_on(fake_runner) -> None:
     inner = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE, judge_stragglers=True)
     assist = LookupAssist(inner, 2)
+    assist.track("a", [1, 2, 3])
+    assert not inner.stragglers.waiting(1) and inner.stragglers.waiting(0)   # ... and its requests
     assist.draining(True)
     assert inner.draining_batch
     assist.draining(False)
@@ -142,3 +144,66 @@ def test_stragglers_are_judged_only_when_asked(fake_runner, tmp_path) -> None:
         dspark_factory.validate({**base, "judge_stragglers": "yes"})
     with pytest.raises(ValueError, match="speculative_config.judge_stragglers"):
         dspark_factory.validate({"model": str(tmp_path), "scheduling": "fixed", "judge_stragglers": True})
+
+
+def run_rounds(proposer: DSparkProposer, views: dict[str, list[int]], gains: dict[str, int], rounds: int) -> None:
+    """`rounds` drafted rounds of the requests in `views`, each request gaining `gains` tokens a
+    round (committed as the engine commits them)."""
+    for _ in range(rounds):
+        for rid, view in views.items():
+            proposer.runner.held[rid] = len(view) - 1
+        requests = [DraftRequest(rid, view, K, 0.0, 0, 1.0, 0.0, 0, len(view) - 10) for rid, view in views.items()]
+        assert all(d.token_ids for d in proposer.propose(requests))
+        for rid, view in views.items():
+            view.extend([7] * gains[rid])
+            proposer.commit(rid, len(view))
+
+
+@pytest.mark.parametrize("judged", [True, False])
+def test_a_proposer_fills_its_sample_from_its_own_rounds(fake_runner, judged) -> None:
+    """Through `track`, `propose`, `commit` and `remove`: a request's rounds and tokens, its last
+    round (the engine commits none after a request's last step) and its plain steps after the
+    rounds, read from its live list. Nothing is counted unless `judge_stragglers`."""
+    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE, judge_stragglers=judged)
+    views = {"slow": list(range(10)), "fast": list(range(10))}
+    for rid, view in views.items():
+        proposer.track(rid, view)
+    run_rounds(proposer, views, {"slow": 2, "fast": 1 + K}, MIN_ROUNDS)
+    views["fast"].extend([7] * 3)                      # 3 plain steps after its last round
+    proposer.remove("fast")
+    proposer.runner.held["slow"] = len(views["slow"]) - 1
+    slow = DraftRequest("slow", views["slow"], K, 0.0, 0, 1.0, 0.0, 0, len(views["slow"]) - 10)
+    assert proposer.propose([slow])[0].token_ids
+    views["slow"].extend([7] * 3)                      # its last round: never committed
+    proposer.remove("slow")
+    if not judged:
+        assert len(proposer.stragglers) == 0
+        return
+    fast_out, slow_out = MIN_ROUNDS * (1 + K) + 3, MIN_ROUNDS * 2 + 3
+    assert list(proposer.stragglers._sample) == [(fast_out, fast_out / (1 + K)),
+                                                 (slow_out, slow_out * (MIN_ROUNDS + 1) / slow_out)]
+
+
+def test_no_straggler_while_requests_wait(fake_runner) -> None:
+    """A batch whose freed slots other requests take is not drained: the factor holds only once
+    no tracked request waits."""
+    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE, judge_stragglers=True)
+    for i in range(2 * MIN_SAMPLE):
+        finished(proposer.stragglers, f"old{i}", 1 if i % 2 else 5)
+    proposer.draining(True)
+    for i in range(9):
+        proposer.track(f"r{i}", list(range(10)))
+    assert proposer._straggler_factor(8) == 1.0                        # one of 9 waits
+    proposer.remove("r8")
+    assert proposer._straggler_factor(8) == proposer.stragglers.factor(8) < 0.8
+
+
+def test_the_factors_are_drawn_again_once_the_sample_grew_by_an_eighth() -> None:
+    stragglers = Stragglers(*FLAT)
+    for i in range(2 * MIN_SAMPLE):
+        finished(stragglers, f"a{i}", 4)
+    assert stragglers.factor(8) == pytest.approx(1.0)
+    finished(stragglers, "slow0", 1)
+    assert stragglers.factor(8) == pytest.approx(1.0)                  # 1 of 2 needed (17 // 8)
+    finished(stragglers, "slow1", 1)
+    assert stragglers.factor(8) < 0.9

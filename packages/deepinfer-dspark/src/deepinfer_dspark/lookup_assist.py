@@ -144,6 +144,9 @@ class LookupAssist:
         self._views[request_id] = token_ids
         self._ctx[request_id] = TokenBytes()
         self._prompt[request_id] = self._checked[request_id] = len(token_ids)
+        inner = getattr(self.inner, "track", None)   # (DSpark's `Stragglers`, with `judge_stragglers`)
+        if inner is not None:
+            inner(request_id, token_ids)
 
     def remove(self, request_id: str) -> None:
         opened, view = self._open.get(request_id), self._views.get(request_id)

@@ -71,9 +71,7 @@ class PausePolicy:
         upper = self.acceptance.full.upper()
         if upper is None:
             return False
-        if self.draining_batch:   # the tokens a round gives the batch's straggler (`Stragglers`)
-            upper = (1.0 + upper) * self.stragglers.factor(batch) - 1.0
-        return self.costs.loses(batch, upper)
+        return self.costs.loses(batch, (1.0 + upper) * self._straggler_factor(batch) - 1.0)
 
     def dormant_rounds(self, num_requests: int) -> int:
         """Upcoming rounds at `num_requests` requests that are paused with the features declined
@@ -239,8 +237,7 @@ class PausePolicy:
             return
         ratio = self.acceptance.ratio(batch, opening)
         tau = batch + (min(ratio * expected, float(verified)) if expected > 0 else 0.0)
-        if self.draining_batch:   # the call ends with its last reply: what its straggler keeps
-            tau *= self.stragglers.factor(batch)
+        tau *= self._straggler_factor(batch)   # (1.0 unless a batch drains: `judge_stragglers`)
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
@@ -281,6 +278,15 @@ class PausePolicy:
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
+
+    def _straggler_factor(self, batch: int) -> float:
+        """What the last request to finish keeps of a round's gain at `batch`'s ledger bucket
+        (`Stragglers.factor` at `ledger_bucket(batch)` requests: a drained batch then draws again
+        at ~2 log2(B) sizes, not B) while the engine drains what it holds and no request waits;
+        else 1.0."""
+        if not self.draining_batch or self.stragglers.waiting(batch):
+            return 1.0
+        return self.stragglers.factor(ledger_bucket(batch))
 
     def _plain_seconds(self, batch: int) -> float:
         """A plain step's seconds at `batch` requests (the decode profile)."""

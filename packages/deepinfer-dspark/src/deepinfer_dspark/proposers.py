@@ -392,7 +392,8 @@ class DSparkProposer(PausePolicy, StepTiming):
             if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
                 self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening)
-        self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, n) for r, n in zip(asks, lengths)])
+        if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
+            self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
         self.lengths = lengths
         self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
@@ -408,7 +409,14 @@ class DSparkProposer(PausePolicy, StepTiming):
         """After a verification: the request's realized accepted drafts (`acceptance`). The
         context cache needs nothing: it only ever holds committed positions (see observe)."""
         self.openings.advanced(self.acceptance.commit(request_id, num_tokens))
-        self.stragglers.commit(request_id, num_tokens)
+        if self.judge_stragglers:
+            self.stragglers.commit(request_id, num_tokens)
+
+    def track(self, request_id: str, token_ids: Sequence[int]) -> None:
+        """The request's live token list (see `deepinfer_core.Proposer`): with `judge_stragglers`,
+        its output length when it finishes and whether requests wait (`Stragglers`)."""
+        if self.judge_stragglers:
+            self.stragglers.track(request_id, token_ids)
 
     def draining(self, flag: bool) -> None:
         """The engine only drains the requests it holds (True, `LLM.generate`) or may be given more
@@ -417,7 +425,8 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.draining_batch = bool(flag) and self.judge_stragglers
 
     def remove(self, request_id: str) -> None:
-        self.stragglers.finish(request_id)
+        if self.judge_stragglers:
+            self.stragglers.finish(request_id)
         self.acceptance.drop(request_id)
         self.feed.remove(request_id)
         self.runner.remove(request_id)
