@@ -27,7 +27,8 @@ class StepTimes:
     scheduling a step reports the tokens of the step before it), the shortest reply among the
     running requests before it (`reply`, tokens: where in the replies a round drafted), and its
     end on the wall clock (`t`, Unix seconds: to line steps up with `nvidia-smi` samples of the
-    GPU's clocks): `--step-log`.
+    GPU's clocks) and, for the confidence proposer, its pause ledgers after the step (`_ledger`):
+    `--step-log`.
 
     NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
@@ -64,7 +65,8 @@ class StepTimes:
                 self.log.append({"running": running, "kind": kind, "ms": round(1e3 * elapsed, 3),
                                  "buffered": before[1], **totals, "t": round(time.time(), 4),
                                  "emitted": sum(len(o.new_token_ids) for o in out), "reply": reply,
-                                 "accepted": sum(c[2] for c in counts), "verified": sum(c[1] for c in counts)})
+                                 "accepted": sum(c[2] for c in counts), "verified": sum(c[1] for c in counts),
+                                 **self._ledger(running)})
             return out
 
         self.engine.step = step
@@ -78,6 +80,19 @@ class StepTimes:
         return (getattr(self.proposer, "drafted_rounds", 0), getattr(pending, "pairs", 0),
                 getattr(graphs, "rounds", 0), getattr(graphs, "replays", 0), getattr(graphs, "captures", 0),
                 0 if self.lookup is None else self.lookup.lookup_rounds)
+
+    def _ledger(self, batch: int) -> dict:
+        """The confidence proposer's pause ledgers after a step, at `batch`'s bucket (the requests
+        running before it; empty for other proposers): rounds still paused in the replies'
+        bodies (`pause`) and openings (`opening_pause`), and the smoothed expected gains there
+        (`gain`, `opening_gain`; None before a drafted round): why a load drafted or not."""
+        pauses, openings = getattr(self.proposer, "pauses", None), getattr(self.proposer, "openings", None)
+        if pauses is None or openings is None or not batch:
+            return {}
+        gain, opening = pauses.gain(batch), openings.ledger.gain(batch)
+        return {"pause": pauses.left(batch), "opening_pause": openings.ledger.left(batch),
+                "gain": None if gain is None else round(gain, 3),
+                "opening_gain": None if opening is None else round(opening, 3)}
 
     @staticmethod
     def _kind(before: tuple, after: tuple) -> str:

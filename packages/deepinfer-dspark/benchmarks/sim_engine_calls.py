@@ -79,7 +79,7 @@ from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
 PROMPT = 20   # prompt tokens (the fake drafter's positions count from here)
-EARLY = (30, 0.5)
+EARLY = (30, 0.5)   # `--early` by default: the drafters of sessions 18-20 (openings accept less)
 
 
 class Clock:
@@ -264,7 +264,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     read = spec   # the profile the proposer reads; `--priced`: the rounds' true cost
     if getattr(args, "priced", False):
         read = SPSProfile(spec.batch_tokens, [rate / args.round_cost for rate in spec.steps_per_s])
-    runner = sim.FakeRunner(args.k, p, random.Random(100 + seed), EARLY)
+    early = _early(args)
+    runner = sim.FakeRunner(args.k, p, random.Random(100 + seed), early)
     slow = getattr(args, "plain_read", 1.0)   # `--plain-read`: the decode profile the proposer reads
     read_decode = decode if slow == 1.0 else SPSProfile(decode.batch_tokens, [r / slow for r in decode.steps_per_s])
     proposer = DSparkProposer(runner, args.k, read, decode=read_decode,
@@ -310,9 +311,11 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
             out[c] = (plain / clock.seconds, float("nan"), shares)
             continue
         loops = [loop_starts(c) for _ in work]
+        hards = [[args.hard[1] if args.hard is not None and texts.random() < args.hard[0] else 1.0 for _ in range(c)]
+                 for _ in work]   # (fixed-k's replies are as hard: `fixed_seconds`)
         for b, lengths in enumerate(work):
             ids = [f"r{first + i}" for i in range(c)]
-            hard = {} if args.hard is None else {r: args.hard[1] for r in ids if texts.random() < args.hard[0]}
+            hard = {r: f for r, f in zip(ids, hards[b]) if f != 1.0}
             runner.loops.update((r, s) for r, s in zip(ids, loops[b]) if s is not None)
             marks = run_batch(proposer, dormant, lengths, ids, rng, clock, hard)
             first += c
@@ -321,10 +324,16 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
         plain = sim.plain_seconds(decode, work)
         shares = {kind: seconds / plain for kind, seconds in clock.extra.items()}
         shares["rounds"] = (clock.seconds - sum(clock.extra.values())) / plain - 1.0
-        fixed = sim.fixed_seconds(spec, args.k, p, work, 3 + seed, EARLY, True, loops)
+        fixed = sim.fixed_seconds(spec, args.k, p, work, 3 + seed, early, True, loops, hard=hards)
         fixed *= getattr(args, "round_cost", 1.0)
         out[c] = (plain / clock.seconds, plain / fixed, shares)
     return out
+
+
+def _early(args: argparse.Namespace) -> tuple[int, float] | None:
+    """`--early TOKENS P` (None with TOKENS 0: openings like the rest of a reply)."""
+    tokens, level = getattr(args, "early", EARLY)
+    return (int(tokens), level) if tokens > 0 else None
 
 
 def stream_seconds(decode: SPSProfile, lengths: list[int], slots: int) -> float:
@@ -380,6 +389,10 @@ def main() -> None:
     parser.add_argument("--closed", action="store_true",
                         help="each concurrency's requests as one stream, C running at a time (a closed loop; "
                              "fixed-k's column is then not computed)")
+    parser.add_argument("--early", type=float, nargs=2, default=EARLY, metavar=("TOKENS", "P"),
+                        help="a reply's first TOKENS tokens drafted at confidence level P and accepted with it "
+                             "(default 30 0.5: session 19's drafter; 0 0: openings as the rest, as session 41's "
+                             "K = 3 drafter on the H200: 0.36 accepted a draft in the first 32 tokens, 0.44 after)")
     parser.add_argument("--hard", type=float, nargs=2, default=None, metavar=("SHARE", "FACTOR"),
                         help="a SHARE of the replies accept each draft with FACTOR times its confidence "
                              "(fixed-k's column ignores it)")

@@ -124,11 +124,13 @@ def acceptance(p_true: float, early: tuple[int, float] | None, step: int) -> flo
 
 def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]], seed: int,
                   early: tuple[int, float] | None = None, calibrated: bool = False,
-                  loops: list[list[int | None]] | None = None, loop_level: float = 0.95) -> float:
+                  loops: list[list[int | None]] | None = None, loop_level: float = 0.95,
+                  hard: list[list[float]] | None = None) -> float:
     """Fixed-k drafting's seconds over `work`; `calibrated`: each draft is accepted with the
     probability of a confidence drawn as the fake drafter draws it, around the acceptance.
     `loops`: per batch and reply, the position from which it accepts around `loop_level` (None:
-    never; `FakeRunner.loops`)."""
+    never; `FakeRunner.loops`). `hard`: per batch and reply, the factor its acceptance takes
+    (`sim_engine_calls.py --hard`; 1.0: none)."""
     rng, seconds = random.Random(seed), 0.0
     for b, lengths in enumerate(work):
         left = list(lengths)
@@ -141,7 +143,8 @@ def fixed_seconds(spec: SPSProfile, k: int, p_true: float, work: list[list[int]]
                 start = loops[b][i] if loops is not None else None
                 if start is not None and lengths[i] - left[i] >= start:
                     p = loop_level
-                while accepted < room and rng.random() < (confidence(p, rng) if calibrated else p):
+                factor = hard[b][i] if hard is not None else 1.0
+                while accepted < room and rng.random() < (confidence(p, rng) if calibrated else p) * factor:
                     accepted += 1
                 left[i] -= 1 + accepted
     return seconds
