@@ -4,7 +4,7 @@
 
 The decisions of `DSparkProposer` that judge a load rather than run a round. A mixin: it reads
 the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch`,
-`flush_costs`, `decline_features` and `clear_loss`, and updates its `pauses`, `pending` (cleared when features are declined),
+`flush_costs` and `decline_features`, and updates its `pauses`, `pending` (cleared when features are declined),
 `ledger_decline` and the bookkeeping sets `_ruled_out` and `_ledger_ruled`:
 
 - `cannot_pay` and `expected_loss`: drafting ruled out at a load outright (the profiles; the
@@ -38,9 +38,6 @@ MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) befor
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
 SYNC_STEPS = 1.0              # plain steps a probe's next step loses waiting for its tokens (besides the flush)
-CLEAR_LOSS = 0.05             # a settled average below 1 by less is no clear loss: paused for the backoff only
-# (H200, session 42, call 7: bucket 1 settled at 0.993 while the engine warmed up and paused 363 rounds,
-# 8 of 12 calls at 1 request, where its rounds then read 1.39-1.44 and fixed-7 ran 1.36x plain decoding)
 CAPTURE_SHARE = 0.02          # a step's feature capture, in plain steps (H200, session 20: 1.5-2% at
 # 8-32 requests, 3-5% at 64-256): what a step declined after a measured loss saves, at least
 
@@ -205,13 +202,10 @@ class PausePolicy:
         both profiles measured rounds of the same requests. Drafting then pauses for the bucket's
         backoff, which doubles (up to `max_probe_every`), or longer when the round's loss asks
         for it (`DraftCosts.probe_pause`). Once the bucket has judged `SETTLED_ROUNDS` drafted
-        rounds, the larger buckets that cannot gain more pause as long
+        rounds, the pause also pays for the next probe's overhead (`probe_overhead`: with the
+        defaults at least 100 rounds, 300 at 1 request), the larger buckets that cannot gain more pause as long
         (`_spread_loss`), and the bucket's features are declined while it is paused
-        (`decline_features`, `ledger_decline`); where its average is also a clear loss (at most
-        1 - `clear_loss`), the pause pays for the next probe's overhead too (`probe_overhead`:
-        with the defaults at least 100 rounds, 300 at 1 request), else it is the backoff's, so that
-        an average near break-even probes the next requests soon (the openings' ledger alike).
-        So does a bucket whose loss a settled smaller
+        (`decline_features`, `ledger_decline`). So does a bucket whose loss a settled smaller
         bucket implied (`_spread_loss`), from its first losing round, until a round there wins
         (session 21's `sim_engine_calls.py`: at 32 requests, probing as a young bucket once the
         implied pause ran out lost 5-7% with a drafter that wins at 1-2). A younger average (the
@@ -263,7 +257,7 @@ class PausePolicy:
             if not self._body_loses(batch):   # a paused opening pays a transition into a drafting body
                 gain /= self.openings.worth_skipping
             if ledger.judge(batch, gain) and gain <= 1:
-                settled = ledger.rounds(batch) >= SETTLED_ROUNDS and self._clear_loss(ledger, batch)
+                settled = ledger.rounds(batch) >= SETTLED_ROUNDS
                 overhead = self._probe_overhead(batch) if settled else 0.0
                 ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, overhead))
             else:
@@ -272,8 +266,7 @@ class PausePolicy:
         bucket = ledger_bucket(batch)
         if self.pauses.judge(batch, gain) and gain <= 1:
             settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS or bucket in self._inferred   # else short pauses
-            clear = bucket in self._inferred or (settled and self._clear_loss(self.pauses, batch))
-            at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if clear else 0.0)
+            at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:
                 self._spread_loss(batch, rounds)
@@ -285,12 +278,6 @@ class PausePolicy:
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
-
-    def _clear_loss(self, ledger, batch: int) -> bool:
-        """Whether `ledger`'s smoothed gain at `batch`'s bucket is a clear loss: at most
-        1 - `clear_loss` (see `_plan_pause`)."""
-        mean = ledger.gain(batch)
-        return mean is not None and mean <= 1.0 - self.clear_loss
 
     def _straggler_factor(self, batch: int) -> float:
         """What the last request to finish keeps of a round's gain at `batch`'s ledger bucket

@@ -28,7 +28,7 @@ from deepinfer_dspark.host_rows import host_rows
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
-from deepinfer_dspark.pause_policy import CLEAR_LOSS, NOTHING_READY_PAUSE, PausePolicy
+from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
@@ -107,8 +107,6 @@ class DSparkProposer(PausePolicy, StepTiming):
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
-        clear_loss: a settled losing average pauses for the probes' overhead only when it is at
-            most 1 - clear_loss (`PausePolicy._plan_pause`; `CLEAR_LOSS`, 0 until session 42).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -142,8 +140,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
-                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False,
-                 clear_loss: float = CLEAR_LOSS) -> None:
+                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -172,7 +169,6 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.stragglers = Stragglers(self._plain_seconds, self._round_seconds)   # (read with both profiles)
         self.judge_stragglers = judge_stragglers
-        self.clear_loss = clear_loss
         self.draining_batch = False         # the engine only drains what it holds (`draining`)
         for name, on in (("measure_round_times", measure_round_times), ("measure_plain_steps", measure_plain_steps)):
             if on and measure_step_times:
