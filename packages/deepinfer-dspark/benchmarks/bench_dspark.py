@@ -28,8 +28,7 @@ another shuffle than training's) are generated with greedy decoding and `max_tok
     `confidence-stragglers` (by name only, session 41) judges a draining batch's rounds by what
     its last request to finish keeps of their gain (`judge_stragglers`), `confidence-mean` by the
     mean request's (`judge_stragglers` false, as the default; in session 41's logs `confidence`
-    had it on); `confidence-z0` (by name only, session 42) reads a bucket's body loss from its
-    average alone (`loss_z` 0: the default until session 42, without the margin over its requests);
+    had it on);
   - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
     request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
     profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -85,7 +84,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
          "confidence-untimed", "confidence-tail", "confidence-mean",
-         "confidence-stragglers", "confidence-z0")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-stragglers")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -315,8 +314,6 @@ def main() -> None:
     # explicitly by the mean request (the default; session 41's calls ran `confidence` with stragglers judged).
     variants["confidence-stragglers"] = {**variants["confidence"], "judge_stragglers": True}
     variants["confidence-mean"] = {**variants["confidence"], "judge_stragglers": False}
-    # ... and a body loss read from the average alone (`loss_z` 0: the default until session 42).
-    variants["confidence-z0"] = {**variants["confidence"], "loss_z": 0.0}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}

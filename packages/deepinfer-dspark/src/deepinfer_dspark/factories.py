@@ -72,11 +72,7 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           `Stragglers`, from the tokens a drafted round gave each finished request; in
           `sim_engine_calls.py` it lifted 8 requests from 0.81-0.88 to 0.98-1.00 where 30% of the
           replies accept less, but on the H200 (session 41, eight paired cells at 2-64 requests) it
-          ran below the mean request's judgement in six: not the default, BENCHMARKS.md),
-          loss_z (2.0, `LOSS_Z`: a bucket's body rounds lose when their average plus loss_z
-          standard deviations over the square root of the requests drafted there is at most 1,
-          so that a few hard requests do not pause the next ones, `PauseLedger.bound`; a number
-          in [0, 10]; 0: the average alone, as until session 42).
+          ran below the mean request's judgement in six: not the default, BENCHMARKS.md).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -99,7 +95,6 @@ from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram import NgramSpecProposer
 from deepinfer_dspark.no_drafter import NoDrafter
 from deepinfer_dspark.opening_phase import OPENING_TOKENS
-from deepinfer_dspark.pause_policy import LOSS_Z
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -217,7 +212,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                "judge_stragglers", "loss_z"):
+                "judge_stragglers"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -255,7 +250,6 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 measure_plain_steps=_bool_key(spec_config, "measure_plain_steps", False),
                 min_gain=_min_gain(spec_config),
                 judge_stragglers=_bool_key(spec_config, "judge_stragglers", False),
-                loss_z=_loss_z(spec_config),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 prompt_lookup_min=lookup, tail_rounds=_tail_rounds(spec_config, lookup))
@@ -309,7 +303,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
                          "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                         "judge_stragglers", "loss_z"})
+                         "judge_stragglers"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -369,17 +363,6 @@ def _min_gain(spec_config: dict) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1.0 <= value <= 10.0:
         raise ValueError(f"speculative_config.min_gain: must be a number in [1, 10] (the gain over plain "
                          f"decoding a drafted round must exceed), got {value!r}")
-    return float(value)
-
-
-def _loss_z(spec_config: dict) -> float:
-    """`loss_z` (absent or None: `LOSS_Z`): a finite number in [0, 10]."""
-    value = spec_config.get("loss_z")
-    if value is None:
-        return LOSS_Z
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 10.0:
-        raise ValueError(f"speculative_config.loss_z: must be a number in [0, 10] (standard deviations of "
-                         f"margin a bucket's loss needs over its requests), got {value!r}")
     return float(value)
 
 

@@ -27,14 +27,6 @@ bucket of the batch size (`ledger_bucket`: 1, 2, 3, 4, 6, 8, 12, 16, ..., powers
   bucket's average is settled, a pause also pays for the next probe's overhead (at least ~100
   rounds with the defaults) and may be extended to larger buckets (`extend`).
 
-With `z` > 0 (the replies' bodies, `DSparkProposer.loss_z`), the average must lose with a margin:
-`judge` says a bucket loses when its average plus `z` standard deviations of a round's gain over
-the square root of the requests drafted there (`bound`) is at most 1. Rounds of one request are
-alike, requests are not: on the H200 (session 42, call 8) fixed-7's calls at 1 request ran 0.90-
-2.17x plain decoding, the first three prompts lost, and the average they left paused the next
-ones, which won 1.36 and 1.77x under fixed-7. A few requests' loss is not the bucket's; at 8
-requests and more the count grows by the batch each call, and the margin vanishes.
-
 Every decision reads earlier rounds only, never the drafts it governs, so verification stays
 lossless (the argument of the paper's stale-capacity variant). Device-free.
 """
@@ -42,11 +34,8 @@ lossless (the argument of the paper's stale-capacity variant). Device-free.
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Iterable
 
 SMOOTH = 1 / 64   # weight of the newest round in the expected-gain average
-REQUEST_SAMPLES = 256   # distinct requests counted per bucket for `bound` (its width stops shrinking there)
 
 
 @functools.cache   # ~10 calls per engine step while paused: a C-level lookup instead of a frame
@@ -72,19 +61,14 @@ class PauseLedger:
     Args:
         probe_every: the first pause after a loss at a bucket, in rounds (>= 1).
         max_probe_every: the longest pause (>= probe_every).
-        z: the margin of a loss, in standard deviations of the average over the requests drafted
-            (`bound`; 0: the average alone).
     """
 
-    def __init__(self, probe_every: int, max_probe_every: int, z: float = 0.0) -> None:
+    def __init__(self, probe_every: int, max_probe_every: int) -> None:
         self.probe_every = probe_every
         self.max_probe_every = max(max_probe_every, probe_every)
-        self.z = z
         self._left: dict[int, int] = {}      # bucket -> rounds still to skip
         self._backoff: dict[int, int] = {}   # bucket -> the next pause after a loss
         self._gain: dict[int, tuple[float, int]] = {}   # bucket -> (smoothed expected gain, rounds)
-        self._var: dict[int, float] = {}     # bucket -> smoothed variance of a round's gain
-        self._requests: dict[int, set[str]] = {}   # bucket -> requests drafted there (<= REQUEST_SAMPLES)
 
     def left(self, batch: int) -> int:
         """Rounds still to skip at `batch`'s bucket."""
@@ -104,33 +88,15 @@ class PauseLedger:
         """Skips the next `rounds` rounds at `batch`'s bucket (replaces what was left there)."""
         self._left[ledger_bucket(batch)] = max(int(rounds), 0)
 
-    def judge(self, batch: int, gain: float, requests: Iterable[str] = ()) -> bool:
-        """Folds one drafted round's expected gain (its expected tokens/s over plain decoding's),
-        drafted for `requests` (ids), into the bucket's average and variance (exponentially
-        weighted alike, West 1979 / Finch 2009); True when drafting loses there: `bound` <= 1."""
+    def judge(self, batch: int, gain: float) -> bool:
+        """Folds one drafted round's expected gain (its expected tokens/s over plain decoding's)
+        into the bucket's average; True when the average says drafting loses there (<= 1)."""
         bucket = ledger_bucket(batch)
         mean, rounds = self._gain.get(bucket, (0.0, 0))
         rounds += 1
-        weight = max(SMOOTH, 1.0 / rounds)
-        diff = gain - mean
-        self._gain[bucket] = (mean + weight * diff, rounds)
-        self._var[bucket] = (1.0 - weight) * (self._var.get(bucket, 0.0) + weight * diff * diff)
-        seen = self._requests.setdefault(bucket, set())
-        if len(seen) < REQUEST_SAMPLES:
-            seen.update(requests)
-        return self.bound(batch) <= 1.0
-
-    def bound(self, batch: int) -> float | None:
-        """The bucket's smoothed gain plus `z` standard deviations of a round's gain over the
-        square root of the requests drafted there (at least 1; None before its first round)."""
-        bucket = ledger_bucket(batch)
-        entry = self._gain.get(bucket)
-        if entry is None:
-            return None
-        if not self.z:
-            return entry[0]
-        requests = max(len(self._requests.get(bucket, ())), 1)
-        return entry[0] + self.z * math.sqrt(self._var.get(bucket, 0.0) / requests)
+        mean += max(SMOOTH, 1.0 / rounds) * (gain - mean)
+        self._gain[bucket] = (mean, rounds)
+        return mean <= 1.0
 
     def rounds(self, batch: int) -> int:
         """Drafted rounds judged at `batch`'s bucket so far."""

@@ -28,8 +28,6 @@ lossless. Device-free.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
 from deepinfer_dspark.measured_rates import PLAIN
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
@@ -40,9 +38,6 @@ MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) befor
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
 SYNC_STEPS = 1.0              # plain steps a probe's next step loses waiting for its tokens (besides the flush)
-LOSS_Z = 2.0                  # a body loss at a bucket holds over its requests by this many standard deviations
-# (`PauseLedger.bound`; `sim_engine_calls.py --equal --early 0 0`, p 0.8: 1 request 1.205 -> 1.247, the worst
-# of six seeds 0.972 -> 1.214; with --hard 0.3 0.8 1.063 -> 1.116; 2 and 8 requests within -2.4..+1 points)
 CAPTURE_SHARE = 0.02          # a step's feature capture, in plain steps (H200, session 20: 1.5-2% at
 # 8-32 requests, 3-5% at 64-256): what a step declined after a measured loss saves, at least
 
@@ -192,14 +187,12 @@ class PausePolicy:
             self._ruled_out.discard(bucket)
 
     def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False,
-                    opening: bool = False, requests: Sequence[str] = ()) -> None:
+                    opening: bool = False) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
         Without a decode profile: when the scheduler verified nothing. With one: when the bucket's
-        smoothed expected gain (plus `loss_z` standard deviations over the square root of the
-        requests drafted there: `PauseLedger.bound`, for `requests`, the round's ids), this round's
-        expected emitted tokens per second
+        smoothed expected gain, this round's expected emitted tokens per second
         tau * `round_rate(B)` over plain decoding's B * SPS_decode(B) folded into the average of
         earlier rounds, is at most 1, and so is this round's own gain (both the long-run estimate
         and the latest evidence say drafting loses). tau is the batch plus the verified prefixes'
@@ -271,7 +264,7 @@ class PausePolicy:
                 ledger.won(batch)
             return
         bucket = ledger_bucket(batch)
-        if self.pauses.judge(batch, gain, requests) and gain <= 1:
+        if self.pauses.judge(batch, gain) and gain <= 1:
             settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS or bucket in self._inferred   # else short pauses
             at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)

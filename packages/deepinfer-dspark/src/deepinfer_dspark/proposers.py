@@ -28,7 +28,7 @@ from deepinfer_dspark.host_rows import host_rows
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
-from deepinfer_dspark.pause_policy import LOSS_Z, NOTHING_READY_PAUSE, PausePolicy
+from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
@@ -107,9 +107,6 @@ class DSparkProposer(PausePolicy, StepTiming):
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
-        loss_z: a bucket's body rounds lose when their average plus loss_z standard deviations
-            over the square root of the requests drafted there is at most 1 (`PauseLedger.bound`;
-            `LOSS_Z`; 0: the average alone, until session 42).
 
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
@@ -143,8 +140,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
-                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False,
-                 loss_z: float = LOSS_Z) -> None:
+                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -162,7 +158,7 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.decode = decode
         self.max_probe_every = max(max_probe_every, probe_every)
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
-        self.pauses = PauseLedger(probe_every, self.max_probe_every, loss_z)   # per batch bucket (the replies' bodies)
+        self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket (the replies' bodies)
         self.openings = OpeningPhase(probe_every, self.max_probe_every, opening_tokens)   # their openings
         self._last_batch = 0                 # requests in the last round (or the last `dormant_rounds` ask)
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
@@ -395,8 +391,7 @@ class DSparkProposer(PausePolicy, StepTiming):
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
-                self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening,
-                                 requests=[r.request_id for r in asks])
+                self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening)
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
             self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
         self.lengths = lengths
