@@ -147,6 +147,32 @@ def test_hard_replies_accept_below_their_confidences(sim) -> None:
     assert free > 1.2 and none < 1.0 and none < half < free, (free, half, none)
 
 
+def test_fixed_k_replies_are_as_hard_as_the_policys(sim) -> None:
+    """Fixed-k's time is charged on the same hard replies as the policy's (until session 42 it
+    ignored `--hard`, so every cell compared the policy on hard replies with fixed-k on easy
+    ones): all replies at factor 0 leave fixed-k one token a round, below plain decoding; the
+    policy pauses, near plain decoding's time."""
+    free = sim.simulate(args(plan=[(1, 6)]), DECODE, SPEC, 0.9, seed=0)[1]
+    none = sim.simulate(args(plan=[(1, 6)], hard=(1.0, 0.0)), DECODE, SPEC, 0.9, seed=0)[1]
+    assert free[1] > 1.2 and none[1] == pytest.approx(400 / 1000)   # a round of 8 tokens for 1
+    assert none[0] > 0.9 > none[1]
+    work = [[40, 60]]
+    assert sim.sim.fixed_seconds(SPEC, 7, 0.9, work, 3, hard=[[0.5, 1.0]]) > \
+        sim.sim.fixed_seconds(SPEC, 7, 0.9, work, 3, hard=[[1.0, 1.0]]) == sim.sim.fixed_seconds(SPEC, 7, 0.9, work, 3)
+
+
+def test_early_sets_the_openings_confidence_and_acceptance(sim) -> None:
+    """`--early TOKENS P` (default 30 0.5, session 19's drafter); TOKENS 0: openings like the rest
+    of a reply (session 41's K = 3 drafter on the H200). Fixed-k gains where openings accept as
+    much as the rest."""
+    assert sim._early(types.SimpleNamespace()) == sim.EARLY == (30, 0.5)
+    assert sim._early(types.SimpleNamespace(early=(0.0, 0.0))) is None
+    assert sim._early(types.SimpleNamespace(early=(16.0, 0.4))) == (16, 0.4)
+    weak, even = (sim.simulate(args(plan=[(1, 6)], early=early), DECODE, SPEC, 0.8, seed=0)[1]
+                  for early in ((30.0, 0.5), (0.0, 0.0)))
+    assert even[1] > weak[1] + 0.05
+
+
 def test_a_closed_loop_keeps_the_slots_full(sim) -> None:
     """`--closed`: each concurrency's requests run as one stream, C at a time; plain decoding's
     time counts full slots until the queue empties (`stream_seconds`), and every request runs."""

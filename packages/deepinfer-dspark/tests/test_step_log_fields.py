@@ -34,6 +34,31 @@ def test_step_log_counts_match_the_requests(benchmark_script, monkeypatch, folde
     assert all(row["accepted"] <= row["verified"] for row in log)
 
 
+def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_runner) -> None:
+    """Each step's row holds the confidence proposer's ledgers at the bucket of the requests it
+    ran (`StepTimes._ledger`): rounds still paused in bodies and openings, and the smoothed gains
+    (None before a round); nothing for other proposers or an empty batch (session 42: why a load
+    drafted or not, read from the H200's logs)."""
+    import types
+
+    from deepinfer_dspark.proposers import DSparkProposer
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    probes = benchmark_script("engine_probes")
+    proposer = DSparkProposer(fake_runner(4, 0.9), 4, SPSProfile([5, 40], [500.0, 200.0]),
+                              decode=SPSProfile([1, 8], [1000.0, 1000.0]))
+    proposer.pauses.pause(6, 30)                        # 5 and 6 requests: one bucket
+    proposer.pauses.judge(5, 0.8)
+    proposer.openings.ledger.pause(2, 7)
+    proposer.openings.ledger.judge(2, 1.3)
+    log = types.SimpleNamespace(proposer=proposer)
+    assert probes.StepTimes._ledger(log, 5) == {"pause": 30, "opening_pause": 0, "gain": 0.8, "opening_gain": None}
+    assert probes.StepTimes._ledger(log, 2) == {"pause": 0, "opening_pause": 7, "gain": None, "opening_gain": 1.3}
+    assert probes.StepTimes._ledger(log, 0) == {}
+    assert probes.StepTimes._ledger(types.SimpleNamespace(proposer=object()), 5) == {}
+
+
 @pytest.mark.parametrize("async_scheduling", [True, False])
 def test_lookup_rounds_are_their_own_kind(benchmark_script, monkeypatch, folders, kit, async_scheduling) -> None:
     """A round of prompt-lookup drafts only (`LookupAssist`, here over no drafter) is logged as
