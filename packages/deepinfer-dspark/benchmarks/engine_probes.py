@@ -84,15 +84,20 @@ class StepTimes:
     def _ledger(self, batch: int) -> dict:
         """The confidence proposer's pause ledgers after a step, at `batch`'s bucket (the requests
         running before it; empty for other proposers): rounds still paused in the replies'
-        bodies (`pause`) and openings (`opening_pause`), and the smoothed expected gains there
-        (`gain`, `opening_gain`; None before a drafted round): why a load drafted or not."""
+        bodies (`pause`) and openings (`opening_pause`), the smoothed expected gains there
+        (`gain`, `opening_gain`; None before a drafted round), and the drafted rounds' measured /
+        predicted time (`round_time`: `MeasuredRates.correction` as `measure_round_times` reads it,
+        1.0 before `ROUND_SAMPLES` samples; read without `relax`): why a load drafted or not."""
         pauses, openings = getattr(self.proposer, "pauses", None), getattr(self.proposer, "openings", None)
         if pauses is None or openings is None or not batch:
             return {}
+        from deepinfer_dspark.measured_rates import ROUND_SAMPLES, SPEC
+
         gain, opening = pauses.gain(batch), openings.ledger.gain(batch)
         return {"pause": pauses.left(batch), "opening_pause": openings.ledger.left(batch),
                 "gain": None if gain is None else round(gain, 3),
-                "opening_gain": None if opening is None else round(opening, 3)}
+                "opening_gain": None if opening is None else round(opening, 3),
+                "round_time": round(self.proposer.rates.correction(SPEC, batch, least=ROUND_SAMPLES), 3)}
 
     @staticmethod
     def _kind(before: tuple, after: tuple) -> str:

@@ -52,9 +52,15 @@ def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_r
     proposer.pauses.judge(5, 0.8)
     proposer.openings.ledger.pause(2, 7)
     proposer.openings.ledger.judge(2, 1.3)
+    from deepinfer_dspark.measured_rates import SPEC
+    for _ in range(3):                                  # three samples of rounds 1.5x their prediction at 2
+        proposer.rates.windows.setdefault((SPEC, 2), []).append(1.5)
+    proposer.rates._medians[(SPEC, 2)] = 1.5
     log = types.SimpleNamespace(proposer=proposer)
-    assert probes.StepTimes._ledger(log, 5) == {"pause": 30, "opening_pause": 0, "gain": 0.8, "opening_gain": None}
-    assert probes.StepTimes._ledger(log, 2) == {"pause": 0, "opening_pause": 7, "gain": None, "opening_gain": 1.3}
+    assert probes.StepTimes._ledger(log, 5) == {"pause": 30, "opening_pause": 0, "gain": 0.8, "opening_gain": None,
+                                                "round_time": 1.0}
+    assert probes.StepTimes._ledger(log, 2) == {"pause": 0, "opening_pause": 7, "gain": None, "opening_gain": 1.3,
+                                                "round_time": 1.5}
     assert probes.StepTimes._ledger(log, 0) == {}
     assert probes.StepTimes._ledger(types.SimpleNamespace(proposer=object()), 5) == {}
 
