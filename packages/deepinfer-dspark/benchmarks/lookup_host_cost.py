@@ -16,6 +16,13 @@ alone, with the wrapper, the wrapper without its n-gram filter (each search sync
 window, as before session 34), and the wrapper searching nothing (the asks alone). It measures
 this machine's host; the H200's is several times slower (BENCHMARKS.md).
 
+`--replies FILE` (`record_replies.py`'s JSON, gzipped or not) grows each request along a real greedy
+reply instead (its prompt, then one reply token a step; the next reply once it ends), so the filter
+and the searches meet real text; `--quiet` pauses DSpark with the features kept (quiet stretches,
+whose steps hand over their features: `observe_step`, a no-op here) instead of declining them.
+In session 43 the tiny engine on this CPU showed why: there the wrapper's calls cost 30-60 us a
+paused step, several times what the fresh-token dormant steps of this script read.
+
 Usage (repository root; profiles as `bench_dspark.py --save-sps` writes them, `sps.json` and
 `spec_sps.json` in one folder):
     python3 packages/deepinfer-dspark/benchmarks/lookup_host_cost.py \
@@ -25,6 +32,8 @@ Usage (repository root; profiles as `bench_dspark.py --save-sps` writes them, `s
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import random
 import sys
 import time
@@ -51,9 +60,26 @@ class _Unfiltered(TokenBytes):
         return True
 
 
-def build(mode: str, batch: int, decode: SPSProfile, slow: SPSProfile, min_n: int, check_every: int, seed: int):
-    """A paused DSpark at `batch` requests, wrapped as `mode` says."""
-    inner = DSparkProposer(sim.FakeRunner(7, 0.9, random.Random(seed)), 7, slow, decode=decode)
+class _Quiet(DSparkProposer):
+    """DSpark paused with the features kept: its dormant stretches declared as quiet ones."""
+
+    def dormant_rounds(self, num_requests: int) -> int:
+        return 0
+
+    def quiet_rounds(self, num_requests: int) -> int:
+        return super().dormant_rounds(num_requests)
+
+    def quiet_passed(self, num_requests: int, rounds: int) -> None:
+        super().dormant_passed(num_requests, rounds)
+
+    def observe_step(self, *args) -> None:   # (what DSpark does with the features is not the wrapper's cost)
+        pass
+
+
+def build(mode: str, batch: int, decode: SPSProfile, slow: SPSProfile, min_n: int, check_every: int, seed: int,
+          quiet: bool = False):
+    """A paused DSpark at `batch` requests (`quiet`: keeping the features), wrapped as `mode` says."""
+    inner = (_Quiet if quiet else DSparkProposer)(sim.FakeRunner(7, 0.9, random.Random(seed)), 7, slow, decode=decode)
     proposer = inner if mode == "dspark" else LookupAssist(inner, min_n, check_every)
     if mode == "lookup-asks":
         proposer._search = lambda batch, request_ids=None: None   # (an instance attribute: no search)
@@ -62,25 +88,48 @@ def build(mode: str, batch: int, decode: SPSProfile, slow: SPSProfile, min_n: in
     return proposer
 
 
-def step_time(proposer, batch: int, context: int, steps: int, seed: int, unfiltered: bool = False) -> float:
+def step_time(proposer, batch: int, context: int, steps: int, seed: int, unfiltered: bool = False,
+              replies: list[dict] | None = None) -> float:
     """Mean host seconds of `steps` paused steps at `batch` requests, as the engine asks
-    (`DormantSteps.step`, else `idle_rounds` / `idle_round`), each request's context starting at
-    `context` fresh tokens and growing by one a step."""
+    (`DormantSteps.step`, else `idle_rounds` / `idle_round`; a quiet step's features handed over
+    with `observe_step`), each request's context starting at `context` fresh tokens and growing
+    by one a step, or (`replies`) along real replies, request i from reply i on."""
     rng = random.Random(seed)
-    views = {f"r{i}": [rng.randrange(1 << 30) for _ in range(context)] for i in range(batch)}
     track = getattr(proposer, "track", None)
-    for request_id, tokens in views.items():
+    views, streams, served = {}, {}, [batch - 1]
+
+    def start(slot: int) -> None:
+        request_id = f"r{slot}-{len(views)}"
+        if replies is None:
+            tokens, stream = [rng.randrange(1 << 30) for _ in range(context + 1)], None
+        else:
+            served[0] += 1
+            reply = replies[served[0] % len(replies)]
+            tokens, stream = list(reply["prompt"]) + reply["reply"][:1], iter(reply["reply"][1:])
         if track is not None:
             track(request_id, tokens)
             if unfiltered:
                 proposer._ctx[request_id] = _Unfiltered()
-        tokens.append(rng.randrange(1 << 30))   # decoding: past the prompt
-    dormant, total = DormantSteps(proposer), 0.0
+        views[slot], streams[slot] = (request_id, tokens), stream   # (the first token: decoding, past the prompt)
+
+    for slot in range(batch):
+        start(slot)
+    dormant, total, feats = DormantSteps(proposer), 0.0, None
     for _ in range(steps):
-        for tokens in views.values():
-            tokens.append(rng.randrange(1 << 30))
+        for slot, (request_id, tokens) in list(views.items()):
+            token = rng.randrange(1 << 30) if streams[slot] is None else next(streams[slot], None)
+            if token is None:   # the reply ended: the next one in its slot (no step asked in between)
+                dormant.settle()
+                proposer.remove(request_id)
+                start(slot)
+            else:
+                tokens.append(token)
         began = time.perf_counter()
-        if not dormant.step(batch) and proposer.idle_rounds() > 0:
+        if dormant.step(batch):
+            if dormant.features:
+                proposer.observe_step([rid for rid, _ in views.values()], [len(t) - 1 for _, t in views.values()],
+                                      [1] * batch, list(range(batch)), feats)
+        elif proposer.idle_rounds() > 0:
             proposer.idle_round(batch)
         total += time.perf_counter() - began
     return total / steps
@@ -95,9 +144,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--min-n", type=int, default=2, help="prompt_lookup_min")
     parser.add_argument("--check-every", type=int, default=CHECK_EVERY, help="tokens between two searches")
+    parser.add_argument("--replies", type=Path, help="record_replies.py's JSON (.gz too): requests grow along them")
+    parser.add_argument("--quiet", action="store_true", help="DSpark paused with the features kept (quiet stretches)")
     args = parser.parse_args()
     if min(args.batch) < 1 or min(args.context, args.steps, args.repeats, args.min_n, args.check_every) < 1:
         parser.error("--batch, --context, --steps, --repeats, --min-n and --check-every: must be >= 1")
+    replies = None
+    if args.replies is not None:
+        raw = args.replies.read_bytes()
+        replies = [r for r in json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)["replies"]
+                   if len(r["reply"]) > 1]
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
     slow = SPSProfile(spec.batch_tokens, [rate / 100.0 for rate in spec.steps_per_s])   # drafting never pays
@@ -105,8 +161,9 @@ def main() -> None:
         best = dict.fromkeys(MODES, float("inf"))
         for repeat in range(args.repeats):
             for mode in MODES:
-                proposer = build(mode, batch, decode, slow, args.min_n, args.check_every, repeat)
-                seconds = step_time(proposer, batch, args.context, args.steps, repeat, mode == "lookup-unfiltered")
+                proposer = build(mode, batch, decode, slow, args.min_n, args.check_every, repeat, args.quiet)
+                seconds = step_time(proposer, batch, args.context, args.steps, repeat, mode == "lookup-unfiltered",
+                                    replies)
                 best[mode] = min(best[mode], seconds)
         print(f"batch {batch}: a paused step, mean us: " + ", ".join(f"{m} {1e6 * s:.2f}" for m, s in best.items())
               + f"; the wrapper adds {1e6 * (best['lookup'] - best['dspark']):.2f}", flush=True)

@@ -38,6 +38,53 @@ def test_held_steps_are_reported_once_used_up_or_flushed() -> None:
     assert held.rounds(4) is None and not held.ran(4, 1)   # a declaration of none holds nothing
 
 
+def test_a_quiet_stretch_is_held_apart_from_a_dormant_one() -> None:
+    dormant, quiet = [], []
+    held = HeldStretch(lambda n, r: dormant.append((n, r)), lambda n, r: quiet.append((n, r)))
+    held.declared(2, 4, quiet=True)
+    assert held.quiet and held.rounds(2, quiet=True) == 4 and held.rounds(2) is None   # another kind: ask
+    assert not held.ran(2, 1) and held.ran(2, 1, quiet=True)   # a dormant report is not its step
+    held.flush()
+    assert quiet == [(2, 1)] and dormant == [] and held.rounds(2, quiet=True) is None
+    held.declared(2, 3)
+    assert not held.quiet and held.ran(2, 3) and dormant == [(2, 3)]   # used up: reported as dormant
+    alone = HeldStretch(lambda n, r: None)   # no quiet report: a quiet stretch is never held
+    alone.declared(1, 5, quiet=True)
+    assert alone.rounds(1, quiet=True) is None and not alone.ran(1, 1, quiet=True)
+
+
+def test_a_quiet_stretch_is_asked_once_and_its_features_do_not_end_it() -> None:
+    """DSpark paused with its features kept declares a quiet stretch: the engine, capped at one
+    step by the wrapper, asks before every step and hands over every step's features
+    (`observe_step`), DSpark hears one ask and, before any other call, one report (session 43:
+    its per-step asks and reports cost ~37 us a paused step on this repository's CPU)."""
+    from deepinfer_dspark.no_drafter import NoDrafter
+
+    inner, heard = NoDrafter(K), []
+    inner.dormant_rounds = lambda n: heard.append(("dormant_rounds", n)) or 0
+    inner.quiet_rounds = lambda n: heard.append(("quiet_rounds", n)) or 6
+    inner.quiet_passed = lambda n, r: heard.append(("quiet_passed", n, r))
+    inner.observe_step = lambda *args: heard.append(("observe_step",))
+    inner.wants_features = lambda: heard.append(("wants_features",)) or True
+    lookup = LookupAssist(inner, 2, check_every=1)
+    views = {"a": [1, 2, 3], "b": [4, 5, 6]}
+    for rid, view in views.items():
+        lookup.track(rid, view)
+    engine = DormantSteps(lookup)
+    for step in range(5):
+        for view in views.values():
+            view.append(100 + step)      # fresh tokens: no lookup round is due
+        assert engine.step(2) and engine.features and engine.left == 0   # quiet, one step at a time
+        lookup.observe_step(["a", "b"], [3 + step, 3 + step], [1, 1], [0, 1], None)
+    assert heard == [("dormant_rounds", 2), ("quiet_rounds", 2)] + [("observe_step",)] * 5
+    engine.settle()
+    assert lookup.wants_features()        # any other call: DSpark hears the steps first
+    assert heard[-2:] == [("quiet_passed", 2, 5), ("wants_features",)]
+    for view in views.values():
+        view.append(7)
+    assert engine.step(2) and heard[-2:] == [("dormant_rounds", 2), ("quiet_rounds", 2)]   # asked anew
+
+
 class Recording(DSparkProposer):
     """DSpark counting the engine's dormant asks and reports, and checking that every other call
     comes after the steps run were reported."""

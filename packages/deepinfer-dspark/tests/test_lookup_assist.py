@@ -368,6 +368,37 @@ def test_the_host_cost_script_times_both_modes(benchmark_script, tmp_path, monke
     assert all(f"{mode} " in line for line in lines for mode in bench.MODES) and all("adds" in x for x in lines)
 
 
+def test_the_host_cost_script_grows_real_replies_in_quiet_stretches(benchmark_script, tmp_path, monkeypatch,
+                                                                   capsys) -> None:
+    """`--replies` grows the requests along recorded replies (gzipped: the next reply once one
+    ends) and `--quiet` pauses DSpark with the features kept: the engine's steps are quiet ones."""
+    import gzip
+    import json
+    import sys
+
+    from deepinfer_core.engine.dormant_steps import DormantSteps
+
+    bench = benchmark_script("lookup_host_cost")
+    decode, spec = SPSProfile([1, 8], [1000.0, 900.0]), SPSProfile([8, 64], [400.0, 300.0])
+    decode.save(tmp_path / "sps.json")
+    spec.save(tmp_path / "spec_sps.json")
+    replies = [{"prompt": [1, 2, 3], "reply": [4, 5, 4, 5, 4, 5, 4, 5]}, {"prompt": [9], "reply": [7, 7, 7]}]
+    path = tmp_path / "replies.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"target": "t", "max_tokens": 8, "replies": replies}).encode()))
+    monkeypatch.setattr(sys, "argv", ["lookup_host_cost.py", "--profiles", str(tmp_path), "--batch", "1", "2",
+                                      "--steps", "30", "--repeats", "1", "--replies", str(path), "--quiet"])
+    bench.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["batch 1", "batch 2"]
+    slow = SPSProfile(spec.batch_tokens, [rate / 100.0 for rate in spec.steps_per_s])
+    proposer = bench.build("lookup", 1, decode, slow, 2, 1, 0, quiet=True)
+    proposer.track("a", [1, 2, 3, 8])
+    engine = DormantSteps(proposer)
+    assert not engine.step(1) and proposer.idle_rounds() > 0   # (the first step judges the load: paused)
+    proposer.idle_round(1)
+    assert engine.step(1) and engine.features and proposer._held.quiet   # quiet, held by the wrapper
+
+
 def test_a_running_count_holds_for_one_round_only(fake_runner) -> None:
     """`running` (some requests not asked) prices the next round only, in DSpark and in the
     wrapper, also when that round was a lookup round (DSpark then hears `idle_round`): a later

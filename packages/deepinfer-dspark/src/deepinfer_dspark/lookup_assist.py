@@ -63,6 +63,9 @@ class _Inner:
     host against 0.04; session 30's helper, ~5 us a step). A name the inner proposer lacks raises
     AttributeError as it would there (`getattr(proposer, name, None)` still sees None)."""
 
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet   # the engine calls it inside a quiet stretch: it does not end one held
+
     def __set_name__(self, owner, name: str) -> None:
         self.name = name
 
@@ -70,7 +73,9 @@ class _Inner:
         if obj is None:
             return self
         state = obj.__dict__
-        state["_held"].flush()   # (DSpark hears of its dormant steps before anything else)
+        held = state["_held"]
+        if not (self.quiet and held.quiet):
+            held.flush()   # (DSpark hears of its dormant steps before anything else)
         return getattr(state["inner"], self.name)
 
     def __set__(self, obj, value) -> None:
@@ -119,11 +124,12 @@ class LookupAssist:
                                  in_run=False,    # the last step carried drafts (a round)
                                  draining=False),  # the engine only drains what it holds
             _could={},      # batch -> `_could_pay`
-            _held=HeldStretch(self._held_passed),   # DSpark's dormant stretch, sliced for the engine
+            _held=HeldStretch(self._held_passed, self._held_quiet),   # DSpark's stretch, sliced for the engine
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
     # DSpark's, read every step (core, the step logger): forwarded without `__getattr__`'s miss
-    wants_features, observe_step, observe_many, observe = _Inner(), _Inner(), _Inner(), _Inner()
+    wants_features = _Inner()
+    observe_step, observe_many, observe = _Inner(quiet=True), _Inner(quiet=True), _Inner(quiet=True)
     target_layer_ids, drafted_rounds, pending, runner = _Inner(), _Inner(), _Inner(), _Inner()
 
     def __getattr__(self, name: str):
@@ -206,22 +212,33 @@ class LookupAssist:
 
     def dormant_rounds(self, num_requests: int) -> int:
         self._now.running = num_requests
-        rounds = self._held.rounds(num_requests)   # (what is left of DSpark's last declaration)
+        held = self._held
+        if held.quiet and held.rounds(num_requests, quiet=True) is not None:
+            return 0   # inside DSpark's quiet stretch: the engine would not ask it (`quiet_rounds` answers)
+        rounds = held.rounds(num_requests)   # (what is left of DSpark's last declaration)
         if rounds is None:
-            self._held.flush()
+            held.flush()
             rounds = self.inner.dormant_rounds(num_requests)
-            self._held.declared(num_requests, rounds)
+            held.declared(num_requests, rounds)
         return self._stretch(rounds, num_requests)
 
     def quiet_rounds(self, num_requests: int) -> int:
         self._now.running = num_requests
-        self._held.flush()
-        return self._stretch(self.inner.quiet_rounds(num_requests), num_requests)
+        rounds = self._held.rounds(num_requests, quiet=True)
+        if rounds is None:
+            self._held.flush()
+            rounds = self.inner.quiet_rounds(num_requests)
+            self._held.declared(num_requests, rounds, quiet=True)
+        return self._stretch(rounds, num_requests)
 
     def _held_passed(self, num_requests: int, rounds: int) -> None:
         """`HeldStretch`'s report: DSpark's `dormant_passed` (the wrapped proposer's at call time:
         a copy reports to its own)."""
         self.inner.dormant_passed(num_requests, rounds)
+
+    def _held_quiet(self, num_requests: int, rounds: int) -> None:
+        """`HeldStretch`'s report of a quiet stretch: DSpark's `quiet_passed`."""
+        self.inner.quiet_passed(num_requests, rounds)
 
     def dormant_passed(self, num_requests: int, rounds: int) -> None:
         self._now.running, self._now.in_run = num_requests, False
@@ -233,8 +250,9 @@ class LookupAssist:
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
         self._now.running, self._now.in_run = num_requests, False
         self.classes.age(rounds)
-        self._held.flush()
-        self.inner.quiet_passed(num_requests, rounds)
+        if not self._held.ran(num_requests, rounds, quiet=True):
+            self._held.flush()
+            self.inner.quiet_passed(num_requests, rounds)
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         self.classes.age(1)
