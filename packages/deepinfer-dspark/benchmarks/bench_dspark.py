@@ -84,7 +84,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
          "confidence-untimed", "confidence-tail", "confidence-mean",
-         "confidence-stragglers")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-stragglers", "confidence-loops", "confidence-unheld")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -92,6 +92,16 @@ def variant_engine_kw(name: str, engine_kw: dict) -> dict:
     """The engine arguments of variant `name`: `engine_kw`, with `mixed_cuda_graphs` on for a name
     ending in `+mixed` (so one process pairs an engine with mixed-step graphs against one without)."""
     return {**engine_kw, "mixed_cuda_graphs": True} if name.endswith(MIXED) else engine_kw
+
+
+def built(name: str, llm):
+    """The engine of variant `name`, as built or patched: `confidence-unheld` is the default with
+    DSpark's quiet stretches no longer held by the prompt-lookup wrapper (DSpark asked before
+    every paused step, as until session 43: `HeldStretch` holds only dormant stretches)."""
+    if name.removesuffix(MIXED) == "confidence-unheld":
+        proposer = llm.engine.speculative.proposer
+        proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
+    return llm
 
 
 def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) -> dict:
@@ -317,6 +327,10 @@ def main() -> None:
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
     # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
     variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
+    # ... and with prompt lookup taking looping requests from DSpark (`lookup_loops`, session 43), and with
+    # DSpark's quiet stretches no longer held by the lookup wrapper (`built`: as until session 43).
+    variants["confidence-loops"] = {**variants["confidence"], "lookup_loops": True}
+    variants["confidence-unheld"] = {**variants["confidence"]}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:
@@ -344,7 +358,7 @@ def main() -> None:
         if args.budget is not None and time.perf_counter() - t0 > args.budget:
             print(f"{name}: skipped (budget spent)", flush=True)
             continue
-        llm = LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw))
+        llm = built(name, LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw)))
         trace = StepTimes(llm) if args.step_times else None
         if spec is not None and llm.engine.speculative is None:
             print(f"{name}: the proposer retired at load (drafting cannot pay at any batch size under the "
@@ -373,7 +387,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     from deepinfer_core import LLM, SamplingParams
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
-    llms = {name: LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw))
+    llms = {name: built(name, LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw)))
             for name, spec in variants.items()}
     logs = {name: [] for name in llms} if args.step_log is not None else {}
     traces = ({name: StepTimes(llm, logs.get(name)) for name, llm in llms.items()}

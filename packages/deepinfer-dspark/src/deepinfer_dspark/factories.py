@@ -67,6 +67,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           more than `TAIL_SLACK` tokens ahead of the least advanced weighs `TAIL_AHEAD`, see
           `batch_tail.tail_expected`; needs prompt_lookup_min >= 1; lost on the H200, 0.924 against
           0.952 at 8 requests and 0.973 against 1.004 at 2: not recommended, BENCHMARKS.md session 38),
+          lookup_loops (False: opt in to prompt-lookup drafts also where DSpark drafts, for a
+          request whose text is caught in a loop, `LookupPricing.loops`; needs prompt_lookup_min >= 1),
           judge_stragglers (False: opt in to scaling a round's gain, while the engine drains what
           it holds (`LLM.generate`), by what the batch's last request to finish keeps of it,
           `Stragglers`, from the tokens a drafted round gave each finished request; in
@@ -171,10 +173,13 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
                          f"(the drafter's block_size), got {k}")
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
+    loops = settings.pop("lookup_loops")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     if not proposer.retired:
         _prepare(runner, model_info, k)
-    return LookupAssist(proposer, lookup, tail_rounds=tail_rounds) if lookup and not proposer.retired else proposer
+    if not lookup or proposer.retired:
+        return proposer
+    return LookupAssist(proposer, lookup, tail_rounds=tail_rounds, prefer_loops=loops)
 
 
 def _dspark_settings(spec_config: dict) -> dict[str, Any]:
@@ -212,7 +217,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                "judge_stragglers"):
+                "judge_stragglers", "lookup_loops"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -252,7 +257,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 judge_stragglers=_bool_key(spec_config, "judge_stragglers", False),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
-                prompt_lookup_min=lookup, tail_rounds=_tail_rounds(spec_config, lookup))
+                prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
+                lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 
 
 # Checked by the engine before it loads the target (`deepinfer_core.interfaces.Proposer`).
@@ -303,7 +309,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
                          "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                         "judge_stragglers"})
+                         "judge_stragglers", "lookup_loops"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -345,13 +351,13 @@ def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
     return value
 
 
-def _tail_rounds(spec_config: dict, lookup: int) -> bool:
-    """`tail_rounds` (absent or None: False): a bool; True needs prompt lookup (`LookupAssist`
-    tracks the requests and hears `draining`)."""
-    on = _bool_key(spec_config, "tail_rounds", False)
+def _needs_lookup(spec_config: dict, key: str, lookup: int) -> bool:
+    """`tail_rounds` or `lookup_loops` (absent or None: False): a bool; True needs prompt lookup
+    (`LookupAssist` tracks the requests, hears `draining` and searches them)."""
+    on = _bool_key(spec_config, key, False)
     if on and not lookup:
-        raise ValueError("speculative_config.tail_rounds: weighs rounds by the batch's tail, which the prompt "
-                         "lookup wrapper tracks; it needs prompt_lookup_min >= 1")
+        raise ValueError(f"speculative_config.{key}: works through the prompt lookup wrapper; it needs "
+                         f"prompt_lookup_min >= 1")
     return on
 
 

@@ -41,6 +41,7 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 from deepinfer_dspark.batch_tail import TAIL_AHEAD, TAIL_SLACK, tail_weights  # noqa: F401 (re-exported)
 from deepinfer_dspark.batch_tail import known_tokens as _known
 from deepinfer_dspark.held_stretch import HeldStretch
+from deepinfer_dspark.lookup_pricing import LookupPricing
 from deepinfer_dspark.match_classes import PRIOR_RATES, MatchClasses  # noqa: F401 (re-exported)
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS, RoundCosts
 from deepinfer_dspark.token_bytes import WINDOW, TokenBytes
@@ -85,7 +86,7 @@ class _Inner:
         delattr(obj.__dict__["inner"], self.name)
 
 
-class LookupAssist:
+class LookupAssist(LookupPricing):
     """A `DSparkProposer` (confidence scheduling) with prompt lookup where it drafts nothing.
 
     Args:
@@ -97,13 +98,15 @@ class LookupAssist:
             marks (`LLM.generate`); False counts every request's fully.
         tail_rounds: also judge DSpark's rounds with those weights (`DSparkProposer.round_weights`,
             `batch_tail.tail_expected`); False (the default) judges them by every request's drafts.
+        prefer_loops: a request caught in a loop gets lookup drafts also where DSpark drafts
+            (`LookupPricing.loops`; DSpark then drafts for the others, or hears an idle round).
 
     Raises:
         ValueError: `min_n` or `check_every` out of range (named).
     """
 
-    def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY,
-                 costs: RoundCosts = H200_ROUND_COSTS, tail: bool = True, tail_rounds: bool = False) -> None:
+    def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY, costs: RoundCosts = H200_ROUND_COSTS,
+                 tail: bool = True, tail_rounds: bool = False, prefer_loops: bool = False) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
@@ -111,6 +114,7 @@ class LookupAssist:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
             inner=inner, min_n=min_n, check_every=check_every, costs=costs, tail=tail, tail_rounds=tail_rounds,
+            prefer_loops=prefer_loops,
             _views={},      # request -> its live tokens (`track`)
             _ctx={},        # request -> its known tokens as bytes (`TokenBytes`)
             _prompt={},     # request -> tokens when tracked: the search starts past them
@@ -265,10 +269,20 @@ class LookupAssist:
             self.inner.idle_round(running)
             drafts = [Draft([]) for _ in requests]
         else:
+            loops = self.loops(requests, running)
+            asked = [r for r in requests if r.request_id not in loops] if loops else requests
             if self.tail_rounds:   # DSpark's round judged as the batch's tail counts it
                 self.inner.round_weights = self._tail(running)
-            drafts = self.inner.propose(requests)
-            empty = [r.request_id for r, d in zip(requests, drafts) if not d.token_ids]
+            if not asked:   # every request loops: DSpark's round is an idle one
+                self.inner.idle_round(running)
+                drafts = [Draft([]) for _ in requests]
+            elif loops:     # DSpark drafts for the others, its round priced at the requests running
+                self.inner.running(running)
+                by_id = dict(zip((r.request_id for r in asked), self.inner.propose(asked)))
+                drafts = [by_id.get(r.request_id, Draft([])) for r in requests]
+            else:
+                drafts = self.inner.propose(requests)
+            empty = [r.request_id for r, d in zip(requests, drafts) if not d.token_ids and r.request_id not in loops]
             if empty and self._could_pay(running):
                 self._search(running, empty)   # the requests DSpark left empty (a gap in their context)
         found = {}
@@ -319,14 +333,6 @@ class LookupAssist:
             return 0
         return min(rounds, self.check_every)
 
-    def _could_pay(self, batch: int) -> bool:
-        """Whether a lookup round of k drafts, all accepted, for one request pays at `batch`
-        (memoized: it reads the decode profile only)."""
-        could = self._could.get(batch)
-        if could is None:
-            could = self._could[batch] = batch >= 1 and self.pays(batch, [(self.inner.num_tokens, 1.0)])
-        return could
-
     def _due(self, batch: int) -> bool:
         """Whether a lookup round pays at `batch` requests: some running request's suffix
         occurred before (searched when it grew `check_every` tokens, or just drafted) and
@@ -338,26 +344,6 @@ class LookupAssist:
             return False
         return self.pays(batch, self._priced_drafts(batch, self._matched),
                          self._now.in_run)
-
-    def _priced_drafts(self, batch: int, matched: dict[str, tuple[int, int]]) -> list[tuple[int, float]]:
-        """(drafts, expected accepted share) for `pays`, from request -> (drafts, match class),
-        each share weighed by `_tail`."""
-        tail = self._tail(batch)
-        return [(drafts, self.classes.rate(cls) * tail.get(rid, 1.0)) for rid, (drafts, cls) in matched.items()]
-
-    def _tail(self, batch: int) -> dict[str, float]:
-        """In a batch's tail (no request waits: every request tracked runs), the weight of each
-        running request's accepted drafts: a call then ends when its last reply does, so tokens a
-        request gains ahead of the others mostly leave its slot idle later. The H200's step log
-        (session 30, 8 requests, batch form) read 0.32 of the steps `pays` counted as saved.
-        A request counts fully while its output leads the least advanced one's by at most
-        `TAIL_SLACK` tokens, and `TAIL_AHEAD` beyond. Empty (all weigh 1) while requests wait.
-        `lookup_replay.py --batch-form` (session 30): 1.182 -> 1.195 at 2 requests, 1.005 ->
-        1.042 at 4; the closed loop with the engine's own cap unchanged (1.235 / 1.177 -> 1.234 /
-        1.179). But a server whose clients cap their concurrency has no queue either, and there
-        it cost 1.235 / 1.177 -> 1.195 / 1.123 (session 30's review helper): so only while the
-        engine says it is `draining` (`LLM.generate`: no request is added until it returns)."""
-        return tail_weights(self._views, self._prompt, batch, self.tail and self._now.draining)
 
     def _search(self, batch: int, request_ids: list[str] | None = None) -> None:
         """Searches `request_ids`, or else the oldest `batch` requests tracked (first come,
@@ -389,25 +375,5 @@ class LookupAssist:
             else:
                 self._matched.pop(request_id, None)
         self._recheck.clear()
-
-    def pays(self, batch: int, drafts: list[tuple[int, float]], in_run: bool = False) -> bool:
-        """Whether a lookup round at `batch` requests, with `(drafts, accepted share)` for each
-        request that has them, emits more tokens per second than plain decoding: (batch + the
-        expected accepted drafts) / batch tokens per plain step's worth, against the round's
-        cost in plain steps: the decode profile read at batch + sum(drafts) rows (an upper bound:
-        verifying a draft costs at most a request's decode step) plus `costs.priced(batch,
-        in_run)` 1-request steps (`RoundCosts`: a round after a plain step waits for it, one in a
-        run does not; `in_run`: the step before carried drafts). Without a profile: 1 + those
-        plain steps."""
-        extra = sum(length for length, _ in drafts)
-        gain = (batch + sum(length * rate for length, rate in drafts)) / batch
-        over = self.costs.priced(batch, in_run)
-        decode = self.inner.decode
-        if decode is None:
-            return gain > 1.0 + over
-        step = 1.0 / decode.at(batch)
-        cost = (1.0 / decode.at(batch + extra) + over / decode.at(1)) / step
-        return gain > cost
-
 
 _FORWARDED = frozenset(name for name, value in vars(LookupAssist).items() if isinstance(value, _Inner))
