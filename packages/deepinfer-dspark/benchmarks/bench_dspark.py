@@ -101,7 +101,9 @@ def built(name: str, llm):
     every paused step, as until session 43: `HeldStretch` holds only dormant stretches);
     `confidence-openprobe` the default with `opening_probes` (an opening's loss settles only where
     the body loses too: `PausePolicy._plan_pause`)."""
-    proposer = llm.engine.speculative.proposer if llm.engine.speculative is not None else None
+    if name.removesuffix(MIXED) not in ("confidence-unheld", "confidence-openprobe"):
+        return llm
+    proposer = llm.engine.speculative.proposer
     if name.removesuffix(MIXED) == "confidence-unheld":
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
     if name.removesuffix(MIXED) == "confidence-openprobe":   # (session 43's candidate, not a config key yet)
