@@ -84,8 +84,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
          "confidence-untimed", "confidence-tail", "confidence-mean",
-         "confidence-stragglers", "confidence-loops", "confidence-unheld",
-         "confidence-openprobe")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-stragglers", "confidence-loops", "confidence-unheld")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -98,16 +97,10 @@ def variant_engine_kw(name: str, engine_kw: dict) -> dict:
 def built(name: str, llm):
     """The engine of variant `name`, as built or patched: `confidence-unheld` is the default with
     DSpark's quiet stretches no longer held by the prompt-lookup wrapper (DSpark asked before
-    every paused step, as until session 43: `HeldStretch` holds only dormant stretches);
-    `confidence-openprobe` the default with `opening_probes` (an opening's loss settles only where
-    the body loses too: `PausePolicy._plan_pause`)."""
-    if name.removesuffix(MIXED) not in ("confidence-unheld", "confidence-openprobe"):
-        return llm
-    proposer = llm.engine.speculative.proposer
-    if name.removesuffix(MIXED) == "confidence-unheld":
+    every paused step, as until session 43: `HeldStretch` holds only dormant stretches)."""
+    if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
+        proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
-    if name.removesuffix(MIXED) == "confidence-openprobe":   # (session 43's candidate, not a config key yet)
-        getattr(proposer, "inner", proposer).opening_probes = True
     return llm
 
 
@@ -338,8 +331,6 @@ def main() -> None:
     # DSpark's quiet stretches no longer held by the lookup wrapper (`built`: as until session 43).
     variants["confidence-loops"] = {**variants["confidence"], "lookup_loops": True}
     variants["confidence-unheld"] = {**variants["confidence"]}
-    # ... and with an opening's loss settled (paused 100-300 rounds) only where the body loses too (`built`)
-    variants["confidence-openprobe"] = {**variants["confidence"]}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

@@ -293,23 +293,3 @@ def test_openings_are_judged_against_one_where_the_body_settled_a_loss() -> None
     inferred = fresh()
     inferred._inferred.add(1)
     assert opening_round(inferred) > 0
-
-
-def test_with_opening_probes_a_settled_opening_loss_pauses_long_only_where_the_body_loses() -> None:
-    """`opening_probes` (session 43's candidate, off by default): an opening's settled loss pauses
-    for the probe's overhead (`probe_overhead`: 100-300 rounds) only where the body loses too;
-    where the body drafts, the reply pays the transition into it anyway, so the openings pause
-    for the backoff and the round's own loss and are probed again soon."""
-    from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
-
-    def paused(opening_probes: bool, body_gain: float) -> int:
-        proposer = DSparkProposer(Runner(0.3, 0.3), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
-        proposer.opening_probes = opening_probes
-        for _ in range(SETTLED_ROUNDS):
-            proposer.pauses.judge(1, body_gain)
-            proposer.openings.ledger.judge(1, 0.5)   # the openings' own settled loss
-        proposer._plan_pause(0.2, [K], 1, opening=True)   # a losing opening round
-        return proposer.openings.ledger.left(1)
-
-    assert paused(False, 1.2) > 64 and paused(True, 0.8) > 64   # the default; a losing body
-    assert 0 < paused(True, 1.2) <= 64                           # a drafting body: the backoff only

@@ -254,13 +254,10 @@ class PausePolicy:
                     ledger.pause(batch, rounds)
             return
         if opening:   # judged apart, paused apart: no decline, no spread (`OpeningPhase`)
-            body_loses = self._body_loses(batch)
-            if not body_loses:   # a paused opening pays a transition into a drafting body
+            if not self._body_loses(batch):   # a paused opening pays a transition into a drafting body
                 gain /= self.openings.worth_skipping
             if ledger.judge(batch, gain) and gain <= 1:
-                # With `opening_probes` an opening's loss is priced as settled only where the body
-                # loses too: where it drafts, the reply pays the transition (flush, sync) anyway.
-                settled = ledger.rounds(batch) >= SETTLED_ROUNDS and (body_loses or not self.opening_probes)
+                settled = ledger.rounds(batch) >= SETTLED_ROUNDS
                 overhead = self._probe_overhead(batch) if settled else 0.0
                 ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, overhead))
             else:

@@ -160,7 +160,6 @@ class DSparkProposer(PausePolicy, StepTiming):
         self._retime_every = max(self.max_probe_every, MIN_PERIOD)   # rounds between re-timing runs
         self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket (the replies' bodies)
         self.openings = OpeningPhase(probe_every, self.max_probe_every, opening_tokens)   # their openings
-        self.opening_probes = False   # an opening's loss settles only where the body loses (`_plan_pause`)
         self._last_batch = 0                 # requests in the last round (or the last `dormant_rounds` ask)
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self._running = 0                    # requests running in the coming round, when more than asked
