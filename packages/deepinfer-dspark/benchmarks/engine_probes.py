@@ -87,17 +87,22 @@ class StepTimes:
         bodies (`pause`) and openings (`opening_pause`), the smoothed expected gains there
         (`gain`, `opening_gain`; None before a drafted round), and the drafted rounds' measured /
         predicted time (`round_time`: `MeasuredRates.correction` as `measure_round_times` reads it,
-        1.0 before `ROUND_SAMPLES` samples; read without `relax`): why a load drafted or not."""
+        1.0 before `ROUND_SAMPLES` samples; read without `relax`): why a load drafted or not. A step
+        after which the pause policy priced a round also holds it (`judged`: opening or not, the
+        expected accepted drafts, the drafts verified, the acceptance ratio and the gain before an
+        opening's `worth_skipping`: `DSparkProposer.judged`, cleared when read)."""
         pauses, openings = getattr(self.proposer, "pauses", None), getattr(self.proposer, "openings", None)
         if pauses is None or openings is None or not batch:
             return {}
         from deepinfer_dspark.measured_rates import ROUND_SAMPLES, SPEC
 
         gain, opening = pauses.gain(batch), openings.ledger.gain(batch)
+        judged, self.proposer.judged = getattr(self.proposer, "judged", None), None
         return {"pause": pauses.left(batch), "opening_pause": openings.ledger.left(batch),
                 "gain": None if gain is None else round(gain, 3),
                 "opening_gain": None if opening is None else round(opening, 3),
-                "round_time": round(self.proposer.rates.correction(SPEC, batch, least=ROUND_SAMPLES), 3)}
+                "round_time": round(self.proposer.rates.correction(SPEC, batch, least=ROUND_SAMPLES), 3),
+                **({} if judged is None else {"judged": [judged[0], *(round(float(x), 3) for x in judged[1:])]})}
 
     @staticmethod
     def _kind(before: tuple, after: tuple) -> str:

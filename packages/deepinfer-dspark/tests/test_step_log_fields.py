@@ -38,7 +38,8 @@ def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_r
     """Each step's row holds the confidence proposer's ledgers at the bucket of the requests it
     ran (`StepTimes._ledger`): rounds still paused in bodies and openings, and the smoothed gains
     (None before a round); nothing for other proposers or an empty batch (session 42: why a load
-    drafted or not, read from the H200's logs)."""
+    drafted or not, read from the H200's logs); after a round the pause policy priced, its inputs
+    (`judged`, session 43: why the openings' ledger read 0.93-0.98 at 1 request)."""
     import types
 
     from deepinfer_dspark.proposers import DSparkProposer
@@ -63,6 +64,10 @@ def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_r
                                                 "round_time": 1.5}
     assert probes.StepTimes._ledger(log, 0) == {}
     assert probes.StepTimes._ledger(types.SimpleNamespace(proposer=object()), 5) == {}
+    proposer._plan_pause(1.5, [4], 2, opening=True)   # a round priced: logged once, with its inputs
+    judged = probes.StepTimes._ledger(log, 2)["judged"]
+    assert judged[0] is True and judged[1:4] == [1.5, 4, 1.0] and judged[4] > 0
+    assert "judged" not in probes.StepTimes._ledger(log, 2)
 
 
 @pytest.mark.parametrize("async_scheduling", [True, False])

@@ -242,6 +242,7 @@ class PausePolicy:
         if self.verify_rates.short is not None and lengths:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
         gain = self.costs.gain(batch, tau, rate)
+        self.judged = (opening, expected, verified, ratio, gain)   # (read by the benchmarks' step log)
         if partial:
             if gain <= 1:   # priced as a probe: the next one pays a flush and a sync too
                 rounds = max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain, self._probe_overhead(batch)))
