@@ -84,7 +84,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
          "confidence-untimed", "confidence-tail", "confidence-mean",
-         "confidence-stragglers", "confidence-loops", "confidence-unheld")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-stragglers", "confidence-loops", "confidence-unheld",
+         "confidence-prior8")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -97,10 +98,15 @@ def variant_engine_kw(name: str, engine_kw: dict) -> dict:
 def built(name: str, llm):
     """The engine of variant `name`, as built or patched: `confidence-unheld` is the default with
     DSpark's quiet stretches no longer held by the prompt-lookup wrapper (DSpark asked before
-    every paused step, as until session 43: `HeldStretch` holds only dormant stretches)."""
+    every paused step, as until session 43: `HeldStretch` holds only dormant stretches);
+    `confidence-prior8` the default with 8 predicted drafts of pseudo-evidence at ratio 1 in its
+    acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate)."""
     if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
+    if name.removesuffix(MIXED) == "confidence-prior8":
+        proposer = llm.engine.speculative.proposer
+        getattr(proposer, "inner", proposer).acceptance.prior = 8.0
     return llm
 
 
@@ -331,6 +337,7 @@ def main() -> None:
     # DSpark's quiet stretches no longer held by the lookup wrapper (`built`: as until session 43).
     variants["confidence-loops"] = {**variants["confidence"], "lookup_loops": True}
     variants["confidence-unheld"] = {**variants["confidence"]}
+    variants["confidence-prior8"] = {**variants["confidence"]}   # (`built`: a stronger prior in the ratios)
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

@@ -311,6 +311,12 @@ def test_acceptance_ratio_unit() -> None:
         many.commit(f"r{i}", 12)   # 1 accepted of 0.75 predicted
     many.close()
     assert 1 / 0.75 > many.ratio(1) > 0.99 / 0.75   # within 1% over ~WINDOW requests (shrunk towards 1)
+    strong = AcceptanceRatio(4)    # `prior`: more pseudo-evidence at 1 (session 43's candidate: 8)
+    strong.prior = 8.0
+    strong.begin(1, [("a", 10, 4, [0.9, 0.8, 0.7, 0.6])])
+    strong.commit("a", 11)         # nothing accepted of 3.0 predicted: 8 / 11, where the default reads 1 / 4
+    strong.close()
+    assert strong.ratio(1) == pytest.approx(8 / 11)
 
 
 def test_full_acceptance_per_position_and_aging() -> None:

@@ -80,12 +80,12 @@ class _Means:
         self.predicted = self.predicted * kept + predicted
         self.realized = self.realized * kept + realized
 
-    def ratio(self) -> float | None:
-        """(R + PRIOR) / (P + PRIOR), R the realized and P the predicted drafts: the realized
+    def ratio(self, prior: float = PRIOR) -> float | None:
+        """(R + prior) / (P + prior), R the realized and P the predicted drafts: the realized
         ratio, shrunk towards 1 while the evidence is thin or stale; None before any round."""
         if not self.rounds:
             return None
-        return (self.realized + PRIOR) / (self.predicted + PRIOR)
+        return (self.realized + prior) / (self.predicted + prior)
 
 
 class AcceptanceRatio:
@@ -110,6 +110,7 @@ class AcceptanceRatio:
         self._now = 0             # engine rounds so far
         self._all = {False: _Means(0), True: _Means(0)}       # per phase, over all buckets
         self.full = FullAcceptance(num_tokens)
+        self.prior = PRIOR        # predicted drafts of pseudo-evidence at ratio 1 in every ratio
         self.body_requests = 0    # drafted requests committed in body rounds (not decayed)
 
     @property
@@ -130,7 +131,7 @@ class AcceptanceRatio:
         for m in (means, overall):
             if m is not None:
                 m.age(self._now)
-        for value in (means.ratio() if means else None, overall.ratio()):
+        for value in (means.ratio(self.prior) if means else None, overall.ratio(self.prior)):
             if value is not None:
                 return value
         return 1.0
