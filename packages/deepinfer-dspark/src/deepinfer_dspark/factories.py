@@ -68,7 +68,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           `batch_tail.tail_expected`; needs prompt_lookup_min >= 1; lost on the H200, 0.924 against
           0.952 at 8 requests and 0.973 against 1.004 at 2: not recommended, BENCHMARKS.md session 38),
           lookup_loops (False: opt in to prompt-lookup drafts also where DSpark drafts, for a
-          request whose text is caught in a loop, `LookupPricing.loops`; needs prompt_lookup_min >= 1),
+          request whose text is caught in a loop, `LookupPricing.loops`; needs prompt_lookup_min >= 1;
+          on the H200 +0 to +6 points at 1 request, -14 to +12 at 2 over four processes, and DSpark's
+          own acceptance then reads lower: not the default, BENCHMARKS.md session 43),
           judge_stragglers (False: opt in to scaling a round's gain, while the engine drains what
           it holds (`LLM.generate`), by what the batch's last request to finish keeps of it,
           `Stragglers`, from the tokens a drafted round gave each finished request; in
