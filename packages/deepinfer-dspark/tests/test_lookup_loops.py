@@ -131,3 +131,36 @@ def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, 
     assert held.report_quiet is not None and unheld.report_quiet is None
     unheld.declared(2, 5, quiet=True)
     assert unheld.rounds(2, quiet=True) is None   # nothing held: DSpark is asked every step
+
+
+def test_dspark_hears_the_requests_running_now_and_a_lone_loop_that_cannot_pay_is_its(fake_runner) -> None:
+    """Session 43's review: the count DSpark prices its round at is the engine's (`running`, else
+    the requests asked), not a stretch ask's from before a request finished; and a round in which
+    every request loops is taken from DSpark only where a round of lookup drafts alone pays (a
+    request with 1 draft of room left: DSpark drafts it)."""
+    from deepinfer_dspark.round_costs import RoundCosts
+
+    lookup, asked = wrapped(fake_runner, True)
+    lookup.costs = RoundCosts(0.0, 0.0, 0.0, 0.0, 0.0)   # (a lookup round pays at 3 requests too)
+    views = {"loop": list(LOOP), "fresh": list(FRESH), "gone": list(FRESH) + [27]}
+    for rid, view in views.items():
+        lookup.track(rid, view)
+    views["loop"].append(3)               # decoding
+    views["fresh"].append(26)
+    seen(lookup, views)
+    heard = []
+    running = lookup.inner.running
+    lookup.inner.running = lambda n: heard.append(n) or running(n)
+    lookup.dormant_rounds(3)              # a stretch ask with 3 running, then one finishes
+    lookup.remove("gone")
+    lookup.propose([ask(rid, list(views[rid])) for rid in ("loop", "fresh")])
+    assert heard == [2] and asked == [["fresh"]] and lookup.inner.batch == 2
+    lone, asked = wrapped(fake_runner, True)
+    view = list(LOOP)
+    lone.track("loop", view)
+    view.append(3)
+    seen(lone, {"loop": view})
+    short = DraftRequest("loop", list(view), 1, 0.0, 0, 1.0, 0.0, 0, 10)   # 1 draft of room left
+    assert lone.loops([short], 1) == set() and lone.loops([ask("loop", list(view))], 1) == {"loop"}
+    lone.propose([short])
+    assert asked == [["loop"]]            # DSpark was asked: a lone lookup draft would not pay here

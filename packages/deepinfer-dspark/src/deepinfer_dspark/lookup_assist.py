@@ -125,6 +125,7 @@ class LookupAssist(LookupPricing):
             classes=MatchClasses(min_n),
             _now=SimpleNamespace(override=False,  # DSpark was paused, this round drafts by lookup
                                  running=0,       # requests running, as the engine last said
+                                 told=0,          # ... in `running` (for this round only: `loops`)
                                  in_run=False,    # the last step carried drafts (a round)
                                  draining=False),  # the engine only drains what it holds
             _could={},      # batch -> `_could_pay`
@@ -201,7 +202,7 @@ class LookupAssist(LookupPricing):
         return 0 if self._now.override else rounds
 
     def running(self, num_requests: int) -> None:
-        self._now.running = num_requests
+        self._now.running = self._now.told = num_requests
         self._held.flush()
         self.inner.running(num_requests)
 
@@ -273,12 +274,17 @@ class LookupAssist(LookupPricing):
             asked = [r for r in requests if r.request_id not in loops] if loops else requests
             if self.tail_rounds:   # DSpark's round judged as the batch's tail counts it
                 self.inner.round_weights = self._tail(running)
+            told = max(len(requests), self._now.told)   # (as the engine would count DSpark's round)
             if not asked:   # every request loops: DSpark's round is an idle one
-                self.inner.idle_round(running)
+                self.inner.idle_round(told)
                 drafts = [Draft([]) for _ in requests]
             elif loops:     # DSpark drafts for the others, its round priced at the requests running
-                self.inner.running(running)
-                by_id = dict(zip((r.request_id for r in asked), self.inner.propose(asked)))
+                self.inner.running(told)
+                proposed = self.inner.propose(asked)
+                if len(proposed) != len(asked):
+                    raise ValueError(f"speculative_config.proposer: DSpark returned {len(proposed)} drafts for "
+                                     f"{len(asked)} requests")
+                by_id = dict(zip((r.request_id for r in asked), proposed))
                 drafts = [by_id.get(r.request_id, Draft([])) for r in requests]
             else:
                 drafts = self.inner.propose(requests)
@@ -308,7 +314,7 @@ class LookupAssist(LookupPricing):
             self.lookup_drafts += len(tokens)
         self.lookup_rounds += bool(found)
         self._now.in_run = any(d.token_ids for d in drafts)   # (DSpark's or lookup's: a round)
-        self._now.running = 0   # heard for this round only: later rounds asked about all count as asked
+        self._now.running = self._now.told = 0   # heard for this round only: later rounds asked about all count
         looked, asked = {requests[i].request_id for i in found}, {r.request_id for r in requests}
         self._postpone([m for m in self._matched if m not in asked])
         for request_id in [m for m in self._matched if m not in looked]:   # no longer matching (or

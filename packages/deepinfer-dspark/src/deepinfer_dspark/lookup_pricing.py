@@ -32,8 +32,13 @@ class LookupPricing:
         if not self.prefer_loops or not self._could_pay(batch) or self.classes.rate(LOOP_CLASS) < LOOP_SHARE:
             return set()
         self._search(batch, [r.request_id for r in requests])
-        return {r.request_id for r in requests
-                if self._matched.get(r.request_id, (0, -1))[1] == LOOP_CLASS and r.max_tokens > 0}
+        taken = {r.request_id: min(r.max_tokens, self._matched[r.request_id][0]) for r in requests
+                 if self._matched.get(r.request_id, (0, -1))[1] == LOOP_CLASS and r.max_tokens > 0}
+        if len(taken) == len(requests) and not self.pays(   # a round of lookup drafts alone must pay
+                batch, self._priced_drafts(batch, {rid: (n, LOOP_CLASS) for rid, n in taken.items()}),
+                self._now.in_run):
+            return set()   # (else it would carry no drafts where DSpark drafts: session 43's review)
+        return set(taken)
 
     def _could_pay(self, batch: int) -> bool:
         """Whether a lookup round of k drafts, all accepted, for one request pays at `batch`
