@@ -118,7 +118,8 @@ def test_the_engine_with_lookup_loops_stays_lossless(folders, kit, asynchronous)
 
 def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, monkeypatch) -> None:
     """`bench_dspark.py`'s `confidence-unheld` is the default engine whose lookup wrapper holds no
-    quiet stretch (as until session 43); every other variant's engine is left as built."""
+    quiet stretch (as until session 43), `confidence-settle64` the default with losses settled on
+    64 drafted requests (`settled_requests`); every other variant's engine is left as built."""
     from pathlib import Path
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -126,7 +127,11 @@ def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, 
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": K, "scheduling": "confidence",
             "sps_profile": FAST_SPS, "decode_profile": DECODE}
-    held = bench.built("confidence", kit.build(target, spec)).engine.speculative.proposer._held
+    default = bench.built("confidence", kit.build(target, spec)).engine.speculative.proposer
+    held = default._held
+    settle = bench.built("confidence-settle64", kit.build(target, spec)).engine.speculative.proposer
+    assert default.inner.settled_requests == 0 and settle.inner.settled_requests == 64
+    assert settle._held.report_quiet is not None
     unheld = bench.built("confidence-unheld", kit.build(target, spec)).engine.speculative.proposer._held
     assert held.report_quiet is not None and unheld.report_quiet is None
     unheld.declared(2, 5, quiet=True)

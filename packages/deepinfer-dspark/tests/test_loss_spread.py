@@ -298,3 +298,25 @@ def test_regret_weighs_the_gaps_cost_against_the_declines_savings(fake_runner) -
         assert not proposer.propose(gapped)[0].token_ids
         rounds += 1
     assert rounds == math.floor(100 * CAPTURE_SHARE / 0.3) + 1, rounds   # 0.3 plain steps lost a round
+
+
+def test_settled_requests_counts_the_requests_behind_a_settled_average(fake_runner) -> None:
+    """With `settled_requests` (session 44's candidate), a bucket's average is settled only once
+    its judged rounds also hold that many drafted requests (rounds times the bucket): 8 rounds
+    at 4 requests hold 32, so a loss there pauses as a young one until 16 rounds are judged; at 8
+    requests 8 rounds hold 64, settled as with rounds alone."""
+    for batch, rounds, settled in ((4, SETTLED_ROUNDS, False), (4, 16, True), (8, SETTLED_ROUNDS, True)):
+        proposer = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)
+        proposer.settled_requests = 64
+        for _ in range(rounds):
+            proposer.pauses.judge(batch, 0.8)
+        assert proposer._settled(proposer.pauses, batch) is settled and proposer._body_loses(batch) is settled
+        proposer.propose(ready_requests(proposer, batch))
+        assert proposer.pauses.gain(batch) < 1
+        assert (proposer.pauses.left(batch) >= LONG) is settled, (batch, rounds)
+        assert proposer.wants_features() is (batch == 4 and not settled)   # a settled loss declines them
+        default = DSparkProposer(fake_runner(K, 0.7), K, FALLING, decode=DECODE)   # rounds alone
+        for _ in range(rounds):
+            default.pauses.judge(batch, 0.8)
+        default.propose(ready_requests(default, batch))
+        assert default.pauses.left(batch) >= LONG and not default.wants_features()

@@ -43,7 +43,22 @@ CAPTURE_SHARE = 0.02          # a step's feature capture, in plain steps (H200, 
 
 
 class PausePolicy:
-    """The load-judging half of `DSparkProposer` (see the module docstring)."""
+    """The load-judging half of `DSparkProposer` (see the module docstring).
+
+    Attributes:
+        settled_requests: drafted requests (rounds times the bucket) a bucket's judged rounds must
+            also hold before its losses are settled (0: `SETTLED_ROUNDS` rounds alone). Session
+            44's candidate, 64: one hard reply at 1 request settled a 300-round pause on the H200
+            where fixed-7 ran 1.23-1.31x (BENCHMARKS.md, fortieth session).
+    """
+
+    settled_requests: int = 0
+
+    def _settled(self, ledger, batch: int) -> bool:
+        """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
+        there, holding at least `settled_requests` drafted requests (rounds times the bucket)."""
+        rounds = ledger.rounds(batch)
+        return rounds >= SETTLED_ROUNDS and rounds * ledger_bucket(batch) >= self.settled_requests
 
     def cannot_pay(self, batch: int) -> bool:
         """Whether drafting loses to plain decoding at `batch` requests even if every draft were
@@ -258,7 +273,7 @@ class PausePolicy:
             if not self._body_loses(batch):   # a paused opening pays a transition into a drafting body
                 gain /= self.openings.worth_skipping
             if ledger.judge(batch, gain) and gain <= 1:
-                settled = ledger.rounds(batch) >= SETTLED_ROUNDS
+                settled = self._settled(ledger, batch)
                 overhead = self._probe_overhead(batch) if settled else 0.0
                 ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, overhead))
             else:
@@ -266,7 +281,7 @@ class PausePolicy:
             return
         bucket = ledger_bucket(batch)
         if self.pauses.judge(batch, gain) and gain <= 1:
-            settled = self.pauses.rounds(batch) >= SETTLED_ROUNDS or bucket in self._inferred   # else short pauses
+            settled = self._settled(self.pauses, batch) or bucket in self._inferred   # else short pauses
             at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:
@@ -346,7 +361,7 @@ class PausePolicy:
         if ledger_bucket(batch) in self._inferred:
             return True
         gain = self.pauses.gain(batch)
-        return gain is not None and gain <= 1 and self.pauses.rounds(batch) >= SETTLED_ROUNDS
+        return gain is not None and gain <= 1 and self._settled(self.pauses, batch)
 
     def _spread_loss(self, batch: int, rounds: int) -> None:
         """A measured loss at `batch` is one at every larger bucket whose gain factor is no larger
@@ -359,7 +374,7 @@ class PausePolicy:
         factor = self.costs.gain_factor(batch)
         for bucket in buckets_above(batch, self.max_batch):
             own = self.pauses.gain(bucket)   # a settled average of its own that wins overrules
-            if own is not None and own > 1 and self.pauses.rounds(bucket) >= SETTLED_ROUNDS:
+            if own is not None and own > 1 and self._settled(self.pauses, bucket):
                 continue
             if self.costs.gain_factor(bucket) <= factor:
                 self.pauses.extend(bucket, rounds)
@@ -384,7 +399,7 @@ class PausePolicy:
         0.954x). The gap's cause is not known beyond a step declined after a loss: one left by the
         outright declines counts too."""
         gain = self.pauses.gain(batch)
-        if gain is None or gain <= 1 or self.pauses.rounds(batch) < SETTLED_ROUNDS:
+        if gain is None or gain <= 1 or not self._settled(self.pauses, batch):
             return
         self._gap_cost += (gain - 1.0) * share * rounds
         if self._gap_cost <= self._ledger_saved:
