@@ -273,6 +273,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               measure_plain_steps=getattr(args, "measure_plain", False),
                               min_gain=getattr(args, "min_gain", 1.0),
                               judge_stragglers=getattr(args, "stragglers", False))
+    proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
     if getattr(args, "lookup", 0):
@@ -375,6 +376,8 @@ def main() -> None:
                              "clock charges (the H200, session 33: 1.11-1.57 at 5-32 requests)")
     parser.add_argument("--min-gain", type=float, default=1.0, metavar="G",
                         help="speculative_config.min_gain: the gain a drafted round must clear (1.0: break-even)")
+    parser.add_argument("--settled-requests", type=int, default=0, metavar="N",
+                        help="PausePolicy.settled_requests: drafted requests a settled average holds (0: rounds alone)")
     parser.add_argument("--measure-plain", action="store_true",
                         help="the proposer times plain steps over stretches on the simulated clock "
                              "(`measure_plain_steps`)")

@@ -229,3 +229,13 @@ def test_lookup_drafts_where_dspark_pauses_and_its_rounds_are_charged(sim) -> No
     without = sim.simulate(args(plan=[(1, 6)], loops=loops), DECODE, SPEC, 0.3, seed=0)[1][0]
     with_lookup = sim.simulate(args(plan=[(1, 6)], loops=loops, lookup=2), DECODE, SPEC, 0.3, seed=0, trace=2)
     assert with_lookup[1][0] > without * 1.1, (without, with_lookup[1][0])
+
+
+def test_settled_requests_reaches_the_proposer(sim) -> None:
+    """`--settled-requests` (session 44): with hard replies at 1 request, where losses settle, a
+    proposer that needs 64 drafted requests behind a settled average runs another schedule."""
+    hard = dict(plan=[(1, 12)], hard=(0.5, 0.3), equal=False)
+    plain = sim.simulate(args(**hard), DECODE, SPEC, 0.75, seed=1)
+    late = sim.simulate(args(**hard, settled_requests=64), DECODE, SPEC, 0.75, seed=1)
+    assert plain == sim.simulate(args(**hard, settled_requests=0), DECODE, SPEC, 0.75, seed=1)
+    assert late[1][0] != plain[1][0] and late[1][1] == plain[1][1]   # the policy moved; fixed-k did not
