@@ -85,7 +85,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
          "confidence-untimed", "confidence-tail", "confidence-mean",
          "confidence-stragglers", "confidence-loops", "confidence-unheld",
-         "confidence-prior8", "confidence-settle64", "confidence-reply4")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-prior8", "confidence-settle64")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -102,9 +102,7 @@ def built(name: str, llm):
     `confidence-prior8` the default with 8 predicted drafts of pseudo-evidence at ratio 1 in its
     acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate);
     `confidence-settle64` the default with a bucket's losses settled only once its judged rounds
-    hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate);
-    `confidence-reply4` the default with each reply judged on its own rounds at 1 request, after 4
-    (`PausePolicy.replies`, None by default; session 45's candidate)."""
+    hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate)."""
     if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -114,10 +112,6 @@ def built(name: str, llm):
     if name.removesuffix(MIXED) == "confidence-settle64":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).settled_requests = 64
-    if name.removesuffix(MIXED) == "confidence-reply4":
-        proposer = llm.engine.speculative.proposer
-        from deepinfer_dspark.reply_ledger import ReplyLedger
-        getattr(proposer, "inner", proposer).replies = ReplyLedger(4)
     return llm
 
 
@@ -350,7 +344,6 @@ def main() -> None:
     variants["confidence-unheld"] = {**variants["confidence"]}
     variants["confidence-prior8"] = {**variants["confidence"]}   # (`built`: a stronger prior in the ratios)
     variants["confidence-settle64"] = {**variants["confidence"]}   # (`built`: losses settled on 64 requests)
-    variants["confidence-reply4"] = {**variants["confidence"]}   # (`built`: replies judged apart at 1 request)
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

@@ -119,8 +119,7 @@ def test_the_engine_with_lookup_loops_stays_lossless(folders, kit, asynchronous)
 def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, monkeypatch) -> None:
     """`bench_dspark.py`'s `confidence-unheld` is the default engine whose lookup wrapper holds no
     quiet stretch (as until session 43), `confidence-settle64` the default with losses settled on
-    64 drafted requests (`settled_requests`), `confidence-reply4` with replies judged apart at 1
-    request (`replies`); every other variant's engine is left as built."""
+    64 drafted requests (`settled_requests`); every other variant's engine is left as built."""
     from pathlib import Path
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -133,8 +132,6 @@ def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, 
     settle = bench.built("confidence-settle64", kit.build(target, spec)).engine.speculative.proposer
     assert default.inner.settled_requests == 0 and settle.inner.settled_requests == 64
     assert settle._held.report_quiet is not None
-    reply = bench.built("confidence-reply4", kit.build(target, spec)).engine.speculative.proposer
-    assert default.inner.replies is None and reply.inner.replies.min_rounds == 4
     unheld = bench.built("confidence-unheld", kit.build(target, spec)).engine.speculative.proposer._held
     assert held.report_quiet is not None and unheld.report_quiet is None
     unheld.declared(2, 5, quiet=True)

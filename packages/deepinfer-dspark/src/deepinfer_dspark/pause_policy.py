@@ -31,14 +31,12 @@ from __future__ import annotations
 from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
 from deepinfer_dspark.measured_rates import PLAIN
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
-from deepinfer_dspark.reply_ledger import ReplyLedger
 
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
 # (64 until session 17: with a drafter that lost everywhere the evidence never got past 33 requests
 # on the H200, and loads of 32-256 requests were probed and kept their features)
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
-REPLY_PAUSE = 4096            # rounds a losing reply runs plain (`replies`): to its end, `reply_finished`
 SYNC_STEPS = 1.0              # plain steps a probe's next step loses waiting for its tokens (besides the flush)
 CAPTURE_SHARE = 0.02          # a step's feature capture, in plain steps (H200, session 20: 1.5-2% at
 # 8-32 requests, 3-5% at 64-256): what a step declined after a measured loss saves, at least
@@ -52,35 +50,9 @@ class PausePolicy:
             also hold before its losses are settled (0: `SETTLED_ROUNDS` rounds alone). Session
             44's candidate, 64: one hard reply at 1 request settled a 300-round pause on the H200
             where fixed-7 ran 1.23-1.31x (BENCHMARKS.md, fortieth session).
-        replies: opt-in (None: off), a `ReplyLedger`: at 1 request, where a full round at the
-            measured mean acceptance pays (`_reply_judges`), body rounds are judged per reply
-            instead of by the bucket's average; a losing reply declines the features until it
-            finishes (`reply_finished`). Session 45's candidate.
     """
 
     settled_requests: int = 0
-    replies: ReplyLedger | None = None
-
-    def _reply_judges(self, batch: int) -> bool:
-        """Whether a body round at `batch` requests is judged by its reply (`replies`): 1 request,
-        both profiles, and a full round at the mean accepted drafts measured over all loads
-        (`FullAcceptance.mean`) gains over plain decoding, so a loss there is the reply's text."""
-        if self.replies is None or batch != 1 or self.costs is None:
-            return False
-        mean = self.acceptance.full.mean()
-        return mean is not None and self.costs.gain(1, 1.0 + mean) > 1.0
-
-    def reply_finished(self, request_id: str) -> None:
-        """A request finished (`remove`): with `replies`, when it was paused for its own loss, or
-        was alone where replies are judged, bucket 1's pause and declined features end, so the
-        next reply drafts from its first body round (a load ruled out is judged again before it
-        drafts: `cannot_pay`, `expected_loss`)."""
-        if self.replies is None:
-            return
-        if self.replies.drop(request_id) or (self._last_batch == 1 and self._reply_judges(1)):
-            self.pauses.pause(1, 0)
-            self._ruled_out.discard(1)
-            self._ledger_ruled.discard(1)
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -230,7 +202,7 @@ class PausePolicy:
             self._ruled_out.discard(bucket)
 
     def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False,
-                    opening: bool = False, reply: str | None = None) -> None:
+                    opening: bool = False) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
@@ -271,9 +243,6 @@ class PausePolicy:
         `OpeningPhase.worth_skipping` (against 1 where the body will not draft after it:
         `_body_loses`), and a loss there (partial rounds and rounds without a decode
         profile included) pauses openings only: no declined features, no spread (`OpeningPhase`).
-        With `replies`, a body round of request `reply` alone where `_reply_judges` is judged by
-        its reply (`ReplyLedger`; the bucket's average is still kept): a losing reply declines
-        the features for `REPLY_PAUSE` rounds, which its end cuts short (`reply_finished`).
         """
         verified = sum(lengths)
         ledger = self.openings.ledger if opening else self.pauses   # each phase pauses its own rounds
@@ -309,12 +278,6 @@ class PausePolicy:
                 ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, overhead))
             else:
                 ledger.won(batch)
-            return
-        if reply is not None and self._reply_judges(batch):   # the reply's loss, not the load's
-            self.pauses.judge(batch, gain)
-            if self.replies.judge(reply, gain):
-                self.replies.pause(reply)
-                self._pause_for(REPLY_PAUSE, batch, ruled_out=True)
             return
         bucket = ledger_bucket(batch)
         if self.pauses.judge(batch, gain) and gain <= 1:
@@ -397,8 +360,6 @@ class PausePolicy:
         without the transition `OpeningPhase.worth_skipping` prices."""
         if ledger_bucket(batch) in self._inferred:
             return True
-        if self._reply_judges(batch):   # each reply's body drafts until its own rounds lose
-            return False
         gain = self.pauses.gain(batch)
         return gain is not None and gain <= 1 and self._settled(self.pauses, batch)
 

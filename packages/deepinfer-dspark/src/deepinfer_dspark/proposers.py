@@ -393,8 +393,7 @@ class DSparkProposer(PausePolicy, StepTiming):
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
-                self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening,
-                                 reply=asks[0].request_id if batch == 1 == len(asks) else None)
+                self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening)
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
             self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
         self.lengths = lengths
@@ -431,7 +430,6 @@ class DSparkProposer(PausePolicy, StepTiming):
         if self.judge_stragglers:
             self.stragglers.finish(request_id)
         self.acceptance.drop(request_id)
-        self.reply_finished(request_id)
         self.feed.remove(request_id)
         self.runner.remove(request_id)
 
