@@ -85,7 +85,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
          "confidence-untimed", "confidence-tail", "confidence-mean",
          "confidence-stragglers", "confidence-loops", "confidence-unheld",
-         "confidence-prior8", "confidence-settle64")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-prior8", "confidence-settle64", "confidence-lone",
+         "confidence-lone-loops")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -102,7 +103,9 @@ def built(name: str, llm):
     `confidence-prior8` the default with 8 predicted drafts of pseudo-evidence at ratio 1 in its
     acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate);
     `confidence-settle64` the default with a bucket's losses settled only once its judged rounds
-    hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate)."""
+    hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate);
+    `confidence-lone` the default whose ledgers pause nothing at 1 request (`PausePolicy.lone_bound`,
+    False by default; session 45's candidate), `confidence-lone-loops` the same with `lookup_loops`."""
     if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -112,6 +115,9 @@ def built(name: str, llm):
     if name.removesuffix(MIXED) == "confidence-settle64":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).settled_requests = 64
+    if name.removesuffix(MIXED) in ("confidence-lone", "confidence-lone-loops"):
+        proposer = llm.engine.speculative.proposer
+        getattr(proposer, "inner", proposer).lone_bound = True
     return llm
 
 
@@ -344,6 +350,8 @@ def main() -> None:
     variants["confidence-unheld"] = {**variants["confidence"]}
     variants["confidence-prior8"] = {**variants["confidence"]}   # (`built`: a stronger prior in the ratios)
     variants["confidence-settle64"] = {**variants["confidence"]}   # (`built`: losses settled on 64 requests)
+    variants["confidence-lone"] = {**variants["confidence"]}   # (`built`: no ledger pause at 1 request)
+    variants["confidence-lone-loops"] = {**variants["confidence"], "lookup_loops": True}   # (`built` too)
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

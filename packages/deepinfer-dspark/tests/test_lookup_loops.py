@@ -119,7 +119,8 @@ def test_the_engine_with_lookup_loops_stays_lossless(folders, kit, asynchronous)
 def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, monkeypatch) -> None:
     """`bench_dspark.py`'s `confidence-unheld` is the default engine whose lookup wrapper holds no
     quiet stretch (as until session 43), `confidence-settle64` the default with losses settled on
-    64 drafted requests (`settled_requests`); every other variant's engine is left as built."""
+    64 drafted requests (`settled_requests`), `confidence-lone` (`lone_bound`) and `confidence-lone-loops`
+    (with `lookup_loops` too); every other variant's engine is left as built."""
     from pathlib import Path
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -132,6 +133,11 @@ def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, 
     settle = bench.built("confidence-settle64", kit.build(target, spec)).engine.speculative.proposer
     assert default.inner.settled_requests == 0 and settle.inner.settled_requests == 64
     assert settle._held.report_quiet is not None
+    lone = bench.built("confidence-lone", kit.build(target, spec)).engine.speculative.proposer
+    assert not default.inner.lone_bound and lone.inner.lone_bound and not lone.prefer_loops
+    loops = bench.built("confidence-lone-loops", kit.build(target, {**spec, "lookup_loops": True}))
+    loops = loops.engine.speculative.proposer   # (its variant's `speculative_config` asks for lookup_loops)
+    assert loops.inner.lone_bound and loops.prefer_loops
     unheld = bench.built("confidence-unheld", kit.build(target, spec)).engine.speculative.proposer._held
     assert held.report_quiet is not None and unheld.report_quiet is None
     unheld.declared(2, 5, quiet=True)
