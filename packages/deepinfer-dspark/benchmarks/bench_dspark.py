@@ -86,7 +86,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-untimed", "confidence-tail", "confidence-mean",
          "confidence-stragglers", "confidence-loops", "confidence-unheld",
          "confidence-prior8", "confidence-settle64", "confidence-lone",
-         "confidence-lone-loops")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-lone-loops", "confidence-lone2")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -104,8 +104,9 @@ def built(name: str, llm):
     acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate);
     `confidence-settle64` the default with a bucket's losses settled only once its judged rounds
     hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate);
-    `confidence-lone` the default whose ledgers pause nothing at 1 request (`PausePolicy.lone_bound`,
-    False by default; session 45's candidate), `confidence-lone-loops` the same with `lookup_loops`."""
+    `confidence-lone` the default whose ledgers pause nothing at 1 request (`PausePolicy.bound_only`
+    1, 0 by default; session 45's candidate), `confidence-lone-loops` the same with `lookup_loops`,
+    `confidence-lone2` the same up to 2 requests (`bound_only` 2)."""
     if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -115,9 +116,9 @@ def built(name: str, llm):
     if name.removesuffix(MIXED) == "confidence-settle64":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).settled_requests = 64
-    if name.removesuffix(MIXED) in ("confidence-lone", "confidence-lone-loops"):
+    if name.removesuffix(MIXED) in ("confidence-lone", "confidence-lone-loops", "confidence-lone2"):
         proposer = llm.engine.speculative.proposer
-        getattr(proposer, "inner", proposer).lone_bound = True
+        getattr(proposer, "inner", proposer).bound_only = 2 if name.removesuffix(MIXED) == "confidence-lone2" else 1
     return llm
 
 
@@ -352,6 +353,7 @@ def main() -> None:
     variants["confidence-settle64"] = {**variants["confidence"]}   # (`built`: losses settled on 64 requests)
     variants["confidence-lone"] = {**variants["confidence"]}   # (`built`: no ledger pause at 1 request)
     variants["confidence-lone-loops"] = {**variants["confidence"], "lookup_loops": True}   # (`built` too)
+    variants["confidence-lone2"] = {**variants["confidence"]}   # (`built`: no ledger pause at 1-2 requests)
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""`PausePolicy.lone_bound` (opt-in): at 1 request the ledgers' averages pause nothing; drafting
-stops there only where the measured acceptance's upper bound cannot pay (`expected_loss`)."""
+"""`PausePolicy.bound_only` (opt-in): at up to that many requests the ledgers' averages pause
+nothing; drafting stops there only where the measured acceptance's upper bound cannot pay (`expected_loss`)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def requests(proposer: DSparkProposer, batch: int, step: int = 40) -> list[Draft
 @pytest.mark.parametrize("step", [40, 0])   # a body round; an opening round (its own ledger)
 def test_a_lone_request_drafts_through_losing_rounds(fake_runner, step) -> None:
     lone = DSparkProposer(fake_runner(K, 0.05), K, FALLING, decode=DECODE)
-    lone.lone_bound = True
+    lone.bound_only = 1
     for _ in range(2 * SETTLED_ROUNDS):
         assert lone.propose(requests(lone, 1, step))[0].token_ids
         assert lone.judged[-1] < 1 and lone.pauses.left(1) == 0 and not lone.openings.paused(1)
@@ -45,7 +45,7 @@ def test_a_lone_request_drafts_through_losing_rounds(fake_runner, step) -> None:
 
 def test_the_upper_bound_still_stops_a_lone_request(fake_runner, monkeypatch) -> None:
     lone = DSparkProposer(fake_runner(K, 0.05), K, FALLING, decode=DECODE)
-    lone.lone_bound = True
+    lone.bound_only = 1
     lone.propose(requests(lone, 1))
     assert lone.pauses.left(1) == 0
     monkeypatch.setattr(type(lone), "expected_loss", lambda self, batch: True)   # even full acceptance loses

@@ -50,17 +50,18 @@ class PausePolicy:
             also hold before its losses are settled (0: `SETTLED_ROUNDS` rounds alone). Session
             44's candidate, 64: one hard reply at 1 request settled a 300-round pause on the H200
             where fixed-7 ran 1.23-1.31x (BENCHMARKS.md, fortieth session).
-        lone_bound: at 1 request, drafted rounds still feed both ledgers' averages but pause
-            nothing: drafting stops there only where even the measured acceptance's upper bound
-            cannot pay (`expected_loss`, `cannot_pay`: optimism under uncertainty, as a UCB
-            bandit). Opt-in (False), session 45's candidate: on the H200 a lone request's rounds
-            priced as they ran (no batch tail), and fixed-7's rounds there gained 1.08-1.42 over
-            plain steps in all ten processes of sessions 44-45, where the ledgers paused
-            300+ rounds after one or two hard replies.
+        bound_only: up to this many requests, drafted rounds still feed both ledgers' averages
+            but pause nothing: drafting stops there only where even the measured acceptance's
+            upper bound cannot pay (`expected_loss`, `cannot_pay`: optimism under uncertainty, as
+            a UCB bandit). 0 here. Session 45's candidate, 1: on the H200 a lone request's rounds
+            priced as they ran (no batch tail), fixed-7's rounds there gained 1.08-1.42 over plain
+            steps in all ten processes of sessions 44-45, and the ledgers had paused 300+ rounds
+            after one or two hard replies; with 1, the default ran +10-14 points at 1 request in
+            four processes (BENCHMARKS.md, forty-first session).
     """
 
     settled_requests: int = 0
-    lone_bound: bool = False
+    bound_only: int = 0
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -266,7 +267,7 @@ class PausePolicy:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
         gain = self.costs.gain(batch, tau, rate)
         self.judged = (opening, expected, verified, ratio, gain)   # (read by the benchmarks' step log)
-        if self.lone_bound and batch == 1 and not partial:   # averaged, never paused on (`lone_bound`)
+        if batch <= self.bound_only and not partial:   # averaged, never paused on (`bound_only`)
             ledger.judge(batch, gain)
             return
         if partial:
