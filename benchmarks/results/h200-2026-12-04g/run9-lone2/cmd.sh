@@ -1,5 +1,5 @@
 # Session 45, call 9 (the setup calls first, as for call 7): `confidence-lone` (the ledgers pause nothing at 1 request, `bound_only` 1) against
-# `confidence-lone2` (the same at 1-2 requests, `bound_only` 2), fixed-7 and plain decoding, at 1, 2 and 8 requests, 24 prompt sets.
+# `confidence-lone2` (the same at 1-2 requests, `bound_only` 2), the default, fixed-7 and plain decoding, at 1, 2 and 8 requests, 24 prompt sets.
 # Carry: .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/drafter_gz_ad
 ls ~/stash/drafter_gz_aa ~/stash/drafter_gz_ab ~/stash/drafter_gz_ac ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf || exit 3
 if [ ! -f ~/drafter_real/config.json ]; then
@@ -12,7 +12,7 @@ for P in e f; do
   W=~/o9$P; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
   timeout 275 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency 1 2 8 \
     --fixed 7 --sps-method steps --sps-in-process --sps-sizes 1 2 4 8 --sps-warmup 3 --prompt-sets 24 \
-    --save-sps $W/out/sps_batch.json --variants none confidence-lone confidence-lone2 fixed-7 \
+    --save-sps $W/out/sps_batch.json --variants none confidence confidence-lone confidence-lone2 fixed-7 \
     --interleave 24 --kv-cache-gib 8 --step-log $W/out/steps.jsonl --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
   echo "process $P: rc $? in $((SECONDS - S0)) s"; gzip -f $W/out/steps.jsonl; tar -C $W -czf $OUT/run_$P.tar.gz out
   grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-420
