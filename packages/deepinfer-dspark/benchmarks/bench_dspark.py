@@ -86,7 +86,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-untimed", "confidence-tail", "confidence-mean",
          "confidence-stragglers", "confidence-loops", "confidence-unheld",
          "confidence-prior8", "confidence-settle64", "confidence-lone",
-         "confidence-lone-loops", "confidence-lone2")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-lone-loops", "confidence-lone2", "confidence-bound0")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -104,9 +104,7 @@ def built(name: str, llm):
     acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate);
     `confidence-settle64` the default with a bucket's losses settled only once its judged rounds
     hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate);
-    `confidence-lone` the default whose ledgers pause nothing at 1 request (`PausePolicy.bound_only`
-    1, 0 by default; session 45's candidate), `confidence-lone-loops` the same with `lookup_loops`,
-    `confidence-lone2` the same up to 2 requests (`bound_only` 2)."""
+    (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs.)"""
     if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -116,9 +114,6 @@ def built(name: str, llm):
     if name.removesuffix(MIXED) == "confidence-settle64":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).settled_requests = 64
-    if name.removesuffix(MIXED) in ("confidence-lone", "confidence-lone-loops", "confidence-lone2"):
-        proposer = llm.engine.speculative.proposer
-        getattr(proposer, "inner", proposer).bound_only = 2 if name.removesuffix(MIXED) == "confidence-lone2" else 1
     return llm
 
 
@@ -351,9 +346,12 @@ def main() -> None:
     variants["confidence-unheld"] = {**variants["confidence"]}
     variants["confidence-prior8"] = {**variants["confidence"]}   # (`built`: a stronger prior in the ratios)
     variants["confidence-settle64"] = {**variants["confidence"]}   # (`built`: losses settled on 64 requests)
-    variants["confidence-lone"] = {**variants["confidence"]}   # (`built`: no ledger pause at 1 request)
-    variants["confidence-lone-loops"] = {**variants["confidence"], "lookup_loops": True}   # (`built` too)
-    variants["confidence-lone2"] = {**variants["confidence"]}   # (`built`: no ledger pause at 1-2 requests)
+    # ... and the ledgers pausing nothing at 1 request (`bound_only` 1: session 45's candidate, the default
+    # since), with `lookup_loops` too, up to 2 requests, and at no load (`bound_only` 0: until session 45).
+    variants["confidence-lone"] = {**variants["confidence"], "bound_only": 1}
+    variants["confidence-lone-loops"] = {**variants["confidence"], "bound_only": 1, "lookup_loops": True}
+    variants["confidence-lone2"] = {**variants["confidence"], "bound_only": 2}
+    variants["confidence-bound0"] = {**variants["confidence"], "bound_only": 0}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

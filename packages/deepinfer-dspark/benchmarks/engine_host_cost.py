@@ -6,7 +6,8 @@
 script runs the engine itself (`LLM.chat`, greedy, batch form as `bench_dspark.py` runs it) and
 times every call the engine makes to its proposer (`dormant_rounds`, `propose`, `observe_step`,
 ...), the prompt-lookup wrapper's own phases inside them (`_due`, `_search`, `pays`) and the
-calls that reach DSpark (`inner.*`), each summed over the measured calls and divided by the
+calls that reach DSpark (`inner.*`) and DSpark's phases inside its `propose` (`dspark.*`:
+`_plan_pause`, `schedule_round`, the drafter's `draft`, ...), each summed over the measured calls and divided by the
 engine's steps; and the step's host time outside the model's forward (`execute_model`). Between
 two calls the model's forward runs, so these functions run with cold caches, as on the H200's
 host: in session 44 a wrapper ask cost ~48 us here against ~20 us in `lookup_host_cost.py`'s loop,
@@ -30,7 +31,10 @@ from pathlib import Path
 ENGINE_CALLS = ("dormant_rounds", "quiet_rounds", "dormant_passed", "quiet_passed", "idle_rounds", "idle_round",
                 "wants_features", "propose", "observe_step", "commit", "running", "remove", "track", "draining")
 WRAPPER_PHASES = ("_due", "_search", "_priced_drafts", "pays")   # `LookupAssist`'s, inside the calls above
-INNER_CALLS = ("dormant_rounds", "dormant_passed", "quiet_rounds", "quiet_passed", "idle_rounds", "idle_round")
+INNER_CALLS = ("dormant_rounds", "dormant_passed", "quiet_rounds", "quiet_passed", "idle_rounds", "idle_round",
+               "propose", "commit")
+DSPARK_PHASES = ("_plan_pause", "expected_loss", "cannot_pay")   # DSpark's own, inside its `propose`
+MODULE_PHASES = ("schedule_round", "host_rows", "tail_expected")   # `deepinfer_dspark.proposers`' imports
 
 
 class Clock:
@@ -39,6 +43,7 @@ class Clock:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self.patched: list[tuple] = []   # (module, name, function) wrapped by `instrument`
 
     def timed(self, fn, name: str):
         def call(*args, **kwargs):
@@ -53,6 +58,12 @@ class Clock:
     def clear(self) -> None:
         self.seconds.clear()
         self.calls.clear()
+
+    def restore(self) -> None:
+        """Puts back the module functions `instrument` wrapped."""
+        while self.patched:
+            module, name, fn = self.patched.pop()
+            setattr(module, name, fn)
 
 
 def instrument(llm, clock: Clock) -> None:
@@ -74,6 +85,16 @@ def instrument(llm, clock: Clock) -> None:
             object.__setattr__(proposer, name, clock.timed(getattr(proposer, name), name))
         for name in INNER_CALLS:
             setattr(inner, name, clock.timed(getattr(inner, name), f"inner.{name}"))
+    dspark = proposer if inner is None else inner
+    if hasattr(dspark, "_plan_pause"):
+        import deepinfer_dspark.proposers as module
+        for name in DSPARK_PHASES:
+            object.__setattr__(dspark, name, clock.timed(getattr(dspark, name), f"dspark.{name}"))
+        for name in MODULE_PHASES:   # (restored by `restore`: other engines in the process share the module)
+            clock.patched.append((module, name, getattr(module, name)))
+            setattr(module, name, clock.timed(getattr(module, name), f"dspark.{name}"))
+        runner = dspark.runner
+        runner.draft = clock.timed(runner.draft, "dspark.runner.draft")
     decoder.dormant.__init__(proposer)   # (core's `DormantSteps` holds the methods it found at start)
 
 
@@ -89,7 +110,10 @@ def measure(llm, batches: list[list], params, generate=None) -> tuple[dict, list
     instrument(llm, clock)
     generate(batches[0][:1], params)   # warm-up, excluded
     clock.clear()
-    outputs = [generate(batch, params) for batch in batches]
+    try:
+        outputs = [generate(batch, params) for batch in batches]
+    finally:
+        clock.restore()
     steps = clock.calls["step"]
     if steps == 0:
         raise RuntimeError("no engine step was timed")
@@ -117,7 +141,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--modes", nargs="+", default=["none", "confidence", "confidence-alone"],
-                        choices=["none", "confidence", "confidence-alone"])
+                        choices=["none", "confidence", "confidence-alone", "fixed-7"])
     args = parser.parse_args()
     if args.concurrency < 1 or args.sets < 1:
         parser.error("--concurrency and --sets: must be >= 1")
@@ -137,6 +161,8 @@ def main() -> None:
             "sps_profile": spec, "decode_profile": decode}
         if mode == "confidence-alone":
             config["prompt_lookup_min"] = 0   # DSpark without the prompt-lookup wrapper
+        if mode == "fixed-7":   # every round verifies 7 drafts: no scheduling, no ledgers, no wrapper
+            config = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": 7}
         llm = LLM(args.target, speculative_config=config, dtype=args.dtype, max_num_seqs=args.concurrency,
                   max_model_len=1024)
         result, _ = measure(llm, batches, SamplingParams(temperature=0, max_tokens=args.max_tokens))

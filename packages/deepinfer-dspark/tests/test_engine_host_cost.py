@@ -43,3 +43,26 @@ def test_the_timed_engine_runs_as_built_and_counts_its_calls(benchmark_script, f
     bare = kit.build(target)   # no speculation: only the steps and the forwards are timed
     none, _ = script.measure(bare, batches, params, generate(bare))
     assert none["steps"] >= 24 and none["calls"] == {}
+
+
+def test_dspark_phases_are_timed_and_the_module_restored(benchmark_script, folders, kit, monkeypatch) -> None:
+    """A drafting engine (rounds that pay at 1 request): DSpark's own phases are counted inside its
+    `propose`, and the module functions wrapped for it are put back after the measurement."""
+    import deepinfer_dspark.proposers as module
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("engine_host_cost")
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": K, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 64, 320], [1000.0, 990.0, 900.0, 500.0]), "decode_profile": DECODE,
+            "opening_tokens": 0}
+    batches = [[{"prompt_token_ids": p} for p in kit.prompts(1, seed)] for seed in (3, 4)]
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    before = {name: getattr(module, name) for name in script.MODULE_PHASES}
+    llm = kit.build(target, spec)
+    result, _ = script.measure(llm, batches, params, lambda batch, p: llm.generate(batch, p))
+    calls = result["calls"]
+    for name in ("inner.propose", "dspark.runner.draft", "dspark.schedule_round", "dspark._plan_pause", "commit"):
+        assert calls[name][0] > 0, name
+    assert calls["inner.propose"][1] >= calls["dspark.runner.draft"][1]   # the draft runs inside DSpark's propose
+    assert {name: getattr(module, name) for name in script.MODULE_PHASES} == before

@@ -119,8 +119,7 @@ def test_the_engine_with_lookup_loops_stays_lossless(folders, kit, asynchronous)
 def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, monkeypatch) -> None:
     """`bench_dspark.py`'s `confidence-unheld` is the default engine whose lookup wrapper holds no
     quiet stretch (as until session 43), `confidence-settle64` the default with losses settled on
-    64 drafted requests (`settled_requests`), `confidence-lone` (`bound_only` 1) and `confidence-lone-loops`
-    (with `lookup_loops` too); every other variant's engine is left as built."""
+    64 drafted requests (`settled_requests`); every other variant's engine is left as built."""
     from pathlib import Path
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -133,13 +132,6 @@ def test_the_benchmark_pairs_the_unheld_wrapper(benchmark_script, folders, kit, 
     settle = bench.built("confidence-settle64", kit.build(target, spec)).engine.speculative.proposer
     assert default.inner.settled_requests == 0 and settle.inner.settled_requests == 64
     assert settle._held.report_quiet is not None
-    lone = bench.built("confidence-lone", kit.build(target, spec)).engine.speculative.proposer
-    assert default.inner.bound_only == 0 and lone.inner.bound_only == 1 and not lone.prefer_loops
-    loops = bench.built("confidence-lone-loops", kit.build(target, {**spec, "lookup_loops": True}))
-    loops = loops.engine.speculative.proposer   # (its variant's `speculative_config` asks for lookup_loops)
-    assert loops.inner.bound_only == 1 and loops.prefer_loops
-    lone2 = bench.built("confidence-lone2", kit.build(target, spec)).engine.speculative.proposer
-    assert lone2.inner.bound_only == 2
     unheld = bench.built("confidence-unheld", kit.build(target, spec)).engine.speculative.proposer._held
     assert held.report_quiet is not None and unheld.report_quiet is None
     unheld.declared(2, 5, quiet=True)

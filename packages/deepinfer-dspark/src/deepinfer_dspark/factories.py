@@ -71,6 +71,11 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           request whose text is caught in a loop, `LookupPricing.loops`; needs prompt_lookup_min >= 1;
           on the H200 +0 to +6 points at 1 request, -14 to +12 at 2 over four processes, and DSpark's
           own acceptance then reads lower: not the default, BENCHMARKS.md session 43),
+          bound_only (1, `BOUND_ONLY_DEFAULT`: up to this many requests the pause ledgers' averages
+          pause nothing, and drafting stops there only where the measured acceptance's upper bound
+          cannot pay, see `PausePolicy.bound_only`; 0: the ledgers judge every load, as until
+          session 45; on the H200 1 ran +6 to +17 points at 1 request over six processes, +2 at 2
+          and -0.5 at 8 on average, BENCHMARKS.md forty-first session),
           judge_stragglers (False: opt in to scaling a round's gain, while the engine drains what
           it holds (`LLM.generate`), by what the batch's last request to finish keeps of it,
           `Stragglers`, from the tokens a drafted round gave each finished request; in
@@ -219,7 +224,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                "judge_stragglers", "lookup_loops"):
+                "judge_stragglers", "lookup_loops", "bound_only"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -259,6 +264,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 judge_stragglers=_bool_key(spec_config, "judge_stragglers", False),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
+                bound_only=_int_key(spec_config, "bound_only", BOUND_ONLY_DEFAULT, 0),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 
@@ -272,6 +278,7 @@ LOOKUP_DEFAULT = 2      # `prompt_lookup_min` with confidence scheduling (H200, 
 # alone in all six cells at 1 / 2 / 8 requests, +1.6 to +21 points; at 32-64 the same wrapper over no
 # drafter, `ngram` load-aware, took no lookup round; with the drafter there not yet re-measured)
 POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool
+BOUND_ONLY_DEFAULT = 1   # `bound_only` (H200, session 45: +12 points at 1 request over six processes)
 
 
 def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:
@@ -311,7 +318,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
                          "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                         "judge_stragglers", "lookup_loops"})
+                         "judge_stragglers", "lookup_loops", "bound_only"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -53,11 +53,12 @@ class PausePolicy:
         bound_only: up to this many requests, drafted rounds still feed both ledgers' averages
             but pause nothing: drafting stops there only where even the measured acceptance's
             upper bound cannot pay (`expected_loss`, `cannot_pay`: optimism under uncertainty, as
-            a UCB bandit). 0 here. Session 45's candidate, 1: on the H200 a lone request's rounds
+            a UCB bandit). 0 here; 1 by default in the engine's factory (`speculative_config.bound_only`),
+            since session 45: on the H200 a lone request's rounds
             priced as they ran (no batch tail), fixed-7's rounds there gained 1.08-1.42 over plain
             steps in all ten processes of sessions 44-45, and the ledgers had paused 300+ rounds
-            after one or two hard replies; with 1, the default ran +10-14 points at 1 request in
-            four processes (BENCHMARKS.md, forty-first session).
+            after one or two hard replies; with 1, the default ran +6 to +17 points at 1 request in
+            six processes (BENCHMARKS.md, forty-first session).
     """
 
     settled_requests: int = 0
@@ -252,6 +253,8 @@ class PausePolicy:
         `OpeningPhase.worth_skipping` (against 1 where the body will not draft after it:
         `_body_loses`), and a loss there (partial rounds and rounds without a decode
         profile included) pauses openings only: no declined features, no spread (`OpeningPhase`).
+        Up to `bound_only` requests a round that is not partial is averaged in its ledger as above
+        and pauses nothing.
         """
         verified = sum(lengths)
         ledger = self.openings.ledger if opening else self.pauses   # each phase pauses its own rounds
@@ -267,9 +270,6 @@ class PausePolicy:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
         gain = self.costs.gain(batch, tau, rate)
         self.judged = (opening, expected, verified, ratio, gain)   # (read by the benchmarks' step log)
-        if batch <= self.bound_only and not partial:   # averaged, never paused on (`bound_only`)
-            ledger.judge(batch, gain)
-            return
         if partial:
             if gain <= 1:   # priced as a probe: the next one pays a flush and a sync too
                 rounds = max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain, self._probe_overhead(batch)))
@@ -284,7 +284,7 @@ class PausePolicy:
         if opening:   # judged apart, paused apart: no decline, no spread (`OpeningPhase`)
             if not self._body_loses(batch):   # a paused opening pays a transition into a drafting body
                 gain /= self.openings.worth_skipping
-            if ledger.judge(batch, gain) and gain <= 1:
+            if ledger.judge(batch, gain) and gain <= 1 and batch > self.bound_only:   # (`bound_only`: averaged only)
                 settled = self._settled(ledger, batch)
                 overhead = self._probe_overhead(batch) if settled else 0.0
                 ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, overhead))
@@ -292,7 +292,7 @@ class PausePolicy:
                 ledger.won(batch)
             return
         bucket = ledger_bucket(batch)
-        if self.pauses.judge(batch, gain) and gain <= 1:
+        if self.pauses.judge(batch, gain) and gain <= 1 and batch > self.bound_only:
             settled = self._settled(self.pauses, batch) or bucket in self._inferred   # else short pauses
             at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)

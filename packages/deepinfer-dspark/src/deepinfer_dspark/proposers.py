@@ -104,6 +104,8 @@ class DSparkProposer(PausePolicy, StepTiming):
             steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,
             `MeasuredRates.stretch_asked`; no per-step cost). Opt-in; not with `measure_step_times`.
         min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
+        bound_only: up to this many requests the ledgers pause nothing (`PausePolicy.bound_only`;
+            0 here, 1 by default in the engine's factory).
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
@@ -140,7 +142,8 @@ class DSparkProposer(PausePolicy, StepTiming):
                  measure_step_times: bool = False, short_sps: SPSProfile | None = None,
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
-                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False) -> None:
+                 measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False,
+                 bound_only: int = 0) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -171,6 +174,9 @@ class DSparkProposer(PausePolicy, StepTiming):
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
         self.stragglers = Stragglers(self._plain_seconds, self._round_seconds)   # (read with both profiles)
         self.judge_stragglers = judge_stragglers
+        if bound_only < 0:
+            raise ValueError(f"bound_only: must be >= 0, got {bound_only}")
+        self.bound_only = bound_only
         self.draining_batch = False         # the engine only drains what it holds (`draining`)
         for name, on in (("measure_round_times", measure_round_times), ("measure_plain_steps", measure_plain_steps)):
             if on and measure_step_times:
