@@ -142,6 +142,10 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--modes", nargs="+", default=["none", "confidence", "confidence-alone"],
                         choices=["none", "confidence", "confidence-alone", "fixed-7"])
+    parser.add_argument("--untimed", action="store_true",
+                        help="confidence modes price rounds on the profiles alone (`measure_round_times` false): "
+                             "with the H200's profiles they then draft here as there, where this CPU's measured "
+                             "rounds (the drafter's forward on the host) would rule drafting out")
     args = parser.parse_args()
     if args.concurrency < 1 or args.sets < 1:
         parser.error("--concurrency and --sets: must be >= 1")
@@ -159,6 +163,8 @@ def main() -> None:
         config = None if mode == "none" else {
             "method": "dspark", "model": args.drafter, "num_speculative_tokens": 7, "scheduling": "confidence",
             "sps_profile": spec, "decode_profile": decode}
+        if config is not None and args.untimed:
+            config["measure_round_times"] = False
         if mode == "confidence-alone":
             config["prompt_lookup_min"] = 0   # DSpark without the prompt-lookup wrapper
         if mode == "fixed-7":   # every round verifies 7 drafts: no scheduling, no ledgers, no wrapper
