@@ -272,7 +272,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               measure_round_times=getattr(args, "measure_rounds", False),
                               measure_plain_steps=getattr(args, "measure_plain", False),
                               min_gain=getattr(args, "min_gain", 1.0),
-                              judge_stragglers=getattr(args, "stragglers", False))
+                              judge_stragglers=getattr(args, "stragglers", False),
+                              bound_only=getattr(args, "bound_only", 0))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
@@ -378,6 +379,9 @@ def main() -> None:
                         help="speculative_config.min_gain: the gain a drafted round must clear (1.0: break-even)")
     parser.add_argument("--settled-requests", type=int, default=0, metavar="N",
                         help="PausePolicy.settled_requests: drafted requests a settled average holds (0: rounds alone)")
+    parser.add_argument("--bound-only", type=int, default=0, metavar="B",
+                        help="speculative_config.bound_only: up to B requests the ledgers pause nothing (the engine's "
+                             "default is 1 since session 45; 0 here, as the results recorded before it ran)")
     parser.add_argument("--measure-plain", action="store_true",
                         help="the proposer times plain steps over stretches on the simulated clock "
                              "(`measure_plain_steps`)")

@@ -239,3 +239,13 @@ def test_settled_requests_reaches_the_proposer(sim) -> None:
     late = sim.simulate(args(**hard, settled_requests=64), DECODE, SPEC, 0.75, seed=1)
     assert plain == sim.simulate(args(**hard, settled_requests=0), DECODE, SPEC, 0.75, seed=1)
     assert late[1][0] != plain[1][0] and late[1][1] == plain[1][1]   # the policy moved; fixed-k did not
+
+
+def test_bound_only_reaches_the_proposer(sim) -> None:
+    """`--bound-only` (session 45): with hard replies at 1 request, a proposer whose ledgers pause
+    nothing there drafts more rounds than the default of the simulation (0)."""
+    hard = dict(plan=[(1, 12)], hard=(0.5, 0.3), equal=False)
+    paused = sim.simulate(args(**hard), DECODE, SPEC, 0.75, seed=1)
+    assert paused == sim.simulate(args(**hard, bound_only=0), DECODE, SPEC, 0.75, seed=1)
+    lone = sim.simulate(args(**hard, bound_only=1), DECODE, SPEC, 0.75, seed=1)
+    assert lone[1][0] != paused[1][0] and lone[1][1] == paused[1][1]   # the policy moved; fixed-k did not
