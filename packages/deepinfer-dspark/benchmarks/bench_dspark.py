@@ -104,7 +104,8 @@ def built(name: str, llm):
     acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate);
     `confidence-settle64` the default with a bucket's losses settled only once its judged rounds
     hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate);
-    (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs.)"""
+    (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs;
+    `confidence-overlap` sets `overlap_bookkeeping`.)"""
     if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -352,6 +353,8 @@ def main() -> None:
     variants["confidence-lone-loops"] = {**variants["confidence"], "bound_only": 1, "lookup_loops": True}
     variants["confidence-lone2"] = {**variants["confidence"], "bound_only": 2}
     variants["confidence-bound0"] = {**variants["confidence"], "bound_only": 0}
+    # ... and a drafted round's bookkeeping done during the next round's draft (session 46's candidate).
+    variants["confidence-overlap"] = {**variants["confidence"], "overlap_bookkeeping": True}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

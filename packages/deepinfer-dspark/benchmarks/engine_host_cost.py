@@ -33,7 +33,8 @@ ENGINE_CALLS = ("dormant_rounds", "quiet_rounds", "dormant_passed", "quiet_passe
 WRAPPER_PHASES = ("_due", "_search", "_priced_drafts", "pays")   # `LookupAssist`'s, inside the calls above
 INNER_CALLS = ("dormant_rounds", "dormant_passed", "quiet_rounds", "quiet_passed", "idle_rounds", "idle_round",
                "propose", "commit")
-DSPARK_PHASES = ("_plan_pause", "expected_loss", "cannot_pay")   # DSpark's own, inside its `propose`
+DSPARK_PHASES = ("_plan_pause", "expected_loss", "cannot_pay", "_overlapped")   # DSpark's own, inside its `propose`
+# (`_overlapped`: with `overlap_bookkeeping`, the host work a CUDA round does during the drafter's forward)
 MODULE_PHASES = ("schedule_round", "host_rows", "tail_expected")   # `deepinfer_dspark.proposers`' imports
 
 
@@ -141,7 +142,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--modes", nargs="+", default=["none", "confidence", "confidence-alone"],
-                        choices=["none", "confidence", "confidence-alone", "fixed-7"])
+                        choices=["none", "confidence", "confidence-alone", "confidence-overlap", "fixed-7"])
     parser.add_argument("--untimed", action="store_true",
                         help="confidence modes price rounds on the profiles alone (`measure_round_times` false): "
                              "with the H200's profiles they then draft here as there, where this CPU's measured "
@@ -165,6 +166,8 @@ def main() -> None:
             "sps_profile": spec, "decode_profile": decode}
         if config is not None and args.untimed:
             config["measure_round_times"] = False
+        if mode == "confidence-overlap":
+            config["overlap_bookkeeping"] = True   # (`LateBookkeeping`: the hook's time is hidden on CUDA)
         if mode == "confidence-alone":
             config["prompt_lookup_min"] = 0   # DSpark without the prompt-lookup wrapper
         if mode == "fixed-7":   # every round verifies 7 drafts: no scheduling, no ledgers, no wrapper

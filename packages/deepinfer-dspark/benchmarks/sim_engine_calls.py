@@ -273,7 +273,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               measure_plain_steps=getattr(args, "measure_plain", False),
                               min_gain=getattr(args, "min_gain", 1.0),
                               judge_stragglers=getattr(args, "stragglers", False),
-                              bound_only=getattr(args, "bound_only", 0))
+                              bound_only=getattr(args, "bound_only", 0),
+                              overlap_bookkeeping=getattr(args, "overlap_bookkeeping", False))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
@@ -382,6 +383,9 @@ def main() -> None:
     parser.add_argument("--bound-only", type=int, default=0, metavar="B",
                         help="speculative_config.bound_only: up to B requests the ledgers pause nothing (the engine's "
                              "default is 1 since session 45; 0 here, as the results recorded before it ran)")
+    parser.add_argument("--overlap-bookkeeping", action="store_true",
+                        help="speculative_config.overlap_bookkeeping: each drafted round judged (and its commits "
+                             "folded) during the next drafted round (`LateBookkeeping`: decisions a round later)")
     parser.add_argument("--measure-plain", action="store_true",
                         help="the proposer times plain steps over stretches on the simulated clock "
                              "(`measure_plain_steps`)")

@@ -83,7 +83,9 @@ class FakeRunner:
     def observe_batch(self, items) -> None:
         self.observe_rows([(r, p) for r, p, _ in items], None)
 
-    def draft(self, requests, k: int) -> list:
+    def draft(self, requests, k: int, while_running=None) -> list:
+        if while_running is not None:   # (`DSparkDraftRunner.draft`'s hook: nothing runs on a device here)
+            while_running()
         outs = []
         for r in requests:
             level = self._level(r.anchor_position - 20, r.request_id)

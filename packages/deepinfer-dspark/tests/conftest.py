@@ -132,7 +132,9 @@ class FakeDraftRunner:
     def observe_batch(self, items) -> None:
         self.observe_rows([(r, p) for r, p, _ in items], None)
 
-    def draft(self, requests, k: int) -> list:
+    def draft(self, requests, k: int, while_running=None) -> list:
+        if while_running is not None:   # (`DSparkDraftRunner.draft`'s hook: nothing runs on a device here)
+            while_running()
         from deepinfer_dspark.draft_runner import DraftOutput
         return [DraftOutput(torch.full((k,), 7), None, torch.tensor(self.confidences[:k]), None) for _ in requests]
 

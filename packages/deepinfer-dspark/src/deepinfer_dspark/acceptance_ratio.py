@@ -166,6 +166,12 @@ class AcceptanceRatio:
         self.full.add(survival, verified, accepted)
         return accepted
 
+    def accepted(self, request_id: str, num_tokens: int) -> int:
+        """What `commit(request_id, num_tokens)` would return, changing nothing (0 for a request
+        not open in this round)."""
+        entry = self._open.get(request_id)
+        return 0 if entry is None else min(max(num_tokens - entry[0] - 1, 0), entry[1])
+
     def close(self) -> None:
         """Folds the open round's committed requests into the averages (no-op without any)."""
         self._open = {}

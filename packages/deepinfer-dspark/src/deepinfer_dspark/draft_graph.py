@@ -255,7 +255,8 @@ class DraftGraphs:
 
     @torch.no_grad()
     def run(self, request_ids: Sequence[str], anchor_tokens: Sequence[int], lengths: Sequence[int],
-            num_tokens: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+            num_tokens: int, while_running: Callable[[], None] | None = None
+            ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One all-greedy round of R requests.
 
         Args:
@@ -263,6 +264,9 @@ class DraftGraphs:
             anchor_tokens: x0 per request.
             lengths: n_r = s_r per request (context positions 0..s_r-1; at most what the pool holds).
             num_tokens: γ in [1, block_size].
+            while_running: called once after the round's device work is launched and before the
+                host waits for its result (host work overlapped with the drafter's forward on
+                CUDA; on the CPU after the round).
 
         Returns:
             `(tokens [R, γ] int64, raw confidence logits [R, γ] float32 or None)`, fresh CPU
@@ -295,11 +299,16 @@ class DraftGraphs:
             if key in self.graphs:
                 self.graphs[key].replay()
                 self.replays += 1
-                packed = self.outputs[key][:rows].cpu()   # copied before the next replay overwrites it
+                packed = self.outputs[key][:rows]
             else:
-                packed = self._packed_round(buffers, num_tokens)[:rows].cpu()
+                packed = self._packed_round(buffers, num_tokens)[:rows]
+            if while_running is not None:   # the host's turn while the device drafts
+                while_running()
+            packed = packed.cpu()   # copied before the next replay overwrites it
         else:
             packed = self._packed_round(buffers, num_tokens)[:rows]
+            if while_running is not None:
+                while_running()
         tokens = packed[:, :num_tokens].to(torch.int64)
         conf = packed[:, num_tokens:].to(torch.float32) if packed.shape[1] > num_tokens else None
         return tokens, conf

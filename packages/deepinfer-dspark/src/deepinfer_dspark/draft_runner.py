@@ -21,7 +21,7 @@ only on its own inputs, so draws are seeded and batch invariant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -277,7 +277,8 @@ class DSparkDraftRunner:
         return self.context.context(request_id)
 
     @torch.no_grad()
-    def draft(self, requests: Sequence[DraftRequest], num_tokens: int) -> list[DraftOutput]:
+    def draft(self, requests: Sequence[DraftRequest], num_tokens: int,
+              while_running: Callable[[], None] | None = None) -> list[DraftOutput]:
         """Drafts `num_tokens` tokens for every request in one batched block forward.
 
         The block is always `block_size` positions long, as in training; the first
@@ -287,6 +288,9 @@ class DSparkDraftRunner:
         Args:
             requests: one `DraftRequest` per request (distinct ids).
             num_tokens: γ in [1, block_size].
+            while_running: called once per round with requests, after the round's device work is
+                launched and before the host waits for it (all-greedy rounds: host work runs
+                during the drafter's forward on CUDA); after the round otherwise, or on the CPU.
 
         Returns:
             One `DraftOutput` per request, in order.
@@ -306,10 +310,11 @@ class DSparkDraftRunner:
         if (self.graphs is not None and all(r.sampling.temperature == 0 for r in requests)
                 and self.graphs.fits(len(requests), max(lengths))):
             tokens, conf_logits = self.graphs.run([r.request_id for r in requests],
-                                                  [r.anchor_token for r in requests], lengths, num_tokens)
+                                                  [r.anchor_token for r in requests], lengths, num_tokens,
+                                                  while_running)
             return self._outputs(tokens, None, conf_logits)
         hidden = self._block_hidden(requests)                          # [R, G, d]
-        return self._sample(requests, hidden[:, :num_tokens])
+        return self._sample(requests, hidden[:, :num_tokens], while_running)
 
     def _check_requests(self, requests: Sequence[DraftRequest]) -> None:
         cfg = self.drafter.config
@@ -341,13 +346,17 @@ class DSparkDraftRunner:
         context_k, context_v = self.context.gather(buffers.blocks, rows, width)
         return self.drafter(buffers.tokens, buffers.positions, context_k, context_v, buffers.context_valid)
 
-    def _sample(self, requests: Sequence[DraftRequest], hidden: torch.Tensor) -> list[DraftOutput]:
-        """The sequential pass (`draft_loop`): Markov bias, filtered law, seeded draw, confidence."""
+    def _sample(self, requests: Sequence[DraftRequest], hidden: torch.Tensor,
+                while_running: Callable[[], None] | None = None) -> list[DraftOutput]:
+        """The sequential pass (`draft_loop`): Markov bias, filtered law, seeded draw, confidence
+        (`while_running` called once: before the greedy round's copy to the host, else at the end)."""
         device = hidden.device
         anchors = torch.tensor([r.anchor_token for r in requests], dtype=torch.int64, device=device)
         if all(r.sampling.temperature == 0 for r in requests):
             tokens, conf_logits = draft_loop(self.drafter, hidden, anchors, greedy_choice)
             packed = torch.cat([tokens.double()] + ([] if conf_logits is None else [conf_logits.double()]), dim=1)
+            if while_running is not None:
+                while_running()
             packed = packed.cpu()   # one device-to-host copy for the round (exact, see DraftGraphs)
             gamma = tokens.shape[1]
             return self._outputs(packed[:, :gamma].to(torch.int64), None,   # q one-hot: left implicit
@@ -365,6 +374,8 @@ class DSparkDraftRunner:
             return token
 
         tokens, conf_logits = draft_loop(self.drafter, hidden, anchors, choose)
+        if while_running is not None:
+            while_running()
         return self._outputs(tokens, torch.stack(probs, dim=1), conf_logits)
 
     def _outputs(self, tokens: torch.Tensor, probs: torch.Tensor | None, conf_logits: torch.Tensor | None

@@ -76,6 +76,10 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           cannot pay, see `PausePolicy.bound_only`; 0: the ledgers judge every load, as until
           session 45; on the H200 1 ran +6 to +17 points at 1 request over six processes, +2 at 2
           and -0.5 at 8 on average, BENCHMARKS.md forty-first session),
+          overlap_bookkeeping (False: opt in to judging each drafted round, and folding its
+          commits into the measured acceptance, while the next drafted round's forward runs on
+          the device, off the host's critical path: `LateBookkeeping`; decisions come one round
+          later, lossless),
           judge_stragglers (False: opt in to scaling a round's gain, while the engine drains what
           it holds (`LLM.generate`), by what the batch's last request to finish keeps of it,
           `Stragglers`, from the tokens a drafted round gave each finished request; in
@@ -224,7 +228,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                "judge_stragglers", "lookup_loops", "bound_only"):
+                "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -265,6 +269,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 bound_only=_int_key(spec_config, "bound_only", BOUND_ONLY_DEFAULT, 0),
+                overlap_bookkeeping=_bool_key(spec_config, "overlap_bookkeeping", False),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 
@@ -318,7 +323,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "decode_profile", "max_probe_every", "defer_context", "measure_step_times",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
                          "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                         "judge_stragglers", "lookup_loops", "bound_only"})
+                         "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -146,7 +146,7 @@ class PausePolicy:
         gapped, self._gapped_stretch = self._gapped_stretch, False   # declared for gaps (`dormant_rounds`)
         self._stretch_ran(num_requests, rounds)
         self._count(PLAIN, num_requests, rounds)
-        self.acceptance.close()
+        self._settle()   # (`LateBookkeeping`: what waits, then the acceptance's round closed)
         self.acceptance.tick(rounds)
         self._last_batch, self._cleared = num_requests, 0
         self.openings.idle(0, rounds)   # (dormant: paused at the bucket itself, not in the opening)
@@ -186,7 +186,7 @@ class PausePolicy:
         self.rates.pause()   # (the stretch is no step of a timed run)
         self._stretch_ran(num_requests, rounds)
         self._count(PLAIN, num_requests, rounds)
-        self.acceptance.close()
+        self._settle()   # (`LateBookkeeping`: what waits, then the acceptance's round closed)
         self.acceptance.tick(rounds)
         self._last_batch, self._cleared = num_requests, 0
         body = min(self.pauses.left(num_requests), rounds) if num_requests else 0

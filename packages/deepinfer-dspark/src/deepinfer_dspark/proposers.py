@@ -25,6 +25,7 @@ from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.flush_costs import FlushCosts
 from deepinfer_dspark.host_rows import host_rows
+from deepinfer_dspark.late_bookkeeping import LateBookkeeping
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
@@ -37,7 +38,7 @@ from deepinfer_dspark.stragglers import Stragglers
 from deepinfer_dspark.verify_rates import VerifyRates
 
 
-class DSparkProposer(PausePolicy, StepTiming):
+class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
     """DSpark drafts with fixed-length or confidence-scheduled verification lengths (the
     decisions that judge a load: `PausePolicy`).
 
@@ -106,6 +107,10 @@ class DSparkProposer(PausePolicy, StepTiming):
         min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
         bound_only: up to this many requests the ledgers pause nothing (`PausePolicy.bound_only`;
             0 here, 1 by default in the engine's factory).
+        overlap_bookkeeping: judge each drafted round, and fold its commits into `acceptance`,
+            during the next drafted round's forward on the device, not on the host's critical path
+            (`LateBookkeeping`: decisions one round later, still lossless). False here; see the
+            engine's factory for the default.
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
@@ -143,7 +148,7 @@ class DSparkProposer(PausePolicy, StepTiming):
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
                  measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False,
-                 bound_only: int = 0) -> None:
+                 bound_only: int = 0, overlap_bookkeeping: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -177,6 +182,7 @@ class DSparkProposer(PausePolicy, StepTiming):
         if bound_only < 0:
             raise ValueError(f"bound_only: must be >= 0, got {bound_only}")
         self.bound_only = bound_only
+        self.overlap_bookkeeping = overlap_bookkeeping
         self.draining_batch = False         # the engine only drains what it holds (`draining`)
         for name, on in (("measure_round_times", measure_round_times), ("measure_plain_steps", measure_plain_steps)):
             if on and measure_step_times:
@@ -253,10 +259,11 @@ class DSparkProposer(PausePolicy, StepTiming):
             self.pauses.pause(self._last_batch, NOTHING_READY_PAUSE)   # as `dormant_rounds` would: nothing can draft
         if self.pauses.left(self._last_batch) == 0 and self._last_batch and not self._probing():
             batch = self._last_batch   # (also in a paused opening: a load ruled out declines its features)
-            hopeless = self.cannot_pay(batch)
+            hopeless, loss = self._bounds(batch)   # (priced during the last draft: `overlap_bookkeeping`)
+            hopeless = self.cannot_pay(batch) if hopeless is None else hopeless
             if hopeless and not self._probe_due(batch):
                 self._pause_for(self.probe_every, batch, ruled_out=True)
-            elif self.expected_loss(batch):
+            elif self.expected_loss(batch) if loss is None else loss:
                 self._pause_for(self.probe_every, batch, ruled_out=True)
             else:
                 self._ruled_out.discard(ledger_bucket(batch))
@@ -315,7 +322,7 @@ class DSparkProposer(PausePolicy, StepTiming):
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
         does while paused."""
         self._record(self.rates.start(), num_requests, None)
-        self.acceptance.close()
+        self._settle()
         self._last_batch, self._cleared, self._running = num_requests, 0, 0   # (`running` held for one round)
         self._count(PLAIN, num_requests)
         self.acceptance.tick()
@@ -336,32 +343,25 @@ class DSparkProposer(PausePolicy, StepTiming):
         drafts = [Draft([]) for _ in requests]
         self._last_batch = batch
         judged, self._cleared = self._cleared == batch, 0   # by `idle_rounds`, this round
-        self.acceptance.close()   # the last drafted round's commits are in
+        if not self.overlap_bookkeeping:   # else settled by the draft below, or at a plain round's end
+            self._settle()   # the last drafted round's commits are in
         probing = self._probing()
         self.acceptance.tick()
         opening = self.openings.begin([r.step for r in requests])
         if requests and not probing and self.pauses.skip(batch):
-            self.skipped_rounds += 1
-            self._count(PLAIN, batch)
-            return drafts
+            return self._plain_round(drafts, batch)
         if requests and not probing and not judged and self.expected_loss(batch):
             self._pause_for(self.probe_every - 1, batch, ruled_out=True)   # judged without drafting: no backoff grows
-            self.skipped_rounds += 1
-            self._count(PLAIN, batch)
-            return drafts
+            return self._plain_round(drafts, batch)
         if requests and not probing and not judged and self.cannot_pay(batch):
             if self._probe_due(batch):   # ruled out by measured times alone: re-time a run of rounds
                 self.rates.started(SPEC, batch)
                 probing = True
             else:
                 self._pause_for(self.probe_every - 1, batch, ruled_out=True)   # this round and the next: no drafts
-                self.skipped_rounds += 1
-                self._count(PLAIN, batch)
-                return drafts
+                return self._plain_round(drafts, batch)
         if requests and not probing and self.openings.skip(batch):   # after the rules above: a load ruled
-            self.skipped_rounds += 1                                    # out declines features in openings too
-            self._count(PLAIN, batch)
-            return drafts
+            return self._plain_round(drafts, batch)                     # out declines features in openings too
         if requests and not probing and self.measure_step_times and self.decode is not None \
                 and self.rates.due(SPEC, batch, self._retime_every):   # a lone round is no sample: a run
             self.rates.started(SPEC, batch)
@@ -381,13 +381,15 @@ class DSparkProposer(PausePolicy, StepTiming):
                                     if self.runner.num_positions(r.request_id) < len(r.token_ids) - 1)
             if requests and not probing:   # a fixed pause (steps overlap), the backoff untouched: a
                 self.pauses.pause(batch, NOTHING_READY_PAUSE)   # request with a whole context waits <= 32 rounds
-            self._count(PLAIN, batch)
-            return drafts
+            return self._plain_round(drafts, batch, skipped=False)
         asks = [requests[i] for i in ready]
         self.drafted_rounds += 1
+        hook = {"while_running": self._overlapped} if self.overlap_bookkeeping else {}   # (`LateBookkeeping`)
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
                                                 DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
-                                  for r in asks], self.num_tokens)
+                                  for r in asks], self.num_tokens, **hook)
+        if self._late is not None:   # (the hook did not run: settled before the new round opens)
+            self._settle()
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
         tokens = host_rows([o.tokens for o in outs])   # one transfer for the round, not one per request
         self.flush_costs.add(batch, span, flushed, pairs)
@@ -399,7 +401,7 @@ class DSparkProposer(PausePolicy, StepTiming):
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
-                self._plan_pause(expected, lengths, batch, partial=len(asks) < batch, opening=opening)
+                self._judge_round((expected, lengths, batch, len(asks) < batch, opening))   # (maybe late)
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
             self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
         self.lengths = lengths
@@ -413,10 +415,18 @@ class DSparkProposer(PausePolicy, StepTiming):
             drafts[i] = Draft(row[:n], None if out.probs is None else out.probs[:n].float())
         return drafts
 
+    def _plain_round(self, drafts: list[Draft], batch: int, skipped: bool = True) -> list[Draft]:
+        """Ends a round without drafts: counted as a plain step (and a skipped round), with the
+        bookkeeping still waiting settled (`overlap_bookkeeping`)."""
+        self.skipped_rounds += skipped
+        self._count(PLAIN, batch)
+        self._settle()
+        return drafts
+
     def commit(self, request_id: str, num_tokens: int) -> None:
         """After a verification: the request's realized accepted drafts (`acceptance`). The
         context cache needs nothing: it only ever holds committed positions (see observe)."""
-        self.openings.advanced(self.acceptance.commit(request_id, num_tokens))
+        self.openings.advanced(self._commit_round(request_id, num_tokens))
         if self.judge_stragglers:
             self.stragglers.commit(request_id, num_tokens)
 
@@ -435,6 +445,7 @@ class DSparkProposer(PausePolicy, StepTiming):
     def remove(self, request_id: str) -> None:
         if self.judge_stragglers:
             self.stragglers.finish(request_id)
+        self._forget_commit(request_id)
         self.acceptance.drop(request_id)
         self.feed.remove(request_id)
         self.runner.remove(request_id)
