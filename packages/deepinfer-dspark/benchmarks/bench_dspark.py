@@ -86,7 +86,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-untimed", "confidence-tail", "confidence-mean",
          "confidence-stragglers", "confidence-loops", "confidence-unheld",
          "confidence-prior8", "confidence-settle64", "confidence-lone",
-         "confidence-lone-loops", "confidence-lone2", "confidence-bound0")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
+         "confidence-now", "confidence-replies4")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 
 
@@ -104,8 +105,10 @@ def built(name: str, llm):
     acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate);
     `confidence-settle64` the default with a bucket's losses settled only once its judged rounds
     hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate);
+    `confidence-replies4` the default with `expected_loss` waiting for 4 replies' body rounds
+    (`PausePolicy.min_replies`, 0 by default; session 46's candidate);
     (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs;
-    `confidence-overlap` sets `overlap_bookkeeping`.)"""
+    `confidence-overlap` and `-now` set `overlap_bookkeeping`.)"""
     if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -115,6 +118,9 @@ def built(name: str, llm):
     if name.removesuffix(MIXED) == "confidence-settle64":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).settled_requests = 64
+    if name.removesuffix(MIXED) == "confidence-replies4":
+        proposer = llm.engine.speculative.proposer
+        getattr(proposer, "inner", proposer).min_replies = 4
     return llm
 
 
@@ -353,8 +359,10 @@ def main() -> None:
     variants["confidence-lone-loops"] = {**variants["confidence"], "bound_only": 1, "lookup_loops": True}
     variants["confidence-lone2"] = {**variants["confidence"], "bound_only": 2}
     variants["confidence-bound0"] = {**variants["confidence"], "bound_only": 0}
-    # ... and a drafted round's bookkeeping done during the next round's draft (session 46's candidate).
+    # ... and a drafted round's bookkeeping done during the next round's draft (session 46's candidate, the
+    # default since), or at once (`-now`: until session 46).
     variants["confidence-overlap"] = {**variants["confidence"], "overlap_bookkeeping": True}
+    variants["confidence-now"] = {**variants["confidence"], "overlap_bookkeeping": False}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in args.fixed:

@@ -48,8 +48,8 @@ def recorder(proposer, log: dict) -> None:
     """Wraps `proposer.runner.draft`: log[(request_id, anchor_position)] = (tokens, confidences)."""
     original = proposer.runner.draft
 
-    def draft(requests, num_tokens):
-        outs = original(requests, num_tokens)
+    def draft(requests, num_tokens, **kw):   # (`while_running`: the proposer's bookkeeping hook)
+        outs = original(requests, num_tokens, **kw)
         for r, o in zip(requests, outs):
             conf = None if o.confidences is None else o.confidences.float().cpu()
             log[(r.request_id, r.anchor_position)] = (o.tokens.cpu().tolist(), conf)

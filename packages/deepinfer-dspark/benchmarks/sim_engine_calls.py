@@ -276,6 +276,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               bound_only=getattr(args, "bound_only", 0),
                               overlap_bookkeeping=getattr(args, "overlap_bookkeeping", False))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
+    proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
     if getattr(args, "lookup", 0):
@@ -383,6 +384,8 @@ def main() -> None:
     parser.add_argument("--bound-only", type=int, default=0, metavar="B",
                         help="speculative_config.bound_only: up to B requests the ledgers pause nothing (the engine's "
                              "default is 1 since session 45; 0 here, as the results recorded before it ran)")
+    parser.add_argument("--min-replies", type=int, default=0, metavar="N",
+                        help="PausePolicy.min_replies: replies whose body rounds `expected_loss` waits for (0: off)")
     parser.add_argument("--overlap-bookkeeping", action="store_true",
                         help="speculative_config.overlap_bookkeeping: each drafted round judged (and its commits "
                              "folded) during the next drafted round (`LateBookkeeping`: decisions a round later)")

@@ -40,9 +40,9 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders,
     rounds = []
     original = proposer.runner.draft
 
-    def draft(requests, num_tokens):
+    def draft(requests, num_tokens, **kw):   # (`while_running`: the proposer's bookkeeping hook)
         rounds.append(proposer.skipped_rounds)
-        return original(requests, num_tokens)
+        return original(requests, num_tokens, **kw)
 
     proposer.runner.draft = draft
     assert kit.greedy(llm, batch) == expected
@@ -93,7 +93,7 @@ def test_no_drafting_when_even_full_acceptance_cannot_pay(folders, kit) -> None:
     proposer = llm.engine.speculative.proposer
     assert not proposer.retired and not proposer.cannot_pay(64)
     assert proposer.cannot_pay(1) and proposer.cannot_pay(3)
-    proposer.runner.draft = lambda requests, num_tokens: pytest.fail("drafted although no round can pay")
+    proposer.runner.draft = lambda requests, num_tokens, **kw: pytest.fail("drafted although no round can pay")
     assert kit.greedy(llm, batch) == expected
     assert proposer.skipped_rounds > 0 and llm.engine.speculative.stats.proposed == 0
     # 24 tokens each; only the first step after admission has nothing in flight (the proposer
@@ -131,7 +131,7 @@ def test_measured_round_times_stop_drafting_that_the_profiles_favour(folders, ki
     rates.clock = clock
     rounds = []
     original = proposer.runner.draft
-    proposer.runner.draft = lambda requests, k: rounds.append(len(requests)) or original(requests, k)
+    proposer.runner.draft = lambda requests, k, **kw: rounds.append(len(requests)) or original(requests, k, **kw)
     assert not proposer.cannot_pay(3)                    # by the profiles alone, drafting can pay
     assert kit.greedy(llm, batch) == expected
     assert proposer.cannot_pay(3) and rates.ratio(3) == pytest.approx(10.0)
@@ -192,7 +192,7 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders, monkeypat
     proposer.rates.clock = lambda: now[0]
     confidence = [0.0]
     runner.num_positions = lambda request_id: 9
-    runner.draft = lambda requests, k: [DraftOutput(torch.tensor([1, 2, 3, 4]), None,
+    runner.draft = lambda requests, k, **kw: [DraftOutput(torch.tensor([1, 2, 3, 4]), None,
                                                     torch.full((4,), confidence[0]), torch.zeros(4))
                                         for _ in requests]
 
@@ -244,7 +244,7 @@ def test_a_slow_spell_does_not_rule_drafting_out_for_good(folders, kit) -> None:
 
     rates.clock = clock
     runner.num_positions = lambda request_id: 9
-    runner.draft = lambda requests, k: [DraftOutput(torch.tensor([1, 2, 3, 4]), None, torch.full((4,), 0.99),
+    runner.draft = lambda requests, k, **kw: [DraftOutput(torch.tensor([1, 2, 3, 4]), None, torch.full((4,), 0.99),
                                                     torch.zeros(4)) for _ in requests]
     request = [CoreRequest("r", list(range(10)), 4, 0.0, 0, 1.0, 0.0, 0, 10)]
     drafted = []

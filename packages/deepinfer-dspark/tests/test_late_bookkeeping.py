@@ -17,7 +17,7 @@ from deepinfer_dspark.checkpoint import load_state_dict
 from deepinfer_dspark.config import DSparkConfig
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.drafter import DSparkDrafter
-from deepinfer_dspark.factories import _dspark_settings
+from deepinfer_dspark.factories import OVERLAP_DEFAULT, _dspark_settings
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -41,9 +41,18 @@ def pair(fake_runner, confidence: float = 0.05) -> tuple[DSparkProposer, DSparkP
                                 overlap_bookkeeping=late) for late in (False, True))
 
 
-def test_a_losing_round_pauses_one_round_later(fake_runner) -> None:
+def test_a_lone_probe_is_judged_at_once(fake_runner) -> None:
+    now, late = pair(fake_runner)
+    for p in (now, late):   # (the first drafted round: no run before it)
+        assert p.propose(asks(p, 1))[0].token_ids
+        assert p.pauses.left(1) > 0 and p.pauses.rounds(1) == 1 and p._late is None
+    assert late.judged == now.judged
+
+
+def test_a_losing_round_in_a_run_pauses_one_round_later(fake_runner) -> None:
     now, late = pair(fake_runner)
     for p in (now, late):
+        p._in_run = True   # (as after a drafted round)
         assert p.propose(asks(p, 1))[0].token_ids
     assert now.pauses.left(1) > 0 and now.pauses.rounds(1) == 1
     assert late.pauses.left(1) == 0 and late.pauses.rounds(1) == 0 and late.judged is None   # waits
@@ -55,6 +64,7 @@ def test_a_losing_round_pauses_one_round_later(fake_runner) -> None:
 def test_commits_fold_in_the_next_draft(fake_runner) -> None:
     now, late = pair(fake_runner, confidence=0.9)   # (a winning drafter: no pause between rounds)
     for p in (now, late):
+        p._in_run = True   # (inside a run of drafted rounds)
         p.propose(asks(p, 1))
         p.commit("r0", 40 + 3)   # two drafts of four accepted (and the bonus token)
         assert p.openings._moved == 2   # read at once either way (`OpeningPhase.advanced`)
@@ -86,10 +96,12 @@ def test_idle_rounds_reads_the_bounds_priced_during_the_draft(fake_runner, monke
 
 def test_a_plain_round_and_an_idle_round_settle(fake_runner) -> None:
     late = pair(fake_runner)[1]
+    late._in_run = True
     late.propose(asks(late, 1))
     late.idle_round(1)   # a paused round: what waits is done first
-    assert late._late is None and late.pauses.rounds(1) == 1
+    assert late._late is None and late.pauses.rounds(1) == 1 and not late._in_run
     late = pair(fake_runner)[1]
+    late._in_run = True
     late.propose(asks(late, 1))
     late.runner.held["r0"] = 10   # a gap in its context: nothing is ready, no draft
     assert not late.propose([DraftRequest("r0", list(range(40)), K, 0.0, 0, 1.0, 0.0, 0, 40)])[0].token_ids
@@ -98,7 +110,8 @@ def test_a_plain_round_and_an_idle_round_settle(fake_runner) -> None:
 
 def test_a_request_leaving_keeps_its_waiting_commit(fake_runner) -> None:
     late = pair(fake_runner, confidence=0.9)[1]
-    late.propose(asks(late, 2))
+    late.propose(asks(late, 2))   # (judged at once: the first of a run)
+    late.propose(asks(late, 2))   # judged in the next draft
     late.commit("r0", 43)
     late.commit("r1", 41)
     late.remove("r0")   # (without the option its commit had been folded already)
@@ -131,8 +144,8 @@ def test_the_runner_calls_the_hook_once_before_its_result(tiny, graphs, temperat
 def test_the_config_key(tmp_path) -> None:
     base = {"method": "dspark", "model": str(tmp_path), "num_speculative_tokens": K, "scheduling": "confidence",
             "sps_profile": FALLING, "decode_profile": DECODE}
-    assert _dspark_settings(base)["overlap_bookkeeping"] is False
-    assert _dspark_settings({**base, "overlap_bookkeeping": True})["overlap_bookkeeping"] is True
+    assert _dspark_settings(base)["overlap_bookkeeping"] is OVERLAP_DEFAULT is True
+    assert _dspark_settings({**base, "overlap_bookkeeping": False})["overlap_bookkeeping"] is False
     for bad in (1, "yes", None.__class__):
         with pytest.raises(ValueError, match="^speculative_config.overlap_bookkeeping"):
             _dspark_settings({**base, "overlap_bookkeeping": bad})

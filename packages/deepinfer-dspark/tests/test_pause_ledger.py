@@ -428,3 +428,25 @@ def test_drafting_that_realizes_a_loss_pauses_though_an_upper_bound_would_call_i
     assert sum(drafted[1000:]) <= 2000 // 16, sum(drafted[1000:])   # long pauses: a probe now and then
     assert proposer.pauses.gain(1) < 1.0
     assert proposer.acceptance.ratio(1) < 1.05   # realized 0.9 / 0.94 = 0.96, stale evidence shrinks towards 1
+
+
+def test_min_replies_waits_for_that_many_replies() -> None:
+    """`PausePolicy.min_replies`: the upper bound rules a load out only once body rounds of that
+    many distinct requests were committed (one reply's rounds are correlated evidence)."""
+    def rounds(proposer: DSparkProposer, replies: int) -> None:
+        for _ in range(replies):
+            for _ in range(20):   # 2 of 4 drafts accepted: alone a win, at 64 a loss even at the bound
+                _verified_round(proposer, 1, 2)
+            proposer.remove("r0")   # the reply ends (the next one reuses the id: counted again)
+
+    eager = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    waiting = DSparkProposer(FakeRunner([0.95]), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64)
+    waiting.min_replies = 4
+    for proposer in (eager, waiting):
+        rounds(proposer, 1)
+    assert eager.acceptance.replies == waiting.acceptance.replies == 1
+    assert eager.expected_loss(64) and not waiting.expected_loss(64)
+    rounds(waiting, 2)
+    assert waiting.acceptance.replies == 3 and not waiting.expected_loss(64)
+    rounds(waiting, 1)
+    assert waiting.acceptance.replies == 4 and waiting.expected_loss(64)

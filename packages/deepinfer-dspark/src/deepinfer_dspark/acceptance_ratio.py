@@ -112,6 +112,8 @@ class AcceptanceRatio:
         self.full = FullAcceptance(num_tokens)
         self.prior = PRIOR        # predicted drafts of pseudo-evidence at ratio 1 in every ratio
         self.body_requests = 0    # drafted requests committed in body rounds (not decayed)
+        self.replies = 0          # distinct requests committed in body rounds (not decayed)
+        self._replied: set[str] = set()   # those among them not yet dropped
 
     @property
     def rounds(self) -> int:
@@ -163,6 +165,9 @@ class AcceptanceRatio:
         self._sums[1] += accepted
         self._sums[2] += 1
         self.body_requests += not self._opening
+        if not self._opening and request_id not in self._replied:
+            self._replied.add(request_id)
+            self.replies += 1
         self.full.add(survival, verified, accepted)
         return accepted
 
@@ -185,5 +190,6 @@ class AcceptanceRatio:
         self._sums = [0.0, 0.0, 0]
 
     def drop(self, request_id: str) -> None:
-        """The request left before its commit: it counts nowhere."""
+        """The request left (before its commit: it counts nowhere)."""
         self._open.pop(request_id, None)
+        self._replied.discard(request_id)

@@ -76,10 +76,11 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           cannot pay, see `PausePolicy.bound_only`; 0: the ledgers judge every load, as until
           session 45; on the H200 1 ran +6 to +17 points at 1 request over six processes, +2 at 2
           and -0.5 at 8 on average, BENCHMARKS.md forty-first session),
-          overlap_bookkeeping (False: opt in to judging each drafted round, and folding its
-          commits into the measured acceptance, while the next drafted round's forward runs on
-          the device, off the host's critical path: `LateBookkeeping`; decisions come one round
-          later, lossless),
+          overlap_bookkeeping (True, `OVERLAP_DEFAULT`: each drafted round is judged, and its
+          commits folded into the measured acceptance, while the next drafted round's forward runs
+          on the device, off the host's critical path, `LateBookkeeping`; decisions come one round
+          later, lossless; False: at once, as until session 46; on the H200 +4.3 points at 1
+          request over six processes, +0.8 at 2 and +0.5 at 8, BENCHMARKS.md forty-second session),
           judge_stragglers (False: opt in to scaling a round's gain, while the engine drains what
           it holds (`LLM.generate`), by what the batch's last request to finish keeps of it,
           `Stragglers`, from the tokens a drafted round gave each finished request; in
@@ -269,7 +270,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 bound_only=_int_key(spec_config, "bound_only", BOUND_ONLY_DEFAULT, 0),
-                overlap_bookkeeping=_bool_key(spec_config, "overlap_bookkeeping", False),
+                overlap_bookkeeping=_bool_key(spec_config, "overlap_bookkeeping", OVERLAP_DEFAULT),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 
@@ -284,6 +285,7 @@ LOOKUP_DEFAULT = 2      # `prompt_lookup_min` with confidence scheduling (H200, 
 # drafter, `ngram` load-aware, took no lookup round; with the drafter there not yet re-measured)
 POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool
 BOUND_ONLY_DEFAULT = 1   # `bound_only` (H200, session 45: +12 points at 1 request over six processes)
+OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
 
 
 def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:

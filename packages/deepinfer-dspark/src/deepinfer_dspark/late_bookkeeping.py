@@ -16,7 +16,10 @@ With `overlap_bookkeeping`, that work moves into the next drafted round's device
 tokens to the host): a round's `_plan_pause` waits (`_late`), the commits are kept unfolded
 (`commit` only reads the accepted count, for `OpeningPhase`), and the next round's draft folds
 them and judges the round while the drafter runs, then prices `idle_rounds`' bounds for the next
-step at that batch (`_verdict`). A round that does not draft settles at its end (`_settle`);
+step at that batch (`_verdict`). Only rounds inside a run of drafted rounds wait: the first drafted
+round after one without drafts (a probe after a pause, most often) is judged at once, so a losing
+probe pauses at once instead of drafting one more losing round (the engine tests' backoff: 2, 4, 8
+rounds between lone probes, as without the option). A round that does not draft settles at its end (`_settle`);
 `idle_round`, the dormant and quiet stretches settle first. Every decision is made one round
 later than without the option, from earlier rounds only (it governs the round after the next),
 so verification stays lossless. A mixin of `DSparkProposer`: it reads its `acceptance`,
@@ -31,18 +34,21 @@ class LateBookkeeping:
 
     Attributes:
         overlap_bookkeeping: defer a drafted round's judgement and commits into the next round's
-            draft (False: done at once, as until session 46).
+            draft (False here: done at once, as until session 46; True by default in the engine's
+            factory since session 46: on the H200 +4.3 points at 1 request over six processes,
+            +0.8 at 2, +0.5 at 8, BENCHMARKS.md forty-second session).
     """
 
     overlap_bookkeeping: bool = False
     _late: tuple[tuple | None, list[tuple[str, int]]] | None = None   # (`_plan_pause` args, commits)
     _verdict: tuple[int, bool, bool] | None = None   # (batch, `cannot_pay`, `expected_loss`), priced late
+    _in_run = False   # the last round drafted (a round drafted now continues a run)
 
-    def _judge_round(self, plan: tuple) -> None:
+    def _judge_round(self, plan: tuple, in_run: bool) -> None:
         """Judges a drafted round (`plan`: `_plan_pause`'s expected, lengths, batch, partial and
-        opening): at once, or with `overlap_bookkeeping` in the next round's draft (its commits
-        then wait with it)."""
-        if self.overlap_bookkeeping:
+        opening): at once, or with `overlap_bookkeeping` and `in_run` (the round before it drafted
+        too) in the next round's draft (its commits then wait with it)."""
+        if self.overlap_bookkeeping and in_run:
             self._late = (plan, [])
         else:
             self._plan(plan)
@@ -59,10 +65,12 @@ class LateBookkeeping:
         self._late[1].append((request_id, num_tokens))
         return self.acceptance.accepted(request_id, num_tokens)
 
-    def _settle(self) -> None:
+    def _settle(self, run_over: bool = True) -> None:
         """Runs what waits (the round's judgement, then its commits) and closes the acceptance's
-        open round (`AcceptanceRatio.close`); the bounds priced for the next step are dropped."""
+        open round (`AcceptanceRatio.close`); the bounds priced for the next step are dropped.
+        `run_over`: no round is being drafted (a run of drafted rounds has ended)."""
         late, self._late, self._verdict = self._late, None, None
+        self._in_run = self._in_run and not run_over
         if late is not None:
             plan, commits = late
             if plan is not None:
@@ -74,7 +82,7 @@ class LateBookkeeping:
     def _overlapped(self) -> None:
         """The `while_running` hook of a drafted round: settles the last round and prices the
         next step's bounds at this batch (`idle_rounds` reads them once)."""
-        self._settle()
+        self._settle(run_over=False)
         batch = self._last_batch
         self._verdict = (batch, self.cannot_pay(batch), self.expected_loss(batch))
 

@@ -59,10 +59,16 @@ class PausePolicy:
             steps in all ten processes of sessions 44-45, and the ledgers had paused 300+ rounds
             after one or two hard replies; with 1, the default ran +6 to +17 points at 1 request in
             six processes (BENCHMARKS.md, forty-first session).
+        min_replies: `expected_loss` waits until drafted body rounds have been committed for this
+            many distinct requests (`AcceptanceRatio.replies`; 0: off, the default). At 1 request
+            the evidence's drafted requests are one reply's rounds, correlated: on the H200
+            (session 46) one hard first reply's 24 rounds ruled the load out for ~6 replies.
+            Session 46's candidate (`confidence-replies4`), not measured on the H200 yet.
     """
 
     settled_requests: int = 0
     bound_only: int = 0
+    min_replies: int = 0
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -84,14 +90,15 @@ class PausePolicy:
         still, so it is judged a loss without drafting it, and the next `probe_every - 1`
         rounds at its bucket with it. The measurements age (`FullAcceptance`), so the bound widens
         until a load ruled out is drafted again. False without both profiles, before a request of
-        a body round (not a reply's opening, `OpeningPhase`) has been drafted, or before the
+        a body round (not a reply's opening, `OpeningPhase`) has been drafted, before body rounds of
+        `min_replies` distinct requests have been committed, or before the
         evidence has once reached `MIN_MEASURED_REQUESTS` drafted requests (`FullAcceptance.most`:
         once reached, the aging widens the bound, it does not switch the rule off: on the H200 the
         decayed count fell to 54 at 64 requests, and features were kept and flushed there). While
         the engine drains what it holds, the bound's tokens a round are scaled as `_plan_pause`
         scales a round's (`Stragglers.factor`)."""
         if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS \
-                or not self.acceptance.body_requests:
+                or not self.acceptance.body_requests or self.acceptance.replies < self.min_replies:
             return False
         upper = self.acceptance.full.upper()
         if upper is None:

@@ -109,8 +109,8 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             0 here, 1 by default in the engine's factory).
         overlap_bookkeeping: judge each drafted round, and fold its commits into `acceptance`,
             during the next drafted round's forward on the device, not on the host's critical path
-            (`LateBookkeeping`: decisions one round later, still lossless). False here; see the
-            engine's factory for the default.
+            (`LateBookkeeping`: decisions one round later, still lossless). False here; True by
+            default in the engine's factory (`speculative_config.overlap_bookkeeping`).
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
@@ -343,6 +343,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         drafts = [Draft([]) for _ in requests]
         self._last_batch = batch
         judged, self._cleared = self._cleared == batch, 0   # by `idle_rounds`, this round
+        in_run = self._in_run   # (the last round drafted: `LateBookkeeping`)
         if not self.overlap_bookkeeping:   # else settled by the draft below, or at a plain round's end
             self._settle()   # the last drafted round's commits are in
         probing = self._probing()
@@ -401,10 +402,10 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
-                self._judge_round((expected, lengths, batch, len(asks) < batch, opening))   # (maybe late)
+                self._judge_round((expected, lengths, batch, len(asks) < batch, opening), in_run)   # (maybe late)
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
             self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
-        self.lengths = lengths
+        self.lengths, self._in_run = lengths, True
         self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
         if not probing and self.measure_step_times and self.decode is not None and self.rates.due(
