@@ -353,6 +353,7 @@ def main() -> None:
     variants["confidence-unheld"] = {**variants["confidence"]}
     variants["confidence-prior8"] = {**variants["confidence"]}   # (`built`: a stronger prior in the ratios)
     variants["confidence-settle64"] = {**variants["confidence"]}   # (`built`: losses settled on 64 requests)
+    variants["confidence-replies4"] = {**variants["confidence"]}   # (`built`: `expected_loss` waits for 4 replies)
     # ... and the ledgers pausing nothing at 1 request (`bound_only` 1: session 45's candidate, the default
     # since), with `lookup_loops` too, up to 2 requests, and at no load (`bound_only` 0: until session 45).
     variants["confidence-lone"] = {**variants["confidence"], "bound_only": 1}
