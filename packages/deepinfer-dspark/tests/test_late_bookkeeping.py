@@ -52,7 +52,7 @@ def test_a_lone_probe_is_judged_at_once(fake_runner) -> None:
 def test_a_losing_round_in_a_run_pauses_one_round_later(fake_runner) -> None:
     now, late = pair(fake_runner)
     for p in (now, late):
-        p._in_run = True   # (as after a drafted round)
+        p._in_run, p._run_ids = True, frozenset({"r0"})   # (as after a drafted round)
         assert p.propose(asks(p, 1))[0].token_ids
     assert now.pauses.left(1) > 0 and now.pauses.rounds(1) == 1
     assert late.pauses.left(1) == 0 and late.pauses.rounds(1) == 0 and late.judged is None   # waits
@@ -64,7 +64,7 @@ def test_a_losing_round_in_a_run_pauses_one_round_later(fake_runner) -> None:
 def test_commits_fold_in_the_next_draft(fake_runner) -> None:
     now, late = pair(fake_runner, confidence=0.9)   # (a winning drafter: no pause between rounds)
     for p in (now, late):
-        p._in_run = True   # (inside a run of drafted rounds)
+        p._in_run, p._run_ids = True, frozenset({"r0"})   # (inside a run of drafted rounds)
         p.propose(asks(p, 1))
         p.commit("r0", 40 + 3)   # two drafts of four accepted (and the bonus token)
         assert p.openings._moved == 2   # read at once either way (`OpeningPhase.advanced`)
@@ -96,12 +96,12 @@ def test_idle_rounds_reads_the_bounds_priced_during_the_draft(fake_runner, monke
 
 def test_a_plain_round_and_an_idle_round_settle(fake_runner) -> None:
     late = pair(fake_runner)[1]
-    late._in_run = True
+    late._in_run, late._run_ids = True, frozenset({"r0"})
     late.propose(asks(late, 1))
     late.idle_round(1)   # a paused round: what waits is done first
     assert late._late is None and late.pauses.rounds(1) == 1 and not late._in_run
     late = pair(fake_runner)[1]
-    late._in_run = True
+    late._in_run, late._run_ids = True, frozenset({"r0"})
     late.propose(asks(late, 1))
     late.runner.held["r0"] = 10   # a gap in its context: nothing is ready, no draft
     assert not late.propose([DraftRequest("r0", list(range(40)), K, 0.0, 0, 1.0, 0.0, 0, 40)])[0].token_ids
@@ -174,3 +174,52 @@ def test_the_engine_stays_lossless_and_still_pauses(folders, kit, asynchronous) 
         assert [o.outputs[0].token_ids for o in llm.generate(batch, params)] == want
     assert proposer.drafted_rounds > 0 and proposer.skipped_rounds > proposer.drafted_rounds   # losses paused it
     assert proposer.pauses.rounds(1) > 0 and proposer.pauses.gain(1) < 1
+
+
+def ask(proposer: DSparkProposer, request_id: str, length: int = 40) -> DraftRequest:
+    proposer.runner.held[request_id] = length - 1
+    return DraftRequest(request_id, list(range(length)), K, 0.0, 0, 1.0, 0.0, 0, length)
+
+
+def test_a_new_batch_after_a_stop_starts_a_run_of_its_own(fake_runner) -> None:
+    """A batch that ends by a stop token in its last verification leaves its last round's judgement
+    waiting (the engine asks only `idle_rounds` then): the next batch's first round settles it and is
+    judged at once (found in session 46's review)."""
+    now, late = pair(fake_runner, confidence=0.9)
+    for p in (now, late):
+        p.propose([ask(p, "a"), ask(p, "b")])
+        p.commit("a", 43)
+        p.commit("b", 43)
+        p.propose([ask(p, "a", 43), ask(p, "b", 43)])
+        p.remove("a")   # both finished by a stop token in this verification: no commit
+        p.remove("b")
+        p.idle_rounds()
+    assert late._late is not None
+    for p in (now, late):
+        p.runner.confidences = [0.05] * K   # the new request's drafts lose
+        assert p.propose([ask(p, "s0")])[0].token_ids
+        assert p.pauses.left(1) > 0 and p._late is None   # judged at once
+    assert late.pauses.rounds(2) == now.pauses.rounds(2) == 2   # the old batch's rounds were judged too
+
+
+def test_a_first_round_leaves_no_verdict(fake_runner, monkeypatch) -> None:
+    """A round judged at once commits at once: `idle_rounds` prices the bounds live, with its commit
+    (found in session 46's review: a verdict priced in the draft cleared the next round)."""
+    monkeypatch.setattr(DSparkProposer, "expected_loss", lambda self, batch: self.acceptance.body_requests > 0)
+    now, late = pair(fake_runner, confidence=0.9)
+    for p in (now, late):
+        p.propose([ask(p, "r0")])
+        p.commit("r0", 43)
+        assert p.idle_rounds() > 0
+
+
+def test_a_raising_judgement_keeps_the_rounds_commits(fake_runner) -> None:
+    late = pair(fake_runner, confidence=0.9)[1]
+    late._in_run, late._run_ids = True, frozenset({"r0"})
+    late.propose([ask(late, "r0")])
+    late.commit("r0", 43)
+    late._plan_pause = lambda *args, **kwargs: (_ for _ in ()).throw(RuntimeError("judgement failed"))
+    with pytest.raises(RuntimeError, match="judgement failed"):
+        late.idle_round(1)
+    assert late._late is None and late.acceptance.full.requests == pytest.approx(1.0)
+    assert "r0" not in late.acceptance._open   # folded and closed all the same

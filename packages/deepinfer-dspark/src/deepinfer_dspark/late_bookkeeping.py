@@ -19,10 +19,15 @@ them and judges the round while the drafter runs, then prices `idle_rounds`' bou
 step at that batch (`_verdict`). Only rounds inside a run of drafted rounds wait: the first drafted
 round after one without drafts (a probe after a pause, most often) is judged at once, so a losing
 probe pauses at once instead of drafting one more losing round (the engine tests' backoff: 2, 4, 8
-rounds between lone probes, as without the option). A round that does not draft settles at its end (`_settle`);
-`idle_round`, the dormant and quiet stretches settle first. Every decision is made one round
-later than without the option, from earlier rounds only (it governs the round after the next),
-so verification stays lossless. A mixin of `DSparkProposer`: it reads its `acceptance`,
+rounds between lone probes, as without the option). A round continues a run only when one of its
+requests drafted in the round before (a new batch after the last one ended in a stop token starts
+a run of its own: what its predecessor left waiting is settled before it drafts).
+The step log's `judged` (the benchmarks') then describes the previous drafted round. A run that
+turns to losing drafts one more round, and its loss, judged while the bucket is already paused,
+doubles the backoff once more than without the option (a longer pause where drafting lost twice).
+A round that does not draft settles at its end (`_settle`); `idle_round`, the dormant and quiet
+stretches settle first. Every decision is made one round later than without the option, from
+earlier rounds only (it governs the round after the next), so verification stays lossless. A mixin of `DSparkProposer`: it reads its `acceptance`,
 `openings`, `_last_batch`, `cannot_pay`, `expected_loss` and `_plan_pause`. Device-free.
 """
 
@@ -43,6 +48,7 @@ class LateBookkeeping:
     _late: tuple[tuple | None, list[tuple[str, int]]] | None = None   # (`_plan_pause` args, commits)
     _verdict: tuple[int, bool, bool] | None = None   # (batch, `cannot_pay`, `expected_loss`), priced late
     _in_run = False   # the last round drafted (a round drafted now continues a run)
+    _run_ids: frozenset[str] = frozenset()   # the requests it drafted for
 
     def _judge_round(self, plan: tuple, in_run: bool) -> None:
         """Judges a drafted round (`plan`: `_plan_pause`'s expected, lengths, batch, partial and
@@ -52,6 +58,7 @@ class LateBookkeeping:
             self._late = (plan, [])
         else:
             self._plan(plan)
+            self._verdict = None   # (priced during the draft, before this judgement: price live)
 
     def _plan(self, plan: tuple) -> None:
         expected, lengths, batch, partial, opening = plan
@@ -71,13 +78,22 @@ class LateBookkeeping:
         `run_over`: no round is being drafted (a run of drafted rounds has ended)."""
         late, self._late, self._verdict = self._late, None, None
         self._in_run = self._in_run and not run_over
-        if late is not None:
-            plan, commits = late
-            if plan is not None:
-                self._plan(plan)
-            for request_id, num_tokens in commits:
+        try:
+            if late is not None and late[0] is not None:
+                self._plan(late[0])
+        finally:   # (a judgement that raises still leaves the round's evidence folded and closed)
+            for request_id, num_tokens in () if late is None else late[1]:
                 self.acceptance.commit(request_id, num_tokens)
-        self.acceptance.close()
+            self.acceptance.close()
+
+    def _continues_run(self, request_ids: list[str]) -> bool:
+        """Whether a round drafting for `request_ids` continues the last run of drafted rounds (one
+        of them drafted in the round before); if not, what waits is settled first."""
+        if self._in_run and not self._run_ids.isdisjoint(request_ids):
+            return True
+        if self._late is not None:
+            self._settle()
+        return False
 
     def _overlapped(self) -> None:
         """The `while_running` hook of a drafted round: settles the last round and prices the

@@ -343,7 +343,6 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         drafts = [Draft([]) for _ in requests]
         self._last_batch = batch
         judged, self._cleared = self._cleared == batch, 0   # by `idle_rounds`, this round
-        in_run = self._in_run   # (the last round drafted: `LateBookkeeping`)
         if not self.overlap_bookkeeping:   # else settled by the draft below, or at a plain round's end
             self._settle()   # the last drafted round's commits are in
         probing = self._probing()
@@ -384,6 +383,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
                 self.pauses.pause(batch, NOTHING_READY_PAUSE)   # request with a whole context waits <= 32 rounds
             return self._plain_round(drafts, batch, skipped=False)
         asks = [requests[i] for i in ready]
+        in_run = self._continues_run([r.request_id for r in asks])   # (`LateBookkeeping`)
         self.drafted_rounds += 1
         hook = {"while_running": self._overlapped} if self.overlap_bookkeeping else {}   # (`LateBookkeeping`)
         outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
@@ -405,7 +405,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
                 self._judge_round((expected, lengths, batch, len(asks) < batch, opening), in_run)   # (maybe late)
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
             self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
-        self.lengths, self._in_run = lengths, True
+        self.lengths, self._in_run, self._run_ids = lengths, True, frozenset(r.request_id for r in asks)
         self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
         if not probing and self.measure_step_times and self.decode is not None and self.rates.due(
