@@ -1,0 +1,25 @@
+# Session 47: the default (`overlap_bookkeeping`, a lone probe judged at once: first time on the H200) against
+# `confidence-replies4` (`PausePolicy.min_replies` 4), `confidence-lone2` (`bound_only` 2), `confidence-plain`
+# (`measure_plain_steps`: the plain side priced at the plain steps' measured time; with `measure_round_times`, the
+# default since session 36, both sides are live), fixed-7 and plain decoding at 1, 2 and 8 requests, 24 prompt sets,
+# PROCS processes (argument 1; default "a b"). Needs the GGUF and the drafter's parts aa-ac under ~ (session 45's
+# `setup/cmd.sh`, one call a part), this call carrying ad.
+# Carry: .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/drafter_gz_ad
+ls ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf || exit 3
+if [ ! -f ~/drafter_real/config.json ]; then
+  ls ~/stash/drafter_gz_aa ~/stash/drafter_gz_ab ~/stash/drafter_gz_ac || exit 3
+  cp .cache/drafter_stash/drafter_gz_ad ~/stash/ && cat ~/stash/drafter_gz_a? | sha256sum
+  cat ~/stash/drafter_gz_a? | gunzip | tar -x -C ~ && rm -rf ~/drafter_real && mv ~/drafter_bf16 ~/drafter_real || exit 3
+fi
+source tools/gpu_env.sh >/dev/null 2>&1; export PYTHONUNBUFFERED=1
+T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
+for P in ${1:-a b}; do
+  W=~/o10$P; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
+  timeout 265 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency 1 2 8 \
+    --fixed 7 --sps-method steps --sps-in-process --sps-sizes 1 2 4 8 --sps-warmup 3 --prompt-sets 24 \
+    --save-sps $W/out/sps_batch.json --variants none confidence confidence-replies4 confidence-lone2 confidence-plain fixed-7 \
+    --interleave 24 --kv-cache-gib 8 --step-log $W/out/steps.jsonl --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
+  echo "process $P: rc $? in $((SECONDS - S0)) s"; gzip -f $W/out/steps.jsonl; tar -C $W -czf $OUT/run_$P.tar.gz out
+  grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-420
+  grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
+done
