@@ -24,7 +24,7 @@ round with its drafted steps, so that one call that drafted a reply the drafter 
 from a cost every call pays.
 
 Usage:
-    python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.gz [--concurrency 8 64] [--rounds]
+    python3 packages/deepinfer-dspark/benchmarks/step_log_report.py steps.jsonl.xz [--concurrency 8 64] [--rounds]
         [--acceptance] [--calls] [--prefills] [--plain] [--profiles DIR]
 """
 
@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import lzma
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -41,8 +42,10 @@ SPIKE = 1.8   # a decode step over this many times its call's median decode step
 
 
 def load(path: Path) -> list[dict]:
-    """The JSON lines of a step log (gzip or plain)."""
-    opener = gzip.open if path.suffix == ".gz" else open
+    """The JSON lines of a step log (xz, gzip or plain, by suffix). Raises OSError (unreadable or
+    not of its suffix's compression; `lzma.LZMAError` for a bad xz file) or ValueError (a line that
+    is not JSON)."""
+    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
     with opener(path, "rt") as f:
         return [json.loads(line) for line in f if line.strip()]
 
@@ -249,7 +252,7 @@ def prefills(rows: list[dict]) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\nUsage")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("log", type=Path, help="steps.jsonl or steps.jsonl.gz from bench_dspark.py --step-log")
+    parser.add_argument("log", type=Path, help="steps.jsonl, .jsonl.xz or .jsonl.gz from bench_dspark.py --step-log")
     parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="only these concurrencies")
     parser.add_argument("--baseline", default="none", help="the engine the others are matched against")
     parser.add_argument("--rounds", action="store_true", help="also each call's time by kind of step (`rounds`)")
@@ -271,7 +274,7 @@ def main() -> None:
         parser.error(f"log: no such file: {args.log}")
     try:
         rows = load(args.log)
-    except (OSError, ValueError) as exc:   # not gzip / not JSON lines
+    except (OSError, ValueError, EOFError, lzma.LZMAError) as exc:   # not xz or gzip / not JSON lines
         parser.error(f"log: cannot read {args.log} as JSON lines ({type(exc).__name__}: {exc})")
     engines = {r.get("engine") for r in rows}
     if args.baseline not in engines:

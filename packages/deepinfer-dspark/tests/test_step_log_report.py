@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 
 import pytest
 
@@ -37,6 +38,12 @@ def test_summary_and_matched_steps(report, tmp_path) -> None:
         f.write("\n".join(json.dumps(r) for r in rows) + "\n")
     loaded = report.load(path)
     assert loaded == rows
+    xz = tmp_path / "steps.jsonl.xz"   # the committed logs' compression since session 47
+    with lzma.open(xz, "wt") as f:
+        f.write("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert report.load(xz) == rows
+    with pytest.raises(lzma.LZMAError):   # a gzip file under the xz suffix is not read as text
+        report.load(path.rename(tmp_path / "gz_as.xz"))
     by = {s["engine"]: s for s in report.summary(loaded)}
     assert by["none"]["calls"] == 2 and by["none"]["ms_per_call"] == pytest.approx(12.0)
     assert by["paused"]["plain_mean_ms"] == pytest.approx(1.2) and by["paused"]["first_ms"] == pytest.approx(10.5)

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Reads `bench_dspark.py --step-log` output by requests running: where a batch's time went as it
+drained, for each engine at one concurrency, against the baseline's plain steps at the same count.
+
+Per engine and running count n: plain steps and drafted steps (every other kind: drafted rounds,
+with or without a flush, and prompt-lookup rounds), each as steps, summed ms, tokens emitted, and
+tokens per ms; and the baseline's (`none`'s) plain tokens per ms at n. Prefill steps are left out.
+In batch form a call lasts until its slowest reply, so an engine can gain at every n and still lose
+the call: session 46's step logs (read so in session 47) show fixed-7's rounds at 8 requests at or
+above plain decoding's tokens per ms at 3-8 running, and its 0.82 of plain decoding's time spent on
+its last one or two requests (n = 1-2, 0.8-0.9 tokens per ms where plain steps give 1.0-1.3).
+
+Usage:
+    python3 packages/deepinfer-dspark/benchmarks/by_running.py steps.jsonl.xz --concurrency 8
+        [--engines confidence fixed-7] [--baseline none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in the tests)
+from step_log_report import load  # noqa: E402
+
+PLAIN, DRAFTED = "plain", "drafted"
+
+
+def by_running(rows: list[dict], concurrency: int) -> dict[tuple[str, int, str], dict]:
+    """{(engine, running, PLAIN or DRAFTED): {"steps", "ms", "tokens", "per_ms"}} over the decode
+    steps (no prefill tokens) of `concurrency`'s calls; `per_ms` is tokens per ms (None at 0 ms)."""
+    out: dict[tuple[str, int, str], dict] = defaultdict(lambda: {"steps": 0, "ms": 0.0, "tokens": 0})
+    for r in rows:
+        if r.get("concurrency") != concurrency or r.get("prefill_tokens"):
+            continue
+        cell = out[(r["engine"], r["running"], PLAIN if r["kind"] == "plain" else DRAFTED)]
+        cell["steps"] += 1
+        cell["ms"] += r["ms"]
+        cell["tokens"] += r.get("emitted", 0)
+    for cell in out.values():
+        cell["per_ms"] = cell["tokens"] / cell["ms"] if cell["ms"] > 0 else None
+    return dict(out)
+
+
+def table(cells: dict, engines: list[str], baseline: str, concurrency: int) -> list[str]:
+    """Markdown rows: engine, n, plain and drafted steps / ms / tokens per ms, the baseline's."""
+    lines = ["| engine | running | plain steps | plain ms | plain tok/ms | drafted steps | drafted ms | "
+             "drafted tok/ms | baseline tok/ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    empty = {"steps": 0, "ms": None, "per_ms": None}
+    for engine in engines:
+        for n in range(1, concurrency + 1):
+            plain, drafted = cells.get((engine, n, PLAIN)), cells.get((engine, n, DRAFTED))
+            if plain is None and drafted is None:
+                continue
+            base = cells.get((baseline, n, PLAIN), empty)
+            cols = [engine, n]
+            for cell in (plain or empty, drafted or empty):
+                cols += [cell["steps"], _num(cell["ms"]), _num(cell["per_ms"])]
+            lines.append("| " + " | ".join(map(str, [*cols, _num(base["per_ms"])])) + " |")
+    return lines
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", type=Path, help="steps.jsonl(.xz/.gz) from bench_dspark.py --step-log")
+    parser.add_argument("--concurrency", type=int, required=True)
+    parser.add_argument("--engines", nargs="+", default=None, help="default: every engine but the baseline")
+    parser.add_argument("--baseline", default="none")
+    args = parser.parse_args()
+    if not args.log.is_file():
+        parser.error(f"log: no such file: {args.log}")
+    cells = by_running(load(args.log), args.concurrency)
+    if not cells:
+        parser.error(f"--concurrency: no decode steps at {args.concurrency} in {args.log}")
+    engines = args.engines or sorted({e for e, _, _ in cells} - {args.baseline})
+    print("\n".join(table(cells, engines, args.baseline, args.concurrency)))
+
+
+if __name__ == "__main__":
+    main()

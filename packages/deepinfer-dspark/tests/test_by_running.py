@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`benchmarks/by_running.py`: decode steps split by requests running and kind, on a hand-made log."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture
+def by_running(benchmark_script):
+    return benchmark_script("by_running")
+
+
+def step(engine, running, ms, emitted, kind="plain", prefill=0, concurrency=4):
+    return dict(engine=engine, concurrency=concurrency, round=0, step=0, running=running, kind=kind, ms=ms,
+                emitted=emitted, prefill_tokens=prefill)
+
+
+def rows():
+    return [step("none", 4, 10.0, 0, prefill=40),                       # prefill: left out
+            step("none", 4, 1.0, 4), step("none", 4, 1.0, 4), step("none", 2, 1.0, 2),
+            step("fixed-7", 4, 3.0, 14, kind="drafted"), step("fixed-7", 4, 5.0, 6, kind="drafted+flush"),
+            step("fixed-7", 1, 1.0, 1), step("fixed-7", 1, 2.5, 2, kind="lookup"),
+            step("fixed-7", 4, 9.0, 99, kind="drafted", concurrency=8)]   # another concurrency: left out
+
+
+def test_cells_sum_steps_ms_and_tokens_by_running_and_kind(by_running) -> None:
+    cells = by_running.by_running(rows(), 4)
+    assert cells[("none", 4, "plain")] == {"steps": 2, "ms": 2.0, "tokens": 8, "per_ms": 4.0}
+    assert cells[("fixed-7", 4, "drafted")] == {"steps": 2, "ms": 8.0, "tokens": 20, "per_ms": 2.5}
+    assert cells[("fixed-7", 1, "drafted")]["per_ms"] == pytest.approx(0.8)   # a lookup round counts as drafted
+    assert cells[("fixed-7", 1, "plain")]["per_ms"] == pytest.approx(1.0)
+    assert ("fixed-7", 4, "plain") not in cells and len(cells) == 5
+
+
+def test_table_lists_each_running_count_with_the_baseline(by_running) -> None:
+    lines = by_running.table(by_running.by_running(rows(), 4), ["fixed-7"], "none", 4)
+    assert len(lines) == 4   # header, rule, n = 1 and n = 4 (no steps at 2-3)
+    assert lines[2] == "| fixed-7 | 1 | 1 | 1.00 | 1.00 | 1 | 2.50 | 0.80 |  |"
+    assert lines[3] == "| fixed-7 | 4 | 0 |  |  | 2 | 8.00 | 2.50 | 4.00 |"
+
+
+def test_cli_reads_xz_and_names_a_missing_concurrency(by_running, tmp_path) -> None:
+    log = tmp_path / "steps.jsonl.xz"
+    with lzma.open(log, "wt") as f:
+        f.write("\n".join(json.dumps(r) for r in rows()) + "\n")
+    script = by_running.__file__
+    ok = subprocess.run([sys.executable, script, str(log), "--concurrency", "4"], capture_output=True, text=True,
+                        cwd=str(tmp_path), check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert "| fixed-7 | 4 | 0 |  |  | 2 | 8.00 | 2.50 | 4.00 |" in ok.stdout
+    bad = subprocess.run([sys.executable, script, str(log), "--concurrency", "3"], capture_output=True, text=True,
+                         check=False)
+    assert bad.returncode == 2 and "--concurrency: no decode steps at 3" in bad.stderr
