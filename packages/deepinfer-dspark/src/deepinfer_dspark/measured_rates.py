@@ -45,7 +45,12 @@ one stretch ask to the last report before the next ask, over the profile's secon
 reported, with no per-step cost; on the H200 (session 33) the decode profile read 1.11-1.57x the
 plain steps' time at 5-32 requests in one benchmark process (the next process's read 1.02 ms at 8
 where this one read 1.20), so rounds were priced up to a third too cheap. Unlike the rounds'
-estimate it never ages: a bucket that drafts without pausing keeps its last one.
+estimate it never ages. A bucket that drafts without pausing has no stretch to time, which is
+where a decode profile read slow does its harm (it makes the rounds look cheap, so the engine
+keeps drafting): since session 47 the proposer then pauses a plain re-timing run there (`RUN`
+steps, asked one by one, so they are PLAIN samples of the rounds' own timer: `plain_left`), and
+with `measure_plain_steps` the plain side reads PLAIN's estimate where it holds `PLAIN_SAMPLES`
+samples, else STRETCH's (`StepTiming._plain_correction`).
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument). `measure_round_times` is on by
@@ -93,6 +98,8 @@ class MeasuredRates:
     Attributes:
         samples: samples taken per (kind, bucket).
         run_left: rounds left in the current re-timing run (drafted or plain).
+        plain_left: rounds left in the current plain re-timing run (`measure_plain_steps`: the
+            engine is asked before each of them, so they are PLAIN samples; `started`).
     """
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -102,6 +109,7 @@ class MeasuredRates:
         self._age: dict[tuple[str, int], int] = {}   # periods without a sample since the last (`relax`)
         self.samples: dict[tuple[str, int], int] = {}
         self.run_left = 0
+        self.plain_left = 0
         self._since: dict[tuple[str, int], int] = {}   # (kind, bucket) -> rounds of the other kind since
         self._fruitless: dict[tuple[str, int], int] = {}   # (kind, bucket) -> runs started since its last sample
         Step = tuple[str, int]   # (kind, bucket)
@@ -181,6 +189,8 @@ class MeasuredRates:
         step intervals (a timed stretch)."""
         if ratio > 0 and batch > 0:
             self._append((kind, batch_bucket(batch)), ratio)
+            if kind == STRETCH:   # plain steps timed there: no plain re-timing run is due (`due`)
+                self._since[(PLAIN, batch_bucket(batch))] = 0
 
     def _append(self, key: tuple[str, int], ratio: float) -> None:
         """One sample into `key`'s window. After `relax` the samples kept are replaced by their aged
@@ -235,6 +245,7 @@ class MeasuredRates:
         other = PLAIN if kind == SPEC else SPEC
         self._since[(other, bucket)] = self._since.get((other, bucket), 0) + rounds
         self.run_left = max(0, self.run_left - rounds)
+        self.plain_left = max(0, self.plain_left - rounds)
 
     def forget(self, kind: str, batch: int) -> None:
         """Drops the estimate of `kind` at `batch`'s bucket (the profile decides there again)."""
@@ -261,7 +272,8 @@ class MeasuredRates:
         return self._since.get((kind, batch_bucket(batch)), 0) >= every
 
     def started(self, kind: str, batch: int) -> None:
-        """A re-timing run of `kind` starts at `batch` (drafted runs count down `run_left`). When
+        """A re-timing run of `kind` starts at `batch` (drafted runs count down `run_left`, plain
+        ones `plain_left`). When
         the last runs there gave no sample (the batch keeps changing bucket), the estimate is
         stale: it is dropped, and the profile (correction 1) decides there until a sample comes."""
         key = (kind, batch_bucket(batch))
@@ -273,3 +285,5 @@ class MeasuredRates:
             self._age.pop(key, None)
         if kind == SPEC:
             self.run_left = RUN
+        else:
+            self.plain_left = RUN

@@ -179,9 +179,10 @@ class PausePolicy:
         by step would answer with a dormant stretch); else 0. Asking changes nothing. The engine
         then hands over each step's features (`observe_step`: buffered, as paused) and asks
         nothing else until it reports the stretch with `quiet_passed`. Not with
-        `measure_step_times` (it times every step) nor during a re-timing run."""
+        `measure_step_times` (it times every step) nor during a re-timing run (drafted or plain)."""
         self._stretch_asked(num_requests)
-        if (self.measure_step_times or self._probing() or not num_requests or num_requests != self._last_batch
+        if (self.measure_step_times or self._probing() or self._timing_plain() or not num_requests
+                or num_requests != self._last_batch
                 or self._all_gapped(num_requests) or ledger_bucket(num_requests) in self._ruled_out):
             return 0
         return min(self.pauses.left(num_requests), self.pending.rounds_before_full(num_requests))

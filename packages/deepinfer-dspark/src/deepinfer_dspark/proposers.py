@@ -103,7 +103,9 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             False here; on by default in the engine's factory; not with `measure_step_times`.
         measure_plain_steps: with both profiles, divide the drafted side's correction by the plain
             steps' measured / predicted time over dormant and quiet stretches (`StepTiming`,
-            `MeasuredRates.stretch_asked`; no per-step cost). Opt-in; not with `measure_step_times`.
+            `MeasuredRates.stretch_asked`; no per-step cost), or in plain re-timing runs where a
+            bucket drafts on near break-even (`StepTiming._plain_run_due`). Opt-in; not with
+            `measure_step_times`.
         min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
         bound_only: up to this many requests the ledgers pause nothing (`PausePolicy.bound_only`;
             0 here, 1 by default in the engine's factory).
@@ -408,8 +410,8 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         self.lengths, self._in_run, self._run_ids = lengths, True, frozenset(r.request_id for r in asks)
         self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
-        if not probing and self.measure_step_times and self.decode is not None and self.rates.due(
-                PLAIN, batch, self._retime_every):
+        if not probing and (self._plain_run_due(batch) or self.measure_step_times and self.decode is not None
+                            and self.rates.due(PLAIN, batch, self._retime_every)):
             self.rates.started(PLAIN, batch)
             self._pause_for(max(self.pauses.left(batch), RUN), batch)   # plain steps are timed again too
         for i, out, row, n in zip(ready, outs, tokens, lengths):

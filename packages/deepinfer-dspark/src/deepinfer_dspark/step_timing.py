@@ -10,14 +10,18 @@ is scaled by the rounds' over the plain steps' correction, re-timing runs keepin
 with `measure_round_times` only runs of drafted rounds count, each against the price the pause
 policy puts on it, and their correction alone scales the comparison; with neither, nothing is
 read. With `measure_plain_steps` the plain side is scaled too, by the plain steps timed in
-dormant and quiet stretches (no per-step cost: `MeasuredRates.stretch_asked`). Device-free.
+dormant and quiet stretches (no per-step cost: `MeasuredRates.stretch_asked`) or, where a bucket
+drafts on without such stretches, in plain re-timing runs (`_plain_run_due`). Device-free.
 """
 
 from __future__ import annotations
 
-from deepinfer_dspark.measured_rates import PART, PLAIN, ROUND_SAMPLES, SPEC, STRETCH
+from deepinfer_dspark.measured_rates import MIN_PERIOD, PART, PLAIN, ROUND_SAMPLES, SPEC, STRETCH, batch_bucket
 
 PLAIN_SAMPLES = 3   # stretch samples before `measure_plain_steps` reads a bucket's plain estimate
+RETIME_GAIN = 1.35  # `measure_plain_steps`: plain steps are re-timed where the bucket's judged gain is
+# below this (a decode profile read up to 35% slow could turn it into a loss: session 46 on the H200,
+# a profile read 11-35% slow at 1-8 requests, rounds at 5-8 judged 1.19-1.33 that realized 0.88-1.09)
 
 
 class StepTiming:
@@ -28,13 +32,40 @@ class StepTiming:
         rounds' measured / predicted ratio (`measure_round_times`; an estimate without a sample for
         a period ages toward 1 here, `MeasuredRates.relax`), else 1; with `measure_plain_steps`
         either of the last two is divided by the plain steps' measured / predicted ratio over
-        stretches (STRETCH, from `PLAIN_SAMPLES` samples on)."""
-        plain = self.rates.correction(STRETCH, batch, least=PLAIN_SAMPLES) if self.measure_plain_steps else 1.0
+        stretches or re-timing runs (`_plain_correction`)."""
+        plain = self._plain_correction(batch) if self.measure_plain_steps else 1.0
         if self.measure_round_times:
             if self.rates.due(SPEC, batch, self._retime_every):
                 self.rates.relax(SPEC, batch, self._retime_every)
             return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES) / plain
         return self.rates.ratio(batch) if self.measure_step_times else 1.0 / plain
+
+    def _plain_correction(self, batch: int) -> float:
+        """Measured / predicted plain step time at `batch`'s bucket: the per-step samples' (PLAIN,
+        timed as the rounds are: plain re-timing runs, steps asked one by one) where the bucket
+        holds `PLAIN_SAMPLES` of them, else the stretches' (STRETCH), else 1."""
+        if len(self.rates.windows.get((PLAIN, batch_bucket(batch)), ())) >= PLAIN_SAMPLES:
+            return self.rates.correction(PLAIN, batch, least=PLAIN_SAMPLES)
+        return self.rates.correction(STRETCH, batch, least=PLAIN_SAMPLES)
+
+    def _plain_run_due(self, batch: int) -> bool:
+        """Whether a drafted round at `batch` should be followed by a plain re-timing run
+        (`measure_plain_steps`; with `measure_step_times` every bucket re-times both kinds): the
+        bucket's judged gain is below `RETIME_GAIN` (where a plain side read slow could hide a
+        loss) and it drafted `MIN_PERIOD` rounds without a plain sample or run (`_retime_every`
+        once it has a plain estimate)."""
+        if not self.measure_plain_steps or self.decode is None:
+            return False
+        gain = self.pauses.gain(batch)
+        if gain is None or gain >= RETIME_GAIN:
+            return False
+        bucket = batch_bucket(batch)
+        measured = (PLAIN, bucket) in self.rates.windows or (STRETCH, bucket) in self.rates.windows
+        return self.rates.due(PLAIN, batch, self._retime_every if measured else MIN_PERIOD)
+
+    def _timing_plain(self) -> bool:
+        """Whether a plain re-timing run is in progress (its steps are asked one by one)."""
+        return self.measure_plain_steps and self.rates.plain_left > 0
 
     def _stretch_asked(self, num_requests: int) -> None:
         """A dormant or quiet stretch is asked for (`measure_plain_steps`: times the steps
