@@ -72,13 +72,15 @@ def test_measured_rates_count_a_plain_run_down_and_a_stretch_sample_makes_none_d
     assert not rates.due(PLAIN, 8, MIN_PERIOD)
 
 
-def test_a_bucket_drafting_on_a_slow_read_profile_retimes_its_plain_steps(fake_runner) -> None:
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_bucket_drafting_on_a_slow_read_profile_retimes_its_plain_steps(fake_runner, overlap) -> None:
     """Confidence 0.75 a draft at one request: 3.05 tokens a round at 360 rounds/s, a gain of 1.10
     against the true plain steps and 1.32 against the profile read 20% slow (below `RETIME_GAIN`):
     the engine drafts on, so after `MIN_PERIOD` drafted rounds a run of `RUN` plain steps is asked
     one by one; two such runs give `PLAIN_SAMPLES` samples, and the plain side then reads the
-    true plain steps (1 / 1.2 of the profile), so the rounds' comparison is 1.2x dearer."""
-    proposer = _proposer(fake_runner, 0.75, measure_plain_steps=True)
+    true plain steps (1 / 1.2 of the profile), so the rounds' comparison is 1.2x dearer. The same
+    with each round judged during the next (`overlap_bookkeeping`, the engine's default)."""
+    proposer = _proposer(fake_runner, 0.75, measure_plain_steps=True, overlap_bookkeeping=overlap)
     drafted = _engine(proposer, MIN_PERIOD + RUN + 64 + RUN + 2)
     assert 1.0 < proposer.pauses.gain(1) < RETIME_GAIN
     first = drafted.index(False)
