@@ -46,7 +46,9 @@ dormant, q quiet (a stretch that keeps the features: captured and buffered, noth
 declined (asked), B captured and buffered, k captured (nothing buffered), s proposed with nothing
 drafted; `--breakdown` prints per concurrency each overhead's share of plain decoding's time
 (captures, syncs, flushes) and the drafted rounds' net share (negative: they gain), which add up to
-the policy's time over plain decoding's.
+the policy's time over plain decoding's. The replies' lengths are drawn apart from the acceptance
+draws (since session 47: before, from the generator the policy's rounds also draw from, so two
+policies ran different replies after the first concurrency, and the outputs recorded before differ).
 
 Session 20 found with it, on the H200-like case (`--equal --p 0.7`, which fixed-7 runs at 0.77x
 at 8 requests), batches whose requests all had gaps capturing features to their end with a sync
@@ -294,7 +296,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                       getattr(args, "flush_per_pair", 0.0))
         proposer.rates.pause()   # (`--measure-rounds`: the rounds timed on this concurrency's clock)
         proposer.rates.clock = lambda clock=clock: clock.seconds
-        work = [[128] * c if args.equal else [rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
+        lengths_rng = random.Random(3000 + 97 * seed + c)   # the replies' lengths: the same for every policy
+        work = [[128] * c if args.equal else [lengths_rng.randint(30, 128) for _ in range(c)] for _ in range(count)]
         closed = getattr(args, "closed", False)
         draining = getattr(proposer, "draining", None)   # (`--lookup`: `LookupAssist`'s tail weights)
         if draining is not None:
