@@ -12,7 +12,7 @@ import torch
 from deepinfer_core.engine.dormant_steps import DormantSteps
 
 from deepinfer_dspark.factories import _dspark_settings
-from deepinfer_dspark.measured_rates import PLAIN, SPEC, STRETCH, MeasuredRates
+from deepinfer_dspark.measured_rates import PLAIN, RETIMED, SPEC, STRETCH, MeasuredRates
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.step_timing import PLAIN_SAMPLES
@@ -102,8 +102,8 @@ def _proposer(fake_runner, confidence, **kw) -> DSparkProposer:
 def test_the_plain_correction_divides_the_drafted_side(fake_runner, quiet) -> None:
     """Plain steps measured at half their profile's time make every round twice as dear against
     them: `_correction` reads 2 once `PLAIN_SAMPLES` stretches are in, times the rounds' own with
-    `measure_round_times`; per-step plain samples, once as many, take the stretches' place;
-    without `measure_plain_steps` the stretches are not timed."""
+    `measure_round_times`; a plain re-timing run's samples, once as many and newer, take the
+    stretches' place; without `measure_plain_steps` the stretches are not timed."""
     for kw in ({}, {"measure_round_times": True}):
         proposer = _proposer(fake_runner, 0.95, measure_plain_steps=True, **kw)
         clock = proposer.rates.clock
@@ -115,8 +115,11 @@ def test_the_plain_correction_divides_the_drafted_side(fake_runner, quiet) -> No
         for _ in range(3):
             proposer.rates.add(SPEC, 1, 1.5)      # rounds measured 1.5x their price (three samples)
         assert proposer._correction(1) == pytest.approx(3.0 if kw else 2.0)
-        for _ in range(PLAIN_SAMPLES):            # per-step plain samples (a plain re-timing run's, session 47):
-            proposer.rates.add(PLAIN, 1, 3.0)     # read before the stretches' once there are `PLAIN_SAMPLES`
+        for _ in range(PLAIN_SAMPLES):            # per-step plain samples (`measure_round_times`): not read
+            proposer.rates.add(PLAIN, 1, 3.0)
+        assert proposer._correction(1) == pytest.approx(3.0 if kw else 2.0)
+        for _ in range(PLAIN_SAMPLES):            # a plain re-timing run's (session 47), newer than the
+            proposer.rates.add(RETIMED, 1, 3.0)   # stretches': read instead of theirs
         assert proposer._correction(1) == pytest.approx(1.5 / 3.0 if kw else 1.0 / 3.0)
     plain = _proposer(fake_runner, 0.95)
     plain.dormant_rounds(1)

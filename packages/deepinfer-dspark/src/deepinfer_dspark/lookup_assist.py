@@ -302,10 +302,11 @@ class LookupAssist(LookupPricing):
             tokens, length = ctx.match(self.min_n, r.max_tokens)
             if tokens:
                 found[i] = (tokens, self.classes.of(length))
-        if found and not any(d.token_ids for d in drafts) and not self.pays(
+        alone = found and not any(d.token_ids for d in drafts)
+        if alone and (getattr(self.inner, "retiming", False) or not self.pays(   # (re-timing: steps stay plain)
                 running, self._priced_drafts(running, {requests[i].request_id: (len(tokens), cls)
                                                        for i, (tokens, cls) in found.items()}),
-                self._now.in_run):
+                self._now.in_run)):
             found = {}   # a round of lookup drafts alone must pay for itself (with DSpark's it rides along)
         for i, (tokens, cls) in found.items():
             r = requests[i]
@@ -343,8 +344,8 @@ class LookupAssist(LookupPricing):
         """Whether a lookup round pays at `batch` requests: some running request's suffix
         occurred before (searched when it grew `check_every` tokens, or just drafted) and
         `pays` says yes. Nothing is searched where even a full lookup could not pay."""
-        if not self._could_pay(batch):
-            return False
+        if not self._could_pay(batch) or getattr(self.inner, "retiming", False):   # (a plain re-timing run:
+            return False                                                           # its steps stay plain)
         self._search(batch)
         if not self._matched:
             return False

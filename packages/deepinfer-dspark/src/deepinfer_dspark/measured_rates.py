@@ -33,7 +33,8 @@ after `STALE_RUNS` such runs the estimate is dropped and the profile decides the
 
 With `measure_round_times` (`DSparkProposer`) only the drafted rounds' estimate is read, from
 `ROUND_SAMPLES` samples on, each round predicted as the pause policy prices it (rounds it does not
-model are `PART`): plain steps are recorded but never consulted, no re-timing run is started, and
+model are `PART`): plain steps are recorded but never consulted, no re-timing run of rounds is
+started (with `measure_plain_steps`, plain ones are: below), and
 a bucket's round estimate ages toward 1 when read after `max_probe_every` (at least `MIN_PERIOD`)
 rounds there without a sample (`relax`: its deviation halved once a period; until session 36 it
 was dropped, `forget`), so the features can still be declined while paused (the engine then asks
@@ -48,9 +49,10 @@ where this one read 1.20), so rounds were priced up to a third too cheap. Unlike
 estimate it never ages. A bucket that drafts without pausing has no stretch to time, which is
 where a decode profile read slow does its harm (it makes the rounds look cheap, so the engine
 keeps drafting): since session 47 the proposer then pauses a plain re-timing run there (`RUN`
-steps, asked one by one, so they are PLAIN samples of the rounds' own timer: `plain_left`), and
-with `measure_plain_steps` the plain side reads PLAIN's estimate where it holds `PLAIN_SAMPLES`
-samples, else STRETCH's (`StepTiming._plain_correction`).
+steps, asked one by one and timed as the rounds are, declared RETIMED while `plain_left` counts
+them down, so no other step, e.g. a prompt-lookup round reported as paused, enters their window),
+and with `measure_plain_steps` the plain side reads whichever of RETIMED and STRETCH holds
+`PLAIN_SAMPLES` samples and was sampled last (`StepTiming._plain_correction`, `fresher`).
 
 Decisions built on it depend on earlier steps' times only, never on the drafts they govern, so
 verification stays lossless (the paper's stale-decision argument). `measure_round_times` is on by
@@ -75,6 +77,7 @@ from collections.abc import Callable
 SPEC, PLAIN = "spec", "plain"
 STRETCH = "stretch"   # plain steps timed over stretches (`measure_plain_steps`), apart from PLAIN's
 PART = "part"   # a drafted round its prediction does not model (`measure_round_times`): breaks runs, never read
+RETIMED = "retimed"   # plain steps of a plain re-timing run (`measure_plain_steps`, `plain_left`), apart from PLAIN's
 ROUND_SAMPLES = 3   # samples before `measure_round_times` reads a bucket's estimate (one outlier never decides)
 WINDOW = 5      # samples kept per kind and bucket (their median is the estimate)
 RUN = 4         # rounds of a re-timing run (RUN - 2 samples: the first and last are switches)
@@ -97,9 +100,9 @@ class MeasuredRates:
 
     Attributes:
         samples: samples taken per (kind, bucket).
-        run_left: rounds left in the current re-timing run (drafted or plain).
-        plain_left: rounds left in the current plain re-timing run (`measure_plain_steps`: the
-            engine is asked before each of them, so they are PLAIN samples; `started`).
+        run_left: rounds left in the current re-timing run of rounds (`started(SPEC)`).
+        plain_left: rounds left in the current plain re-timing run (`started(RETIMED)`,
+            `measure_plain_steps`: its steps are asked one by one and declared RETIMED).
     """
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -107,6 +110,8 @@ class MeasuredRates:
         self.windows: dict[tuple[str, int], deque[float]] = {}
         self._medians: dict[tuple[str, int], float] = {}   # each window's median (read every round)
         self._age: dict[tuple[str, int], int] = {}   # periods without a sample since the last (`relax`)
+        self._stamp: dict[tuple[str, int], int] = {}   # the order of each key's last sample (`fresher`)
+        self._seq = 0
         self.samples: dict[tuple[str, int], int] = {}
         self.run_left = 0
         self.plain_left = 0
@@ -190,7 +195,7 @@ class MeasuredRates:
         if ratio > 0 and batch > 0:
             self._append((kind, batch_bucket(batch)), ratio)
             if kind == STRETCH:   # plain steps timed there: no plain re-timing run is due (`due`)
-                self._since[(PLAIN, batch_bucket(batch))] = 0
+                self._since[(RETIMED, batch_bucket(batch))] = 0
 
     def _append(self, key: tuple[str, int], ratio: float) -> None:
         """One sample into `key`'s window. After `relax` the samples kept are replaced by their aged
@@ -205,6 +210,15 @@ class MeasuredRates:
         window.append(ratio)
         self._medians[key] = statistics.median(window)
         self.samples[key] = self.samples.get(key, 0) + 1
+        self._seq += 1
+        self._stamp[key] = self._seq
+
+    def fresher(self, kinds: tuple[str, ...], batch: int, least: int) -> str | None:
+        """Of `kinds`, the one at `batch`'s bucket whose window holds `least` samples and whose
+        last sample came last (None when none holds that many)."""
+        bucket = batch_bucket(batch)
+        full = [k for k in kinds if len(self.windows.get((k, bucket), ())) >= least]
+        return max(full, key=lambda k: self._stamp[(k, bucket)], default=None)
 
     def record(self, began: float, kind: str, batch: int, predicted_seconds: float) -> None:
         """Declares (or re-declares: the last call wins) the step that started at `began`
@@ -242,8 +256,8 @@ class MeasuredRates:
         kind is taken there or a run of it starts (`started`), not on a lone round, which is no
         sample."""
         bucket = batch_bucket(batch)
-        other = PLAIN if kind == SPEC else SPEC
-        self._since[(other, bucket)] = self._since.get((other, bucket), 0) + rounds
+        for other in ((PLAIN, RETIMED) if kind == SPEC else (SPEC,)):
+            self._since[(other, bucket)] = self._since.get((other, bucket), 0) + rounds
         self.run_left = max(0, self.run_left - rounds)
         self.plain_left = max(0, self.plain_left - rounds)
 
@@ -272,8 +286,8 @@ class MeasuredRates:
         return self._since.get((kind, batch_bucket(batch)), 0) >= every
 
     def started(self, kind: str, batch: int) -> None:
-        """A re-timing run of `kind` starts at `batch` (drafted runs count down `run_left`, plain
-        ones `plain_left`). When
+        """A re-timing run of `kind` starts at `batch` (SPEC runs count down `run_left`, RETIMED
+        ones `plain_left`; PLAIN ones, `measure_step_times`', are the pause that holds them). When
         the last runs there gave no sample (the batch keeps changing bucket), the estimate is
         stale: it is dropped, and the profile (correction 1) decides there until a sample comes."""
         key = (kind, batch_bucket(batch))
@@ -285,5 +299,5 @@ class MeasuredRates:
             self._age.pop(key, None)
         if kind == SPEC:
             self.run_left = RUN
-        else:
+        elif kind == RETIMED:
             self.plain_left = RUN

@@ -110,15 +110,16 @@ class PausePolicy:
         (see `deepinfer_core.Proposer.dormant_rounds`): the pause left at the bucket while it is
         ruled out (`wants_features` would decline them all), else 0. The engine then asks
         nothing for them and reports them with `dormant_passed`. Declining drops the buffered
-        features, as `wants_features` does. Never with `measure_step_times` (it times every step).
+        features, as `wants_features` does. Never with `measure_step_times` (it times every step)
+        nor during a plain re-timing run (`measure_plain_steps`: its steps are asked one by one).
         With `decline_features`, the engine asks before every step without drafts outside a
         stretch, with the requests running then: the last batch (what `wants_features` and
         `idle_rounds` judge) is that one from now on, not the last round's (a batch that just
         ended, or shrank, is not judged). Without it, nothing changes and 0 is returned."""
         self._stretch_asked(num_requests)   # (`measure_plain_steps`: the last stretch's steps timed)
         self._gapped_stretch = False   # (an ask answered 0, e.g. by a wrapper, reports nothing)
-        if not self.decline_features:   # (also off with `measure_step_times`: it times every step)
-            return 0
+        if not self.decline_features or self._timing_plain():   # (off with `measure_step_times`: it times
+            return 0   # every step; a plain re-timing run's steps are asked one by one, declined or not)
         self._last_batch = num_requests
         if self._all_gapped(num_requests):   # nothing can draft until a request joins: features are useless
             if not self.pauses.left(num_requests):

@@ -26,7 +26,7 @@ from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
 from deepinfer_dspark.flush_costs import FlushCosts
 from deepinfer_dspark.host_rows import host_rows
 from deepinfer_dspark.late_bookkeeping import LateBookkeeping
-from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RUN, SPEC, MeasuredRates
+from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RETIMED, RUN, SPEC, MeasuredRates
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
@@ -412,7 +412,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         self._count(SPEC, batch)
         if not probing and (self._plain_run_due(batch) or self.measure_step_times and self.decode is not None
                             and self.rates.due(PLAIN, batch, self._retime_every)):
-            self.rates.started(PLAIN, batch)
+            self.rates.started(RETIMED if self.measure_plain_steps else PLAIN, batch)
             self._pause_for(max(self.pauses.left(batch), RUN), batch)   # plain steps are timed again too
         for i, out, row, n in zip(ready, outs, tokens, lengths):
             drafts[i] = Draft(row[:n], None if out.probs is None else out.probs[:n].float())

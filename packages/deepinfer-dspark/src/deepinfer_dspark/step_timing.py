@@ -16,9 +16,9 @@ drafts on without such stretches, in plain re-timing runs (`_plain_run_due`). De
 
 from __future__ import annotations
 
-from deepinfer_dspark.measured_rates import MIN_PERIOD, PART, PLAIN, ROUND_SAMPLES, SPEC, STRETCH, batch_bucket
+from deepinfer_dspark.measured_rates import MIN_PERIOD, PART, PLAIN, RETIMED, ROUND_SAMPLES, SPEC, STRETCH
 
-PLAIN_SAMPLES = 3   # stretch samples before `measure_plain_steps` reads a bucket's plain estimate
+PLAIN_SAMPLES = 3   # samples (stretches' or re-timing runs') before `measure_plain_steps` reads a plain estimate
 RETIME_GAIN = 1.35  # `measure_plain_steps`: plain steps are re-timed where the bucket's judged gain is
 # below this (a decode profile read up to 35% slow could turn it into a loss: session 46 on the H200,
 # a profile read 11-35% slow at 1-8 requests, rounds at 5-8 judged 1.19-1.33 that realized 0.88-1.09)
@@ -41,31 +41,39 @@ class StepTiming:
         return self.rates.ratio(batch) if self.measure_step_times else 1.0 / plain
 
     def _plain_correction(self, batch: int) -> float:
-        """Measured / predicted plain step time at `batch`'s bucket: the per-step samples' (PLAIN,
-        timed as the rounds are: plain re-timing runs, steps asked one by one) where the bucket
-        holds `PLAIN_SAMPLES` of them, else the stretches' (STRETCH), else 1."""
-        if len(self.rates.windows.get((PLAIN, batch_bucket(batch)), ())) >= PLAIN_SAMPLES:
-            return self.rates.correction(PLAIN, batch, least=PLAIN_SAMPLES)
-        return self.rates.correction(STRETCH, batch, least=PLAIN_SAMPLES)
+        """Measured / predicted plain step time at `batch`'s bucket: the estimate of the plain
+        re-timing runs (RETIMED: steps asked one by one, timed as the rounds are) or of the
+        stretches (STRETCH), whichever holds `PLAIN_SAMPLES` samples and was sampled last
+        (`MeasuredRates.fresher`: neither kind ages), else 1."""
+        kind = self.rates.fresher((RETIMED, STRETCH), batch, PLAIN_SAMPLES)
+        return 1.0 if kind is None else self.rates.correction(kind, batch)
 
     def _plain_run_due(self, batch: int) -> bool:
-        """Whether a drafted round at `batch` should be followed by a plain re-timing run
-        (`measure_plain_steps`; with `measure_step_times` every bucket re-times both kinds): the
-        bucket's judged gain is below `RETIME_GAIN` (where a plain side read slow could hide a
-        loss) and it drafted `MIN_PERIOD` rounds without a plain sample or run (`_retime_every`
-        once it has a plain estimate)."""
-        if not self.measure_plain_steps or self.decode is None:
+        """Whether a drafted round at `batch` that left the bucket unpaused should be followed by
+        a plain re-timing run (`measure_plain_steps` with `measure_round_times`, which times the
+        steps; `measure_step_times` re-times both kinds its own way): the bucket's judged gain is
+        below `RETIME_GAIN` (where a plain side read slow could hide a loss) and it drafted
+        `MIN_PERIOD` rounds without a plain sample of either kind or a run (`_retime_every` once
+        its plain side is read: `PLAIN_SAMPLES` samples, two runs' worth)."""
+        if not (self.measure_plain_steps and self.measure_round_times) or self.decode is None \
+                or self.pauses.left(batch):
             return False
         gain = self.pauses.gain(batch)
         if gain is None or gain >= RETIME_GAIN:
             return False
-        bucket = batch_bucket(batch)
-        measured = (PLAIN, bucket) in self.rates.windows or (STRETCH, bucket) in self.rates.windows
-        return self.rates.due(PLAIN, batch, self._retime_every if measured else MIN_PERIOD)
+        measured = self.rates.fresher((RETIMED, STRETCH), batch, PLAIN_SAMPLES) is not None
+        return self.rates.due(RETIMED, batch, self._retime_every if measured else MIN_PERIOD)
 
     def _timing_plain(self) -> bool:
-        """Whether a plain re-timing run is in progress (its steps are asked one by one)."""
+        """Whether a plain re-timing run is in progress: the engine is then asked before each of
+        its steps (no dormant or quiet stretch), and they are declared RETIMED (`_record`)."""
         return self.measure_plain_steps and self.rates.plain_left > 0
+
+    @property
+    def retiming(self) -> bool:
+        """Whether a plain re-timing run is in progress (`LookupAssist` drafts no lookup round then:
+        its steps must be plain ones)."""
+        return self._timing_plain()
 
     def _stretch_asked(self, num_requests: int) -> None:
         """A dormant or quiet stretch is asked for (`measure_plain_steps`: times the steps
@@ -110,8 +118,8 @@ class StepTiming:
             return
         if not batch:
             self.rates.pause()
-        elif verified is None:
-            self.rates.record(began, PLAIN, batch, 1.0 / self.decode.at(batch))
+        elif verified is None:   # a plain step; in a plain re-timing run, one of its samples
+            self.rates.record(began, RETIMED if self._timing_plain() else PLAIN, batch, 1.0 / self.decode.at(batch))
         elif not self.measure_round_times:
             self.rates.record(began, SPEC, batch, 1.0 / self.costs.round_rate(batch))
         elif self.verify_rates.short is not None and asked == batch:
