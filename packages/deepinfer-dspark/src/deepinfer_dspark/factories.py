@@ -43,12 +43,12 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           requests, each inside the noise, and below it in the one call of that code,
           BENCHMARKS.md),
           measure_plain_steps (False: opt in to pricing plain decoding at the plain steps' time
-          measured over dormant and quiet stretches, no per-step cost, and, since session 47, in
-          runs of 4 plain steps paused where a bucket drafts on at a judged gain below 1.35 (a
-          decode profile read slow would otherwise price its rounds too cheap for good); combines
-          with measure_round_times (on by default); needs decode_profile; not with
-          measure_step_times; lost on the H200 with the rounds untimed, 0.822 at 8 requests:
-          not recommended, BENCHMARKS.md session 34; the re-timing runs not measured there yet),
+          measured over dormant and quiet stretches, no per-step cost, and, since session 47 and
+          with measure_round_times (on by default), in runs of 4 plain steps paused where a bucket
+          drafts on at a judged gain below 1.35 (a decode profile read slow would otherwise price
+          its rounds too cheap for good); needs decode_profile; not with measure_step_times; lost
+          on the H200 with the rounds untimed, 0.822 at 8 requests: not recommended, BENCHMARKS.md
+          session 34; the re-timing runs not measured there yet),
           min_gain (1.0: opt in to a hurdle, the gain over plain decoding a drafted round must
           exceed to count as a win, in [1, 10]; needs decode_profile; see `DraftCosts`),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
