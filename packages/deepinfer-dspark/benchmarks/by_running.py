@@ -11,14 +11,20 @@ the call: session 46's step logs (read so in session 47) show fixed-7's rounds a
 above plain decoding's tokens per ms at 3-8 running, and its 0.82 of plain decoding's time spent on
 its last one or two requests (n = 1-2, 0.8-0.9 tokens per ms where plain steps give 1.0-1.3).
 
+With `--verified K`, each engine's drafted rounds inside a run (the step before drafted too) with
+all C requests running, split into full rounds (K drafts verified a request) and short ones:
+rounds, mean verified drafts, mean accepted, median ms, tokens per ms. Session 47 read so that at
+2 requests the default's short rounds (9-13 of 14 verified) cost within 0.1 ms of its full ones.
+
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/by_running.py steps.jsonl.xz --concurrency 8
-        [--engines confidence fixed-7] [--baseline none]
+        [--engines confidence fixed-7] [--baseline none] [--verified 7]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -43,6 +49,24 @@ def by_running(rows: list[dict], concurrency: int) -> dict[tuple[str, int, str],
     for cell in out.values():
         cell["per_ms"] = cell["tokens"] / cell["ms"] if cell["ms"] > 0 else None
     return dict(out)
+
+
+def verified_split(rows: list[dict], concurrency: int, engine: str, k: int) -> dict[str, dict]:
+    """{"full" | "short": {"rounds", "verified", "accepted", "median_ms", "per_ms"}} over `engine`'s
+    drafted rounds (kind "drafted": no flush, capture or eager draft) with `concurrency` requests
+    running, no prefill, right after a drafted step of the same call; full: k drafts verified a
+    request. Only the kinds that occurred are keys."""
+    steps = sorted((r for r in rows if r.get("engine") == engine and r.get("concurrency") == concurrency),
+                   key=lambda r: (r["round"], r["step"]))
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for before, r in zip(steps, steps[1:]):
+        if (r["kind"] == "drafted" and before["kind"] == "drafted" and before["round"] == r["round"]
+                and r["running"] == concurrency and not r.get("prefill_tokens")):
+            groups["full" if r["verified"] >= k * concurrency else "short"].append(r)
+    return {name: {"rounds": len(g), "verified": sum(r["verified"] for r in g) / len(g),
+                   "accepted": sum(r["accepted"] for r in g) / len(g),
+                   "median_ms": statistics.median(r["ms"] for r in g),
+                   "per_ms": sum(r["emitted"] for r in g) / sum(r["ms"] for r in g)} for name, g in groups.items()}
 
 
 def table(cells: dict, engines: list[str], baseline: str, concurrency: int) -> list[str]:
@@ -73,14 +97,23 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, required=True)
     parser.add_argument("--engines", nargs="+", default=None, help="default: every engine but the baseline")
     parser.add_argument("--baseline", default="none")
+    parser.add_argument("--verified", type=int, default=0, metavar="K",
+                        help="also the drafted rounds in runs split into full (K drafts a request) and short ones")
     args = parser.parse_args()
     if not args.log.is_file():
         parser.error(f"log: no such file: {args.log}")
-    cells = by_running(load(args.log), args.concurrency)
+    rows = load(args.log)
+    cells = by_running(rows, args.concurrency)
     if not cells:
         parser.error(f"--concurrency: no decode steps at {args.concurrency} in {args.log}")
     engines = args.engines or sorted({e for e, _, _ in cells} - {args.baseline})
     print("\n".join(table(cells, engines, args.baseline, args.concurrency)))
+    if args.verified > 0:
+        print("\n| engine | rounds | verified | accepted | median ms | tok/ms |\n|---|---|---:|---:|---:|---:|")
+        for engine in engines:
+            for name, g in sorted(verified_split(rows, args.concurrency, engine, args.verified).items()):
+                print(f"| {engine} | {g['rounds']} {name} | {g['verified']:.1f} | {g['accepted']:.2f} | "
+                      f"{g['median_ms']:.2f} | {g['per_ms']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -58,3 +58,19 @@ def test_cli_reads_xz_and_names_a_missing_concurrency(by_running, tmp_path) -> N
     bad = subprocess.run([sys.executable, script, str(log), "--concurrency", "3"], capture_output=True, text=True,
                          check=False)
     assert bad.returncode == 2 and "--concurrency: no decode steps at 3" in bad.stderr
+
+
+def test_verified_split_takes_drafted_rounds_inside_runs_at_the_full_batch(by_running) -> None:
+    def r(step, kind, ms, verified=0, accepted=0, running=2, rnd=0, prefill=0):
+        return dict(engine="c", concurrency=2, round=rnd, step=step, running=running, kind=kind, ms=ms,
+                    emitted=accepted + running if kind != "plain" else running, verified=verified,
+                    accepted=accepted, prefill_tokens=prefill)
+    rows = [r(0, "plain", 1.0), r(1, "drafted", 3.0, 14, 6),        # after a plain step: not in a run
+            r(2, "drafted", 3.0, 14, 6), r(3, "drafted", 2.0, 9, 3),  # full, short
+            r(4, "drafted+flush", 5.0, 14, 6), r(5, "drafted", 4.0, 14, 2),   # after a flush round: not in a run
+            r(6, "drafted", 4.0, 8, 2, running=1),                     # one request running: left out
+            r(0, "drafted", 3.0, 14, 6, rnd=1)]                        # a call's first step: left out
+    split = by_running.verified_split(rows, 2, "c", 7)
+    assert split["full"] == {"rounds": 1, "verified": 14.0, "accepted": 6.0, "median_ms": 3.0, "per_ms": 8 / 3}
+    assert split["short"] == {"rounds": 1, "verified": 9.0, "accepted": 3.0, "median_ms": 2.0, "per_ms": 2.5}
+    assert by_running.verified_split(rows, 2, "other", 7) == {}
