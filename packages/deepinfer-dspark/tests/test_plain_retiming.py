@@ -2,8 +2,8 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """`measure_plain_steps`' plain re-timing runs (session 47): a bucket that drafts on has no
 stretch to time, so a decode profile read slow would price its rounds too cheap for good; a run
-of `RUN` plain steps, asked one by one, times them as the rounds are timed (PLAIN samples). On a
-fake clock with the engine's call order (`idle_rounds`, then `idle_round` or `propose`)."""
+of `RUN` plain steps, asked one by one, times them as the rounds are timed (RETIMED samples). On
+a fake clock with the engine's call order (`idle_rounds`, then `idle_round` or `propose`)."""
 
 from __future__ import annotations
 
@@ -201,3 +201,30 @@ def test_no_plain_run_without_measure_round_times(fake_runner) -> None:
     proposer.rates = MeasuredRates(clock=Clock())
     proposer.runner.held["r0"] = 9
     assert all(_engine(proposer, 120)) and proposer.rates.plain_left == 0
+
+
+@pytest.mark.parametrize("in_run", [True, False])
+def test_a_batch_shrinking_inside_a_run_is_judged_as_it_runs(fake_runner, in_run) -> None:
+    """With a run's bucket ruled out by a late judgement, a batch that shrinks to a bucket not
+    ruled out keeps its features, inside the run as outside it (second review of session 47:
+    `dormant_rounds` answered the run before recording the batch, so `wants_features` judged the
+    old bucket and gapped the requests left)."""
+    proposer = DSparkProposer(fake_runner(K, 0.05), K, SPS, decode=SLOW, max_probe_every=64,
+                              measure_round_times=True, measure_plain_steps=True, overlap_bookkeeping=True)
+    proposer.rates = MeasuredRates(clock=Clock())
+    requests = [DraftRequest(r, list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 40) for r in ("a", "b")]
+    for _ in range(20):
+        proposer.pauses.judge(2, 1.01)
+    proposer.runner.held.update(a=9, b=9)
+    proposer.propose(requests)
+    proposer.pauses.pause(2, 0)
+    proposer.rates.count(SPEC, 2, MIN_PERIOD)
+    proposer.runner.held.update(a=9, b=9)
+    proposer.propose(requests)
+    assert proposer.rates.plain_left == RUN and proposer.idle_rounds() > 0
+    proposer.idle_round(2)   # the late judgement: bucket 2 ruled out
+    assert ledger_bucket(2) in proposer._ruled_out and proposer.retiming
+    if not in_run:
+        proposer.rates.plain_left = 0
+    assert ledger_bucket(1) not in proposer._ruled_out   # one request left (finished or preempted)
+    assert proposer.dormant_rounds(1) == 0 and proposer.wants_features()

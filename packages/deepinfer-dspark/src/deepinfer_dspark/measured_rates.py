@@ -222,7 +222,7 @@ class MeasuredRates:
 
     def record(self, began: float, kind: str, batch: int, predicted_seconds: float) -> None:
         """Declares (or re-declares: the last call wins) the step that started at `began`
-        (`start`'s value): its kind (`SPEC` or `PLAIN`), its batch size in requests and the
+        (`start`'s value): its kind (`SPEC`, `PART`, `PLAIN` or `RETIMED`), its batch size in requests and the
         seconds the profile predicts for it."""
         if predicted_seconds > 0 and batch > 0:
             self._open = (began, kind, batch_bucket(batch), predicted_seconds, self._last)
@@ -252,7 +252,8 @@ class MeasuredRates:
 
     def count(self, kind: str, batch: int, rounds: int = 1) -> None:
         """Counts `rounds` rounds of `kind` at `batch` for the re-timing runs (and rounds of a
-        run): the other kind's counter at that bucket grows; it restarts when a sample of that
+        run): the other kind's counter at that bucket grows (a drafted round's: PLAIN's and
+        RETIMED's); it restarts when a sample of that
         kind is taken there or a run of it starts (`started`), not on a lone round, which is no
         sample."""
         bucket = batch_bucket(batch)

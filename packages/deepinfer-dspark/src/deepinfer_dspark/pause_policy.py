@@ -118,9 +118,11 @@ class PausePolicy:
         ended, or shrank, is not judged). Without it, nothing changes and 0 is returned."""
         self._stretch_asked(num_requests)   # (`measure_plain_steps`: the last stretch's steps timed)
         self._gapped_stretch = False   # (an ask answered 0, e.g. by a wrapper, reports nothing)
-        if not self.decline_features or self._timing_plain():   # (off with `measure_step_times`: it times
-            return 0   # every step; a plain re-timing run's steps are asked one by one, declined or not)
-        self._last_batch = num_requests
+        if not self.decline_features:   # (also off with `measure_step_times`: it times every step)
+            return 0
+        self._last_batch = num_requests   # (also in a plain re-timing run: `wants_features` judges this batch)
+        if self._timing_plain():   # its steps are asked one by one, declined or not
+            return 0
         if self._all_gapped(num_requests):   # nothing can draft until a request joins: features are useless
             if not self.pauses.left(num_requests):
                 self.pauses.pause(num_requests, NOTHING_READY_PAUSE)
