@@ -4,46 +4,9 @@
 
 For each concurrency C (requests in flight = batch), the same C chat prompts (stdlib docstrings in
 another shuffle than training's) are generated with greedy decoding and `max_tokens` each, by:
-  - `none`: no speculation;
-  - `fixed-k` for k in --fixed: DSpark drafts, every request verifies k drafts;
-  - `none-again` (by name only): a second engine without speculation, the noise floor of the
-    paired ratios (`--interleave`, with `none` first);
-  - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
-    calibrated confidences and the SPS profile of speculative rounds verifying k drafts per
-    request (--spec-sps, or measured here first) read at the verified token count, and drafting
-    pauses while plain decoding (--sps profile) is expected to be faster; since session 32 with
-    prompt lookup where DSpark drafts nothing (the default `prompt_lookup_min` 2), as are the
-    `confidence-*` variants below built on it (before: DSpark alone); `confidence-alone` (by
-    name only) is DSpark alone (`prompt_lookup_min` 0), `confidence-alone-rounds` that with
-    `measure_round_times`; `confidence-plain` (by name only) prices plain decoding at the plain steps
-    timed over dormant and quiet stretches (`measure_plain_steps`), `confidence-timed` that with
-    `measure_round_times`; `confidence-hurdle` (by name only) asks drafting for an expected gain
-    of 1.2 over plain decoding (`min_gain`), `confidence-rounds-hurdle` 1.1 with the rounds timed;
-    since session 36 the rounds are timed by default (`measure_round_times`) except with
-    --deterministic, so without it `confidence` equals `confidence-rounds`, `confidence-alone`
-    `confidence-alone-rounds` and `confidence-plain` `confidence-timed`, and `confidence-untimed`
-    (by name only) is the default before it (rounds priced on the profile alone); `confidence-tail`
-    (by name only, session 37) judges DSpark's rounds as a draining batch's tail counts them
-    (`tail_rounds`; session 38: 0.924 / 0.973 against the default's 0.952 / 1.004 at 8 / 2 requests);
-    `confidence-stragglers` (by name only, session 41) judges a draining batch's rounds by what
-    its last request to finish keeps of their gain (`judge_stragglers`), `confidence-mean` by the
-    mean request's (`judge_stragglers` false, as the default; in session 41's logs `confidence`
-    had it on);
-  - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
-    request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
-    profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
-    engine's padded one: on the H200 at 1 request it led Algorithm 1 to verify 4.4 drafts where
-    the round cost what 7 cost (2.66 against 2.64 ms, session 16's call 7) and to run at 0.92x
-    fixed-7. `confidence-k7` is the old name of today's `confidence`;
-  - `confidence-direct`, `confidence-measured`, `confidence-rounds` and `confidence-lookup` (by
-    name only): `defer_context` false, `measure_step_times` true, `measure_round_times` true, and
-    `prompt_lookup_min` 2 (prompt lookup where confidence drafts nothing, `LookupAssist`; 4 until
-    session 29);
-  - `ngram-k` for k in --fixed (by name only): prompt lookup (`method: ngram`, n-grams of 1-4
-    tokens) verifying up to k drafts whenever the context's suffix occurred before: what copying
-    earlier text is worth on these replies, with no drafter (session 28: some replies loop);
-  - `ngram-aware-k` for k in --fixed (by name only): the same with `scheduling: load_aware`
-    (a lookup round only where it pays at the load, priced on the decode profile; session 29).
+  none, fixed-k for k in --fixed, confidence (Algorithm 1 on the calibrated confidences and the
+  measured profiles, with prompt lookup where DSpark drafts nothing) and the variants asked for by
+  name, each listed with its history in `bench_variants.py`.
 Counted: tokens actually emitted (`RequestOutput.outputs[*].token_ids`), wall time of the
 `chat` call after one excluded warm-up call per engine (the median of at least 3 calls and 2 s);
 per-user tok/s = mean over requests of tokens / (finish - arrival); mean verified / accepted
@@ -72,56 +35,25 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine_probes import StepTimes, concurrency_cap, profile_run, proposer_state, torch_profile_run
-from sps_profiles import measure_in_child, measure_sps, measure_spec_sps
+from bench_variants import (
+    MIXED,
+    NAMED,
+    built,
+    chosen,
+    variant_configs,
+    variant_engine_kw,
+)
+from engine_probes import (
+    StepTimes,
+    concurrency_cap,
+    profile_run,
+    proposer_state,
+    torch_profile_run,
+)
+from sps_profiles import measure_in_child, measure_spec_sps, measure_sps
 
 if TYPE_CHECKING:
     from deepinfer_dspark.sps import SPSProfile
-
-
-NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
-         "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
-         "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
-         "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
-         "confidence-untimed", "confidence-tail", "confidence-mean",
-         "confidence-stragglers", "confidence-loops", "confidence-unheld",
-         "confidence-prior8", "confidence-settle64", "confidence-lone",
-         "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
-         "confidence-now", "confidence-replies4")   # and fixed-K, ngram-K, ngram-aware-K
-MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
-
-
-def variant_engine_kw(name: str, engine_kw: dict) -> dict:
-    """The engine arguments of variant `name`: `engine_kw`, with `mixed_cuda_graphs` on for a name
-    ending in `+mixed` (so one process pairs an engine with mixed-step graphs against one without)."""
-    return {**engine_kw, "mixed_cuda_graphs": True} if name.endswith(MIXED) else engine_kw
-
-
-def built(name: str, llm):
-    """The engine of variant `name`, as built or patched: `confidence-unheld` is the default with
-    DSpark's quiet stretches no longer held by the prompt-lookup wrapper (DSpark asked before
-    every paused step, as until session 43: `HeldStretch` holds only dormant stretches);
-    `confidence-prior8` the default with 8 predicted drafts of pseudo-evidence at ratio 1 in its
-    acceptance ratios (`AcceptanceRatio.prior`, 1 by default; session 43's candidate);
-    `confidence-settle64` the default with a bucket's losses settled only once its judged rounds
-    hold 64 drafted requests (`PausePolicy.settled_requests`, 0 by default; session 44's candidate);
-    `confidence-replies4` the default with `expected_loss` waiting for 4 replies' body rounds
-    (`PausePolicy.min_replies`, 0 by default; session 46's candidate);
-    (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs;
-    `confidence-overlap` and `-now` set `overlap_bookkeeping`.)"""
-    if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
-        proposer = llm.engine.speculative.proposer
-        proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
-    if name.removesuffix(MIXED) == "confidence-prior8":
-        proposer = llm.engine.speculative.proposer
-        getattr(proposer, "inner", proposer).acceptance.prior = 8.0
-    if name.removesuffix(MIXED) == "confidence-settle64":
-        proposer = llm.engine.speculative.proposer
-        getattr(proposer, "inner", proposer).settled_requests = 64
-    if name.removesuffix(MIXED) == "confidence-replies4":
-        proposer = llm.engine.speculative.proposer
-        getattr(proposer, "inner", proposer).min_replies = 4
-    return llm
 
 
 def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) -> dict:
@@ -305,84 +237,10 @@ def main() -> None:
     pool = [[{"role": "user", "content": p}]
             for p in build_prompts(stdlib_docstrings(max(args.concurrency) * args.prompt_sets
                                                      * max(args.closed_loop, 1), seed=12345))]
-    variants = {"none": None, "none-again": None, "confidence": {"method": "dspark", "model": args.drafter,
-                                             "num_speculative_tokens": max(args.fixed), "scheduling": "confidence",
-                                             "sps_profile": spec_sps, "decode_profile": decode}}
-    # Asked for by name only: Algorithm 1 also reading the k = 1 rounds' profile (`sps_profile_k1`).
-    variants["confidence-k1"] = {**variants["confidence"], "sps_profile_k1": spec_k1}
-    variants["confidence-k7"] = {**variants["confidence"]}   # its name in sessions 12-15
-    # Asked for by name only: confidence scheduling that projects the drafter's context every step
-    # while paused, instead of buffering the features (`defer_context`).
-    variants["confidence-direct"] = {**variants["confidence"], "defer_context": False}
-    # ... and with the profiles corrected by measured step times (`measure_step_times`, opt-in);
-    # `none-again` is a second engine without speculation: its paired ratio to `none` (listed
-    # first) is the noise floor of the others'.
-    variants["confidence-measured"] = {**variants["confidence"], "measure_step_times": True}
-    # ... and with the drafted rounds priced at their measured time (`measure_round_times`: plain
-    # steps on their profile, features still declined; session 27).
-    variants["confidence-rounds"] = {**variants["confidence"], "measure_round_times": True}
-    # ... and with prompt lookup where it drafts nothing (`prompt_lookup_min`: 4-token suffixes; session 28).
-    variants["confidence-lookup"] = {**variants["confidence"], "prompt_lookup_min": 2}   # (4 until session 29)
-    # ... and DSpark alone (`prompt_lookup_min` 0): "confidence" until session 32, when prompt lookup
-    # became the default (`factories.LOOKUP_DEFAULT`), so "confidence" now equals "confidence-lookup".
-    variants["confidence-alone"] = {**variants["confidence"], "prompt_lookup_min": 0}
-    variants["confidence-alone-rounds"] = {**variants["confidence-alone"], "measure_round_times": True}
-    # ... and plain decoding priced at the plain steps timed over dormant and quiet stretches
-    # (`measure_plain_steps`, session 33: the decode profile read 1.11-1.57x them at 5-32 requests),
-    # alone and with the rounds timed too.
-    variants["confidence-plain"] = {**variants["confidence"], "measure_plain_steps": True}
-    variants["confidence-timed"] = {**variants["confidence-plain"], "measure_round_times": True}
-    # By name only: the default with a hurdle (`min_gain`), a drafted round must expect 1.2x plain decoding.
-    variants["confidence-hurdle"] = {**variants["confidence"], "min_gain": 1.2}
-    # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
-    variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
-    # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).
-    variants["confidence-untimed"] = {**variants["confidence"], "measure_round_times": False}
-    # ... and DSpark's rounds judged by a draining batch's tail weights (session 37: `tail_rounds`).
-    variants["confidence-tail"] = {**variants["confidence"], "tail_rounds": True}
-    # ... and a draining batch's rounds judged by its straggler (`judge_stragglers`, session 41: opt-in), or
-    # explicitly by the mean request (the default; session 41's calls ran `confidence` with stragglers judged).
-    variants["confidence-stragglers"] = {**variants["confidence"], "judge_stragglers": True}
-    variants["confidence-mean"] = {**variants["confidence"], "judge_stragglers": False}
-    # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does
-    # (`prefix_pricing`: it then verifies every draft; session 18's simulation, BENCHMARKS.md).
-    variants["confidence-full"] = {**variants["confidence"], "prefix_pricing": "full_round"}
-    # ... and with prompt lookup taking looping requests from DSpark (`lookup_loops`, session 43), and with
-    # DSpark's quiet stretches no longer held by the lookup wrapper (`built`: as until session 43).
-    variants["confidence-loops"] = {**variants["confidence"], "lookup_loops": True}
-    variants["confidence-unheld"] = {**variants["confidence"]}
-    variants["confidence-prior8"] = {**variants["confidence"]}   # (`built`: a stronger prior in the ratios)
-    variants["confidence-settle64"] = {**variants["confidence"]}   # (`built`: losses settled on 64 requests)
-    variants["confidence-replies4"] = {**variants["confidence"]}   # (`built`: `expected_loss` waits for 4 replies)
-    # ... and the ledgers pausing nothing at 1 request (`bound_only` 1: session 45's candidate, the default
-    # since), with `lookup_loops` too, up to 2 requests, and at no load (`bound_only` 0: until session 45).
-    variants["confidence-lone"] = {**variants["confidence"], "bound_only": 1}
-    variants["confidence-lone-loops"] = {**variants["confidence"], "bound_only": 1, "lookup_loops": True}
-    variants["confidence-lone2"] = {**variants["confidence"], "bound_only": 2}
-    variants["confidence-bound0"] = {**variants["confidence"], "bound_only": 0}
-    # ... and a drafted round's bookkeeping done during the next round's draft (session 46's candidate, the
-    # default since), or at once (`-now`: until session 46).
-    variants["confidence-overlap"] = {**variants["confidence"], "overlap_bookkeeping": True}
-    variants["confidence-now"] = {**variants["confidence"], "overlap_bookkeeping": False}
-    # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
-    variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
-    for k in args.fixed:
-        variants[f"fixed-{k}"] = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": k}
-        variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only
-        variants[f"ngram-aware-{k}"] = {"method": "ngram", "num_speculative_tokens": k,
-                                        "scheduling": "load_aware", "decode_profile": decode}   # by name only
+    variants = variant_configs(args.drafter, args.fixed, spec_sps, decode, spec_k1)
     rows = []
     t0 = time.perf_counter()
-    if args.variants is not None:
-        variants = {k: variants[k.removesuffix(MIXED)] for k in args.variants}   # in the order given
-    else:
-        for name in ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
-                     "confidence-rounds", "confidence-lookup",
-                     "confidence-full", "confidence-whole", "confidence-alone", "confidence-alone-rounds",
-                     "confidence-plain", "confidence-timed", "confidence-hurdle", "confidence-rounds-hurdle",
-                     "confidence-untimed", "confidence-tail",
-                     *(f"{kind}-{k}" for kind in ("ngram", "ngram-aware") for k in args.fixed)):
-            variants.pop(name)
+    variants = chosen(variants, args.variants)
     if args.interleave > 0:
         rows = run_interleaved(variants, args, engine_kw, pool)
         print("\n".join(table(rows)))
