@@ -33,27 +33,10 @@ import math
 import statistics
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from bench_variants import (
-    MIXED,
-    NAMED,
-    built,
-    chosen,
-    variant_configs,
-    variant_engine_kw,
-)
-from engine_probes import (
-    StepTimes,
-    concurrency_cap,
-    profile_run,
-    proposer_state,
-    torch_profile_run,
-)
-from sps_profiles import measure_in_child, measure_spec_sps, measure_sps
-
-if TYPE_CHECKING:
-    from deepinfer_dspark.sps import SPSProfile
+from bench_variants import MIXED, NAMED, built, chosen, variant_configs, variant_engine_kw
+from engine_probes import StepTimes, concurrency_cap, profile_run, proposer_state, torch_profile_run
+from sps_profiles import measure_in_child, measure_paired, measure_sps, measure_spec_sps
 
 
 def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) -> dict:
@@ -126,6 +109,10 @@ def main() -> None:
     parser.add_argument("--sps-method", choices=["request", "steps"], default="request",
                         help="a profile point from the requests' own times (finish - first token over "
                              "steps or rounds) or from the engine's median step at exactly that many requests")
+    parser.add_argument("--sps-paired", action="store_true",
+                        help="measure the decode and speculative profiles together, each size's plain and "
+                             "speculative batches back to back (`sps_profiles.measure_paired`: a slow spell of "
+                             "the host then moves both); not with --sps or --spec-sps")
     parser.add_argument("--sps-in-process", action="store_true",
                         help="measure the profiles in this process (default: each in a fresh child process, "
                              "since later engines in one process ran slower on the H200)")
@@ -192,6 +179,8 @@ def main() -> None:
     if args.mixed_cuda_graphs is not False and any(v.endswith(MIXED) for v in args.variants or ()):
         parser.error(f"--variants: the suffix {MIXED} pairs an engine with mixed-step graphs against engines "
                      f"without them, which needs --no-mixed-cuda-graphs (mixed graphs are on by default)")
+    if args.sps_paired and (args.sps or args.spec_sps):
+        parser.error("--sps-paired: measures both profiles, so neither --sps nor --spec-sps may be given")
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")
@@ -215,16 +204,20 @@ def main() -> None:
     profile_kw = dict(prompts=profile_prompts, max_tokens=33 if profile_prompts is None else args.max_tokens,
                       repeats=args.sps_repeats, step_times=args.step_times, method=args.sps_method,
                       warmup_seconds=args.sps_warmup)
-    def profile(kind: str, k: int | None = None) -> SPSProfile:
+    def profile(kind: str, k: int | None = None):
         params = dict(target=args.target, sizes=sizes, engine_kw=engine_kw, **profile_kw)
         if k is not None:
             params.update(drafter=args.drafter, k=k)
         if args.sps_in_process:   # later engines in one process ran slower (sps_profiles.py)
-            return measure_sps(**params) if kind == "decode" else measure_spec_sps(**params)
+            measure = {"decode": measure_sps, "spec": measure_spec_sps, "paired": measure_paired}[kind]
+            return measure(**params)
         return measure_in_child(kind, params)
 
-    decode = SPSProfile.load(args.sps) if args.sps else profile("decode")
-    spec_sps = SPSProfile.load(args.spec_sps) if args.spec_sps else profile("spec", max(args.fixed))
+    if args.sps_paired:
+        decode, spec_sps = profile("paired", max(args.fixed))
+    else:
+        decode = SPSProfile.load(args.sps) if args.sps else profile("decode")
+        spec_sps = SPSProfile.load(args.spec_sps) if args.spec_sps else profile("spec", max(args.fixed))
     # The k = 1 rounds' profile: only `confidence-k1` reads it.
     wants_k1 = any(v.removesuffix(MIXED) == "confidence-k1" for v in args.variants or ())
     spec_k1 = SPSProfile.load(args.spec_sps_k1) if args.spec_sps_k1 else (profile("spec", 1) if wants_k1 else None)

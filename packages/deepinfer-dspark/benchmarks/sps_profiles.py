@@ -14,6 +14,13 @@ child the first seconds of drafted rounds ran 20-30% slower than later ones of t
 and batch size (one request: 3.19 against 2.54-2.66 ms, BENCHMARKS.md session 17; 3.51 against
 2.68-2.80 ms in session 14), and a profile read at 1-2 requests from those seconds made
 confidence scheduling pause where fixed-7 ran 1.2x faster than plain decoding.
+
+`measure_paired` measures both profiles from one process's two engines, alive together, each
+batch of one followed by the other's of the same size (the order alternating): the host state
+that slows one side slows the other, so their ratio, which every pause decision reads, holds. On
+the H200 a decode profile measured first read plain steps 11-35% slower than the benchmark's own
+plain steps later in the same process, while the round profile measured after it read right, and
+the default drafted losing rounds at 8 requests (BENCHMARKS.md, forty-second session, process d).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from engine_probes import StepTimes
 
@@ -130,26 +137,82 @@ def measure_spec_sps(target: str, drafter: str, k: int, sizes: list[int], engine
                                       "method": f"{how}, {method} times, {warmup_seconds:g} s warm-up"})
 
 
+def measure_paired(target: str, drafter: str, k: int, sizes: list[int], engine_kw: dict,
+                   prompts: list | None = None, max_tokens: int = 33, repeats: int = 3,
+                   step_times: bool = False, method: str = "request",
+                   warmup_seconds: float = 5.0) -> "tuple[SPSProfile, SPSProfile]":
+    """`measure_sps` and `measure_spec_sps` together: both engines built and warmed up (the plain
+    one first), then each size's plain and speculative batches measured back to back in every
+    pass (`_measure_arms`), so a spell of the host falls on both profiles' batches of that size.
+    Returns (decode profile, speculative round profile), each as the single measurement returns
+    it, with "paired" in its `meta["method"]`."""
+    from deepinfer_core import LLM
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    plain = LLM(target, **engine_kw)
+    spec = LLM(target, speculative_config={"method": "dspark", "model": drafter, "num_speculative_tokens": k},
+               **engine_kw)
+    traced = step_times or method == "steps"
+    arms = [Arm(plain, StepTimes(plain) if traced else None, "plain", "decode profile",
+                lambda o: len(o.outputs[0].token_ids) - 1),
+            Arm(spec, StepTimes(spec) if traced else None, "drafted", f"k={k} profile",
+                lambda o: o.metrics.spec_rounds)]
+    for arm in arms:
+        _warm_up(arm.llm, prompts, sizes[0], max_tokens, warmup_seconds, arm.trace, arm.label)
+    decode_rates, spec_rates = _measure_arms(arms, prompts, sizes, max_tokens, repeats, method)
+    plain.close()
+    spec.close()
+    workload = f"{max_tokens} tokens, " + ("chat prompts" if prompts else "16-token prompts")
+    how = f"{method} times, {warmup_seconds:g} s warm-up, paired with the other profile's batches"
+    decode = SPSProfile(sizes, decode_rates, {"target": target, "method": f"decode steps, {workload}, {how}"})
+    rounds = SPSProfile([b * (k + 1) for b in sizes], spec_rates,
+                        {"target": target, "drafter": drafter, "method": f"dspark rounds, k={k}, {workload}, {how}"})
+    return decode, rounds
+
+
+class Arm(NamedTuple):
+    """One engine measured by `_measure_arms`: its steps' `kind` in `trace` ("plain" or "drafted"),
+    its printed `label` and `steps_of(output)`, the steps (or rounds) a request's decode took."""
+    llm: object
+    trace: StepTimes | None
+    kind: str
+    label: str
+    steps_of: Callable
+
+
 def _measure_sizes(llm, prompts: list | None, sizes: list[int], max_tokens: int, repeats: int,
                    trace: StepTimes | None, kind: str, method: str, label: str, steps_of) -> list[float]:
-    """Steps per second at each of `sizes`, measured in `repeats` passes over all the sizes (not
-    `repeats` batches of one size, then the next: on the H200 a slow spell of the host covered all
-    three batches of 32 requests once, and the plain step read 1.65 ms there against 1.43 at 64
-    and 1.15 in the benchmark that followed, session 24), each pass one batch per size; a size's
-    rate is 1 / the median over passes of that batch's time per step (`_batch_time`)."""
-    times: dict[int, list[float]] = {b: [] for b in sizes}
-    for _ in range(max(repeats, 1)):
-        for b in sizes:
-            outs = _timed(llm, *_workload(prompts, b), max_tokens)
-            request_time = statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
-                                             / max(steps_of(o), 1) for o in _after_prefill(outs))
-            times[b].append(_batch_time(request_time, trace, b, kind, method))
-            if trace is not None:
-                print(f"{label} at {b}: {1e3 * times[b][-1]:.2f} ms; {trace.take()}", flush=True)
-    rates = [1.0 / statistics.median(times[b]) for b in sizes]
-    for b, rate in zip(sizes, rates):
-        print(f"{label} at {b}: {rate:.1f} steps/s ({1e3 / rate:.2f} ms; passes "
-              f"{', '.join(f'{1e3 * t:.2f}' for t in times[b])} ms)", flush=True)
+    """Steps per second of one engine at each of `sizes` (`_measure_arms` with one arm)."""
+    return _measure_arms([Arm(llm, trace, kind, label, steps_of)], prompts, sizes, max_tokens, repeats, method)[0]
+
+
+def _measure_arms(arms: list[Arm], prompts: list | None, sizes: list[int], max_tokens: int, repeats: int,
+                  method: str) -> list[list[float]]:
+    """Steps per second of each arm's engine at each of `sizes`, measured in `repeats` passes over
+    all the sizes (not `repeats` batches of one size, then the next: on the H200 a slow spell of the
+    host covered all three batches of 32 requests once, and the plain step read 1.65 ms there against
+    1.43 at 64 and 1.15 in the benchmark that followed, session 24), each pass one batch per size and
+    arm, the arms of one size back to back, the first of them rotating over passes and sizes; a size's rate is
+    1 / the median over passes of that batch's time per step (`_batch_time`). Returns one list of
+    rates per arm, in `sizes`' order."""
+    times: list[dict[int, list[float]]] = [{b: [] for b in sizes} for _ in arms]
+    for p in range(max(repeats, 1)):
+        for j, b in enumerate(sizes):
+            for i in range(len(arms)):
+                a = (p + j + i) % len(arms)   # a size's first arm changes from pass to pass
+                arm = arms[a]
+                outs = _timed(arm.llm, *_workload(prompts, b), max_tokens)
+                request_time = statistics.median((o.metrics.finished_time - o.metrics.first_token_time)
+                                                 / max(arm.steps_of(o), 1) for o in _after_prefill(outs))
+                times[a][b].append(_batch_time(request_time, arm.trace, b, arm.kind, method))
+                if arm.trace is not None:
+                    print(f"{arm.label} at {b}: {1e3 * times[a][b][-1]:.2f} ms; {arm.trace.take()}", flush=True)
+    rates = [[1.0 / statistics.median(t[b]) for b in sizes] for t in times]
+    for arm, t, arm_rates in zip(arms, times, rates):
+        for b, rate in zip(sizes, arm_rates):
+            print(f"{arm.label} at {b}: {rate:.1f} steps/s ({1e3 / rate:.2f} ms; passes "
+                  f"{', '.join(f'{1e3 * x:.2f}' for x in t[b])} ms)", flush=True)
     return rates
 
 
@@ -167,18 +230,20 @@ def _batch_time(request_time: float, trace: StepTimes | None, b: int, kind: str,
     return request_time
 
 
-def measure_in_child(kind: str, params: dict) -> "SPSProfile":
-    """`measure_sps(**params)` (kind "decode") or `measure_spec_sps(**params)` (kind "spec") in a
-    fresh Python process (see the module docstring), which prints to this process's stdout;
-    its stderr is shown only when it fails.
+def measure_in_child(kind: str, params: dict):
+    """`measure_sps(**params)` (kind "decode"), `measure_spec_sps(**params)` ("spec") or
+    `measure_paired(**params)` ("paired": returns both profiles) in a fresh Python process (see
+    the module docstring), which prints to this process's stdout; its stderr is shown only when
+    it fails.
 
     Raises:
+        ValueError: an unknown `kind`.
         RuntimeError: the child failed (its exit status and the end of its stderr).
     """
     from deepinfer_dspark.sps import SPSProfile
 
-    if kind not in ("decode", "spec"):
-        raise ValueError(f"kind: 'decode' or 'spec', got {kind!r}")
+    if kind not in ("decode", "spec", "paired"):
+        raise ValueError(f"kind: 'decode', 'spec' or 'paired', got {kind!r}")
     with tempfile.TemporaryDirectory() as tmp:
         request, out = Path(tmp) / "request.json", Path(tmp) / "profile.json"
         request.write_text(json.dumps({"kind": kind, "params": params, "out": str(out)}))
@@ -188,13 +253,21 @@ def measure_in_child(kind: str, params: dict) -> "SPSProfile":
         if child.returncode != 0 or not out.is_file():
             raise RuntimeError(f"{kind} profile: the child process failed (exit {child.returncode}):\n"
                                f"{child.stderr[-3000:]}")
+        if kind == "paired":
+            return SPSProfile.load(out), SPSProfile.load(out.with_name("spec_" + out.name))
         return SPSProfile.load(out)
 
 
 def _child(request_path: str) -> None:
     request = json.loads(Path(request_path).read_text())
+    out = Path(request["out"])
+    if request["kind"] == "paired":   # the speculative profile first: the decode one marks success
+        decode, rounds = measure_paired(**request["params"])
+        rounds.save(out.with_name("spec_" + out.name))
+        decode.save(out)
+        return
     measure = measure_sps if request["kind"] == "decode" else measure_spec_sps
-    measure(**request["params"]).save(Path(request["out"]))
+    measure(**request["params"]).save(out)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,7 @@
 # PROCS processes (argument 1; default "a b"). Needs the GGUF (`../setup/cmd.sh`, seven parts) and the drafter's parts
 # aa-ac under ~ (session 45's `h200-2026-12-04g/setup/cmd.sh`, one call a part), this call carrying ad. The step logs come back as xz (as committed since session 47).
 # Carry: .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/drafter_gz_ad
-ls ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf || exit 3
-if [ ! -f ~/drafter_real/config.json ]; then
-  ls ~/stash/drafter_gz_aa ~/stash/drafter_gz_ab ~/stash/drafter_gz_ac || exit 3
-  cp .cache/drafter_stash/drafter_gz_ad ~/stash/ && cat ~/stash/drafter_gz_a? | sha256sum
-  cat ~/stash/drafter_gz_a? | gunzip | tar -x -C ~ && rm -rf ~/drafter_real && mv ~/drafter_bf16 ~/drafter_real || exit 3
-fi
-source tools/gpu_env.sh >/dev/null 2>&1; export PYTHONUNBUFFERED=1
+source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 for P in ${1:-a b}; do
   W=~/o10$P; rm -rf $W; mkdir -p $W/out; S0=$SECONDS

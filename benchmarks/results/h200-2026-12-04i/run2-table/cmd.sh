@@ -1,16 +1,11 @@
 # The issue's table on the current drafter (after run1's candidates are decided): plain decoding, fixed k = 1..7 and
 # the default at 1 / 8 / 32 (argument "low") or 64 / 128 / 256 (argument "high") requests, batch form, 128 new tokens,
 # paired rounds (12 prompt sets low, 3 high: the docstring pool holds ~7,000 prompts). Sessions 20-21 ran it last,
-# on drafters accepting 2.0-2.3 of 7 (held-out); this one accepts 3.11. One process a call, ~450-550 s.
+# on drafters accepting 2.0-2.3 of 7 (held-out); this one accepts 3.11. One process a call, ~450-550 s. The profiles
+# are measured paired (`--sps-paired`, session 48: each size's plain and k = 7 batches back to back).
 # Needs the GGUF and the drafter under ~ as run1 does (`../setup/cmd.sh`, the drafter's parts aa-ac), this call
 # carrying ad: carry .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/drafter_gz_ad
-ls ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf || exit 3
-if [ ! -f ~/drafter_real/config.json ]; then
-  ls ~/stash/drafter_gz_aa ~/stash/drafter_gz_ab ~/stash/drafter_gz_ac || exit 3
-  cp .cache/drafter_stash/drafter_gz_ad ~/stash/ && cat ~/stash/drafter_gz_a? | sha256sum
-  cat ~/stash/drafter_gz_a? | gunzip | tar -x -C ~ && rm -rf ~/drafter_real && mv ~/drafter_bf16 ~/drafter_real || exit 3
-fi
-source tools/gpu_env.sh >/dev/null 2>&1; export PYTHONUNBUFFERED=1
+source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 case ${1:-low} in
   low) C="1 8 32"; SETS=12; SIZES="1 2 4 8 16 32";;
@@ -19,7 +14,7 @@ case ${1:-low} in
 esac
 W=~/o11${1:-low}; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout 560 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency $C \
-  --fixed 1 2 3 4 5 6 7 --sps-method steps --sps-in-process --sps-sizes $SIZES --sps-warmup 3 --prompt-sets $SETS \
+  --fixed 1 2 3 4 5 6 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes $SIZES --sps-warmup 3 --prompt-sets $SETS \
   --save-sps $W/out/sps_batch.json --variants none confidence fixed-1 fixed-2 fixed-3 fixed-4 fixed-5 fixed-6 fixed-7 \
   --interleave $SETS --kv-cache-gib 6 --step-log $W/out/steps.jsonl --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl; tar -C $W -czf $OUT/run_${1:-low}.tar.gz out
