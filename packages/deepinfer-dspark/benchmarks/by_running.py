@@ -11,6 +11,14 @@ the call: session 46's step logs (read so in session 47) show fixed-7's rounds a
 above plain decoding's tokens per ms at 3-8 running, and its 0.82 of plain decoding's time spent on
 its last one or two requests (n = 1-2, 0.8-0.9 tokens per ms where plain steps give 1.0-1.3).
 
+`--split` (`drain_split`) divides each engine's time over the baseline's at that concurrency (all
+steps of its calls, prefill included) into the running counts it made its tokens at (composition:
+its tokens at each n made at the baseline's plain tokens per ms at that n) and what its steps
+themselves cost over that. Read so (session 48) on session 46's step logs at 8 requests, fixed-7's
++740 to +1,055 ms over plain decoding were +954 to +1,093 ms of composition and -227 to +69 ms of
+its steps: the rounds paid at every running count, and the call lost on a batch drained unevenly
+(requests that accept well finish early, the rest run on in smaller, dearer-per-token batches).
+
 With `--verified K`, each engine's drafted rounds inside a run (the step before drafted too) with
 all C requests running, split into full rounds (K drafts verified a request) and short ones:
 rounds, mean verified drafts, mean accepted, median ms, tokens per ms. Session 47 read so that at
@@ -18,7 +26,7 @@ rounds, mean verified drafts, mean accepted, median ms, tokens per ms. Session 4
 
 Usage:
     python3 packages/deepinfer-dspark/benchmarks/by_running.py steps.jsonl.xz --concurrency 8
-        [--engines confidence fixed-7] [--baseline none] [--verified 7]
+        [--engines confidence fixed-7] [--baseline none] [--verified 7] [--split]
 """
 
 from __future__ import annotations
@@ -69,6 +77,46 @@ def verified_split(rows: list[dict], concurrency: int, engine: str, k: int) -> d
                    "per_ms": sum(r["emitted"] for r in g) / sum(r["ms"] for r in g)} for name, g in groups.items()}
 
 
+def drain_split(rows: list[dict], concurrency: int, engine: str, baseline: str) -> dict | None:
+    """{"calls", "over", "composition", "steps"} (ms, summed over `concurrency`'s calls): `engine`'s
+    time over `baseline`'s (every step, prefill included); of it, the composition: its decode
+    tokens at each running count n made at the baseline's plain tokens per ms at n, plus its
+    prefill steps' time, minus the baseline's time; and the steps: the rest (what its steps cost
+    over the baseline's rate at their n). A rate at an n the baseline never ran at this
+    concurrency is read from its calls at the others (e.g. n = 1 from its one-request calls).
+    None when the engines ran different numbers of calls or a needed rate is missing."""
+    def calls(name: str) -> set:
+        return {r["round"] for r in rows if r.get("engine") == name and r.get("concurrency") == concurrency}
+
+    rate: dict[int, float] = {}
+    for here in (True, False):   # this concurrency's steps first, then the others' for the n left
+        cells = defaultdict(lambda: [0.0, 0])
+        for r in rows:
+            if (r.get("engine") == baseline and (r.get("concurrency") == concurrency) == here
+                    and not r.get("prefill_tokens") and r["kind"] == "plain" and r["running"] not in rate):
+                cells[r["running"]][0] += r["ms"]
+                cells[r["running"]][1] += r.get("emitted", 0)
+        rate.update({n: tokens / ms for n, (ms, tokens) in cells.items() if ms > 0 and tokens > 0})
+    if len(calls(engine)) != len(calls(baseline)) or not calls(engine):
+        return None
+    total = {engine: 0.0, baseline: 0.0}
+    at_rate = 0.0
+    for r in rows:
+        if r.get("concurrency") != concurrency or r.get("engine") not in total:
+            continue
+        total[r["engine"]] += r["ms"]
+        if r["engine"] == engine:
+            if r.get("prefill_tokens"):
+                at_rate += r["ms"]
+            elif r.get("emitted", 0):
+                if r["running"] not in rate:
+                    return None
+                at_rate += r["emitted"] / rate[r["running"]]
+    over = total[engine] - total[baseline]
+    return {"calls": len(calls(engine)), "over": over, "composition": at_rate - total[baseline],
+            "steps": total[engine] - at_rate}
+
+
 def table(cells: dict, engines: list[str], baseline: str, concurrency: int) -> list[str]:
     """Markdown rows: engine, n, plain and drafted steps / ms / tokens per ms, the baseline's."""
     lines = ["| engine | running | plain steps | plain ms | plain tok/ms | drafted steps | drafted ms | "
@@ -99,6 +147,8 @@ def main() -> None:
     parser.add_argument("--baseline", default="none")
     parser.add_argument("--verified", type=int, default=0, metavar="K",
                         help="also the drafted rounds in runs split into full (K drafts a request) and short ones")
+    parser.add_argument("--split", action="store_true",
+                        help="also each engine's time over the baseline's, split into composition and steps")
     args = parser.parse_args()
     if not args.log.is_file():
         parser.error(f"log: no such file: {args.log}")
@@ -108,6 +158,17 @@ def main() -> None:
         parser.error(f"--concurrency: no decode steps at {args.concurrency} in {args.log}")
     engines = args.engines or sorted({e for e, _, _ in cells} - {args.baseline})
     print("\n".join(table(cells, engines, args.baseline, args.concurrency)))
+    if args.split:
+        print("\n| engine | calls | ms over the baseline | composition (running counts) | the steps |\n"
+              "|---|---:|---:|---:|---:|")
+        for engine in engines:
+            split = drain_split(rows, args.concurrency, engine, args.baseline)
+            if split is None:
+                print(f"| {engine} | (not comparable: other call counts or a running count the baseline never ran) "
+                      f"| | | |")
+                continue
+            print(f"| {engine} | {split['calls']} | {split['over']:+.0f} | {split['composition']:+.0f} | "
+                  f"{split['steps']:+.0f} |")
     if args.verified > 0:
         print("\n| engine | rounds | verified | accepted | median ms | tok/ms |\n|---|---|---:|---:|---:|---:|")
         for engine in engines:

@@ -74,3 +74,33 @@ def test_verified_split_takes_drafted_rounds_inside_runs_at_the_full_batch(by_ru
     assert split["full"] == {"rounds": 1, "verified": 14.0, "accepted": 6.0, "median_ms": 3.0, "per_ms": 8 / 3}
     assert split["short"] == {"rounds": 1, "verified": 9.0, "accepted": 3.0, "median_ms": 2.0, "per_ms": 2.5}
     assert by_running.verified_split(rows, 2, "other", 7) == {}
+
+
+def drained_rows() -> list[dict]:
+    """Plain decoding runs both requests to the end at 2 tokens per ms; `spec` makes 6 tokens in a
+    2 ms round at 2 running (3 per ms: its step beats the baseline's), then its second request
+    runs alone at 1 token per ms (the baseline's one-request rate, from its calls at concurrency 1)."""
+    rows = [step("none", 2, 1.0, 0, prefill=30, concurrency=2)] + [step("none", 2, 1.0, 2, concurrency=2)] * 4
+    rows += [step("none", 1, 1.0, 1, concurrency=1)] * 2 + [step("none", 1, 1.0, 1, concurrency=1)]
+    rows += [step("spec", 2, 1.0, 0, prefill=30, concurrency=2), step("spec", 2, 2.0, 6, kind="drafted", concurrency=2),
+             step("spec", 1, 1.0, 1, concurrency=2), step("spec", 1, 1.0, 1, concurrency=2)]
+    return rows
+
+
+def test_drain_split_separates_the_running_counts_from_the_steps(by_running) -> None:
+    split = by_running.drain_split(drained_rows(), 2, "spec", "none")
+    # 5 ms each; at the baseline's rates the spec engine's tokens take 6 / 2 + 2 / 1 ms, and 1 of prefill
+    assert split == {"calls": 1, "over": 0.0, "composition": pytest.approx(1.0), "steps": pytest.approx(-1.0)}
+    rows = drained_rows() + [dict(step("spec", 2, 1.0, 2, concurrency=2), round=1)]
+    assert by_running.drain_split(rows, 2, "spec", "none") is None   # a call the baseline did not run
+    rows = [r for r in drained_rows() if not (r["engine"] == "none" and r["running"] == 1)]
+    assert by_running.drain_split(rows, 2, "spec", "none") is None   # no baseline rate at one request
+
+
+def test_cli_prints_the_split(by_running, tmp_path) -> None:
+    log = tmp_path / "steps.jsonl"
+    log.write_text("\n".join(json.dumps(r) for r in drained_rows()) + "\n")
+    out = subprocess.run([sys.executable, by_running.__file__, str(log), "--concurrency", "2", "--split"],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "| spec | 1 | +0 | +1 | -1 |" in out.stdout
