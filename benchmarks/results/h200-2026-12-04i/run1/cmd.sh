@@ -7,6 +7,8 @@
 # PROCS processes (argument 1; default "a b"). Needs the GGUF (`../setup/cmd.sh`, seven parts) and the drafter's parts
 # aa-ac under ~ (session 45's `h200-2026-12-04g/setup/cmd.sh`, one call a part), this call carrying ad. The step logs come back as xz (as committed since session 47).
 # Carry: .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/drafter_gz_ad
+# Since session 48 the GGUF and the drafter can come in five calls instead (`../setup/bundle.sh part_0X`); the drafter is
+# then unpacked already and drafter_gz_ad need not be carried.
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 for P in ${1:-a b}; do

@@ -5,6 +5,8 @@
 # are measured paired (`--sps-paired`, session 48: each size's plain and k = 7 batches back to back).
 # Needs the GGUF and the drafter under ~ as run1 does (`../setup/cmd.sh`, the drafter's parts aa-ac), this call
 # carrying ad: carry .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/drafter_gz_ad
+# Since session 48 the GGUF and the drafter can come in five calls instead (`../setup/bundle.sh part_0X`); the drafter is
+# then unpacked already and drafter_gz_ad need not be carried.
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 case ${1:-low} in

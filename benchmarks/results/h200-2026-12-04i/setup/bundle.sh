@@ -1,0 +1,25 @@
+# Session 48: the GGUF and the drafter in five calls instead of ten. `.cache/bundle/part_00`..`_04` are
+# `split -n 5` of a tar holding SmolLM2-135M-Instruct.Q4_1.gguf (sha256 b179c952...db53) and drafter.tar.gz (the
+# drafter stash's four parts joined, sha256 fd3ae479...e924; tar sha256 db5a6ba4...edea), 29.1 MiB a part: with the
+# 25.5 MiB tree, 54.6 MiB of the 64 MiB carry. Make them on the CPU machine:
+#   mkdir -p /tmp/bsrc .cache/bundle && cp ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf /tmp/bsrc/ &&
+#   cat .cache/drafter_stash/drafter_gz_a? > /tmp/bsrc/drafter.tar.gz &&
+#   tar -cf /tmp/bundle.tar -C /tmp/bsrc SmolLM2-135M-Instruct.Q4_1.gguf drafter.tar.gz && split -n 5 -d /tmp/bundle.tar .cache/bundle/part_
+# Each call: `bash benchmarks/results/h200-2026-12-04i/setup/bundle.sh part_0X` (X = 0..4, in order, at once one after
+# the other: ~ survives only while the machine stays warm), carrying .cache/bundle/part_0X alone. The last joins and
+# unpacks: the GGUF under ~/.cache/deepinfer/models, the drafter as ~/drafter_real (what `ready.sh` looks for).
+P=$1; mkdir -p ~/bundle
+case $P in
+  part_0[0-4]) cp .cache/bundle/$P ~/bundle/ || exit 3 ;;
+  *) echo "unknown part $P"; exit 2 ;;
+esac
+ls -la ~/bundle
+if [ "$P" = part_04 ]; then
+  ls ~/bundle/part_00 ~/bundle/part_01 ~/bundle/part_02 ~/bundle/part_03 || exit 3
+  rm -rf ~/bundle_x && mkdir -p ~/bundle_x ~/.cache/deepinfer/models
+  cat ~/bundle/part_0? | tee >(sha256sum >&2) | tar -x -C ~/bundle_x || exit 3
+  mv ~/bundle_x/SmolLM2-135M-Instruct.Q4_1.gguf ~/.cache/deepinfer/models/ || exit 3
+  sha256sum ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf ~/bundle_x/drafter.tar.gz
+  gunzip -c ~/bundle_x/drafter.tar.gz | tar -x -C ~ && rm -rf ~/drafter_real && mv ~/drafter_bf16 ~/drafter_real || exit 3
+  ls -la ~/drafter_real; rm -rf ~/bundle ~/bundle_x
+fi
