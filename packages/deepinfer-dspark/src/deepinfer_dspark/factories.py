@@ -181,6 +181,12 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
             raise ValueError(f"speculative_config.calibration: {calibration} holds {len(temperatures)} "
                              f"temperatures, the drafter's block_size is {drafter.config.block_size}")
         temperatures = torch.as_tensor(temperatures)
+    longest = _info_int(model_info, "max_model_len", None)
+    if longest is not None and longest > drafter.config.max_position_embeddings:
+        raise ValueError(f"speculative_config.model: the drafter covers {drafter.config.max_position_embeddings} "
+                         f"positions (max_position_embeddings) and the engine's max_model_len is {longest}: a request "
+                         f"past them could not be drafted for; set max_model_len <= "
+                         f"{drafter.config.max_position_embeddings} or use a drafter trained for the target's length")
     k = spec_config["num_speculative_tokens"]
     if not 1 <= k <= drafter.config.block_size:
         raise ValueError(f"speculative_config.num_speculative_tokens: must be in [1, {drafter.config.block_size}] "
@@ -201,10 +207,11 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     `dspark_factory`): the `DSparkProposer` keyword arguments it sets."""
     _check_keys(spec_config, "dspark", DSPARK_KEYS)
     path = spec_config.get("model")
-    if not isinstance(path, (str, Path)) or not Path(path).is_dir():
+    if not isinstance(path, (str, Path)) or not str(path) or not _is_dir(path):
         raise ValueError(f"speculative_config.model: a DeepSpec DSpark checkpoint folder is required, got {path!r}")
-    scheduling = spec_config.get("scheduling", "fixed")
-    if scheduling not in ("fixed", "confidence"):
+    scheduling = spec_config.get("scheduling")
+    scheduling = "fixed" if scheduling is None else scheduling   # (null takes the default, as for every key)
+    if not isinstance(scheduling, str) or scheduling not in ("fixed", "confidence"):
         raise ValueError(f"speculative_config.scheduling: expected 'fixed' or 'confidence', got {scheduling!r}")
     sps = None
     if scheduling == "confidence":
@@ -231,7 +238,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     decode = spec_config.get("decode_profile")
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
-                "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping"):
+                "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
+                "max_probe_every"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -407,5 +415,13 @@ def _load(key: str, loader: Callable[[Any], Any], source: Any, path: bool = True
         raise ValueError(f"speculative_config.{key}: must be a path (str or Path), got {source!r}")
     try:
         return loader(source)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"speculative_config.{key}: cannot load {source!r}: {exc}") from exc
+    except Exception as exc:   # any reader's error (safetensors raises its own), named with the key and source
+        raise ValueError(f"speculative_config.{key}: cannot load {source!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def _is_dir(path: str | Path) -> bool:
+    """Whether `path` is a folder; False for a path the system cannot look up (too long, ...)."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +19,8 @@ from pathlib import Path
 import torch
 
 _FORMAT = "deepinfer-sps-profile"
+MIN_RATE = 1e-3   # steps per second: a step of at most 1,000 s
+MAX_RATE = 1e9    # a step of at least 1 ns
 
 
 class SPSProfile:
@@ -31,26 +32,36 @@ class SPSProfile:
     getting slower as B grows.
 
     Args:
-        batch_tokens: strictly increasing positive ints, the measured batch token counts.
-        steps_per_s: one positive finite steps-per-second value per size (its reciprocal, the
-            step time, finite too).
+        batch_tokens: strictly increasing positive ints (below 2**31), the measured batch token counts.
+        steps_per_s: one steps-per-second value per size, within [`MIN_RATE`, `MAX_RATE`] (a step
+            of 1 ns to 1,000 s: beyond, a rate is a unit error, and its products with the measured
+            corrections could underflow to 0 in the pause decisions).
         meta: free-form JSON-serialisable facts (device, model, date), stored with the table.
 
     Raises:
-        ValueError: the table is empty, unsorted, non-positive or of unequal lengths.
+        ValueError: either list not a sequence of numbers, the table empty, unsorted, of unequal
+            lengths, or a rate outside those bounds (names the field).
     """
 
     def __init__(self, batch_tokens: Sequence[int], steps_per_s: Sequence[float],
                  meta: dict | None = None):
-        sizes, rates = list(batch_tokens), [float(s) for s in steps_per_s]
+        for name, values in (("batch_tokens", batch_tokens), ("steps_per_s", steps_per_s)):
+            if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
+                raise ValueError(f"{name}: must be a list, got {type(values).__name__}")
+        if any(isinstance(s, bool) or not isinstance(s, (int, float)) for s in steps_per_s):
+            raise ValueError(f"steps_per_s: must be numbers, got {list(steps_per_s)[:8]}")
+        try:
+            sizes, rates = list(batch_tokens), [float(s) for s in steps_per_s]
+        except OverflowError as exc:   # an int too large for a float
+            raise ValueError(f"steps_per_s: {exc}") from exc
         if not sizes or len(sizes) != len(rates):
             raise ValueError("batch_tokens: need one or more sizes, one per steps_per_s value")
-        if any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in sizes) or \
+        if any(isinstance(b, bool) or not isinstance(b, int) or not 0 < b < 2**31 for b in sizes) or \
                 any(b1 <= b0 for b0, b1 in zip(sizes, sizes[1:])):
-            raise ValueError(f"batch_tokens: must be strictly increasing positive ints, got {sizes}")
-        if any(not math.isfinite(s) or s <= 0 or not math.isfinite(1.0 / s) for s in rates):
-            raise ValueError(f"steps_per_s: must be positive and finite with a finite step time (1 / rate), "
-                             f"got {rates}")
+            raise ValueError(f"batch_tokens: must be strictly increasing positive ints below 2**31, got {sizes[:8]}")
+        if any(not MIN_RATE <= s <= MAX_RATE for s in rates):   # (NaN fails too)
+            raise ValueError(f"steps_per_s: must be within [{MIN_RATE:g}, {MAX_RATE:g}] steps per second, "
+                             f"got {rates[:8]}")
         self.batch_tokens = sizes
         self.steps_per_s = rates
         self.meta = dict(meta or {})
