@@ -15,7 +15,7 @@ its last one or two requests (n = 1-2, 0.8-0.9 tokens per ms where plain steps g
 steps of its calls, prefill included) into the running counts it made its tokens at (composition:
 its tokens at each n made at the baseline's plain tokens per ms at that n) and what its steps
 themselves cost over that. Read so (session 48) on session 46's step logs at 8 requests, fixed-7's
-+740 to +1,055 ms over plain decoding were +954 to +1,093 ms of composition and -227 to +69 ms of
++740 to +1,055 ms over plain decoding were +924 to +1,068 ms of composition and -200 to +99 ms of
 its steps: the rounds paid at every running count, and the call lost on a batch drained unevenly
 (requests that accept well finish early, the rest run on in smaller, dearer-per-token batches).
 
@@ -79,11 +79,12 @@ def verified_split(rows: list[dict], concurrency: int, engine: str, k: int) -> d
 
 def drain_split(rows: list[dict], concurrency: int, engine: str, baseline: str) -> dict | None:
     """{"calls", "over", "composition", "steps"} (ms, summed over `concurrency`'s calls): `engine`'s
-    time over `baseline`'s (every step, prefill included); of it, the composition: its decode
-    tokens at each running count n made at the baseline's plain tokens per ms at n, plus its
-    prefill steps' time, minus the baseline's time; and the steps: the rest (what its steps cost
-    over the baseline's rate at their n). A rate at an n the baseline never ran at this
-    concurrency is read from its calls at the others (e.g. n = 1 from its one-request calls).
+    time over `baseline`'s (every step, prefill included); of it, the composition: the tokens its
+    steps emitted at each running count n (prefill steps' too: in a closed loop they carry decode
+    tokens and drafted rounds) made at the baseline's plain tokens per ms at n, plus the baseline's
+    prefill steps' time (the same prompts), minus the baseline's time; and the steps: the rest
+    (what its steps, prefill included, cost over that). A rate at an n the baseline never ran at
+    this concurrency is read from its calls at the others (e.g. n = 1 from its one-request calls).
     None when the engines ran different numbers of calls or a needed rate is missing."""
     def calls(name: str) -> set:
         return {r["round"] for r in rows if r.get("engine") == name and r.get("concurrency") == concurrency}
@@ -105,13 +106,12 @@ def drain_split(rows: list[dict], concurrency: int, engine: str, baseline: str) 
         if r.get("concurrency") != concurrency or r.get("engine") not in total:
             continue
         total[r["engine"]] += r["ms"]
-        if r["engine"] == engine:
-            if r.get("prefill_tokens"):
-                at_rate += r["ms"]
-            elif r.get("emitted", 0):
-                if r["running"] not in rate:
-                    return None
-                at_rate += r["emitted"] / rate[r["running"]]
+        if r["engine"] == baseline and r.get("prefill_tokens"):
+            at_rate += r["ms"]
+        if r["engine"] == engine and r.get("emitted", 0):
+            if r["running"] not in rate:
+                return None
+            at_rate += r["emitted"] / rate[r["running"]]
     over = total[engine] - total[baseline]
     return {"calls": len(calls(engine)), "over": over, "composition": at_rate - total[baseline],
             "steps": total[engine] - at_rate}

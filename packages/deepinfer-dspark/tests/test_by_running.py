@@ -104,3 +104,18 @@ def test_cli_prints_the_split(by_running, tmp_path) -> None:
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert "| spec | 1 | +0 | +1 | -1 |" in out.stdout
+
+
+def test_a_prefill_step_carrying_decode_tokens_is_priced_as_a_step(by_running) -> None:
+    """In a closed loop a step with prefill tokens also decodes (and may verify drafts): its
+    tokens are priced at the baseline's rate, the baseline's own prefill time is the reference,
+    and what the engine's prefill step costs beyond both is the steps' (session 48's review: it
+    all went to the composition)."""
+    rows = [step("none", 2, 1.0, 0, prefill=30, concurrency=2)] + [step("none", 2, 1.0, 2, concurrency=2)] * 4
+    rows += [step("spec", 2, 3.0, 4, prefill=30, concurrency=2)] + [step("spec", 2, 1.0, 2, concurrency=2)] * 2
+    split = by_running.drain_split(rows, 2, "spec", "none")
+    # none: 5 ms. spec: 5 ms, its 8 tokens at 2 per ms = 4 ms plus none's 1 ms of prefill: 0 composition
+    assert split == {"calls": 1, "over": 0.0, "composition": pytest.approx(0.0), "steps": pytest.approx(0.0)}
+    rows[5] = step("spec", 2, 4.0, 4, prefill=30, concurrency=2)   # a dearer prefill step: the steps' cost
+    split = by_running.drain_split(rows, 2, "spec", "none")
+    assert split["over"] == pytest.approx(1.0) and split["steps"] == pytest.approx(1.0)

@@ -28,13 +28,27 @@ def test_a_drafter_shorter_than_max_model_len_is_refused_before_any_request(fold
     with pytest.raises(ValueError, match=r"^speculative_config.model: the drafter covers 16 positions .* "
                                          r"max_model_len is 160"):
         kit.build(target, spec(short))
-    llm = kit.build(target, spec(short), max_model_len=16)   # within its reach: served
-    prompts = kit.prompts(2, seed=3)
-    prompts = [p[:6] for p in prompts]
+    # Within its reach: served to max_model_len, the last blocks (anchor + block_size past the
+    # table) not drafted (session 48's review: they failed both requests of the round).
     from deepinfer_core import SamplingParams
-    outs = llm.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(temperature=0, max_tokens=8))
-    assert all(o.error is None and o.outputs[0].token_ids for o in outs)
+
+    prompts = [{"prompt_token_ids": p[:6]} for p in kit.prompts(2, seed=3)]
+    params = SamplingParams(temperature=0, max_tokens=50, ignore_eos=True)
+    llm = kit.build(target, spec(short), max_model_len=16)
+    outs = llm.generate(prompts, params)
+    plain = kit.build(target, max_model_len=16).generate(prompts, params)
+    assert all(o.error is None for o in outs), [o.error for o in outs]
+    assert [o.outputs[0].token_ids for o in outs] == [o.outputs[0].token_ids for o in plain]
+    assert len(outs[0].outputs[0].token_ids) == 10 and llm.engine.speculative.proposer.drafted_rounds > 0
     llm.close()
+
+
+def test_profiles_from_arrays_and_tensors_still_load() -> None:
+    import numpy as np
+    import torch
+
+    for rates in (np.array([900.0, 800.0]), torch.tensor([900.0, 800.0]), [np.float32(900.0), 800.0]):
+        assert SPSProfile([1, 8], rates).steps_per_s == [900.0, 800.0]
 
 
 @pytest.mark.parametrize("rates", [[1e-200], [2e9], [float("nan")]])
@@ -50,7 +64,7 @@ def test_malformed_profile_lists_are_refused_by_field(folders, kit) -> None:
     good = SPSProfile([1, 8], [900.0, 800.0]).to_dict()
     cases = {"steps_per_s: must be a list": {**good, "steps_per_s": None},
              "batch_tokens: must be a list": {**good, "batch_tokens": 5},
-             "steps_per_s: int too large": {**good, "steps_per_s": [10**400, 800.0]},
+             "steps_per_s: must be numbers: int too large": {**good, "steps_per_s": [10**400, 800.0]},
              "batch_tokens: must be strictly increasing positive ints below": {**good, "batch_tokens": [1, 10**400]},
              "steps_per_s: must be numbers": {**good, "steps_per_s": ["900", 800.0]}}
     for message, profile in cases.items():

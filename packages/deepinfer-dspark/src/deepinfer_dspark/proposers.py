@@ -117,6 +117,9 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
 
+    A request whose next block would pass the drafter's RoPE table (anchor position + block_size
+    > `max_position_embeddings`) decodes without drafts from there, as one with a gap does.
+
     Retirement: with both profiles, when `cannot_pay(B)` holds for every batch size B from 1 to
     `max_batch` (the profiles interpolate between their points and hold their last step time
     beyond them), drafting can never pay on this hardware with this drafter at any load the
@@ -160,6 +163,9 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         self.sps = sps
         self.verify_rates = None if sps is None else VerifyRates(sps, num_tokens, short_sps, full_round)
         self.target_layer_ids = tuple(runner.drafter.config.target_layer_ids)
+        # The longest context a block can be drafted after: anchor + block_size within the RoPE table.
+        table = getattr(runner.drafter.config, "max_position_embeddings", None)
+        self._longest_draftable = float("inf") if table is None else table - block + 1
         self.lengths: list[int] = []
         self.probe_every = probe_every
         self.skipped_rounds = 0
@@ -373,7 +379,8 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         span, flushed, pairs = self.flush_costs.clock(), self.pending.holds, self.pending.pairs   # (`FlushCosts`)
         if flushed:   # also frees steps whose rows belong to finished requests only
             self._flush()
-        ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1]
+        ready = [i for i, r in enumerate(requests) if self.runner.num_positions(r.request_id) == len(r.token_ids) - 1
+                 and len(r.token_ids) <= self._longest_draftable]   # (else its block would pass the RoPE table)
         if len(ready) < len(requests) and self._ledger_declined:
             self._regret_gaps(batch, 1.0 - len(ready) / len(requests))
         if not ready:   # every context has a gap (features declined) or is incomplete: nothing can draft

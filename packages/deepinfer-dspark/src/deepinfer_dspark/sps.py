@@ -46,14 +46,15 @@ class SPSProfile:
     def __init__(self, batch_tokens: Sequence[int], steps_per_s: Sequence[float],
                  meta: dict | None = None):
         for name, values in (("batch_tokens", batch_tokens), ("steps_per_s", steps_per_s)):
-            if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
+            if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
                 raise ValueError(f"{name}: must be a list, got {type(values).__name__}")
-        if any(isinstance(s, bool) or not isinstance(s, (int, float)) for s in steps_per_s):
-            raise ValueError(f"steps_per_s: must be numbers, got {list(steps_per_s)[:8]}")
+        sizes, values = list(batch_tokens), list(steps_per_s)   # (arrays and tensors too)
+        if any(isinstance(s, (bool, str, bytes)) for s in values):
+            raise ValueError(f"steps_per_s: must be numbers, got {values[:8]}")
         try:
-            sizes, rates = list(batch_tokens), [float(s) for s in steps_per_s]
-        except OverflowError as exc:   # an int too large for a float
-            raise ValueError(f"steps_per_s: {exc}") from exc
+            rates = [float(s) for s in values]
+        except (TypeError, ValueError, OverflowError) as exc:   # e.g. an int too large for a float
+            raise ValueError(f"steps_per_s: must be numbers: {exc}") from exc
         if not sizes or len(sizes) != len(rates):
             raise ValueError("batch_tokens: need one or more sizes, one per steps_per_s value")
         if any(isinstance(b, bool) or not isinstance(b, int) or not 0 < b < 2**31 for b in sizes) or \
