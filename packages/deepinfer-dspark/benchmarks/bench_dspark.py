@@ -26,16 +26,14 @@ Usage (GPU machine, repository root, target GGUF or HF folder and a trained draf
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
-import json
 import math
-import statistics
 import time
 from pathlib import Path
 
 from bench_variants import MIXED, NAMED, built, chosen, variant_configs, variant_engine_kw
-from engine_probes import StepTimes, concurrency_cap, profile_run, proposer_state, torch_profile_run
+from engine_probes import StepTimes, profile_run, proposer_state, torch_profile_run
+from paired_calls import _numbers, append_steps, paired_rows, same_replies  # noqa: F401 (re-exported)
 from sps_profiles import measure_in_child, measure_paired, measure_sps, measure_spec_sps
 
 
@@ -55,30 +53,6 @@ def run_engine(llm, prompts: list, max_tokens: int, min_seconds: float = 2.0) ->
         runs.append(_numbers(outs, wall))
     runs.sort(key=lambda r: r["tok/s"])
     return {**runs[len(runs) // 2], "runs": len(runs)}
-
-
-def _numbers(outs: list, wall: float, queued: bool = False) -> dict:
-    """tok/s of the emitted tokens over the call's wall time, and per-user tok/s: a reply's tokens
-    over its time from arrival to its end, or with `queued` (requests wait for a slot:
-    `--closed-loop`) its tokens after the first over the time from the first to its end."""
-    tokens = sum(len(o.outputs[0].token_ids) for o in outs)
-    if queued:
-        speeds = [(len(o.outputs[0].token_ids) - 1) / (o.metrics.finished_time - o.metrics.first_token_time)
-                  for o in outs if len(o.outputs[0].token_ids) > 1 and o.metrics.first_token_time is not None]
-        per_user = statistics.mean(speeds or [0.0])
-    else:
-        per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
-                                   for o in outs)
-    return {"tok/s": tokens / wall, "per-user tok/s": per_user, "tokens": tokens,
-            **_lengths([o.metrics for o in outs])}
-
-
-def _lengths(metrics: list) -> dict:
-    """Mean verified drafts per drafted round and mean accepted length (accepted drafts plus the
-    bonus token) over `metrics` (`RequestMetrics`); 0 and 1 without drafted rounds."""
-    rounds = sum(x.spec_rounds for x in metrics)
-    return {"verified/round": sum(x.spec_verified for x in metrics) / rounds if rounds else 0.0,
-            "accepted len": (sum(x.spec_accepted for x in metrics) + rounds) / rounds if rounds else 1.0}
 
 
 def main() -> None:
@@ -161,6 +135,13 @@ def main() -> None:
                         help="with --interleave: every step of every measured call as JSON lines (engine, "
                              "concurrency, round, step, requests running, kind, ms, buffered pairs, requests "
                              "scheduled, prefill tokens, requests verifying); the file is emptied first")
+    parser.add_argument("--step-log-every", type=int, default=1, metavar="M",
+                        help="with --step-log: log only rounds r with r %% M == 0; the paired ratios and the "
+                             "median call come from the other rounds, untraced (the harness's ~50 us a step, "
+                             "on a CPU, favours engines taking fewer steps), `paired traced` from the logged ones")
+    parser.add_argument("--step-log-ledger", action="store_true",
+                        help="with --step-log: also the confidence proposer's pause ledgers each step (~20 us "
+                             "of host time a step on a CPU, which only DSpark engines pay: their ratios read low)")
     parser.add_argument("--step-times", action="store_true",
                         help="print each engine's median step time by running requests, drafted or plain, "
                              "after each concurrency and each profile size (`StepTimes`)")
@@ -184,6 +165,11 @@ def main() -> None:
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")
+    elif args.step_log_ledger or args.step_log_every != 1:
+        parser.error("--step-log-ledger, --step-log-every: need --step-log")
+    if args.step_log_every < 1:
+        parser.error(f"--step-log-every: must be >= 1, got {args.step_log_every}")
+    if args.step_log is not None:
         args.step_log.write_text("")   # fails now, not after the engines start; no earlier run mixed in
     from deepinfer_core import LLM
 
@@ -274,7 +260,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     llms = {name: built(name, LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw)))
             for name, spec in variants.items()}
     logs = {name: [] for name in llms} if args.step_log is not None else {}
-    traces = ({name: StepTimes(llm, logs.get(name)) for name, llm in llms.items()}
+    traces = ({name: StepTimes(llm, logs.get(name), ledger=args.step_log_ledger) for name, llm in llms.items()}
               if args.step_times or logs else {})
     rows = []
     for c in args.concurrency:
@@ -282,11 +268,13 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
             llm.chat(pool[:1], params)   # warm-up, excluded
         for name, trace in traces.items():
             trace.take()                 # forgets the warm-up's steps
+            trace.take_harness()
             logs.get(name, []).clear()
         size = c * max(args.closed_loop, 1)
         sets = [pool[i * size:(i + 1) * size] for i in range(args.prompt_sets)]
         rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log,
-                            cap=c if args.closed_loop else None)
+                            cap=c if args.closed_loop else None, traces=traces,
+                            log_every=args.step_log_every if logs else 1)
         for name, trace in traces.items():
             summary = trace.take()
             if args.step_times:
@@ -301,73 +289,6 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     for llm in llms.values():
         llm.close()
     return rows
-
-
-def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
-                log_path: Path | None = None, cap: int | None = None) -> list:
-    """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round
-    (`prompts`: one batch of chats, or a list of such batches, round r chatting batch r % N). One
-    row per engine: its median call, its verified and accepted lengths over every call (a
-    confidence engine may draft in some calls only: session 23's median calls were dormant), and
-    `paired`, the median over rounds of its tok/s divided by the first engine's in that round
-    (printed with the lowest and highest ratio). With `logs`
-    (engine -> the list its `StepTimes` appends to), each call's steps are appended to
-    `log_path` (`--step-log`) as JSON lines tagged with the engine, concurrency, round and step.
-    With `cap`, at most that many requests run at once in each call (`--closed-loop`)."""
-    names = list(llms)
-    runs = {name: [] for name in names}
-    metrics = {name: [] for name in names}
-    replies = {name: [] for name in names}   # per round: each prompt's reply token ids
-    sets = prompts if prompts and isinstance(prompts[0], list) and prompts[0] and isinstance(prompts[0][0], list) \
-        else [prompts]
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext():
-                start = time.perf_counter()
-                outs = llms[name].chat(sets[r % len(sets)], params)
-                wall = time.perf_counter() - start
-            runs[name].append(_numbers(outs, wall, queued=cap is not None))
-            metrics[name].extend(o.metrics for o in outs)
-            replies[name].append([list(o.outputs[0].token_ids) for o in outs])
-            if logs and log_path is not None:
-                append_steps(log_path, logs[name], name, c, r, wall)
-    rows = []
-    for name in names:
-        ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs[name], runs[names[0]])]
-        median = sorted(runs[name], key=lambda x: x["tok/s"])[len(runs[name]) // 2]
-        rows.append((c, name, {**median, **_lengths(metrics[name]), "runs": len(runs[name]),
-                               "paired": statistics.median(ratios),
-                               "paired min": min(ratios), "paired max": max(ratios),
-                               **same_replies(replies[name], replies[names[0]])}))
-        print(c, name, {k: round(v, 3) for k, v in rows[-1][2].items()}, proposer_state(llms[name], c), flush=True)
-    return rows
-
-
-def same_replies(replies: list[list[list[int]]], reference: list[list[list[int]]]) -> dict:
-    """How many of an engine's replies equal the first engine's to the same prompt in the same
-    round (`same replies`, a fraction), and where the others first differ (`first difference`,
-    the median token index; -1 when none differs). In bfloat16 a speculative engine's verification
-    shapes round differently from plain decoding's, so a near-tie can send a reply elsewhere
-    (session 24: the random target's replies left plain decoding's at tokens 90-125); a
-    throughput ratio between engines whose replies differ compares different texts."""
-    pairs = [(a, b) for run, ref in zip(replies, reference) for a, b in zip(run, ref)]
-    firsts = [next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-              for a, b in pairs if a != b]
-    return {"same replies": (len(pairs) - len(firsts)) / len(pairs) if pairs else 1.0,
-            "first difference": statistics.median(firsts) if firsts else -1}
-
-
-def append_steps(path: Path, log: list, engine: str, c: int, round_index: int, wall: float | None = None) -> None:
-    """Appends one call's steps (`StepTimes` log entries, then emptied) to `path` as JSON lines;
-    the first step's row also carries the call's wall time (`call_ms`: the steps plus what the
-    call did outside them, e.g. chat templates, tokenizing, detokenizing)."""
-    with open(path, "a") as f:
-        for index, entry in enumerate(log):
-            row = {"engine": engine, "concurrency": c, "round": round_index, "step": index, **entry}
-            if index == 0 and wall is not None:
-                row["call_ms"] = round(1e3 * wall, 3)
-            f.write(json.dumps(row) + "\n")
-    log.clear()
 
 
 def table(rows: list) -> list[str]:

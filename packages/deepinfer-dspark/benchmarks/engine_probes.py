@@ -27,13 +27,25 @@ class StepTimes:
     scheduling a step reports the tokens of the step before it), the shortest reply among the
     running requests before it (`reply`, tokens: where in the replies a round drafted), and its
     end on the wall clock (`t`, Unix seconds: to line steps up with `nvidia-smi` samples of the
-    GPU's clocks) and, for the confidence proposer, its pause ledgers after the step (`_ledger`):
-    `--step-log`.
+    GPU's clocks) and, with `ledger`, the confidence proposer's pause ledgers after the step
+    (`_ledger`): `--step-log` (`--step-log-ledger`).
+
+    The wrapper's own work between and around the steps is the harness's, not the engine's, yet
+    it lands in a call's wall time: `harness` sums it (seconds, `take_harness`). Reading the
+    ledgers cost ~20 us a step on this repository's CPU (warm: 2.4 us; between two forwards the
+    caches are cold) and only in DSpark engines, which plain decoding's steps never pay: in GPU
+    session 46 a DSpark engine's calls at 8 requests spent 1.5-3.5 ms more outside their steps than
+    plain decoding's, with the same steps and tokens (1-2% of a call, against the engine). So the
+    ledgers are opt-in (session 49).
 
     NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
-    def __init__(self, llm, log: list | None = None) -> None:
+    def __init__(self, llm, log: list | None = None, ledger: bool = False) -> None:
         self.engine = llm.engine
+        self.ledger = ledger
+        self.harness = 0.0   # seconds of the wrapper's own work (`take_harness`)
+        self.active = True   # False: a step is the engine's own, untimed and unlogged
+        self._after: tuple | None = None   # the counters after the last step
         proposer = getattr(getattr(self.engine, "speculative", None), "proposer", None)
         # (a wrapper's counters are its inner proposer's: read there, not through its __getattr__,
         # ~0.5 us a read, which made the log's calls of wrapped engines ~3-6 us a step dearer)
@@ -46,17 +58,28 @@ class StepTimes:
 
         def scheduled():
             out = schedule()
+            if not self.active:
+                return out
+            start = time.perf_counter()
             planned.append(_composition(out))   # now: the requests' counters move on after the step
+            self.harness += time.perf_counter() - start
             return out
 
         def step():
-            running, before = len(self.engine.scheduler.running), self._counters()
+            if not self.active:
+                self._after = None   # (the counters move on unseen)
+                return original()
+            enter = time.perf_counter()
+            # (the counters move only inside steps: the last step's after are this one's before)
+            running, before = len(self.engine.scheduler.running), self._after or self._counters()
             reply = min((r.num_output_tokens for r in self.engine.scheduler.running), default=0)
             planned.clear()
             start = time.perf_counter()
             out = original()
-            elapsed = time.perf_counter() - start
-            kind = self._kind(before, self._counters())
+            end = time.perf_counter()
+            elapsed = end - start
+            self._after = after = self._counters()
+            kind = self._kind(before, after)
             self.times[(running, kind)].append(elapsed)
             if self.log is not None:
                 totals = {key: sum(plan[key] for plan in planned)
@@ -66,7 +89,8 @@ class StepTimes:
                                  "buffered": before[1], **totals, "t": round(time.time(), 4),
                                  "emitted": sum(len(o.new_token_ids) for o in out), "reply": reply,
                                  "accepted": sum(c[2] for c in counts), "verified": sum(c[1] for c in counts),
-                                 **self._ledger(running)})
+                                 **(self._ledger(running) if self.ledger else {})})
+            self.harness += (start - enter) + (time.perf_counter() - end)
             return out
 
         self.engine.step = step
@@ -126,6 +150,12 @@ class StepTimes:
         did) that ran `batch` requests since the last `take`; None below `least` steps."""
         times = [t for (b, k), v in self.times.items() if b == batch and k.split("+")[0] == kind for t in v]
         return statistics.median(times) if len(times) >= least else None
+
+    def take_harness(self) -> float:
+        """Seconds of the wrapper's own work since the last call (then zero): what it added to
+        the calls' wall time, outside the engine."""
+        seconds, self.harness = self.harness, 0.0
+        return seconds
 
     def take(self, least: int = 1) -> str:
         """Median ms per step by (requests, kind) since the last call, where at least `least`

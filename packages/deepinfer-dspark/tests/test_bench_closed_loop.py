@@ -184,6 +184,7 @@ def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark
 
     monkeypatch.setattr(deepinfer_core, "LLM", FakeLLM)
     monkeypatch.setattr(bench, "proposer_state", lambda llm, c: "")
+    monkeypatch.setitem(bench.paired_rows.__globals__, "proposer_state", lambda llm, c: "")   # (`paired_calls`)
     monkeypatch.setattr(bench, "profile_run", lambda llm, prompts, n, label, path: events.append(("cprofile", label)))
     monkeypatch.setattr(bench, "torch_profile_run", lambda llm, prompts, n, label, p: events.append(("torch", label)))
     args = SimpleNamespace(target="t", max_tokens=4, step_log=None, step_times=False, concurrency=[1, 2], closed_loop=0,

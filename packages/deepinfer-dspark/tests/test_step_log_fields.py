@@ -34,6 +34,44 @@ def test_step_log_counts_match_the_requests(benchmark_script, monkeypatch, folde
     assert all(row["accepted"] <= row["verified"] for row in log)
 
 
+@pytest.mark.parametrize("ledger", [False, True])
+def test_the_ledgers_are_opt_in_and_the_harness_is_timed(benchmark_script, monkeypatch, folders, kit,
+                                                          ledger) -> None:
+    """Without `ledger` a step's row reads nothing of the proposer's ledgers (session 49: reading
+    them cost DSpark engines ~20 us a step that plain decoding's never paid, 1-2% of a call at 8
+    requests on the H200); with it every row after a running step holds them. The wrapper's own
+    work is summed apart (`harness`, `take_harness`: then zero)."""
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    probes = benchmark_script("engine_probes")
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 3, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 64], [900.0, 500.0]), "decode_profile": SPSProfile([1, 64], [1000.0, 990.0])}
+    llm = kit.build(target, spec)
+    log: list[dict] = []
+    trace = probes.StepTimes(llm, log, ledger=ledger)
+    reads = []
+    original = probes.StepTimes._ledger
+    monkeypatch.setattr(probes.StepTimes, "_ledger", lambda self, batch: reads.append(batch) or original(self, batch))
+    llm.generate([{"prompt_token_ids": p} for p in kit.prompts(2, seed=4)],
+                 SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))
+    running = [row for row in log if row["running"]]
+    assert running and all(("pause" in row) is ledger for row in running)
+    assert len(reads) == (len(log) if ledger else 0)
+    seconds = trace.take_harness()
+    assert 0 < seconds < 5 and trace.take_harness() == 0.0
+    trace.active, steps = False, len(log)   # switched off: the engine's own steps, nothing logged or timed
+    timed = sum(map(len, trace.times.values()))
+    llm.generate([{"prompt_token_ids": p} for p in kit.prompts(2, seed=5)],
+                 SamplingParams(temperature=0, max_tokens=6, ignore_eos=True))
+    assert len(log) == steps and trace.take_harness() == 0.0 and sum(map(len, trace.times.values())) == timed
+    trace.active = True
+    llm.generate([{"prompt_token_ids": p} for p in kit.prompts(1, seed=6)],
+                 SamplingParams(temperature=0, max_tokens=6, ignore_eos=True))
+    assert len(log) > steps and trace.take_harness() > 0
+
+
 def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_runner) -> None:
     """Each step's row holds the confidence proposer's ledgers at the bucket of the requests it
     ran (`StepTimes._ledger`): rounds still paused in bodies and openings, and the smoothed gains

@@ -78,6 +78,93 @@ def test_bench_writes_the_call_wall_time_on_the_first_step(benchmark_script, tmp
     bench.append_steps(path, log, "none", 2, 0, 0.0042)
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert rows[0]["call_ms"] == pytest.approx(4.2) and "call_ms" not in rows[1] and log == []
+    assert "harness_ms" not in rows[0]
+    log = [dict(running=2, kind="plain", ms=1.0), dict(running=2, kind="plain", ms=2.0)]
+    bench.append_steps(path, log, "none", 2, 1, 0.0042, 0.0007)   # the harness's own 0.7 ms in the call
+    rows = [json.loads(line) for line in path.read_text().splitlines()][2:]
+    assert rows[0]["harness_ms"] == pytest.approx(0.7) and "harness_ms" not in rows[1]
+
+
+def test_paired_rows_take_each_calls_harness_time(benchmark_script, monkeypatch) -> None:
+    """With `traces`, each engine's harness seconds are taken after every call (so one call's
+    never lands in the next's) and its row reports their median (`harness ms`)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+
+    class Trace:
+        def __init__(self, per_call: float) -> None:
+            self.per_call, self.pending = per_call, 0.0
+
+        def take_harness(self) -> float:
+            seconds, self.pending = self.pending, 0.0
+            return seconds
+
+    class Fake:
+        def __init__(self, trace: Trace) -> None:
+            self.trace, self.engine = trace, SimpleNamespace(speculative=SimpleNamespace(proposer=None))
+
+        def chat(self, prompts, params):
+            self.trace.pending += self.trace.per_call
+            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
+                                      spec_accepted=0)
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * 4)], metrics=metrics)]
+
+    traces = {"none": Trace(0.001), "confidence": Trace(0.003)}
+    rows = bench.paired_rows({name: Fake(t) for name, t in traces.items()}, ["p"], None, 3, 1, traces=traces)
+    assert [r[2]["harness ms"] for r in rows] == [pytest.approx(1.0), pytest.approx(3.0)]
+    assert "harness ms" not in bench.paired_rows({"none": Fake(Trace(0.0))}, ["p"], None, 2, 1)[0][2]
+
+
+def test_paired_ratios_come_from_untraced_rounds(benchmark_script, monkeypatch, tmp_path) -> None:
+    """`log_every` 2: rounds 0, 2, 4 run traced and logged, 1, 3, 5 with the harness off; `paired`
+    and the median call come from the untraced rounds, `paired traced` from the others (here the
+    harness makes the traced calls of the engine with more steps 2x slower: its traced ratio
+    reads 2x, its untraced 1x)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    clock = [0.0]
+    monkeypatch.setattr(bench.paired_rows.__globals__["time"], "perf_counter", lambda: clock[0])
+
+    class Trace:
+        def __init__(self) -> None:
+            self.active, self.log = True, []
+
+        def take_harness(self) -> float:
+            assert self.active   # (taken only after traced calls)
+            return 0.5
+
+    class Fake:
+        def __init__(self, trace: Trace, slow_traced: bool) -> None:
+            self.trace, self.slow = trace, slow_traced
+            self.engine = SimpleNamespace(speculative=SimpleNamespace(proposer=None))
+            self.seen = []
+
+        def chat(self, prompts, params):
+            self.seen.append(self.trace.active)
+            clock[0] += 2.0 if self.slow and self.trace.active else 1.0
+            if self.trace.active:
+                self.trace.log.append({"running": 1, "kind": "plain", "ms": 1.0})
+            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
+                                      spec_accepted=0)
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * 4)], metrics=metrics)]
+
+    traces = {"none": Trace(), "fixed": Trace()}
+    llms = {"none": Fake(traces["none"], True), "fixed": Fake(traces["fixed"], False)}
+    logs = {name: t.log for name, t in traces.items()}
+    path = tmp_path / "steps.jsonl"
+    rows = dict((name, row) for _, name, row in bench.paired_rows(llms, ["p"], None, 6, 1, logs, path, traces=traces,
+                                                                   log_every=2))
+    assert llms["none"].seen == [True, False] * 3 and all(t.active for t in traces.values())
+    assert rows["fixed"]["paired"] == pytest.approx(1.0) and rows["fixed"]["paired traced"] == pytest.approx(2.0)
+    assert rows["none"]["tok/s"] == pytest.approx(4.0) and rows["fixed"]["harness ms"] == pytest.approx(500.0)
+    logged = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted({row["round"] for row in logged}) == [0, 2, 4] and all("harness_ms" in row for row in logged)
+    with pytest.raises(ValueError, match="log_every"):
+        bench.paired_rows(llms, ["p"], None, 2, 1, log_every=0)
 
 
 @pytest.mark.parametrize("extra, message", [(["--baseline", "bogus"], "--baseline: no engine 'bogus'"),

@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Paired calls for `bench_dspark.py --interleave`: every engine chats the same prompts in turn,
+round after round, the order rotated; each call's tok/s counts the tokens it emitted over its wall
+time, and each engine's ratio to the first engine's in the same round is the paired ratio."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import time
+from pathlib import Path
+
+from engine_probes import concurrency_cap, proposer_state
+
+
+def _numbers(outs: list, wall: float, queued: bool = False) -> dict:
+    """tok/s of the emitted tokens over the call's wall time, and per-user tok/s: a reply's tokens
+    over its time from arrival to its end, or with `queued` (requests wait for a slot:
+    `--closed-loop`) its tokens after the first over the time from the first to its end."""
+    tokens = sum(len(o.outputs[0].token_ids) for o in outs)
+    if queued:
+        speeds = [(len(o.outputs[0].token_ids) - 1) / (o.metrics.finished_time - o.metrics.first_token_time)
+                  for o in outs if len(o.outputs[0].token_ids) > 1 and o.metrics.first_token_time is not None]
+        per_user = statistics.mean(speeds or [0.0])
+    else:
+        per_user = statistics.mean(len(o.outputs[0].token_ids) / (o.metrics.finished_time - o.metrics.arrival_time)
+                                   for o in outs)
+    return {"tok/s": tokens / wall, "per-user tok/s": per_user, "tokens": tokens,
+            **_lengths([o.metrics for o in outs])}
+
+
+def _lengths(metrics: list) -> dict:
+    """Mean verified drafts per drafted round and mean accepted length (accepted drafts plus the
+    bonus token) over `metrics` (`RequestMetrics`); 0 and 1 without drafted rounds."""
+    rounds = sum(x.spec_rounds for x in metrics)
+    return {"verified/round": sum(x.spec_verified for x in metrics) / rounds if rounds else 0.0,
+            "accepted len": (sum(x.spec_accepted for x in metrics) + rounds) / rounds if rounds else 1.0}
+
+
+def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
+                log_path: Path | None = None, cap: int | None = None, traces: dict | None = None,
+                log_every: int = 1) -> list:
+    """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round
+    (`prompts`: one batch of chats, or a list of such batches, round r chatting batch r % N). One
+    row per engine: its median call, its verified and accepted lengths over every call (a
+    confidence engine may draft in some calls only: session 23's median calls were dormant), and
+    `paired`, the median over rounds of its tok/s divided by the first engine's in that round
+    (printed with the lowest and highest ratio). With `logs`
+    (engine -> the list its `StepTimes` appends to), each call's steps are appended to
+    `log_path` (`--step-log`) as JSON lines tagged with the engine, concurrency, round and step.
+    With `cap`, at most that many requests run at once in each call (`--closed-loop`). With
+    `traces` (engine -> `StepTimes`), each traced call's first row also carries the harness's
+    own milliseconds in it (`harness_ms`: in its wall time, not the engine's work), and each
+    engine's row the median over its traced calls (`harness ms`).
+
+    `log_every` M > 1 (`--step-log-every`): only rounds r with r % M == 0 run traced (the others
+    call the engine's own step, the harness switched off: `StepTimes.active`); the median call,
+    `paired` and its range then come from the untraced rounds alone, and `paired traced` is the
+    median over the traced ones. The harness costs a step the same in every engine (~50 us on this
+    repository's CPU), so an engine that takes fewer steps pays less of it: its ratio reads high."""
+    if log_every < 1:
+        raise ValueError(f"log_every: must be >= 1, got {log_every}")
+    names = list(llms)
+    runs = {name: [] for name in names}
+    metrics = {name: [] for name in names}
+    replies = {name: [] for name in names}   # per round: each prompt's reply token ids
+    harnesses = {name: [] for name in names}   # per traced call: the harness's seconds in it (`traces`)
+    traced = [log_every == 1 or r % log_every == 0 for r in range(rounds)]
+    sets = prompts if prompts and isinstance(prompts[0], list) and prompts[0] and isinstance(prompts[0][0], list) \
+        else [prompts]
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            trace = traces.get(name) if traces else None
+            if trace is not None:
+                trace.active = traced[r]
+            with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext():
+                start = time.perf_counter()
+                outs = llms[name].chat(sets[r % len(sets)], params)
+                wall = time.perf_counter() - start
+            runs[name].append(_numbers(outs, wall, queued=cap is not None))
+            metrics[name].extend(o.metrics for o in outs)
+            replies[name].append([list(o.outputs[0].token_ids) for o in outs])
+            harness = trace.take_harness() if trace is not None and traced[r] else None
+            if harness is not None:
+                harnesses[name].append(harness)
+            if logs and log_path is not None and traced[r]:
+                append_steps(log_path, logs[name], name, c, r, wall, harness)
+    if traces:
+        for trace in traces.values():
+            trace.active = True
+    clean = [r for r in range(rounds) if not traced[r]] or list(range(rounds))
+    rows = []
+    for name in names:
+        ratios = [runs[name][r]["tok/s"] / runs[names[0]][r]["tok/s"] for r in range(rounds)]
+        calls = sorted((runs[name][r] for r in clean), key=lambda x: x["tok/s"])
+        picked = [ratios[r] for r in clean]
+        row = {**calls[len(calls) // 2], **_lengths(metrics[name]), "runs": len(runs[name]),
+               "paired": statistics.median(picked), "paired min": min(picked), "paired max": max(picked),
+               **same_replies(replies[name], replies[names[0]])}
+        if len(clean) < rounds:
+            row["paired traced"] = statistics.median(ratios[r] for r in range(rounds) if traced[r])
+        if harnesses[name]:
+            row["harness ms"] = 1e3 * statistics.median(harnesses[name])
+        rows.append((c, name, row))
+        print(c, name, {k: round(v, 3) for k, v in row.items()}, proposer_state(llms[name], c), flush=True)
+    return rows
+
+
+def same_replies(replies: list[list[list[int]]], reference: list[list[list[int]]]) -> dict:
+    """How many of an engine's replies equal the first engine's to the same prompt in the same
+    round (`same replies`, a fraction), and where the others first differ (`first difference`,
+    the median token index; -1 when none differs). In bfloat16 a speculative engine's verification
+    shapes round differently from plain decoding's, so a near-tie can send a reply elsewhere
+    (session 24: the random target's replies left plain decoding's at tokens 90-125); a
+    throughput ratio between engines whose replies differ compares different texts."""
+    pairs = [(a, b) for run, ref in zip(replies, reference) for a, b in zip(run, ref)]
+    firsts = [next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+              for a, b in pairs if a != b]
+    return {"same replies": (len(pairs) - len(firsts)) / len(pairs) if pairs else 1.0,
+            "first difference": statistics.median(firsts) if firsts else -1}
+
+
+def append_steps(path: Path, log: list, engine: str, c: int, round_index: int, wall: float | None = None,
+                 harness: float | None = None) -> None:
+    """Appends one call's steps (`StepTimes` log entries, then emptied) to `path` as JSON lines;
+    the first step's row also carries the call's wall time (`call_ms`: the steps plus what the
+    call did outside them, e.g. chat templates, tokenizing, detokenizing) and the harness's own
+    time in it (`harness_ms`, seconds given)."""
+    with open(path, "a") as f:
+        for index, entry in enumerate(log):
+            row = {"engine": engine, "concurrency": c, "round": round_index, "step": index, **entry}
+            if index == 0 and wall is not None:
+                row["call_ms"] = round(1e3 * wall, 3)
+            if index == 0 and harness is not None:
+                row["harness_ms"] = round(1e3 * harness, 3)
+            f.write(json.dumps(row) + "\n")
+    log.clear()
