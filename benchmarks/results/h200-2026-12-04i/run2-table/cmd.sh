@@ -7,6 +7,9 @@
 # carrying ad: carry .cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build .cache/drafter_stash/drafter_gz_ad
 # Since session 48 the GGUF and the drafter can come in five calls instead (`../setup/bundle.sh part_0X`); the drafter is
 # then unpacked already and drafter_gz_ad need not be carried.
+# Argument "closed" (session 49): the same engines at 8 / 32 / 64 in a closed loop (`--closed-loop 3`: 3 x C prompts a
+# call, at most C running, the next admitted as one finishes: serving benchmarks' max concurrency), where a batch's
+# uneven drain (session 48: most of the default's loss at 8 in batch form) happens once a call, not once a batch.
 # Session 49: the step log's harness (~50 us a step on a CPU) favoured engines taking fewer steps, and its ledger
 # reads (~20 us a step, DSpark engines only) cost them 1-2% at 8: only every EVERY-th round is logged, and the paired
 # ratios come from the other rounds (`--step-log-every`; `paired traced` is the logged rounds' median).
@@ -15,13 +18,14 @@ T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfe
 case ${1:-low} in
   low) C="1 8 32"; SETS=12; SIZES="1 2 4 8 16 32"; EVERY=2;;
   high) C="64 128 256"; SETS=3; SIZES="1 8 32 64 128 256"; EVERY=3;;
-  *) echo "argument: low or high"; exit 2;;
+  closed) C="8 32 64"; SETS=4; SIZES="1 2 4 8 16 32 64"; EVERY=4; LOOP="--closed-loop 3";;
+  *) echo "argument: low, high or closed"; exit 2;;
 esac
 W=~/o11${1:-low}; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout 560 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency $C \
   --fixed 1 2 3 4 5 6 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes $SIZES --sps-warmup 3 --prompt-sets $SETS \
   --save-sps $W/out/sps_batch.json --variants none confidence fixed-1 fixed-2 fixed-3 fixed-4 fixed-5 fixed-6 fixed-7 \
-  --interleave $SETS --kv-cache-gib 6 --step-log $W/out/steps.jsonl --step-log-every $EVERY --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
+  --interleave $SETS $LOOP --kv-cache-gib 6 --step-log $W/out/steps.jsonl --step-log-every $EVERY --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl; tar -C $W -czf $OUT/run_${1:-low}.tar.gz out
 grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-420
 grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
