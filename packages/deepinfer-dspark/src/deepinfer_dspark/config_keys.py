@@ -51,13 +51,14 @@ def _lookup_min(spec_config: dict, default: int, minimum: int) -> int:
     return value
 
 
-def _int_key(spec_config: dict, key: str, default: int, minimum: int) -> int:
-    """The int at `key` (absent or None: `default`), at least `minimum`."""
+def _int_key(spec_config: dict, key: str, default: int, minimum: int, where: str = "speculative_config") -> int:
+    """The int at `key` (absent or None: `default`), at least `minimum`; a bad value raises
+    ValueError naming `where.key`."""
     value = spec_config.get(key)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"speculative_config.{key}: must be an int >= {minimum}, got {value!r}")
+        raise ValueError(f"{where}.{key}: must be an int >= {minimum}, got {value!r}")
     return value
 
 
@@ -113,9 +114,4 @@ def _is_dir(path: str | Path) -> bool:
 
 def _info_int(model_info: dict, key: str, default: int | None, minimum: int = 1) -> int | None:
     """`model_info[key]` (absent or None: `default`), which must be an int >= `minimum`."""
-    value = model_info.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"model_info.{key}: must be an int >= {minimum}, got {value!r}")
-    return value
+    return _int_key(model_info, key, default, minimum, where="model_info")
