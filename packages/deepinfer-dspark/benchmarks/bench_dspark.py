@@ -132,9 +132,10 @@ def main() -> None:
                         help="KV cache per engine (GiB); needed with --interleave so that every engine fits")
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
     parser.add_argument("--step-log", type=Path, default=None,
-                        help="with --interleave: every step of every measured call as JSON lines (engine, "
-                             "concurrency, round, step, requests running, kind, ms, buffered pairs, requests "
-                             "scheduled, prefill tokens, requests verifying); the file is emptied first")
+                        help="with --interleave: every step of every logged call (--step-log-every) as JSON "
+                             "lines (engine, concurrency, round, step, requests running, kind, ms, buffered pairs, "
+                             "requests scheduled, prefill tokens, requests verifying; a call's first row also its "
+                             "call_ms and harness_ms); the file is emptied first")
     parser.add_argument("--step-log-every", type=int, default=1, metavar="M",
                         help="with --step-log: log only rounds r with r %% M == 0; the paired ratios and the "
                              "median call come from the other rounds, untraced (the harness's ~50 us a step, "
@@ -144,7 +145,8 @@ def main() -> None:
                              "of host time a step on a CPU, which only DSpark engines pay: their ratios read low)")
     parser.add_argument("--step-times", action="store_true",
                         help="print each engine's median step time by running requests, drafted or plain, "
-                             "after each concurrency and each profile size (`StepTimes`)")
+                             "after each concurrency and each profile size (`StepTimes`; with --step-log-every, of the "
+                             "logged rounds only)")
     args = parser.parse_args()
     if not math.isfinite(args.sps_warmup) or args.sps_warmup < 0:
         parser.error(f"--sps-warmup: must be a finite number of seconds >= 0, got {args.sps_warmup}")
@@ -169,6 +171,9 @@ def main() -> None:
         parser.error("--step-log-ledger, --step-log-every: need --step-log")
     if args.step_log_every < 1:
         parser.error(f"--step-log-every: must be >= 1, got {args.step_log_every}")
+    if args.step_log_every > 1 and args.interleave < 2:
+        parser.error(f"--step-log-every {args.step_log_every}: needs --interleave >= 2 (an untraced round to take "
+                     f"the ratios from), got {args.interleave}")
     if args.step_log is not None:
         args.step_log.write_text("")   # fails now, not after the engines start; no earlier run mixed in
     from deepinfer_core import LLM

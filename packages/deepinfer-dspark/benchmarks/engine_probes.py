@@ -30,13 +30,16 @@ class StepTimes:
     GPU's clocks) and, with `ledger`, the confidence proposer's pause ledgers after the step
     (`_ledger`): `--step-log` (`--step-log-ledger`).
 
-    The wrapper's own work between and around the steps is the harness's, not the engine's, yet
-    it lands in a call's wall time: `harness` sums it (seconds, `take_harness`). Reading the
-    ledgers cost ~20 us a step on this repository's CPU (warm: 2.4 us; between two forwards the
-    caches are cold) and only in DSpark engines, which plain decoding's steps never pay: in GPU
-    session 46 a DSpark engine's calls at 8 requests spent 1.5-3.5 ms more outside their steps than
-    plain decoding's, with the same steps and tokens (1-2% of a call, against the engine). So the
-    ledgers are opt-in (session 49).
+    The wrapper's own work around the steps is the harness's, not the engine's, yet it lands in a
+    call's wall time: `harness` sums it (seconds, `take_harness`; the plan's composition is read
+    inside the step, so that part is also in the step's `ms`). Reading the ledgers cost ~20 us a
+    step on this repository's CPU (warm: 2.4 us; between two forwards the caches are cold) and
+    only in DSpark engines: in GPU session 46 the default's calls at 8 requests spent 0.9-3.1 ms
+    more outside their steps than plain decoding's in the calls with the same steps (0.9-1.3% of a
+    call; all DSpark-only work outside the steps, the ledgers among it). So the ledgers are opt-in
+    (session 49). With `active` False a step is the engine's own (`--step-log-every`); with
+    `ledger`, `judged` is then cleared as a logged step would read it, so a later logged step
+    reports no earlier call's judgement.
 
     NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
@@ -45,7 +48,6 @@ class StepTimes:
         self.ledger = ledger
         self.harness = 0.0   # seconds of the wrapper's own work (`take_harness`)
         self.active = True   # False: a step is the engine's own, untimed and unlogged
-        self._after: tuple | None = None   # the counters after the last step
         proposer = getattr(getattr(self.engine, "speculative", None), "proposer", None)
         # (a wrapper's counters are its inner proposer's: read there, not through its __getattr__,
         # ~0.5 us a read, which made the log's calls of wrapped engines ~3-6 us a step dearer)
@@ -67,19 +69,19 @@ class StepTimes:
 
         def step():
             if not self.active:
-                self._after = None   # (the counters move on unseen)
+                if self.ledger and getattr(self.proposer, "judged", None) is not None:
+                    self.proposer.judged = None   # (as `_ledger` clears it: no stale judgement later)
                 return original()
             enter = time.perf_counter()
-            # (the counters move only inside steps: the last step's after are this one's before)
-            running, before = len(self.engine.scheduler.running), self._after or self._counters()
+            # (read again, not carried from the last step: an abort between steps moves them too)
+            running, before = len(self.engine.scheduler.running), self._counters()
             reply = min((r.num_output_tokens for r in self.engine.scheduler.running), default=0)
             planned.clear()
             start = time.perf_counter()
             out = original()
             end = time.perf_counter()
             elapsed = end - start
-            self._after = after = self._counters()
-            kind = self._kind(before, after)
+            kind = self._kind(before, self._counters())
             self.times[(running, kind)].append(elapsed)
             if self.log is not None:
                 totals = {key: sum(plan[key] for plan in planned)

@@ -58,54 +58,80 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     `log_every` M > 1 (`--step-log-every`): only rounds r with r % M == 0 run traced (the others
     call the engine's own step, the harness switched off: `StepTimes.active`); the median call,
     `paired` and its range then come from the untraced rounds alone, and `paired traced` is the
-    median over the traced ones. The harness costs a step the same in every engine (~50 us on this
-    repository's CPU), so an engine that takes fewer steps pays less of it: its ratio reads high."""
+    median over the traced ones (`runs` counts every round). The harness costs a step the same in
+    every engine (~50 us on this repository's CPU), so an engine that takes fewer steps pays less
+    of it: its ratio reads high. When the untraced rounds do not rotate through every order (e.g.
+    2 engines and M = 2: each engine always in the same place), a warning is printed.
+
+    Raises:
+        ValueError: `log_every` < 1, or > 1 with `logs` but without `traces` (the steps of an
+            untraced call would be written under the next traced one).
+    """
     if log_every < 1:
         raise ValueError(f"log_every: must be >= 1, got {log_every}")
+    if log_every > 1 and logs and not traces:
+        raise ValueError("log_every: > 1 needs `traces`, which switch the logging off in untraced rounds")
     names = list(llms)
-    runs = {name: [] for name in names}
-    metrics = {name: [] for name in names}
-    replies = {name: [] for name in names}   # per round: each prompt's reply token ids
-    harnesses = {name: [] for name in names}   # per traced call: the harness's seconds in it (`traces`)
+    calls = _Calls(names)
     traced = [log_every == 1 or r % log_every == 0 for r in range(rounds)]
+    orders = {r % len(names) for r in range(rounds) if not traced[r]}
+    if orders and len(orders) < min(len(names), rounds - sum(traced)):
+        print(f"warning: the untraced rounds run the engines in {len(orders)} of {len(names)} orders "
+              f"(--step-log-every {log_every}): their ratios carry the order's bias", flush=True)
     sets = prompts if prompts and isinstance(prompts[0], list) and prompts[0] and isinstance(prompts[0][0], list) \
         else [prompts]
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            trace = traces.get(name) if traces else None
-            if trace is not None:
-                trace.active = traced[r]
-            with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext():
-                start = time.perf_counter()
-                outs = llms[name].chat(sets[r % len(sets)], params)
-                wall = time.perf_counter() - start
-            runs[name].append(_numbers(outs, wall, queued=cap is not None))
-            metrics[name].extend(o.metrics for o in outs)
-            replies[name].append([list(o.outputs[0].token_ids) for o in outs])
-            harness = trace.take_harness() if trace is not None and traced[r] else None
-            if harness is not None:
-                harnesses[name].append(harness)
-            if logs and log_path is not None and traced[r]:
-                append_steps(log_path, logs[name], name, c, r, wall, harness)
-    if traces:
-        for trace in traces.values():
+    try:
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                trace = traces.get(name) if traces else None
+                if trace is not None:
+                    trace.active = traced[r]
+                with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext():
+                    start = time.perf_counter()
+                    outs = llms[name].chat(sets[r % len(sets)], params)
+                    wall = time.perf_counter() - start
+                harness = trace.take_harness() if trace is not None and traced[r] else None
+                calls.add(name, outs, wall, cap is not None, harness)
+                if logs and log_path is not None and traced[r]:
+                    append_steps(log_path, logs[name], name, c, r, wall, harness)
+    finally:
+        for trace in (traces or {}).values():
             trace.active = True
     clean = [r for r in range(rounds) if not traced[r]] or list(range(rounds))
     rows = []
     for name in names:
-        ratios = [runs[name][r]["tok/s"] / runs[names[0]][r]["tok/s"] for r in range(rounds)]
-        calls = sorted((runs[name][r] for r in clean), key=lambda x: x["tok/s"])
+        runs, first = calls.runs[name], calls.runs[names[0]]
+        ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs, first)]
+        median = sorted((runs[r] for r in clean), key=lambda x: x["tok/s"])[len(clean) // 2]
         picked = [ratios[r] for r in clean]
-        row = {**calls[len(calls) // 2], **_lengths(metrics[name]), "runs": len(runs[name]),
+        row = {**median, **_lengths(calls.metrics[name]), "runs": len(runs),
                "paired": statistics.median(picked), "paired min": min(picked), "paired max": max(picked),
-               **same_replies(replies[name], replies[names[0]])}
+               **same_replies(calls.replies[name], calls.replies[names[0]])}
         if len(clean) < rounds:
             row["paired traced"] = statistics.median(ratios[r] for r in range(rounds) if traced[r])
-        if harnesses[name]:
-            row["harness ms"] = 1e3 * statistics.median(harnesses[name])
+        if calls.harness[name]:
+            row["harness ms"] = 1e3 * statistics.median(calls.harness[name])
         rows.append((c, name, row))
         print(c, name, {k: round(v, 3) for k, v in row.items()}, proposer_state(llms[name], c), flush=True)
     return rows
+
+
+class _Calls:
+    """Per engine, in round order: each call's numbers (`_numbers`), every request's metrics, each
+    call's reply token ids, and the harness seconds of the traced calls."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.runs = {name: [] for name in names}
+        self.metrics = {name: [] for name in names}
+        self.replies = {name: [] for name in names}
+        self.harness = {name: [] for name in names}
+
+    def add(self, name: str, outs: list, wall: float, queued: bool, harness: float | None) -> None:
+        self.runs[name].append(_numbers(outs, wall, queued=queued))
+        self.metrics[name].extend(o.metrics for o in outs)
+        self.replies[name].append([list(o.outputs[0].token_ids) for o in outs])
+        if harness is not None:
+            self.harness[name].append(harness)
 
 
 def same_replies(replies: list[list[list[int]]], reference: list[list[list[int]]]) -> dict:

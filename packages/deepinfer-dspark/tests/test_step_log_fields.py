@@ -62,10 +62,12 @@ def test_the_ledgers_are_opt_in_and_the_harness_is_timed(benchmark_script, monke
     seconds = trace.take_harness()
     assert 0 < seconds < 5 and trace.take_harness() == 0.0
     trace.active, steps = False, len(log)   # switched off: the engine's own steps, nothing logged or timed
+    trace.proposer.judged = ("stale",)      # a judgement of an unlogged call: never logged later
     timed = sum(map(len, trace.times.values()))
     llm.generate([{"prompt_token_ids": p} for p in kit.prompts(2, seed=5)],
                  SamplingParams(temperature=0, max_tokens=6, ignore_eos=True))
     assert len(log) == steps and trace.take_harness() == 0.0 and sum(map(len, trace.times.values())) == timed
+    assert (trace.proposer.judged is None) is ledger   # (cleared as `_ledger` would, only when it reads them)
     trace.active = True
     llm.generate([{"prompt_token_ids": p} for p in kit.prompts(1, seed=6)],
                  SamplingParams(temperature=0, max_tokens=6, ignore_eos=True))

@@ -117,8 +117,8 @@ def test_paired_rows_take_each_calls_harness_time(benchmark_script, monkeypatch)
     assert "harness ms" not in bench.paired_rows({"none": Fake(Trace(0.0))}, ["p"], None, 2, 1)[0][2]
 
 
-def test_paired_ratios_come_from_untraced_rounds(benchmark_script, monkeypatch, tmp_path) -> None:
-    """`log_every` 2: rounds 0, 2, 4 run traced and logged, 1, 3, 5 with the harness off; `paired`
+def test_paired_ratios_come_from_untraced_rounds(benchmark_script, monkeypatch, tmp_path, capsys) -> None:
+    """`log_every` 2: rounds 0, 2, 4 run traced and logged, 1, 3 with the harness off; `paired`
     and the median call come from the untraced rounds, `paired traced` from the others (here the
     harness makes the traced calls of the engine with more steps 2x slower: its traced ratio
     reads 2x, its untraced 1x)."""
@@ -156,15 +156,46 @@ def test_paired_ratios_come_from_untraced_rounds(benchmark_script, monkeypatch, 
     llms = {"none": Fake(traces["none"], True), "fixed": Fake(traces["fixed"], False)}
     logs = {name: t.log for name, t in traces.items()}
     path = tmp_path / "steps.jsonl"
-    rows = dict((name, row) for _, name, row in bench.paired_rows(llms, ["p"], None, 6, 1, logs, path, traces=traces,
+    rows = dict((name, row) for _, name, row in bench.paired_rows(llms, ["p"], None, 5, 1, logs, path, traces=traces,
                                                                    log_every=2))
-    assert llms["none"].seen == [True, False] * 3 and all(t.active for t in traces.values())
+    assert llms["none"].seen == [True, False, True, False, True] and all(t.active for t in traces.values())
+    assert "1 of 2 orders" in capsys.readouterr().out   # 2 engines, M = 2: the untraced rounds share one order
     assert rows["fixed"]["paired"] == pytest.approx(1.0) and rows["fixed"]["paired traced"] == pytest.approx(2.0)
-    assert rows["none"]["tok/s"] == pytest.approx(4.0) and rows["fixed"]["harness ms"] == pytest.approx(500.0)
+    assert rows["none"]["tok/s"] == pytest.approx(4.0)   # (the median of all five calls: 2.0)
+    assert rows["fixed"]["harness ms"] == pytest.approx(500.0) and rows["fixed"]["runs"] == 5
     logged = [json.loads(line) for line in path.read_text().splitlines()]
     assert sorted({row["round"] for row in logged}) == [0, 2, 4] and all("harness_ms" in row for row in logged)
     with pytest.raises(ValueError, match="log_every"):
         bench.paired_rows(llms, ["p"], None, 2, 1, log_every=0)
+    with pytest.raises(ValueError, match="needs `traces`"):   # untraced steps would land in the next logged call
+        bench.paired_rows(llms, ["p"], None, 2, 1, logs, path, log_every=2)
+
+    class Boom(Fake):
+        def chat(self, prompts, params):
+            raise RuntimeError("engine failed")
+
+    traces["none"].active = True
+    with pytest.raises(RuntimeError):
+        bench.paired_rows({"none": Fake(traces["none"], False), "fixed": Boom(traces["fixed"], False)}, ["p"], None,
+                          3, 1, logs, path, traces=traces, log_every=2)
+    assert all(t.active for t in traces.values())   # switched back on whatever happened
+
+
+@pytest.mark.parametrize("argv, message", [(["--step-log-every", "2"], "need --step-log"),
+                                           (["--step-log-ledger"], "need --step-log"),
+                                           (["--step-log", "S", "--interleave", "2", "--step-log-every", "0"],
+                                            "must be >= 1"),
+                                           (["--step-log", "S", "--interleave", "1", "--step-log-every", "2"],
+                                            "needs --interleave >= 2")])
+def test_step_log_flags_are_checked(benchmark_script, monkeypatch, tmp_path, capsys, argv, message) -> None:
+    from pathlib import Path
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    argv = [str(tmp_path / "s.jsonl") if a == "S" else a for a in argv]
+    monkeypatch.setattr("sys.argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("extra, message", [(["--baseline", "bogus"], "--baseline: no engine 'bogus'"),

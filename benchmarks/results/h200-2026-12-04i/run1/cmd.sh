@@ -11,7 +11,7 @@
 # then unpacked already and drafter_gz_ad need not be carried.
 # Session 49 (before any run): only even rounds are logged and the paired ratios come from the odd ones, untraced
 # (`--step-log-every 2`: the log's harness favoured engines taking fewer steps, its ledger reads cost DSpark
-# engines 1-2% at 8); the ledger fields are no longer logged (`--step-log-ledger` would add them).
+# engines up to ~1% at 8); the ledger fields are no longer logged (`--step-log-ledger` would add them).
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 for P in ${1:-a b}; do

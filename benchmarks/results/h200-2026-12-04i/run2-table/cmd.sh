@@ -11,7 +11,7 @@
 # call, at most C running, the next admitted as one finishes: serving benchmarks' max concurrency), where a batch's
 # uneven drain (session 48: most of the default's loss at 8 in batch form) happens once a call, not once a batch.
 # Session 49: the step log's harness (~50 us a step on a CPU) favoured engines taking fewer steps, and its ledger
-# reads (~20 us a step, DSpark engines only) cost them 1-2% at 8: only every EVERY-th round is logged, and the paired
+# reads (~20 us a step, DSpark engines only) cost them up to ~1% at 8: only every EVERY-th round is logged, and the paired
 # ratios come from the other rounds (`--step-log-every`; `paired traced` is the logged rounds' median).
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
