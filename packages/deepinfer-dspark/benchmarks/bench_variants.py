@@ -137,8 +137,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-untimed"] = {**variants["confidence"], "measure_round_times": False}
     # ... and DSpark's rounds judged by a draining batch's tail weights (session 37: `tail_rounds`).
     variants["confidence-tail"] = {**variants["confidence"], "tail_rounds": True}
-    # ... and a draining batch's rounds judged by its straggler (`judge_stragglers`, session 41: opt-in), or
-    # explicitly by the mean request (the default; session 41's calls ran `confidence` with stragglers judged).
+    # ... and a draining batch's rounds judged by its straggler (`judge_stragglers`, session 41: opt-in; the
+    # default since session 49), or explicitly by the mean request (`confidence-mean`: the default until session 49).
     variants["confidence-stragglers"] = {**variants["confidence"], "judge_stragglers": True}
     variants["confidence-mean"] = {**variants["confidence"], "judge_stragglers": False}
     # ... and with Algorithm 1 pricing every round as the full one, as the pause policy does

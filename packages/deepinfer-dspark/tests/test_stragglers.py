@@ -132,13 +132,15 @@ def test_a_draining_batch_is_ruled_out_by_its_stragglers_acceptance(fake_runner)
 
 
 def test_stragglers_are_judged_only_when_asked(fake_runner, tmp_path) -> None:
-    """Opt-in (`judge_stragglers`; session 41 on the H200): by default a draining proposer judges
-    the mean request, and the factory reads the key as a bool."""
+    """The proposer judges the mean request unless asked (`judge_stragglers`); the engine's factory
+    asks by default since session 49 (`STRAGGLERS_DEFAULT`, H200: +2.3 points at 8 requests), and
+    reads the key as a bool."""
     proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
     proposer.draining(True)
     assert not proposer.draining_batch
     base = {"model": str(tmp_path), "scheduling": "confidence", "sps_profile": SPEC, "decode_profile": DECODE}
-    assert dspark_factory.validate(base)["judge_stragglers"] is False
+    assert dspark_factory.validate(base)["judge_stragglers"] is True
+    assert dspark_factory.validate({**base, "judge_stragglers": False})["judge_stragglers"] is False
     assert dspark_factory.validate({**base, "judge_stragglers": True})["judge_stragglers"] is True
     with pytest.raises(ValueError, match="speculative_config.judge_stragglers"):
         dspark_factory.validate({**base, "judge_stragglers": "yes"})

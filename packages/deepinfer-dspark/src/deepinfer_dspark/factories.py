@@ -83,12 +83,13 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           on the device, off the host's critical path, `LateBookkeeping`; decisions come one round
           later, lossless; False: at once, as until session 46; on the H200 +4.3 points at 1
           request over six processes, +0.8 at 2 and +0.5 at 8, BENCHMARKS.md forty-second session),
-          judge_stragglers (False: opt in to scaling a round's gain, while the engine drains what
-          it holds (`LLM.generate`), by what the batch's last request to finish keeps of it,
-          `Stragglers`, from the tokens a drafted round gave each finished request; in
-          `sim_engine_calls.py` it lifted 8 requests from 0.81-0.88 to 0.98-1.00 where 30% of the
-          replies accept less, but on the H200 (session 41, eight paired cells at 2-64 requests) it
-          ran below the mean request's judgement in six: not the default, BENCHMARKS.md).
+          judge_stragglers (True, `STRAGGLERS_DEFAULT`: a round's gain is scaled, while the engine
+          drains what it holds (`LLM.generate`), by what the batch's last request to finish keeps
+          of it, `Stragglers`, from the tokens a drafted round gave each finished request; False:
+          every request's gain counts, as until session 49. Session 41's H200 calls ran it below
+          the mean request's judgement in six of eight cells; session 49's pre-registered call
+          (four processes, ratios from untraced rounds) +2.3 points at 8 requests (0.990 against
+          0.968) and +1.1 on average at 1-2: now the default, BENCHMARKS.md forty-fifth session).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -276,7 +277,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 measure_round_times=rounds,
                 measure_plain_steps=_bool_key(spec_config, "measure_plain_steps", False),
                 min_gain=_min_gain(spec_config),
-                judge_stragglers=_bool_key(spec_config, "judge_stragglers", False),
+                judge_stragglers=_bool_key(spec_config, "judge_stragglers", STRAGGLERS_DEFAULT),
                 full_round=pricing == "full_round",
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 bound_only=_int_key(spec_config, "bound_only", BOUND_ONLY_DEFAULT, 0),
@@ -295,6 +296,7 @@ LOOKUP_DEFAULT = 2      # `prompt_lookup_min` with confidence scheduling (H200, 
 # drafter, `ngram` load-aware, took no lookup round; with the drafter there not yet re-measured)
 POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool
 BOUND_ONLY_DEFAULT = 1   # `bound_only` (H200, session 45: +12 points at 1 request over six processes)
+STRAGGLERS_DEFAULT = True   # `judge_stragglers` (H200, session 49: +2.3 points at 8 requests over four processes)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
 
 
