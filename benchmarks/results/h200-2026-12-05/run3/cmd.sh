@@ -6,7 +6,7 @@
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 W=~/o13; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
-timeout 400 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency 32 \
+timeout 330 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency 32 \
   --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 16 32 --sps-warmup 3 --prompt-sets 6 \
   --save-sps $W/out/sps_batch.json --variants none none-again confidence fixed-7 \
   --interleave 6 --closed-loop 3 --kv-cache-gib 6 --step-log $W/out/steps.jsonl --step-log-ledger \
