@@ -102,7 +102,8 @@ def instrument(llm, clock: Clock) -> None:
 def measure(llm, batches: list[list], params, generate=None) -> tuple[dict, list]:
     """Runs `batches` (greedy `params`) after one warm-up reply (the first batch's first
     prompt) through `generate(batch, params)` (default `llm.chat`). Returns the steps, the host
-    microseconds a step outside the forward and per name (calls, us a step), and the outputs.
+    microseconds a step outside the forward and in it (`execute_model`: on CUDA its launch, and with
+    the asynchronous engine the wait for the step before), per name (calls, us a step), and the outputs.
 
     Raises:
         RuntimeError: no step was timed."""
@@ -121,12 +122,13 @@ def measure(llm, batches: list[list], params, generate=None) -> tuple[dict, list
     outside = 1e6 * (clock.seconds["step"] - clock.seconds["execute_model"]) / steps
     calls = {name: (clock.calls[name], 1e6 * clock.seconds[name] / steps)
              for name in clock.seconds if name not in ("step", "execute_model")}
-    return {"steps": steps, "outside_us": outside, "calls": calls}, outputs
+    forward = 1e6 * clock.seconds["execute_model"] / steps
+    return {"steps": steps, "outside_us": outside, "forward_us": forward, "calls": calls}, outputs
 
 
 def report(mode: str, concurrency: int, result: dict) -> str:
     lines = [f"{mode} at {concurrency}: {result['steps']} steps, host outside the forward "
-             f"{result['outside_us']:.1f} us a step", "| call | calls | us a step |", "|---|---:|---:|"]
+             f"{result['outside_us']:.1f} us a step, in it {result['forward_us']:.1f}", "| call | calls | us a step |", "|---|---:|---:|"]
     for name, (calls, us) in sorted(result["calls"].items(), key=lambda item: -item[1][1]):
         lines.append(f"| {name} | {calls} | {us:.1f} |")
     return "\n".join(lines)
