@@ -31,7 +31,7 @@ import math
 import time
 from pathlib import Path
 
-from bench_variants import MIXED, NAMED, built, chosen, variant_configs, variant_engine_kw
+from bench_variants import MIXED, NAMED, SUFFIXES, base_name, built, chosen, variant_configs, variant_engine_kw
 from engine_probes import StepTimes, profile_run, proposer_state, torch_profile_run
 from paired_calls import _numbers, append_steps, paired_rows, same_replies  # noqa: F401 (re-exported)
 from sps_profiles import measure_in_child, measure_paired, measure_sps, measure_spec_sps
@@ -155,10 +155,10 @@ def main() -> None:
     if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
         parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
     known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram", "ngram-aware") for k in args.fixed)}
-    unknown = {v for v in args.variants or () if v.removesuffix(MIXED) not in known}
+    unknown = {v for v in args.variants or () if base_name(v) not in known}
     if unknown:   # before the profiles are measured (minutes)
-        parser.error(f"--variants: unknown {sorted(unknown)}; choose from {sorted(known)} (each also with the "
-                     f"suffix {MIXED})")
+        parser.error(f"--variants: unknown {sorted(unknown)}; choose from {sorted(known)} (each also with a "
+                     f"suffix of {list(SUFFIXES)})")
     if args.mixed_cuda_graphs is not False and any(v.endswith(MIXED) for v in args.variants or ()):
         parser.error(f"--variants: the suffix {MIXED} pairs an engine with mixed-step graphs against engines "
                      f"without them, which needs --no-mixed-cuda-graphs (mixed graphs are on by default)")
@@ -210,7 +210,7 @@ def main() -> None:
         decode = SPSProfile.load(args.sps) if args.sps else profile("decode")
         spec_sps = SPSProfile.load(args.spec_sps) if args.spec_sps else profile("spec", max(args.fixed))
     # The k = 1 rounds' profile: only `confidence-k1` reads it.
-    wants_k1 = any(v.removesuffix(MIXED) == "confidence-k1" for v in args.variants or ())
+    wants_k1 = any(base_name(v) == "confidence-k1" for v in args.variants or ())
     spec_k1 = SPSProfile.load(args.spec_sps_k1) if args.spec_sps_k1 else (profile("spec", 1) if wants_k1 else None)
     if args.save_sps is not None:
         decode.save(args.save_sps)

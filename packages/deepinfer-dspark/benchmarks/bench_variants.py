@@ -56,12 +56,26 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
          "confidence-now", "confidence-replies4")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
+THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
+SUFFIXES = (MIXED, THAWED)
+
+
+def base_name(name: str) -> str:
+    """The variant name without its engine suffix (`+mixed`, `+thawed`), if any."""
+    for suffix in SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
 
 
 def variant_engine_kw(name: str, engine_kw: dict) -> dict:
     """The engine arguments of variant `name`: `engine_kw`, with `mixed_cuda_graphs` on for a name
-    ending in `+mixed` (so one process pairs an engine with mixed-step graphs against one without)."""
-    return {**engine_kw, "mixed_cuda_graphs": True} if name.endswith(MIXED) else engine_kw
+    ending in `+mixed` (so one process pairs an engine with mixed-step graphs against one without),
+    `freeze_heap` off for one ending in `+thawed` (session 50: the same pairing for the frozen heap)."""
+    if name.endswith(MIXED):
+        return {**engine_kw, "mixed_cuda_graphs": True}
+    if name.endswith(THAWED):
+        return {**engine_kw, "freeze_heap": False}
+    return engine_kw
 
 
 def built(name: str, llm):
@@ -76,16 +90,16 @@ def built(name: str, llm):
     (`PausePolicy.min_replies`, 0 by default; session 46's candidate);
     (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs;
     `confidence-overlap` and `-now` set `overlap_bookkeeping`.)"""
-    if name.removesuffix(MIXED) == "confidence-unheld":   # (other engines, fake ones too, are not read)
+    if base_name(name) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
-    if name.removesuffix(MIXED) == "confidence-prior8":
+    if base_name(name) == "confidence-prior8":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).acceptance.prior = 8.0
-    if name.removesuffix(MIXED) == "confidence-settle64":
+    if base_name(name) == "confidence-settle64":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).settled_requests = 64
-    if name.removesuffix(MIXED) == "confidence-replies4":
+    if base_name(name) == "confidence-replies4":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).min_replies = 4
     return llm
@@ -172,10 +186,10 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
 
 
 def chosen(variants: dict, names: list[str] | None) -> dict:
-    """The variants to run: `names` in the order given (a `+mixed` name builds its base name's
+    """The variants to run: `names` in the order given (a `+mixed` or `+thawed` name builds its base name's
     config), or by default every variant except those run by name only (`BY_NAME_ONLY`, ngram-K,
     ngram-aware-K). Raises KeyError on an unknown name (`bench_dspark.py` refuses those first)."""
     if names is not None:
-        return {k: variants[k.removesuffix(MIXED)] for k in names}
+        return {k: variants[base_name(k)] for k in names}
     return {k: spec for k, spec in variants.items()
             if k not in BY_NAME_ONLY and not k.startswith(("ngram-", "ngram-aware-"))}

@@ -35,6 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in 
 import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
+from deepinfer_dspark.factories import (  # noqa: E402
+    BOUND_ONLY_DEFAULT, LOOKUP_DEFAULT, OVERLAP_DEFAULT, STRAGGLERS_DEFAULT)
+from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
@@ -45,18 +48,36 @@ RESTART = 1500    # tokens after which a request is replaced by a fresh one (bou
 def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode: SPSProfile,
                 spec: SPSProfile, seed: int = 0, timed: bool = False) -> list[float]:
     """Seconds of host work of each drafted round (`idle_rounds` + `propose` + the commits) of a
-    `mode` proposer ("fixed" or "confidence"; `timed`: with `measure_round_times`) at `batch`
+    `mode` proposer ("fixed", "confidence", or "default": confidence scheduling with the engine
+    factory's defaults, wrapped for prompt lookup, the draft hook's work left out as the drafter's
+    forward hides it on CUDA; `timed`: with `measure_round_times`) at `batch`
     requests, over `rounds` rounds."""
     runner = sim.FakeRunner(k, level, random.Random(seed))
     kw = {} if mode == "fixed" else {"sps": spec, "decode": decode, "opening_tokens": 0,
                                      "measure_round_times": timed}
+    if mode == "default":   # the engine factory's defaults (`factories.py`), the prompt-lookup wrapper included
+        kw.update(bound_only=BOUND_ONLY_DEFAULT, judge_stragglers=STRAGGLERS_DEFAULT,
+                  overlap_bookkeeping=OVERLAP_DEFAULT)
     proposer = DSparkProposer(runner, k, **kw)
+    hidden = [0.0]   # seconds in the draft's `while_running` hook: on CUDA during the drafter's forward
+    if mode == "default":
+        runner_draft = runner.draft
+
+        def timed_draft(requests, k, while_running=None):
+            def hook():
+                began = time.perf_counter()
+                while_running()
+                hidden[0] += time.perf_counter() - began
+            return runner_draft(requests, k, None if while_running is None else hook)
+        runner.draft = timed_draft
+        proposer = LookupAssist(proposer, LOOKUP_DEFAULT)
     rng, feature = random.Random(seed + 1), torch.zeros(1, 4)
     ids = [f"r{i}" for i in range(batch)]
     tokens: dict[str, list[int]] = {}
 
     def start(request_id: str) -> None:
         tokens[request_id] = list(range(PROMPT))
+        proposer.track(request_id, tokens[request_id])
         proposer.observe_many([(request_id, list(range(PROMPT - 1)), feature.expand(PROMPT - 1, 4))])
 
     for request_id in ids:
@@ -64,7 +85,7 @@ def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode
     times = []
     for _ in range(rounds):
         asks = [DraftRequest(i, tokens[i], k, 0.0, 0, 1.0, 0.0, 0, len(tokens[i]) - PROMPT) for i in ids]
-        began = time.perf_counter()
+        began, hidden[0] = time.perf_counter(), 0.0
         proposer.idle_rounds()
         drafts = proposer.propose(asks)
         grown = {}
@@ -77,7 +98,7 @@ def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode
                     accepted += 1
                 grown[i] = accepted + 1
                 proposer.commit(i, len(tokens[i]) + grown[i])
-        spent = time.perf_counter() - began
+        spent = time.perf_counter() - began - hidden[0]
         if grown:
             times.append(spent)
         for i in ids:
@@ -104,18 +125,18 @@ def main() -> None:
     args = parser.parse_args()
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
-    print("| requests | fixed-k us/round | confidence us/round | confidence extra us | confidence drafted |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| requests | fixed-k us/round | confidence us/round | default us/round | confidence extra us "
+          "| default extra us | confidence drafted | default drafted |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for batch in args.batch:
-        runs: dict[str, list[list[float]]] = {"fixed": [], "confidence": []}
-        for _ in range(args.repeats):   # alternated: a slow spell of the host hits both modes
+        runs: dict[str, list[list[float]]] = {"fixed": [], "confidence": [], "default": []}
+        for _ in range(args.repeats):   # alternated: a slow spell of the host hits every mode
             for mode, out in runs.items():
                 out.append(round_times(mode, batch, args.rounds, args.k, args.level, decode, spec,
                                        timed=args.timed))
-        fixed, conf = (min(statistics.median(r) for r in runs[m]) * 1e6 for m in ("fixed", "confidence"))
-        drafted = len(runs["confidence"][0])
-        print(f"| {batch} | {fixed:.1f} | {conf:.1f} | {conf - fixed:+.1f} | {drafted} / {args.rounds} |")
-
+        fixed, conf, default = (min(statistics.median(r) for r in runs[m]) * 1e6 for m in runs)
+        print(f"| {batch} | {fixed:.1f} | {conf:.1f} | {default:.1f} | {conf - fixed:+.1f} | {default - fixed:+.1f} "
+              f"| {len(runs['confidence'][0])} / {args.rounds} | {len(runs['default'][0])} / {args.rounds} |")
 
 if __name__ == "__main__":
     main()

@@ -74,6 +74,11 @@ class EngineConfig:
             for bit with `deterministic=True`; with the default kernels a request that stopped
             still takes one extra step, which can change its neighbours' batch shape (and so
             their last bits) in that step.
+        freeze_heap: during each `LLM.generate` / `LLM.chat` run, keep the objects alive at its
+            start out of the garbage collector's passes (`gc.freeze()`, undone when the run
+            ends; `engine.frozen_heap`): at 256 requests on a 2-core CPU each full pass walked
+            ~228,000 start-up objects (100-110 ms), and a DSpark engine's calls ran 8.8% slower
+            than plain decoding's for it (0.9% frozen). Off leaves the collector alone.
         speculative_config: speculative decoding, e.g. `{"method": "ngram",
             "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group
             `deepinfer.proposers`), other keys go to it. None decodes without drafts.
@@ -96,6 +101,7 @@ class EngineConfig:
     deterministic: bool = False
     speculative_config: dict | None = None
     async_scheduling: bool = True
+    freeze_heap: bool = True
 
     def __post_init__(self) -> None:
         if self.model is not None and not isinstance(self.model, str):
@@ -120,7 +126,7 @@ class EngineConfig:
         if self.load_format not in ("auto", "dummy"):
             raise ValueError(f"load_format: expected 'auto' or 'dummy', got {self.load_format!r}")
         _check_speculative(self.speculative_config)
-        for name in ("enforce_eager", "mixed_cuda_graphs", "deterministic", "async_scheduling"):
+        for name in ("enforce_eager", "mixed_cuda_graphs", "deterministic", "async_scheduling", "freeze_heap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

@@ -14,6 +14,7 @@ from deepinfer_recipe import PromptTokenizer, conversation_from_openai, render_c
 from deepinfer_core.config import EngineConfig
 from deepinfer_core.engine.async_core import AsyncEngineCore
 from deepinfer_core.engine.engine_core import EngineCore
+from deepinfer_core.engine.frozen_heap import frozen_heap
 from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
 from deepinfer_core.engine.proposer_plugins import check_proposer_config
 from deepinfer_core.engine.speculative import build_speculative
@@ -62,6 +63,8 @@ class LLM:
             Requests with penalties, unmet `min_tokens` or structured output decode without drafts.
         async_scheduling: overlap scheduling and output processing of one step with the device
             work of the next (default on; see `EngineConfig.async_scheduling`).
+        freeze_heap: keep the objects alive when a run starts out of the garbage collector's
+            passes during it (default on; see `EngineConfig.freeze_heap`).
 
     Unset (None) knobs keep `EngineConfig`'s defaults.
 
@@ -82,7 +85,8 @@ class LLM:
                  enable_chunked_prefill: bool = True, block_size: int | None = None, seed: int = 0,
                  load_format: str = "auto", enforce_eager: bool = False, mixed_cuda_graphs: bool = True,
                  deterministic: bool = False,
-                 speculative_config: dict | None = None, async_scheduling: bool = True) -> None:
+                 speculative_config: dict | None = None, async_scheduling: bool = True,
+                 freeze_heap: bool = True) -> None:
         given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,
                      max_num_batched_tokens=max_num_batched_tokens, kv_cache_memory=kv_cache_memory,
                      block_size=block_size)
@@ -91,7 +95,8 @@ class LLM:
                                    seed=seed, load_format=load_format, enforce_eager=enforce_eager,
                                    mixed_cuda_graphs=mixed_cuda_graphs,
                                    deterministic=deterministic, speculative_config=speculative_config,
-                                   async_scheduling=async_scheduling, **{k: v for k, v in given.items() if v is not None})
+                                   async_scheduling=async_scheduling, freeze_heap=freeze_heap,
+                                   **{k: v for k, v in given.items() if v is not None})
         check_proposer_config(self.config.speculative_config)   # before the weights load
         model_config = load_model_config(self.config.model)
         self.model_config = model_config
@@ -190,8 +195,7 @@ class LLM:
         single = _is_single_prompt(prompts)
         items = [prompts] if single else list(prompts)
         params = _params_per_item(sampling_params, len(items))
-        states = self._submit_all([lambda item=item: self._tokenize(item) for item in items], params, single)
-        return self._run(states, on_progress)
+        return self._call([lambda item=item: self._tokenize(item) for item in items], params, single, on_progress)
 
     def chat(self, messages: list[Message] | Sequence[list[Message]],
              sampling_params: SamplingParams | Sequence[SamplingParams] | None = None, *,
@@ -239,10 +243,8 @@ class LLM:
             self._chat_encoder = ChatEncoder(self.tokenizer)
         encoder = self._chat_encoder
         kwargs = dict(chat_template_kwargs or {})
-        states = self._submit_all(
-            [lambda conv=conv: encoder.encode(conv, tools, add_generation_prompt, chat_template, kwargs)
-             for conv in convs], params, single)
-        return self._run(states, on_progress)
+        return self._call([lambda conv=conv: encoder.encode(conv, tools, add_generation_prompt, chat_template, kwargs)
+                           for conv in convs], params, single, on_progress)
 
     def _tokenize(self, item: Prompt) -> tuple[str | None, list[int]]:
         if isinstance(item, str):
@@ -264,6 +266,13 @@ class LLM:
             return self.tokenizer.encode(text)
         except Exception as exc:  # e.g. lone surrogates: the tokenizers library raises TypeError
             raise ValueError(f"prompt: cannot tokenize the text: {type(exc).__name__}: {exc}") from exc
+
+    def _call(self, encoders: list[Callable[[], tuple[str | None, list[int]]]], params: list[SamplingParams],
+              raise_errors: bool, on_progress: ProgressCallback | None) -> list[RequestOutput]:
+        """One `generate` / `chat` call: its requests submitted, then run to their end, with the
+        objects alive at its start frozen out of the garbage collector's passes (`frozen_heap`)."""
+        with frozen_heap(self.config.freeze_heap):
+            return self._run(self._submit_all(encoders, params, raise_errors), on_progress)
 
     def _submit_all(self, encoders: list[Callable[[], tuple[str | None, list[int]]]], params: list[SamplingParams],
                     raise_errors: bool) -> list[RequestState]:
@@ -304,21 +313,25 @@ class LLM:
         total = len(states)
         done = sum(s.finished for s in states)
         try:
-            self.engine.draining(True)   # nothing is added until this call returns
-            if on_progress is not None:
-                on_progress(done, total, 0)
-            while self.engine.has_unfinished():
-                step = self._processor.process(self.engine.step())
-                for child in step.to_abort:
-                    self.engine.abort(child)
-                done += len(step.finished)
-                if on_progress is not None:
-                    on_progress(done, total, step.num_new_tokens)
+            self._steps(done, total, on_progress)
         finally:
             self.engine.draining(False)
             # An exception (or interrupt) must not leave requests behind for the next call.
             self._abandon(states)
         return [s.to_output() for s in states]
+
+    def _steps(self, done: int, total: int, on_progress: ProgressCallback | None) -> None:
+        """Steps the engine until it holds no unfinished request (`done` of `total` finished so far)."""
+        self.engine.draining(True)   # nothing is added until `_run` returns
+        if on_progress is not None:
+            on_progress(done, total, 0)
+        while self.engine.has_unfinished():
+            step = self._processor.process(self.engine.step())
+            for child in step.to_abort:
+                self.engine.abort(child)
+            done += len(step.finished)
+            if on_progress is not None:
+                on_progress(done, total, step.num_new_tokens)
 
     def _abandon(self, states: list[RequestState]) -> None:
         """Aborts the unfinished requests of `states` (finish reason "abort") and forgets all of them."""
