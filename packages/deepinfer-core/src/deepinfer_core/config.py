@@ -77,8 +77,8 @@ class EngineConfig:
         freeze_heap: during each `LLM.generate` / `LLM.chat` run, keep the objects alive at its
             start out of the garbage collector's passes (`gc.freeze()`, undone when the run
             ends; `engine.frozen_heap`): at 256 requests on a 2-core CPU each full pass walked
-            ~228,000 start-up objects (100-110 ms), and a DSpark engine's calls ran 8.8% slower
-            than plain decoding's for it (0.9% frozen). Off leaves the collector alone.
+            ~228,000 start-up objects (~100 ms, ~1.5 ms frozen) and such passes took 9-11% of
+            every call (packages/deepinfer-core/BENCHMARKS.md). Off leaves the collector alone.
         speculative_config: speculative decoding, e.g. `{"method": "ngram",
             "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group
             `deepinfer.proposers`), other keys go to it. None decodes without drafts.

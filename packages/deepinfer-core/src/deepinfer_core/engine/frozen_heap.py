@@ -7,11 +7,10 @@ A run of the engine (`LLM.generate`, `LLM.chat`) allocates many short-lived obje
 outputs, the scheduler's lists, a proposer's bookkeeping), so CPython's cyclic collector runs
 often: about twice a step at 256 requests. Every tenth collection of the middle generation may
 become a full one, which walks every tracked object of the process: after start-up ~228,000 with
-the DSpark suite's tiny engine (torch, transformers, the model's modules), 100-110 ms a pass on
-this repository's 2-core CPU, and none of them garbage. How many full passes a run meets depends
-on how many objects its steps leave alive: at 256 requests a confidence-scheduled DSpark engine
-met 4 over seven calls where plain decoding met 2, and its calls ran 8.8% slower (0.9% with the
-heap frozen; packages/deepinfer-dspark/BENCHMARKS.md, forty-sixth session).
+a tiny engine (torch, transformers, the model's modules), ~100 ms a pass on this repository's
+2-core CPU, and none of them garbage. At 256 requests such passes took 9-11% of every call
+(`packages/deepinfer-dspark/benchmarks/gc_passes.py`; packages/deepinfer-core/BENCHMARKS.md),
+and which engine met them depended on how many objects its calls left alive.
 
 `gc.freeze()` moves every tracked object into a permanent generation that collections skip, and
 `gc.unfreeze()` returns them to the oldest generation (Python's `gc` module documentation); both
