@@ -90,6 +90,29 @@ def test_a_mixed_suffix_turns_mixed_step_graphs_on_for_that_engine_only(benchmar
     assert exit_.value.code == 2 and "fixed-4+mixed" in err and "fixed-3+mixed" not in err.split("choose")[0]
 
 
+def test_a_thawed_suffix_turns_the_frozen_heap_off_for_that_engine_only(benchmark_script, monkeypatch,
+                                                                        capsys) -> None:
+    """`confidence+thawed` pairs the default with an engine whose calls leave the heap unfrozen
+    (`freeze_heap` off); its config is the base variant's; the suffix on an unknown variant is
+    refused by name."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    base = {"dtype": "auto"}
+    assert bench.variant_engine_kw("confidence+thawed", base) == {"dtype": "auto", "freeze_heap": False}
+    assert bench.variant_engine_kw("none", base) == base and "freeze_heap" not in base
+    assert bench.base_name("confidence-k1+thawed") == "confidence-k1" and bench.base_name("none") == "none"
+    assert bench.chosen({"none": None, "confidence": {"k": 1}}, ["none", "confidence+thawed"]) == \
+        {"none": None, "confidence+thawed": {"k": 1}}
+    monkeypatch.setattr(sys, "argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", "--fixed", "3",
+                                      "--variants", "none", "fixed-3+thawed", "fixed-5+thawed"])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "fixed-5+thawed" in err and "fixed-3+thawed" not in err.split("choose")[0]
+
+
 def test_mixed_variants_need_engines_without_the_graphs_and_keep_their_profiles(benchmark_script, monkeypatch,
                                                                                  capsys) -> None:
     """With the graphs on by default, `none+mixed` against `none` would compare two equal engines:
