@@ -60,22 +60,35 @@ THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its cal
 SUFFIXES = (MIXED, THAWED)
 
 
-def base_name(name: str) -> str:
-    """The variant name without its engine suffix (`+mixed`, `+thawed`), if any."""
-    for suffix in SUFFIXES:
+def _split(name: str) -> tuple[str, set[str]]:
+    """The variant name without its engine suffixes (`+mixed`, `+thawed`, in any order), and those."""
+    found: set[str] = set()
+    while True:
+        suffix = next((x for x in SUFFIXES if name.endswith(x)), None)
+        if suffix is None:
+            return name, found
         name = name.removesuffix(suffix)
-    return name
+        found.add(suffix)
+
+
+def base_name(name: str) -> str:
+    """The variant name without its engine suffixes (`+mixed`, `+thawed`), if any."""
+    return _split(name)[0]
 
 
 def variant_engine_kw(name: str, engine_kw: dict) -> dict:
     """The engine arguments of variant `name`: `engine_kw`, with `mixed_cuda_graphs` on for a name
-    ending in `+mixed` (so one process pairs an engine with mixed-step graphs against one without),
-    `freeze_heap` off for one ending in `+thawed` (session 50: the same pairing for the frozen heap)."""
-    if name.endswith(MIXED):
-        return {**engine_kw, "mixed_cuda_graphs": True}
-    if name.endswith(THAWED):
-        return {**engine_kw, "freeze_heap": False}
-    return engine_kw
+    with `+mixed` (so one process pairs an engine with mixed-step graphs against one without) and
+    `freeze_heap` off for one with `+thawed` (session 50: the same pairing for the frozen heap; the
+    collector's thresholds are the process's, so a thawed engine beside frozen ones meets full
+    passes on another schedule than in a process of its own)."""
+    suffixes = _split(name)[1]
+    kw = dict(engine_kw)
+    if MIXED in suffixes:
+        kw["mixed_cuda_graphs"] = True
+    if THAWED in suffixes:
+        kw["freeze_heap"] = False
+    return kw
 
 
 def built(name: str, llm):

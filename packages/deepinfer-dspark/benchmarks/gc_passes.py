@@ -9,8 +9,10 @@ of `--concurrency` prompts of 6-40 tokens, `--max-tokens` new tokens each (`igno
 engines alive at once and their calls alternated in rotated order. Printed per engine: the
 median call (s), its summed `execute_model` (the forward, s), and the collector's passes in its
 calls by generation (count, summed ms), from `gc.callbacks`. Session 50 found here that a full
-pass walked ~228,000 start-up objects (100-110 ms on the 2-core CPU) and that at 256 requests
-the confidence engine met twice plain decoding's.
+pass walked ~228,000 start-up objects (~100 ms on the 2-core CPU; ~1.5 ms frozen). The
+collector's thresholds are the process's: a thawed engine beside frozen ones meets full passes on
+another schedule than alone (a pass in a frozen call leaves a small old generation, and the next
+full pass comes sooner), so read its rows as an upper bound of what thawed calls paid.
 
 Usage (repository root; profiles as `bench_dspark.py --save-sps DIR/sps_batch.json` writes them):
     python3 packages/deepinfer-dspark/benchmarks/gc_passes.py \

@@ -49,15 +49,16 @@ def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode
                 spec: SPSProfile, seed: int = 0, timed: bool = False) -> list[float]:
     """Seconds of host work of each drafted round (`idle_rounds` + `propose` + the commits) of a
     `mode` proposer ("fixed", "confidence", or "default": confidence scheduling with the engine
-    factory's defaults, wrapped for prompt lookup, the draft hook's work left out as the drafter's
-    forward hides it on CUDA; `timed`: with `measure_round_times`) at `batch`
+    factory's defaults, rounds timed, wrapped for prompt lookup, the draft hook's work left out as
+    the drafter's forward hides it on CUDA, `opening_tokens` 0 as for "confidence"; `timed`: the
+    "confidence" mode with `measure_round_times`) at `batch`
     requests, over `rounds` rounds."""
     runner = sim.FakeRunner(k, level, random.Random(seed))
     kw = {} if mode == "fixed" else {"sps": spec, "decode": decode, "opening_tokens": 0,
                                      "measure_round_times": timed}
-    if mode == "default":   # the engine factory's defaults (`factories.py`), the prompt-lookup wrapper included
-        kw.update(bound_only=BOUND_ONLY_DEFAULT, judge_stragglers=STRAGGLERS_DEFAULT,
-                  overlap_bookkeeping=OVERLAP_DEFAULT)
+    if mode == "default":   # the engine factory's defaults (`factories.py`), the prompt-lookup wrapper included,
+        kw.update(bound_only=BOUND_ONLY_DEFAULT, judge_stragglers=STRAGGLERS_DEFAULT,   # the rounds timed as
+                  overlap_bookkeeping=OVERLAP_DEFAULT, measure_round_times=True)     # with a decode profile
     proposer = DSparkProposer(runner, k, **kw)
     hidden = [0.0]   # seconds in the draft's `while_running` hook: on CUDA during the drafter's forward
     if mode == "default":

@@ -74,11 +74,12 @@ class EngineConfig:
             for bit with `deterministic=True`; with the default kernels a request that stopped
             still takes one extra step, which can change its neighbours' batch shape (and so
             their last bits) in that step.
-        freeze_heap: during each `LLM.generate` / `LLM.chat` run, keep the objects alive at its
-            start out of the garbage collector's passes (`gc.freeze()`, undone when the run
-            ends; `engine.frozen_heap`): at 256 requests on a 2-core CPU each full pass walked
-            ~228,000 start-up objects (~100 ms, ~1.5 ms frozen) and such passes took 9-11% of
-            every call (packages/deepinfer-core/BENCHMARKS.md). Off leaves the collector alone.
+        freeze_heap: during each `LLM.generate` / `LLM.chat` call, keep the objects alive at its
+            start out of the garbage collector's passes (`gc.freeze()`, undone when the call
+            ends; every 8 full passes so shortened, a call ends with a real `gc.collect()`:
+            `engine.frozen_heap`). At 256 requests on a 2-core CPU a full pass walked ~228,000
+            start-up objects (~100 ms; ~1.5 ms frozen; packages/deepinfer-core/BENCHMARKS.md).
+            Off leaves the collector alone.
         speculative_config: speculative decoding, e.g. `{"method": "ngram",
             "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group
             `deepinfer.proposers`), other keys go to it. None decodes without drafts.

@@ -14,7 +14,7 @@ from deepinfer_recipe import PromptTokenizer, conversation_from_openai, render_c
 from deepinfer_core.config import EngineConfig
 from deepinfer_core.engine.async_core import AsyncEngineCore
 from deepinfer_core.engine.engine_core import EngineCore
-from deepinfer_core.engine.frozen_heap import frozen_heap
+from deepinfer_core.engine.frozen_heap import FrozenHeap
 from deepinfer_core.engine.output_processor import OutputProcessor, RequestState
 from deepinfer_core.engine.proposer_plugins import check_proposer_config
 from deepinfer_core.engine.speculative import build_speculative
@@ -124,6 +124,7 @@ class LLM:
                                  speculative=build_speculative(self.config, model_config, runner, self.max_model_len, eos))
         runner.capture_cuda_graphs(self.max_model_len)  # no-op off CUDA or with enforce_eager
         self._processor = OutputProcessor(self.tokenizer.backend_tokenizer)
+        self._heap = FrozenHeap(self.config.freeze_heap)
         self._chat_encoder: ChatEncoder | None = None  # built on the first `chat`
         self._ids = itertools.count()
 
@@ -270,8 +271,8 @@ class LLM:
     def _call(self, encoders: list[Callable[[], tuple[str | None, list[int]]]], params: list[SamplingParams],
               raise_errors: bool, on_progress: ProgressCallback | None) -> list[RequestOutput]:
         """One `generate` / `chat` call: its requests submitted, then run to their end, with the
-        objects alive at its start frozen out of the garbage collector's passes (`frozen_heap`)."""
-        with frozen_heap(self.config.freeze_heap):
+        objects alive at its start frozen out of the garbage collector's passes (`FrozenHeap`)."""
+        with self._heap.call():
             return self._run(self._submit_all(encoders, params, raise_errors), on_progress)
 
     def _submit_all(self, encoders: list[Callable[[], tuple[str | None, list[int]]]], params: list[SamplingParams],
