@@ -128,7 +128,8 @@ def measure(llm, batches: list[list], params, generate=None) -> tuple[dict, list
 
 def report(mode: str, concurrency: int, result: dict) -> str:
     lines = [f"{mode} at {concurrency}: {result['steps']} steps, host outside the forward "
-             f"{result['outside_us']:.1f} us a step, in it {result['forward_us']:.1f}", "| call | calls | us a step |", "|---|---:|---:|"]
+             f"{result['outside_us']:.1f} us a step, in it {result['forward_us']:.1f}",
+             "| call | calls | us a step |", "|---|---:|---:|"]
     for name, (calls, us) in sorted(result["calls"].items(), key=lambda item: -item[1][1]):
         lines.append(f"| {name} | {calls} | {us:.1f} |")
     return "\n".join(lines)
