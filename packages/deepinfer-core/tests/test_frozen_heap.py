@@ -35,8 +35,9 @@ def _llm(tiny_checkpoint, **kw) -> LLM:
                block_size=4, kv_cache_memory=8 << 20, seed=3, **kw)
 
 
-def _frozen_during_run(llm: LLM) -> list[int]:
-    """`gc.get_freeze_count()` at every step of a run of PROMPTS, and the outputs' tokens."""
+def _frozen_during_run(llm: LLM, run=None) -> tuple[list[int], list[list[int]]]:
+    """`gc.get_freeze_count()` at every step of `run(llm)` (default: `generate` of PROMPTS), and the
+    outputs' tokens."""
     seen: list[int] = []
     step = llm.engine.step
 
@@ -45,7 +46,7 @@ def _frozen_during_run(llm: LLM) -> list[int]:
         return step()
     llm.engine.step = counted
     try:
-        outs = llm.generate(PROMPTS, PARAMS)
+        outs = run(llm) if run is not None else llm.generate(PROMPTS, PARAMS)
     finally:
         llm.engine.step = step
     assert all(o.error is None for o in outs)
@@ -87,18 +88,8 @@ def test_a_run_that_raises_unfreezes_the_heap(clean_gc, tiny_checkpoint) -> None
 def test_chat_freezes_the_heap_too(clean_gc, tiny_checkpoint) -> None:
     llm = LLM(str(tiny_checkpoint("llama")), dtype="float32", max_model_len=128, block_size=4,
               kv_cache_memory=8 << 20, seed=3)
-    seen: list[int] = []
-    step = llm.engine.step
-
-    def counted():
-        seen.append(gc.get_freeze_count())
-        return step()
-    llm.engine.step = counted
-    try:
-        outs = llm.chat([{"role": "user", "content": "hi"}], PARAMS)
-    finally:
-        llm.engine.step = step
-    assert outs[0].error is None and seen and min(seen) > 0 and gc.get_freeze_count() == 0
+    seen, _ = _frozen_during_run(llm, lambda engine: engine.chat([{"role": "user", "content": "hi"}], PARAMS))
+    assert seen and min(seen) > 0 and gc.get_freeze_count() == 0
 
 
 def test_objects_the_caller_froze_stay_frozen_and_a_disabled_collector_stays_off(clean_gc, tiny_checkpoint) -> None:
