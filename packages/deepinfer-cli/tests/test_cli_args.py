@@ -170,3 +170,8 @@ def test_mixed_cuda_graphs_flag_keeps_the_engine_default_unless_given():
     assert "mixed_cuda_graphs" not in engine_kwargs(parse("bench", "throughput"))   # the engine's default (on)
     assert engine_kwargs(parse("bench", "throughput", "--no-mixed-cuda-graphs"))["mixed_cuda_graphs"] is False
     assert engine_kwargs(parse("bench", "latency", "--mixed-cuda-graphs"))["mixed_cuda_graphs"] is True
+
+
+def test_no_freeze_heap_flag_keeps_the_engine_default_unless_given():
+    assert "freeze_heap" not in engine_kwargs(parse("bench", "throughput"))   # the engine's default (on)
+    assert engine_kwargs(parse("generate", "x", "--no-freeze-heap"))["freeze_heap"] is False

@@ -72,6 +72,9 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
                         "steps are (default: on; --no-mixed-cuda-graphs runs them eagerly; no effect on the CPU)")
     g.add_argument("--no-async-scheduling", action="store_true",
                    help="wait for each step's tokens before scheduling the next (overlap off)")
+    g.add_argument("--no-freeze-heap", action="store_true",
+                   help="leave the garbage collector alone during a call (default: the objects alive when a "
+                        "call starts are kept out of its passes, EngineConfig.freeze_heap)")
     g.add_argument("--deterministic", action="store_true",
                    help="batch-invariant kernels: a request's output does not depend on its neighbours")
     g.add_argument("--speculative-config", type=parse_json_object, default=None, metavar="JSON",
@@ -100,6 +103,8 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         kwargs["deterministic"] = True
     if args.no_async_scheduling:
         kwargs["async_scheduling"] = False
+    if getattr(args, "no_freeze_heap", False):
+        kwargs["freeze_heap"] = False
     return kwargs
 
 
