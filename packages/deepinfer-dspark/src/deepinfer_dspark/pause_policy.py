@@ -18,7 +18,8 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
 - `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
   a young bucket's loss decline them where that exceeds `PROBE_SHARE`;
 - `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
-  declining after measured losses stops;
+  declining after measured losses stops; `_rule_out_hopeless`: a pause that keeps them declines
+  them once `cannot_pay` or `expected_loss` holds at its load (asked per stretch or step);
 - `dormant_rounds` and `dormant_passed`: a pause with the features declined, declared to the
   engine at once (`deepinfer_core.Proposer.dormant_rounds`: it then asks nothing per step).
 
@@ -130,13 +131,35 @@ class PausePolicy:
                 self.pending.clear()
             self._gapped_stretch = True   # (`dormant_passed`: its count may include a request that finished)
             return self.pauses.left(num_requests)
-        bucket = ledger_bucket(num_requests)
-        if bucket not in self._ruled_out:
+        if ledger_bucket(num_requests) not in self._ruled_out and not self._rule_out_hopeless(num_requests):
             return 0
         left = self.pauses.left(num_requests)
         if left > 0 and self.pending.holds:
             self.pending.clear()
         return left
+
+    def _rule_out_hopeless(self, batch: int) -> bool:
+        """Whether `batch`'s bucket, paused with the features kept, is ruled out now: drafting there
+        loses even if every draft were accepted (`cannot_pay`) or at the measured acceptance's upper
+        bound (`expected_loss`), what `idle_rounds` judges only once the pause has run out. The
+        pause keeps its length and declines the features from here on (`_pause_for`). A pause set
+        before the evidence said so (a partial probe's at a young bucket: no decline) otherwise kept
+        them to its end: on the tiny target (session 51), batches of 64 with replies of 16-128 tokens
+        kept them in the first 48 of 129 steps of every call, under a pause of 226 rounds at the
+        bucket of 49-64 requests, which each batch met only at its start, while `expected_loss`
+        held there and at the smaller buckets, which declined them. A no is asked again only after
+        `probe_every` more rounds (the evidence moves with drafted rounds; asked per step where the
+        engine asks `wants_features`). Never with `decline_features` off."""
+        if not self.decline_features or self.pauses.left(batch) <= 0:
+            return False
+        bucket, now = ledger_bucket(batch), self.skipped_rounds + self.drafted_rounds
+        if now < self._hopeless_checked.get(bucket, -1):
+            return False
+        if not (self.cannot_pay(batch) or self.expected_loss(batch)):
+            self._hopeless_checked[bucket] = now + self.probe_every
+            return False
+        self._pause_for(self.pauses.left(batch), batch, ruled_out=True)
+        return True
 
     def _all_gapped(self, num_requests: int) -> bool:
         """Whether each of the `num_requests` running requests is known to have a gap in its

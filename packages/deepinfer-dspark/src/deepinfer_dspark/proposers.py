@@ -208,6 +208,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         self._gap_cost = 0.0                  # plain steps gapped requests cost at winning loads (`_regret_gaps`)
         self.round_weights: dict[str, float] = {}   # set by a wrapper before `propose` (see the doc)
         self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
+        self._hopeless_checked: dict[int, int] = {}   # bucket -> rounds before which a no holds (`_rule_out_hopeless`)
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction,
                                                                            min_gain)
@@ -294,7 +295,8 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             if self.pending.holds:
                 self.pending.clear()
             return False
-        if not self._ruled_out or ledger_bucket(self._last_batch) not in self._ruled_out:
+        if (not self._ruled_out or ledger_bucket(self._last_batch) not in self._ruled_out) \
+                and not self._rule_out_hopeless(self._last_batch):
             return True
         if self.pauses.left(self._last_batch) == 0:   # (an opening's pause does not hold a ruled-out load)
             self.idle_rounds()
