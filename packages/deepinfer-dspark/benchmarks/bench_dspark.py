@@ -134,7 +134,8 @@ def main() -> None:
     parser.add_argument("--step-log", type=Path, default=None,
                         help="with --interleave: every step of every logged call (--step-log-every) as JSON "
                              "lines (engine, concurrency, round, step, requests running, kind, ms, buffered pairs, "
-                             "requests scheduled, prefill tokens, requests verifying; a call's first row also its "
+                             "requests scheduled, prefill tokens, requests verifying; speculative engines: forwards "
+                             "that captured features, dormant/quiet stretch; a call's first row also its "
                              "call_ms and harness_ms); the file is emptied first")
     parser.add_argument("--step-log-every", type=int, default=1, metavar="M",
                         help="with --step-log: log only rounds r with r %% M == 0; the paired ratios and the "

@@ -27,8 +27,12 @@ class StepTimes:
     scheduling a step reports the tokens of the step before it), the shortest reply among the
     running requests before it (`reply`, tokens: where in the replies a round drafted), and its
     end on the wall clock (`t`, Unix seconds: to line steps up with `nvidia-smi` samples of the
-    GPU's clocks) and, with `ledger`, the confidence proposer's pause ledgers after the step
-    (`_ledger`): `--step-log` (`--step-log-ledger`).
+    GPU's clocks), in a speculative engine the forwards in it that captured the drafter's target
+    features (`features`) and whether it ran in a stretch the proposer declared (`stretch`: "d"
+    dormant, "q" quiet, "" asked; `deepinfer_core`'s `DormantSteps`: session 51, where a default
+    at 64 requests kept features it could not use; counted by a wrapper of `execute_model`, one
+    more Python call a step of a logging speculative engine, traced round or not: ~0.3 us) and, with `ledger`, the confidence proposer's
+    pause ledgers after the step (`_ledger`): `--step-log` (`--step-log-ledger`).
 
     The wrapper's own work around the steps is the harness's, not the engine's, yet it lands in a
     call's wall time: `harness` sums it (seconds, `take_harness`; the plan's composition is read
@@ -57,6 +61,15 @@ class StepTimes:
         self.log = log
         original, schedule = self.engine.step, self.engine.scheduler.schedule
         planned: list = []
+        self._dormant = getattr(getattr(self.engine, "speculative", None), "dormant", None)
+        self._captured = 0   # forwards that captured the target features (speculative engines, with a log)
+        if log is not None and self._dormant is not None:
+            forward = self.engine.runner.execute_model
+
+            def execute_model(*args, **kwargs):
+                self._captured += kwargs.get("features", True)
+                return forward(*args, **kwargs)
+            self.engine.runner.execute_model = execute_model
 
         def scheduled():
             out = schedule()
@@ -77,6 +90,7 @@ class StepTimes:
             running, before = len(self.engine.scheduler.running), self._counters()
             reply = min((r.num_output_tokens for r in self.engine.scheduler.running), default=0)
             planned.clear()
+            stretch = self._stretches() if self.log is not None else None
             start = time.perf_counter()
             out = original()
             end = time.perf_counter()
@@ -91,13 +105,29 @@ class StepTimes:
                                  "buffered": before[1], **totals, "t": round(time.time(), 4),
                                  "emitted": sum(len(o.new_token_ids) for o in out), "reply": reply,
                                  "accepted": sum(c[2] for c in counts), "verified": sum(c[1] for c in counts),
-                                 **(self._ledger(running) if self.ledger else {})})
+                                 **self._stretch(stretch), **(self._ledger(running) if self.ledger else {})})
             self.harness += (start - enter) + (time.perf_counter() - end)
             return out
 
         self.engine.step = step
         if log is not None:
             self.engine.scheduler.schedule = scheduled
+
+    def _stretches(self) -> tuple[int, int, int]:
+        """(dormant steps, quiet steps, forwards that captured features) so far; zeros without a
+        speculative engine."""
+        if self._dormant is None:
+            return 0, 0, 0
+        return self._dormant.steps, self._dormant.quiet_steps, self._captured
+
+    def _stretch(self, before: tuple[int, int, int]) -> dict:
+        """The log's `features` and `stretch` fields for the step since `before` (`_stretches`);
+        empty without a speculative engine."""
+        if self._dormant is None:
+            return {}
+        steps, quiet, captured = self._stretches()
+        return {"features": captured - before[2],
+                "stretch": "q" if quiet > before[1] else "d" if steps > before[0] else ""}
 
     def _counters(self) -> tuple[int, int, int, int, int, int]:
         """(drafted rounds, buffered pairs, draft-graph rounds, replays, captures, lookup rounds) so far."""

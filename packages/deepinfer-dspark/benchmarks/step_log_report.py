@@ -103,8 +103,10 @@ def rounds(rows: list[dict]) -> list[dict]:
     prompt tokens), `drafted` (rounds whose drafter ran, their flushes included), `spikes` (plain
     steps over `SPIKE` times the call's median plain decode step) and `decode` (the rest);
     `buffered`: steps that began with features buffered (while paused; a declined step drops
-    them, so its step begins with rows too); `outside`: the call's wall time minus its steps
-    (None in logs without `call_ms`, before session 18)."""
+    them, so its step begins with rows too); `captured`: steps whose forward captured the
+    drafter's features, and `dormant`: steps in a dormant or quiet stretch (None in logs without
+    those fields, before session 51); `outside`: the call's wall time minus its steps (None in logs
+    without `call_ms`, before session 18)."""
     groups: dict[tuple[int, int, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["concurrency"], row["round"], row["engine"])].append(row)
@@ -120,6 +122,8 @@ def rounds(rows: list[dict]) -> list[dict]:
         wall = next((s["call_ms"] for s in steps if "call_ms" in s), None)
         out.append(dict(concurrency=c, round=rnd, engine=engine, steps=len(steps), **parts,
                         buffered=sum(1 for s in steps if s["buffered"] > 0),
+                        captured=sum(s["features"] > 0 for s in steps) if "features" in steps[0] else None,
+                        dormant=sum(bool(s["stretch"]) for s in steps) if "stretch" in steps[0] else None,
                         outside=None if wall is None else wall - sum(s["ms"] for s in steps)))
     return out
 
@@ -307,13 +311,17 @@ def main() -> None:
     if args.rounds:
         print()
         print(f"Each call by kind of step (ms; spikes: plain steps over {SPIKE}x the call's median plain "
-              f"decode step; buffered: steps that began with features buffered).")
-        print("| requests | round | engine | steps | prefill | decode | spikes | drafted | buffered | outside |")
-        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+              f"decode step; buffered: steps that began with features buffered; captured: steps that captured "
+              f"features; dormant: steps of a dormant or quiet stretch).")
+        print("| requests | round | engine | steps | prefill | decode | spikes | drafted | buffered | captured "
+              "| dormant | outside |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rounds(rows):
             outside = "-" if r["outside"] is None else f"{r['outside']:.1f}"
+            cells = ["-" if r[key] is None else str(r[key]) for key in ("captured", "dormant")]
             print(f"| {r['concurrency']} | {r['round']} | {r['engine']} | {r['steps']} | {r['prefill']:.1f} "
-                  f"| {r['decode']:.1f} | {r['spikes']:.1f} | {r['drafted']:.1f} | {r['buffered']} | {outside} |")
+                  f"| {r['decode']:.1f} | {r['spikes']:.1f} | {r['drafted']:.1f} | {r['buffered']} | "
+                  f"{' | '.join(cells)} | {outside} |")
     if args.calls:
         print()
         print(f"Call time over {args.baseline}'s in the same round (sum of the steps' ms): mean, median, the "

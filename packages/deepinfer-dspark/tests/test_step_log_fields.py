@@ -74,6 +74,36 @@ def test_the_ledgers_are_opt_in_and_the_harness_is_timed(benchmark_script, monke
     assert len(log) > steps and trace.take_harness() > 0
 
 
+def test_the_log_says_which_steps_captured_features_and_which_ran_in_a_stretch(benchmark_script, monkeypatch,
+                                                                              folders, kit) -> None:
+    """`features` counts a step's forwards that captured the drafter's features and `stretch` marks
+    the steps of a dormant ("d") or quiet ("q") stretch (session 51): a fixed-k engine captures in
+    every step and is never dormant; one where drafting cannot pay at 2 requests (profiles: a
+    round of 8 tokens at 1/10 of plain decoding's rate; it could at 1) runs most steps dormant,
+    capturing nothing (a few are prompt-lookup rounds); a plain engine's rows carry neither field."""
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    probes = benchmark_script("engine_probes")
+    target, drafter = folders
+    fixed = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 3}
+    hopeless = {**fixed, "scheduling": "confidence",
+                "sps_profile": SPSProfile([1, 4, 8, 64], [1000.0, 1000.0, 100.0, 100.0]),
+                "decode_profile": SPSProfile([1, 64], [1000.0, 1000.0])}
+    rows = {}
+    for name, spec in (("fixed", fixed), ("hopeless", hopeless), ("plain", None)):
+        llm = kit.build(target, spec)
+        log: list[dict] = []
+        probes.StepTimes(llm, log)
+        llm.generate([{"prompt_token_ids": p} for p in kit.prompts(2, seed=7)],
+                     SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
+        rows[name] = log
+    assert all(row["features"] == 1 and row["stretch"] == "" for row in rows["fixed"] if row["running"])
+    dormant = [row for row in rows["hopeless"] if row["stretch"] == "d"]
+    assert len(dormant) >= len(rows["hopeless"]) // 2 and all(row["features"] == 0 for row in dormant)
+    assert all("features" not in row and "stretch" not in row for row in rows["plain"])
+
+
 def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_runner) -> None:
     """Each step's row holds the confidence proposer's ledgers at the bucket of the requests it
     ran (`StepTimes._ledger`): rounds still paused in bodies and openings, and the smoothed gains

@@ -67,6 +67,11 @@ def test_rounds_split_each_call_by_kind_of_step(report) -> None:
     rows[0]["call_ms"] = 26.5                    # the call's wall time: 20.2 ms of steps
     (r,) = report.rounds(rows)
     assert r["outside"] == pytest.approx(6.3)
+    assert r["captured"] is None and r["dormant"] is None   # a log from before session 51
+    for row, features, stretch in zip(rows, (1, 1, 0, 0, 1), ("", "q", "d", "d", "")):
+        row["features"], row["stretch"] = features, stretch
+    (r,) = report.rounds(rows)
+    assert (r["captured"], r["dormant"]) == (3, 3)
 
 
 def test_bench_writes_the_call_wall_time_on_the_first_step(benchmark_script, tmp_path, monkeypatch) -> None:
