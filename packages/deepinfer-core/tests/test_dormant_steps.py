@@ -229,6 +229,92 @@ def test_a_stretch_ends_when_its_rounds_run_out_or_the_batch_changes() -> None:
     assert not DormantSteps(half).step(8) and half.asked == []
 
 
+class Floored(Log):
+    """`Log` with `dormant_floor`: each stretch holds down to `floor` running requests."""
+
+    def __init__(self, grant: int, floor: object) -> None:
+        super().__init__(grant)
+        self.floor, self.floors = floor, []
+
+    def dormant_floor(self, n: int) -> object:
+        self.floors.append(n)
+        if isinstance(self.floor, Exception):
+            raise self.floor
+        return self.floor
+
+
+def test_a_floor_keeps_the_stretch_over_finishing_requests() -> None:
+    """Within [floor, declared count] requests that finish do not end the stretch; it is
+    reported once, at the count after its last step; below the floor it ends as without one."""
+    log = Floored(10, 5)
+    steps = DormantSteps(log)
+    for before, after in ((8, 8), (8, 7), (7, 5), (5, 5)):
+        assert steps.step(before)
+        steps.ran(after)
+    assert log.reports == [] and log.asked == [8] and log.floors == [8] and steps.num_requests == 5
+    assert steps.step(5)
+    steps.ran(3)                                               # below the floor: ended here
+    assert log.reports == [(5, 4), (3, 1)] and steps.passed == 0
+    assert steps.step(3) and log.asked == [8, 3]
+    short = Floored(3, 1)                                      # its rounds run out: one report, last count
+    steps = DormantSteps(short)
+    for before, after in ((8, 7), (7, 6), (6, 6)):
+        assert steps.step(before)
+        steps.ran(after)
+    assert steps.step(6) and short.reports == [(6, 3)] and short.asked == [8, 6]
+
+
+@pytest.mark.parametrize("floor", [RuntimeError("floor broke"), True, 0, 9, "3", 8])
+def test_an_odd_floor_is_no_floor(caplog, floor: object) -> None:
+    log = Floored(10, floor)
+    steps = DormantSteps(log)
+    with caplog.at_level(logging.WARNING, logger="deepinfer_core.engine.dormant_steps"):
+        assert steps.step(8)
+        steps.ran(7)
+    assert log.reports == [(7, 1)] and steps.floor == 8        # ended by the first finished request
+    assert ("dormant_floor failed" in caplog.text) is isinstance(floor, (Exception, bool, str))
+
+
+def test_quiet_stretches_take_no_floor() -> None:
+    class Quiet(Floored):
+        def dormant_rounds(self, n: int) -> int:
+            self.asked.append(n)
+            return 0
+
+        def quiet_rounds(self, n: int) -> int:
+            return 10
+
+        def quiet_passed(self, n: int, rounds: int) -> None:
+            self.reports.append(("quiet", n, rounds))
+    log = Quiet(0, 1)
+    steps = DormantSteps(log)
+    assert steps.step(8) and steps.features
+    steps.ran(7)
+    assert log.reports == [("quiet", 7, 1)] and log.floors == []
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_floored_stretches_keep_greedy_output_with_fewer_reports(tiny_checkpoint, async_scheduling: bool) -> None:
+    folder = tiny_checkpoint("qwen3")
+    expected = run(build(folder))
+    class Counting(Sleeper):   # (a stretch that ends with a finished request is reported in two parts)
+        def dormant_passed(self, num_requests: int, rounds: int) -> None:
+            self.granted = 0
+            self.calls.append(("dormant_passed", num_requests, rounds))
+            self.round += rounds
+    reports = {}
+    for floored in (False, True):
+        sleeper = Counting(awake=2, asleep=40)
+        if floored:
+            sleeper.dormant_floor = lambda n: 1
+        llm = build(folder, sleeper, async_scheduling=async_scheduling)
+        assert run(llm) == expected
+        calls = [c for c in sleeper.calls if c[0] == "dormant_passed"]
+        assert sum(c[2] for c in calls) == llm.engine.speculative.dormant.steps > 0
+        reports[floored] = len(calls)
+    assert reports[True] < reports[False]
+
+
 @pytest.mark.parametrize("async_scheduling", [True, False])
 def test_each_finished_request_is_removed_once_and_keeps_its_counters(tiny_checkpoint, async_scheduling: bool) -> None:
     """A length limit ends requests inside dormant stretches and drafted rounds: the proposer

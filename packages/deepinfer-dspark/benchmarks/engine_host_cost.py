@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ENGINE_CALLS = ("dormant_rounds", "quiet_rounds", "dormant_passed", "quiet_passed", "idle_rounds", "idle_round",
+ENGINE_CALLS = ("dormant_rounds", "dormant_floor", "quiet_rounds", "dormant_passed", "quiet_passed", "idle_rounds", "idle_round",
                 "wants_features", "propose", "observe_step", "commit", "running", "remove", "track", "draining")
 WRAPPER_PHASES = ("_due", "_search", "_priced_drafts", "pays")   # `LookupAssist`'s, inside the calls above
 INNER_CALLS = ("dormant_rounds", "dormant_passed", "quiet_rounds", "quiet_passed", "idle_rounds", "idle_round",

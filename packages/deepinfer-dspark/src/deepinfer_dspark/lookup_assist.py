@@ -227,6 +227,18 @@ class LookupAssist(LookupPricing):
             held.declared(num_requests, rounds)
         return self._stretch(rounds, num_requests)
 
+    def dormant_floor(self, num_requests: int) -> int:
+        """DSpark's floor for the stretch just declared (`PausePolicy.dormant_floor`), raised to
+        the fewest requests from which no count up to `num_requests` could pay a lookup round
+        (`_could_pay`: where one could, the engine must ask before every `check_every` steps);
+        `num_requests` where one could pay at it."""
+        ask = getattr(self.inner, "dormant_floor", None)   # (`NoDrafter`: none, no floor)
+        floor = num_requests if ask is None else ask(num_requests)
+        lowest = num_requests
+        while lowest > floor and not self._could_pay(lowest - 1):
+            lowest -= 1
+        return num_requests if self._could_pay(num_requests) else lowest
+
     def quiet_rounds(self, num_requests: int) -> int:
         self._now.running = num_requests
         rounds = self._held.rounds(num_requests, quiet=True)

@@ -46,6 +46,17 @@ def ledger_bucket(batch: int) -> int:
     return power * 3 // 4 if power >= 4 and batch <= power * 3 // 4 else power
 
 
+def bucket_floor(batch: int) -> int:
+    """The fewest requests of `batch`'s bucket (`ledger_bucket`): one more than the bucket below
+    (3 * 2^(i-2) below 2^i, 2^(i-1) below 3 * 2^(i-2)); 1 for 0 or 1. The buckets refine the powers
+    of two (`measured_rates.batch_bucket`): the floor's count shares both buckets with `batch`."""
+    bucket = ledger_bucket(batch)
+    if bucket <= 2:
+        return bucket
+    below = bucket * 3 // 4 if bucket & (bucket - 1) == 0 else bucket * 2 // 3
+    return below + 1
+
+
 def buckets_above(batch: int, largest: int) -> list[int]:
     """The buckets after `batch`'s, up to `largest`'s, in increasing order."""
     out, bucket, last = [], ledger_bucket(batch), ledger_bucket(largest)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
 from deepinfer_dspark.measured_rates import PLAIN
-from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
+from deepinfer_dspark.pause_ledger import bucket_floor, buckets_above, ledger_bucket
 
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
 # (64 until session 17: with a drafter that lost everywhere the evidence never got past 33 requests
@@ -133,10 +133,42 @@ class PausePolicy:
             return self.pauses.left(num_requests)
         if ledger_bucket(num_requests) not in self._ruled_out and not self._rule_out_hopeless(num_requests):
             return 0
+        if not self.pauses.left(num_requests) and not self.measure_plain_steps:   # its pause ran out: judged
+            self.idle_rounds()   # again here, as `wants_features` would before the step (a step asked one by
+            if ledger_bucket(num_requests) not in self._ruled_out:   # one saved; not where stretches are timed)
+                return 0
         left = self.pauses.left(num_requests)
         if left > 0 and self.pending.holds:
             self.pending.clear()
         return left
+
+    def dormant_floor(self, num_requests: int) -> int:
+        """The fewest running requests the dormant stretch just declared at `num_requests` holds at
+        (see `deepinfer_core.Proposer.dormant_floor`): the smallest count of its bucket
+        (`bucket_floor`: its pause is the bucket's, `MeasuredRates` counts per power of two, which
+        the buckets refine), so `dormant_passed` at the stretch's last count records what the steps
+        one by one would, but for `_decline_saves`, priced at that count. `num_requests` itself
+        for a stretch declared for gaps (`_all_gapped` holds at its count only) or with
+        `measure_plain_steps` (its samples time each count's steps). On the tiny target at 64
+        requests (replies of 16-128 tokens) a dormant stretch otherwise ended every step or two,
+        and the default's host work a step ran +18 us over plain decoding's, +3 us with stretches
+        that held over counts (session 51)."""
+        if self._gapped_stretch or self.measure_plain_steps:
+            return num_requests
+        return min(bucket_floor(num_requests), num_requests)
+
+    def _bound_pause(self, batch: int) -> int:
+        """The rounds a load ruled out by a bound (`cannot_pay`, `expected_loss`) pauses before it is
+        judged again: `probe_every` at first, doubling (up to `max_probe_every`) while the bound
+        keeps ruling it out at its bucket, `probe_every` again once the bucket drafts or the bound
+        clears it. The bound moves only with new drafted rounds or with the slow aging of the
+        evidence (`FullAcceptance`: 2048 rounds), while each judgement cost a step asked one by one
+        and ~20 us of DSpark's host work: on the tiny target at 64 requests (session 51) a bucket
+        ruled out by the bound was judged again every 8 of its rounds."""
+        bucket = ledger_bucket(batch)
+        rounds = self._bound_backoff.get(bucket, self.probe_every)
+        self._bound_backoff[bucket] = min(2 * rounds, self.max_probe_every)
+        return rounds
 
     def _rule_out_hopeless(self, batch: int) -> bool:
         """Whether `batch`'s bucket, paused with the features kept, is ruled out now: drafting there

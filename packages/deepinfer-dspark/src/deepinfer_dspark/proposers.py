@@ -208,6 +208,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         self._gap_cost = 0.0                  # plain steps gapped requests cost at winning loads (`_regret_gaps`)
         self.round_weights: dict[str, float] = {}   # set by a wrapper before `propose` (see the doc)
         self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
+        self._bound_backoff: dict[int, int] = {}   # bucket -> the next pause a bound's rule-out sets (`_bound_pause`)
         self._hopeless_checked: dict[int, int] = {}   # bucket -> rounds before which a no holds (`_rule_out_hopeless`)
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction,
@@ -271,10 +272,11 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             hopeless, loss = self._bounds(batch)   # (priced during the last draft: `overlap_bookkeeping`)
             hopeless = self.cannot_pay(batch) if hopeless is None else hopeless
             if hopeless and not self._probe_due(batch):
-                self._pause_for(self.probe_every, batch, ruled_out=True)
+                self._pause_for(self._bound_pause(batch), batch, ruled_out=True)
             elif self.expected_loss(batch) if loss is None else loss:
-                self._pause_for(self.probe_every, batch, ruled_out=True)
+                self._pause_for(self._bound_pause(batch), batch, ruled_out=True)
             else:
+                self._bound_backoff.pop(ledger_bucket(batch), None)
                 self._ruled_out.discard(ledger_bucket(batch))
                 self._ledger_ruled.discard(ledger_bucket(batch))
                 if not hopeless and not self.measure_step_times:   # (measured rates move within a round; with
@@ -361,14 +363,14 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         if requests and not probing and self.pauses.skip(batch):
             return self._plain_round(drafts, batch)
         if requests and not probing and not judged and self.expected_loss(batch):
-            self._pause_for(self.probe_every - 1, batch, ruled_out=True)   # judged without drafting: no backoff grows
+            self._pause_for(self._bound_pause(batch) - 1, batch, ruled_out=True)   # judged without drafting
             return self._plain_round(drafts, batch)
         if requests and not probing and not judged and self.cannot_pay(batch):
             if self._probe_due(batch):   # ruled out by measured times alone: re-time a run of rounds
                 self.rates.started(SPEC, batch)
                 probing = True
             else:
-                self._pause_for(self.probe_every - 1, batch, ruled_out=True)   # this round and the next: no drafts
+                self._pause_for(self._bound_pause(batch) - 1, batch, ruled_out=True)   # this round and the next
                 return self._plain_round(drafts, batch)
         if requests and not probing and self.openings.skip(batch):   # after the rules above: a load ruled
             return self._plain_round(drafts, batch)                     # out declines features in openings too
@@ -378,6 +380,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             probing = True
         self._ruled_out.discard(ledger_bucket(batch))   # drafting may pay here: features again
         self._ledger_ruled.discard(ledger_bucket(batch))
+        self._bound_backoff.pop(ledger_bucket(batch), None)
         span, flushed, pairs = self.flush_costs.clock(), self.pending.holds, self.pending.pairs   # (`FlushCosts`)
         if flushed:   # also frees steps whose rows belong to finished requests only
             self._flush()

@@ -22,6 +22,11 @@ capture the features and the engine hands them over with `observe*` as every ste
 nothing else; they are reported with `quiet_passed(num_requests, rounds)`. On this repository's
 CPU a paused step that keeps its features cost ~48 us more than a dormant one, the H200's host
 0.24 ms at 1 request (a fifth of a decode step; session 26); the asks were ~9 us of the 48.
+
+A proposer with `dormant_floor(num_requests) -> int` may let a dormant stretch hold over a range
+of counts: requests that finish then do not end it while the count stays at or above the floor,
+and its steps are reported once, at the count running after the last of them (see
+`deepinfer_core.Proposer`).
 Device-free.
 """
 
@@ -43,7 +48,9 @@ class DormantSteps:
 
     Attributes:
         features: the current stretch keeps the target features (a quiet stretch).
-        num_requests: the running requests of the current stretch.
+        num_requests: the running requests of the current stretch (its latest count).
+        floor, top: the counts the current stretch holds at (`dormant_floor`; both its declared
+            count without a floor).
         left: steps of the stretch not yet run.
         passed: steps of the stretch run and not yet reported.
         steps: dormant steps run in all, quiet ones included (metrics).
@@ -57,8 +64,10 @@ class DormantSteps:
         quiet, quiet_report = getattr(proposer, "quiet_rounds", None), getattr(proposer, "quiet_passed", None)
         self._ask_quiet = quiet if self._ask is not None and callable(quiet) and callable(quiet_report) else None
         self._report_quiet = quiet_report
+        floor = getattr(proposer, "dormant_floor", None)
+        self._ask_floor = floor if self._ask is not None and callable(floor) else None
         self.features = False
-        self.num_requests = 0
+        self.num_requests = self.floor = self.top = 0
         self.left = 0
         self.passed = 0
         self.steps = 0
@@ -69,13 +78,15 @@ class DormantSteps:
         """Whether the coming step, with `num_requests` running requests and no drafts, is
         dormant: nothing is asked of the proposer for it, and no features are captured unless
         the stretch is quiet (`features`: then only `observe*` is called). A stretch ends when
-        its steps run out or the number of running requests changes; it is then reported
-        (`settle`) and the proposer is asked again.
+        its steps run out or the number of running requests changes (leaves the stretch's
+        [`floor`, `top`] with a `dormant_floor`); it is then reported (`settle`) and the proposer
+        is asked again.
 
         A proposer whose `dormant_rounds` raises or returns anything but a positive integer
         only loses the stretch (the step runs as usual; logged once); one whose `dormant_passed`
         raises is not asked again (logged)."""
-        if self.left > 0 and num_requests == self.num_requests:
+        if self.left > 0 and self.floor <= num_requests <= self.top:   # (its count, or within its floor)
+            self.num_requests = num_requests
             self.left -= 1
             self.passed += 1
             self.steps += 1
@@ -90,7 +101,8 @@ class DormantSteps:
         if rounds <= 0:
             return False
         self.features = features
-        self.num_requests, self.left, self.passed = num_requests, rounds - 1, 1
+        self.floor = num_requests if features or self._ask_floor is None else self._floor_of(num_requests)
+        self.num_requests, self.top, self.left, self.passed = num_requests, num_requests, rounds - 1, 1
         self.steps += 1
         self.quiet_steps += features
         return True
@@ -109,12 +121,22 @@ class DormantSteps:
                                "(%s: %s); its steps run as usual", name, type(exc).__name__, exc)
             return 0
 
+    def _floor_of(self, num_requests: int) -> int:
+        """The proposer's `dormant_floor` in [1, `num_requests`]; `num_requests` (logged once)
+        when it raises, is no integer or falls outside."""
+        floor = self._rounds(self._ask_floor, num_requests, "dormant_floor")
+        return floor if 1 <= floor <= num_requests else num_requests
+
     def ran(self, num_requests: int) -> None:
         """After a dormant step's update, with the requests then running: when they are not the
         stretch's (the step finished some), the stretch ends here. Its steps before this one are
         reported at the stretch's count, this one at the new count, as a proposer asked after
-        every step would have heard them (`idle_round` gets the requests running after it)."""
+        every step would have heard them (`idle_round` gets the requests running after it).
+        Within the stretch's floor (`dormant_floor`) it goes on instead, at the new count."""
         if num_requests == self.num_requests or not self.passed:
+            return
+        if self.floor <= num_requests <= self.top:   # within the floor: the stretch goes on at the new count
+            self.num_requests = num_requests
             return
         earlier, self.passed = self.passed - 1, 0
         self.left = 0

@@ -1,0 +1,188 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""The default's host work a step where drafting is ruled out, against plain decoding's and a
+proposer that is always dormant (the engine's own share).
+
+At 64 requests on the H200 the default drafted nothing in its median calls and still ran 2-6%
+below plain decoding (session 50, run5). This script measures the host work that can explain
+it, on this machine: a tiny target (4 layers, hidden 64, dummy weights: the host's work is a
+large share of a step, as on the H200's slow host) and a random one-layer drafter, which the
+confidence-scheduled default (`scheduling: confidence`, the profiles given, `measure_round_times`
+off so decisions follow the profiles, not this CPU's drafter) soon rules out at every load.
+Greedy batches of `--concurrency` prompts with reply lengths drawn from 16-`--max-tokens`
+(`ignore_eos`: requests finish one by one, as chat replies do), the engines alive at once and
+their calls alternated in rotated order; the first `--warmup` calls of each engine are not
+counted (the default judges the loads there). Printed per engine: the median over calls of the
+host microseconds a step outside the model's forward (`execute_model`), its difference to plain
+decoding's, and (for the default) the calls its proposer heard a step, by name.
+
+Engines: `none` (plain decoding), `stub` (the same speculative engine over a proposer that
+declares every step dormant and does nothing: the engine's side of a dormant step) and `default`.
+
+Usage (repository root; profiles as `bench_dspark.py --save-sps DIR/sps_batch.json` writes them):
+    python3 packages/deepinfer-dspark/benchmarks/dormant_host_cost.py \
+        --profiles benchmarks/results/h200-2026-12-05/run2/high --concurrency 64 --rounds 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench_paused import random_drafter
+from gc_passes import TARGET, prompts
+
+ENGINES = ("none", "stub", "default")
+ASKED = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "quiet_passed", "wants_features",
+         "idle_rounds", "idle_round", "propose", "observe_step", "track", "remove")
+
+
+class AlwaysDormant:
+    """A proposer that declares every step dormant and keeps nothing (`deepinfer_core.Proposer`)."""
+
+    target_layer_ids = ()
+
+    def dormant_rounds(self, num_requests: int) -> int:
+        return 1 << 30
+
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        pass
+
+    def wants_features(self) -> bool:
+        return False
+
+    def idle_rounds(self) -> int:
+        return 1 << 30
+
+    def idle_round(self, num_requests: int) -> None:
+        pass
+
+    def propose(self, requests: list) -> list:
+        return []
+
+
+class Timed:
+    """Seconds in `engine.step` and in `runner.execute_model`, and steps, since the last `take`."""
+
+    def __init__(self, llm) -> None:
+        self.step = self.forward = 0.0
+        self.steps = 0
+        step, forward = llm.engine.step, llm.engine.runner.execute_model
+
+        def timed_step(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return step(*args, **kwargs)
+            finally:
+                self.step += time.perf_counter() - began
+                self.steps += 1
+
+        def timed_forward(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                self.forward += time.perf_counter() - began
+        llm.engine.step, llm.engine.runner.execute_model = timed_step, timed_forward
+
+    def take(self) -> float:
+        """Host microseconds a step outside the forward since the last call (then zero)."""
+        us = 1e6 * (self.step - self.forward) / max(self.steps, 1)
+        self.step = self.forward = 0.0
+        self.steps = 0
+        return us
+
+
+def count_calls(proposer, counts: Counter) -> None:
+    """Counts `proposer`'s calls by name in `counts` (wrapping its methods on the instance)."""
+    for name in ASKED:
+        fn = getattr(proposer, name, None)
+        if fn is None:
+            continue
+
+        def counted(*args, fn=fn, name=name, **kwargs):
+            counts[name] += 1
+            return fn(*args, **kwargs)
+        object.__setattr__(proposer, name, counted)   # (past a wrapper's forwarding)
+
+
+def build(engines, profiles: Path, concurrency: int) -> dict:
+    """The engines by name, over one tiny target and random drafter."""
+    from deepinfer_core import LLM
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    target = Path(tempfile.mkdtemp(prefix="dormant-host-target-"))
+    (target / "config.json").write_text(json.dumps(TARGET))
+    drafter = str(random_drafter(target, 7))
+    dspark = {"method": "dspark", "model": drafter, "num_speculative_tokens": 7, "scheduling": "confidence",
+              "sps_profile": SPSProfile.load(profiles / "spec_sps_batch.json"),
+              "decode_profile": SPSProfile.load(profiles / "sps_batch.json"), "measure_round_times": False}
+    llms = {}
+    for name in engines:
+        llms[name] = LLM(str(target), speculative_config=None if name == "none" else dspark, load_format="dummy",
+                         dtype="float32", max_model_len=512, block_size=16, kv_cache_memory=1 << 30, seed=11,
+                         max_num_seqs=concurrency)
+        if name == "stub":
+            decoder = llms[name].engine.speculative
+            decoder.proposer = AlwaysDormant()
+            decoder.dormant.__init__(decoder.proposer)   # (core's `DormantSteps` holds the methods it found)
+    return llms
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profiles", type=Path, required=True, help="folder with sps_batch.json, spec_sps_batch.json")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--max-tokens", type=int, default=128, help="the longest reply (replies: 16 to this)")
+    parser.add_argument("--rounds", type=int, default=8, help="measured calls per engine")
+    parser.add_argument("--warmup", type=int, default=3, help="calls per engine not measured")
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    args = parser.parse_args()
+    if args.concurrency < 1 or args.max_tokens < 16 or args.rounds < 1 or args.warmup < 0:
+        parser.error("--concurrency, --rounds: must be >= 1; --max-tokens: >= 16; --warmup: >= 0")
+    from deepinfer_core import SamplingParams
+
+    llms = build(args.engines, args.profiles, args.concurrency)
+    timers = {name: Timed(llm) for name, llm in llms.items()}
+    calls: Counter = Counter()
+    rng = random.Random(3)
+    params = [SamplingParams(temperature=0, max_tokens=rng.randint(16, args.max_tokens), ignore_eos=True)
+              for _ in range(args.concurrency)]
+    pool = prompts(args.concurrency * (args.warmup + args.rounds), seed=5)
+    host: dict[str, list[float]] = {name: [] for name in llms}
+    steps = 0
+    for r in range(args.warmup + args.rounds):
+        batch = [{"prompt_token_ids": p} for p in pool[r * args.concurrency:(r + 1) * args.concurrency]]
+        if r == args.warmup and "default" in llms:   # (between calls: no stretch is open)
+            decoder = llms["default"].engine.speculative
+            count_calls(decoder.proposer, calls)
+            decoder.dormant.__init__(decoder.proposer)   # (it holds the methods it found at start)
+        names = list(llms)
+        for name in names[r % len(names):] + names[:r % len(names)]:   # rotated: no engine always first
+            llms[name].generate(batch, params)
+            steps += timers[name].steps if name == "default" and r >= args.warmup else 0
+            us = timers[name].take()
+            if r >= args.warmup:
+                host[name].append(us)
+    base = statistics.median(host["none"]) if "none" in host else None
+    print(f"{args.concurrency} requests, replies of 16-{args.max_tokens} tokens, {args.rounds} calls an engine "
+          f"after {args.warmup}")
+    print("| engine | host us a step outside the forward (median) | over plain decoding |")
+    print("|---|---:|---:|")
+    for name, values in host.items():
+        over = "-" if base is None else f"{statistics.median(values) - base:+.1f}"
+        print(f"| {name} | {statistics.median(values):.1f} | {over} |")
+    if calls:
+        print("default's proposer, calls a step: " + ", ".join(
+            f"{name} {count / steps:.3f}" for name, count in sorted(calls.items(), key=lambda item: -item[1])))
+
+
+if __name__ == "__main__":
+    main()

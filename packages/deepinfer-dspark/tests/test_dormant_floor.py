@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Session 51's dormant path: DSpark's `dormant_floor` (a stretch holds over its bucket's counts,
+`deepinfer_core.Proposer.dormant_floor`), the wrapper's floor where a lookup round could pay, the
+re-judgement of a ruled-out pause inside `dormant_rounds`, and the growing pause after a bound's
+rule-out (`_bound_pause`)."""
+
+from __future__ import annotations
+
+import torch
+
+from deepinfer_dspark.lookup_assist import LookupAssist
+from deepinfer_dspark.measured_rates import batch_bucket
+from deepinfer_dspark.pause_ledger import bucket_floor, ledger_bucket
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+K = 4
+# As test_decline_features.py: 33 requests and more cannot pay even with every draft accepted; 1-2 can.
+SPS = SPSProfile([1, 5, 64, 320], [500.0, 500.0, 400.0, 100.0])
+DECODE = SPSProfile([1, 64], [1000.0, 700.0])
+
+
+def ruled_out(fake_runner, batch: int = 64, **kwargs) -> DSparkProposer:
+    """A proposer that judged `batch` requests hopeless (`cannot_pay`): ruled out, paused."""
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4, **kwargs)
+    proposer._last_batch = batch
+    assert proposer.cannot_pay(batch) and proposer.idle_rounds() == 4
+    return proposer
+
+
+def test_the_bucket_floor_shares_both_buckets() -> None:
+    for n in range(1, 600):
+        floor = bucket_floor(n)
+        assert ledger_bucket(floor) == ledger_bucket(n) and batch_bucket(floor) == batch_bucket(n)
+        assert floor == 1 or ledger_bucket(floor - 1) != ledger_bucket(n)   # the fewest of the bucket
+    assert [bucket_floor(n) for n in (1, 2, 3, 4, 6, 8, 12, 40, 64, 65, 256)] == [1, 2, 3, 4, 5, 7, 9, 33, 49, 65, 193]
+
+
+def test_a_dormant_stretch_holds_down_to_its_buckets_floor(fake_runner) -> None:
+    proposer = ruled_out(fake_runner)
+    assert proposer.dormant_rounds(64) == 4 and proposer.dormant_floor(64) == 49
+    timed = ruled_out(fake_runner, measure_plain_steps=True)   # its stretch samples time each count's steps
+    assert timed.dormant_rounds(64) == 4 and timed.dormant_floor(64) == 64
+    gapped = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
+    gapped.feed.gapped.update({"a", "b", "c"})                 # every running request has a gap
+    assert gapped.dormant_rounds(3) > 0 and gapped.dormant_floor(3) == 3
+
+
+def test_one_report_at_the_last_count_records_what_the_counts_one_by_one_would(fake_runner) -> None:
+    whole, parts = ruled_out(fake_runner), ruled_out(fake_runner)
+    for proposer in (whole, parts):
+        proposer.pauses.pause(64, 40)                          # a long pause at the bucket of 49-64
+        assert proposer.dormant_rounds(64) == 40 and proposer.dormant_floor(64) == 49
+    whole.dormant_passed(52, 9)
+    for count, rounds in ((64, 3), (60, 2), (52, 4)):
+        parts.dormant_passed(count, rounds)
+    for read in (lambda p: dict(p.pauses._left), lambda p: p.skipped_rounds, lambda p: p.declined_steps,
+                 lambda p: p._last_batch, lambda p: dict(p.rates._since), lambda p: p.acceptance.full._now):
+        assert read(whole) == read(parts)
+
+
+def test_the_wrapper_raises_the_floor_where_a_lookup_round_could_pay(fake_runner) -> None:
+    lookup = LookupAssist(ruled_out(fake_runner), 2)
+    assert lookup.inner.dormant_rounds(64) == 4
+    lookup._could = {n: n <= 52 for n in range(1, 65)}         # (memoized `_could_pay`: lookups pay up to 52)
+    assert lookup.dormant_floor(64) == 53
+    lookup._could = {n: False for n in range(1, 65)}
+    assert lookup.dormant_floor(64) == 49                      # DSpark's own
+    lookup._could[64] = True
+    assert lookup.dormant_floor(64) == 64
+
+
+def test_a_ruled_out_pause_that_ran_out_is_judged_again_at_the_ask(fake_runner) -> None:
+    proposer = ruled_out(fake_runner)
+    proposer.dormant_passed(64, 4)                             # the pause ran out; still ruled out
+    assert proposer.pauses.left(64) == 0 and ledger_bucket(64) in proposer._ruled_out
+    assert proposer.dormant_rounds(64) == 8                    # judged here: a new (doubled) pause, dormant
+    timed = ruled_out(fake_runner, measure_plain_steps=True)
+    timed.dormant_passed(64, 4)
+    assert timed.dormant_rounds(64) == 0                       # asked step by step there, as before
+
+
+def test_a_bound_rule_out_pauses_longer_while_it_holds_and_resets_when_the_load_may_pay(fake_runner) -> None:
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4, max_probe_every=16)
+    proposer._last_batch = 2
+    verdict = [True]
+    proposer.expected_loss = lambda batch: verdict[0]
+    pauses = []
+    for _ in range(5):
+        pauses.append(proposer.idle_rounds())
+        proposer.idle_round(2)
+        proposer.pauses.pause(2, 0)                            # (as if its rounds ran out)
+    assert pauses == [4, 8, 16, 16, 16]
+    verdict[0] = False
+    assert proposer.idle_rounds() == 0 and ledger_bucket(2) not in proposer._ruled_out
+    verdict[0] = True
+    assert proposer.idle_rounds() == 4                         # from probe_every again
+    proposer.observe_step(["r0"], [0], [9], [0], torch.ones(9, 2))
+    assert proposer.dormant_rounds(2) == 4 and proposer.dormant_floor(2) == 2

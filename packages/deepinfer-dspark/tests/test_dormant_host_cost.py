@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`benchmarks/dormant_host_cost.py`: a small run prints a row per engine and the default's calls;
+the always-dormant proposer keeps greedy output and is asked nothing but its stretches."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from deepinfer_dspark.sps import SPSProfile
+
+
+def test_a_small_run_prints_every_engine_and_the_defaults_calls(benchmark_script, monkeypatch, tmp_path,
+                                                                 capsys) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("dormant_host_cost")
+    SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
+    SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")   # never pays: dormant
+    monkeypatch.setattr(sys, "argv", ["dormant_host_cost.py", "--profiles", str(tmp_path), "--concurrency", "3",
+                                      "--max-tokens", "16", "--rounds", "2", "--warmup", "1"])
+    script.main()
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| engine")]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in rows] == list(script.ENGINES)
+    assert rows[0].endswith("| +0.0 |")
+    calls = next(line for line in out.splitlines() if line.startswith("default's proposer"))
+    assert "track 0." in calls and "remove 0." in calls
+
+
+def test_the_stub_keeps_greedy_output(benchmark_script, monkeypatch, tmp_path) -> None:
+    from deepinfer_core import SamplingParams
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("dormant_host_cost")
+    SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
+    SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")
+    llms = script.build(("none", "stub"), tmp_path, 2)
+    batch = [{"prompt_token_ids": p} for p in script.prompts(2, seed=1)]
+    params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    outs = {name: [o.outputs[0].token_ids for o in llm.generate(batch, params)] for name, llm in llms.items()}
+    assert outs["none"] == outs["stub"] and all(len(t) == 8 for t in outs["none"])
+    assert llms["stub"].engine.speculative.dormant.steps > 0
