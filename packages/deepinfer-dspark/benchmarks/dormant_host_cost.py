@@ -31,11 +31,11 @@ import json
 import random
 import statistics
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 from bench_paused import random_drafter
+from engine_host_cost import Clock
 from gc_passes import TARGET, prompts
 
 ENGINES = ("none", "stub", "default")
@@ -68,34 +68,19 @@ class AlwaysDormant:
 
 
 class Timed:
-    """Seconds in `engine.step` and in `runner.execute_model`, and steps, since the last `take`."""
+    """Seconds in `engine.step` and in `runner.execute_model` since the last `take`
+    (`engine_host_cost.Clock`)."""
 
     def __init__(self, llm) -> None:
-        self.step = self.forward = 0.0
-        self.steps = 0
-        step, forward = llm.engine.step, llm.engine.runner.execute_model
-
-        def timed_step(*args, **kwargs):
-            began = time.perf_counter()
-            try:
-                return step(*args, **kwargs)
-            finally:
-                self.step += time.perf_counter() - began
-                self.steps += 1
-
-        def timed_forward(*args, **kwargs):
-            began = time.perf_counter()
-            try:
-                return forward(*args, **kwargs)
-            finally:
-                self.forward += time.perf_counter() - began
-        llm.engine.step, llm.engine.runner.execute_model = timed_step, timed_forward
+        self.clock = Clock()
+        llm.engine.step = self.clock.timed(llm.engine.step, "step")
+        llm.engine.runner.execute_model = self.clock.timed(llm.engine.runner.execute_model, "forward")
 
     def take(self) -> float:
         """Host microseconds a step outside the forward since the last call (then zero)."""
-        us = 1e6 * (self.step - self.forward) / max(self.steps, 1)
-        self.step = self.forward = 0.0
-        self.steps = 0
+        seconds, steps = self.clock.seconds, max(self.clock.calls["step"], 1)
+        us = 1e6 * (seconds["step"] - seconds["forward"]) / steps
+        self.clock.clear()
         return us
 
 
@@ -167,7 +152,7 @@ def main() -> None:
         names = list(llms)
         for name in names[r % len(names):] + names[:r % len(names)]:   # rotated: no engine always first
             llms[name].generate(batch, params)
-            steps += timers[name].steps if name == "default" and r >= args.warmup else 0
+            steps += timers[name].clock.calls["step"] if name == "default" and r >= args.warmup else 0
             us = timers[name].take()
             if r >= args.warmup:
                 host[name].append(us)
