@@ -264,6 +264,20 @@ def test_a_floor_keeps_the_stretch_over_finishing_requests() -> None:
     assert steps.step(6) and short.reports == [(6, 3)] and short.asked == [8, 6]
 
 
+def test_joins_within_the_floor_go_on_and_past_the_declared_count_end_it() -> None:
+    """Requests that join between steps (the count rises) keep a floored stretch while the count
+    stays at most its declared count; past it the stretch is reported and the proposer asked."""
+    log = Floored(10, 5)
+    steps = DormantSteps(log)
+    assert steps.step(8)
+    steps.ran(6)                                               # two finished
+    assert steps.step(7) and steps.step(8)                     # joiners: 7, then 8 running
+    steps.ran(8)
+    assert log.reports == [] and log.asked == [8] and steps.passed == 3
+    assert steps.step(9)                                       # past the declared count: reported at 8, asked
+    assert log.reports == [(8, 3)] and log.asked == [8, 9] and steps.top == 9
+
+
 @pytest.mark.parametrize("floor", [RuntimeError("floor broke"), True, 0, 9, "3", 8])
 def test_an_odd_floor_is_no_floor(caplog, floor: object) -> None:
     log = Floored(10, floor)

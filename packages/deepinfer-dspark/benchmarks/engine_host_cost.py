@@ -28,11 +28,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ENGINE_CALLS = ("dormant_rounds", "dormant_floor", "quiet_rounds", "dormant_passed", "quiet_passed", "idle_rounds", "idle_round",
-                "wants_features", "propose", "observe_step", "commit", "running", "remove", "track", "draining")
+ENGINE_CALLS = ("dormant_rounds", "dormant_floor", "quiet_rounds", "dormant_passed", "quiet_passed", "idle_rounds",
+                "idle_round", "wants_features", "propose", "observe_step", "commit", "running", "remove", "track",
+                "draining")
 WRAPPER_PHASES = ("_due", "_search", "_priced_drafts", "pays")   # `LookupAssist`'s, inside the calls above
-INNER_CALLS = ("dormant_rounds", "dormant_passed", "quiet_rounds", "quiet_passed", "idle_rounds", "idle_round",
-               "propose", "commit")
+INNER_CALLS = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "quiet_passed", "idle_rounds",
+               "idle_round", "propose", "commit")
 DSPARK_PHASES = ("_plan_pause", "expected_loss", "cannot_pay", "_overlapped")   # DSpark's own, inside its `propose`
 # (`_overlapped`: with `overlap_bookkeeping`, the host work a CUDA round does during the drafter's forward)
 MODULE_PHASES = ("schedule_round", "host_rows", "tail_expected")   # `deepinfer_dspark.proposers`' imports

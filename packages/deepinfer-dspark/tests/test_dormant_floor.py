@@ -8,6 +8,7 @@ rule-out (`_bound_pause`)."""
 from __future__ import annotations
 
 import torch
+from deepinfer_core.interfaces import DraftRequest
 
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.measured_rates import batch_bucket
@@ -48,15 +49,19 @@ def test_a_dormant_stretch_holds_down_to_its_buckets_floor(fake_runner) -> None:
 
 
 def test_one_report_at_the_last_count_records_what_the_counts_one_by_one_would(fake_runner) -> None:
-    whole, parts = ruled_out(fake_runner), ruled_out(fake_runner)
+    """At a load the bounds rule out (no steps declined after a measured loss: `_ledger_saved`
+    is priced at the report's count, see `dormant_floor`)."""
+    whole, parts = ruled_out(fake_runner, measure_round_times=True), ruled_out(fake_runner, measure_round_times=True)
     for proposer in (whole, parts):
         proposer.pauses.pause(64, 40)                          # a long pause at the bucket of 49-64
         assert proposer.dormant_rounds(64) == 40 and proposer.dormant_floor(64) == 49
     whole.dormant_passed(52, 9)
     for count, rounds in ((64, 3), (60, 2), (52, 4)):
         parts.dormant_passed(count, rounds)
+    assert whole.rates._since                                  # (counted per power of two: not empty)
     for read in (lambda p: dict(p.pauses._left), lambda p: p.skipped_rounds, lambda p: p.declined_steps,
-                 lambda p: p._last_batch, lambda p: dict(p.rates._since), lambda p: p.acceptance.full._now):
+                 lambda p: p._last_batch, lambda p: dict(p.rates._since), lambda p: p.acceptance.full._now,
+                 lambda p: (p._ledger_declined, p._ledger_saved)):
         assert read(whole) == read(parts)
 
 
@@ -81,20 +86,28 @@ def test_a_ruled_out_pause_that_ran_out_is_judged_again_at_the_ask(fake_runner) 
     assert timed.dormant_rounds(64) == 0                       # asked step by step there, as before
 
 
-def test_a_bound_rule_out_pauses_longer_while_it_holds_and_resets_when_the_load_may_pay(fake_runner) -> None:
-    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4, max_probe_every=16)
-    proposer._last_batch = 2
+def test_a_bound_rule_out_pauses_longer_only_where_the_bound_loses_by_a_wide_margin(fake_runner) -> None:
+    from deepinfer_dspark.bound_pauses import ROBUST_GAIN
+
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4)
+    assert proposer._bound_gain(64) <= ROBUST_GAIN < proposer._bound_gain(2)   # 64: 0.71 with every draft accepted
+
+    def rule_outs(batch: int, count: int = 5) -> list[int]:
+        proposer._last_batch, pauses = batch, []
+        for _ in range(count):
+            pauses.append(proposer.idle_rounds())
+            proposer.idle_round(batch)
+            proposer.pauses.pause(batch, 0)                    # (as if its rounds ran out)
+        return pauses
+    assert rule_outs(64) == [4, 8, 16, 16, 16]                 # doubling up to 4 x probe_every
     verdict = [True]
     proposer.expected_loss = lambda batch: verdict[0]
-    pauses = []
-    for _ in range(5):
-        pauses.append(proposer.idle_rounds())
-        proposer.idle_round(2)
-        proposer.pauses.pause(2, 0)                            # (as if its rounds ran out)
-    assert pauses == [4, 8, 16, 16, 16]
+    assert rule_outs(2, 3) == [4, 4, 4]                           # a loss by a hair: judged again every 4
     verdict[0] = False
     assert proposer.idle_rounds() == 0 and ledger_bucket(2) not in proposer._ruled_out
-    verdict[0] = True
-    assert proposer.idle_rounds() == 4                         # from probe_every again
+    proposer._bound_backoff[64] = proposer._bound_backoff[1] = 16
+    requests = [DraftRequest("r0", list(range(10)), K, 0.0, 0, 1.0, 0.0, 0, 40)]
     proposer.observe_step(["r0"], [0], [9], [0], torch.ones(9, 2))
-    assert proposer.dormant_rounds(2) == 4 and proposer.dormant_floor(2) == 2
+    proposer._last_batch = 1
+    assert any(d.token_ids for d in proposer.propose(requests))   # a drafted round at 1 ...
+    assert 64 in proposer._bound_backoff and 1 not in proposer._bound_backoff   # ... resets its own bucket only

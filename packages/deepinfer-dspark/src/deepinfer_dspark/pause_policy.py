@@ -18,8 +18,7 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
 - `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
   a young bucket's loss decline them where that exceeds `PROBE_SHARE`;
 - `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
-  declining after measured losses stops; `_rule_out_hopeless`: a pause that keeps them declines
-  them once `cannot_pay` or `expected_loss` holds at its load (asked per stretch or step);
+  declining after measured losses stops (`BoundPauses` rules out the loads the bounds lose at);
 - `dormant_rounds` and `dormant_passed`: a pause with the features declined, declared to the
   engine at once (`deepinfer_core.Proposer.dormant_rounds`: it then asks nothing per step).
 
@@ -31,7 +30,7 @@ from __future__ import annotations
 
 from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
 from deepinfer_dspark.measured_rates import PLAIN
-from deepinfer_dspark.pause_ledger import bucket_floor, buckets_above, ledger_bucket
+from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
 # (64 until session 17: with a drafter that lost everywhere the evidence never got past 33 requests
@@ -133,65 +132,16 @@ class PausePolicy:
             return self.pauses.left(num_requests)
         if ledger_bucket(num_requests) not in self._ruled_out and not self._rule_out_hopeless(num_requests):
             return 0
+        if self._hopeless_lapsed(num_requests):   # the bound no longer rules it out: its pause keeps the features
+            return 0
         if not self.pauses.left(num_requests) and not self.measure_plain_steps:   # its pause ran out: judged
             self.idle_rounds()   # again here, as `wants_features` would before the step (a step asked one by
             if ledger_bucket(num_requests) not in self._ruled_out:   # one saved; not where stretches are timed)
                 return 0
-        left = self.pauses.left(num_requests)
+        left = self._hopeless_left(num_requests, self.pauses.left(num_requests))
         if left > 0 and self.pending.holds:
             self.pending.clear()
         return left
-
-    def dormant_floor(self, num_requests: int) -> int:
-        """The fewest running requests the dormant stretch just declared at `num_requests` holds at
-        (see `deepinfer_core.Proposer.dormant_floor`): the smallest count of its bucket
-        (`bucket_floor`: its pause is the bucket's, `MeasuredRates` counts per power of two, which
-        the buckets refine), so `dormant_passed` at the stretch's last count records what the steps
-        one by one would, but for `_decline_saves`, priced at that count. `num_requests` itself
-        for a stretch declared for gaps (`_all_gapped` holds at its count only) or with
-        `measure_plain_steps` (its samples time each count's steps). On the tiny target at 64
-        requests (replies of 16-128 tokens) a dormant stretch otherwise ended every step or two,
-        and the default's host work a step ran +18 us over plain decoding's, +3 us with stretches
-        that held over counts (session 51)."""
-        if self._gapped_stretch or self.measure_plain_steps:
-            return num_requests
-        return min(bucket_floor(num_requests), num_requests)
-
-    def _bound_pause(self, batch: int) -> int:
-        """The rounds a load ruled out by a bound (`cannot_pay`, `expected_loss`) pauses before it is
-        judged again: `probe_every` at first, doubling (up to `max_probe_every`) while the bound
-        keeps ruling it out at its bucket, `probe_every` again once the bucket drafts or the bound
-        clears it. The bound moves only with new drafted rounds or with the slow aging of the
-        evidence (`FullAcceptance`: 2048 rounds), while each judgement cost a step asked one by one
-        and ~20 us of DSpark's host work: on the tiny target at 64 requests (session 51) a bucket
-        ruled out by the bound was judged again every 8 of its rounds."""
-        bucket = ledger_bucket(batch)
-        rounds = self._bound_backoff.get(bucket, self.probe_every)
-        self._bound_backoff[bucket] = min(2 * rounds, self.max_probe_every)
-        return rounds
-
-    def _rule_out_hopeless(self, batch: int) -> bool:
-        """Whether `batch`'s bucket, paused with the features kept, is ruled out now: drafting there
-        loses even if every draft were accepted (`cannot_pay`) or at the measured acceptance's upper
-        bound (`expected_loss`), what `idle_rounds` judges only once the pause has run out. The
-        pause keeps its length and declines the features from here on (`_pause_for`). A pause set
-        before the evidence said so (a partial probe's at a young bucket: no decline) otherwise kept
-        them to its end: on the tiny target (session 51), batches of 64 with replies of 16-128 tokens
-        kept them in the first 48 of 129 steps of every call, under a pause of 226 rounds at the
-        bucket of 49-64 requests, which each batch met only at its start, while `expected_loss`
-        held there and at the smaller buckets, which declined them. A no is asked again only after
-        `probe_every` more rounds (the evidence moves with drafted rounds; asked per step where the
-        engine asks `wants_features`). Never with `decline_features` off."""
-        if not self.decline_features or self.pauses.left(batch) <= 0:
-            return False
-        bucket, now = ledger_bucket(batch), self.skipped_rounds + self.drafted_rounds
-        if now < self._hopeless_checked.get(bucket, -1):
-            return False
-        if not (self.cannot_pay(batch) or self.expected_loss(batch)):
-            self._hopeless_checked[bucket] = now + self.probe_every
-            return False
-        self._pause_for(self.pauses.left(batch), batch, ruled_out=True)
-        return True
 
     def _all_gapped(self, num_requests: int) -> bool:
         """Whether each of the `num_requests` running requests is known to have a gap in its
@@ -270,6 +220,7 @@ class PausePolicy:
         declined: `wants_features`)."""
         self.pauses.pause(batch, rounds)
         bucket = ledger_bucket(batch)
+        self._hopeless_until.pop(bucket, None)   # (a new pause supersedes a `_rule_out_hopeless` one)
         if ruled_out and self.decline_features and rounds > 0:
             if bucket not in self._ruled_out:   # the requests running lose their context for good
                 self._ruled_out.add(bucket)
@@ -458,6 +409,7 @@ class PausePolicy:
                 self.pauses.extend(bucket, rounds)
                 self._inferred.add(bucket)
                 if self.ledger_decline:
+                    self._hopeless_until.pop(bucket, None)   # ruled out by the loss, not only by a bound
                     self._ruled_out.add(bucket)   # its requests get a gap when a step is declined
                     self._ledger_ruled.add(bucket)
 

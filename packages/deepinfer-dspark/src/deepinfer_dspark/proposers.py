@@ -19,6 +19,7 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.acceptance_ratio import AcceptanceRatio
 from deepinfer_dspark.batch_tail import tail_expected
+from deepinfer_dspark.bound_pauses import BoundPauses
 from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
@@ -38,7 +39,7 @@ from deepinfer_dspark.stragglers import Stragglers
 from deepinfer_dspark.verify_rates import VerifyRates
 
 
-class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
+class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
     """DSpark drafts with fixed-length or confidence-scheduled verification lengths (the
     decisions that judge a load: `PausePolicy`).
 
@@ -210,6 +211,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
         self._inferred: set[int] = set()      # buckets whose loss a settled smaller one implied
         self._bound_backoff: dict[int, int] = {}   # bucket -> the next pause a bound's rule-out sets (`_bound_pause`)
         self._hopeless_checked: dict[int, int] = {}   # bucket -> rounds before which a no holds (`_rule_out_hopeless`)
+        self._hopeless_until: dict[int, int] = {}     # bucket -> rounds at which its bound is judged again (the same)
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction,
                                                                            min_gain)
@@ -298,7 +300,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
                 self.pending.clear()
             return False
         if (not self._ruled_out or ledger_bucket(self._last_batch) not in self._ruled_out) \
-                and not self._rule_out_hopeless(self._last_batch):
+                and not self._rule_out_hopeless(self._last_batch) or self._hopeless_lapsed(self._last_batch):
             return True
         if self.pauses.left(self._last_batch) == 0:   # (an opening's pause does not hold a ruled-out load)
             self.idle_rounds()
@@ -380,7 +382,6 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
             probing = True
         self._ruled_out.discard(ledger_bucket(batch))   # drafting may pay here: features again
         self._ledger_ruled.discard(ledger_bucket(batch))
-        self._bound_backoff.pop(ledger_bucket(batch), None)
         span, flushed, pairs = self.flush_costs.clock(), self.pending.holds, self.pending.pairs   # (`FlushCosts`)
         if flushed:   # also frees steps whose rows belong to finished requests only
             self._flush()
@@ -397,6 +398,7 @@ class DSparkProposer(PausePolicy, StepTiming, LateBookkeeping):
                 self.pauses.pause(batch, NOTHING_READY_PAUSE)   # request with a whole context waits <= 32 rounds
             return self._plain_round(drafts, batch, skipped=False)
         asks = [requests[i] for i in ready]
+        self._bound_backoff.pop(ledger_bucket(batch), None)   # it drafts: a bound's next pause starts short
         in_run = self._continues_run([r.request_id for r in asks])   # (`LateBookkeeping`)
         self.drafted_rounds += 1
         hook = {"while_running": self._overlapped} if self.overlap_bookkeeping else {}   # (`LateBookkeeping`)

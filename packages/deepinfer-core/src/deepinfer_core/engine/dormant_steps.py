@@ -118,12 +118,13 @@ class DormantSteps:
             if not self._warned:
                 self._warned = True
                 logger.warning("speculative_config.proposer: %s failed or returned no integer "
-                               "(%s: %s); its steps run as usual", name, type(exc).__name__, exc)
+                               "(%s: %s); %s", name, type(exc).__name__, exc,
+                               "its stretch has no floor" if name == "dormant_floor" else "its steps run as usual")
             return 0
 
     def _floor_of(self, num_requests: int) -> int:
-        """The proposer's `dormant_floor` in [1, `num_requests`]; `num_requests` (logged once)
-        when it raises, is no integer or falls outside."""
+        """The proposer's `dormant_floor` in [1, `num_requests`]; `num_requests` when it raises or
+        is no integer (logged once, as `dormant_rounds`' failures are) or falls outside (not logged)."""
         floor = self._rounds(self._ask_floor, num_requests, "dormant_floor")
         return floor if 1 <= floor <= num_requests else num_requests
 
