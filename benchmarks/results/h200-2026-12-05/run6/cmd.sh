@@ -1,5 +1,5 @@
 # Session 51 (CPU only; prepared for the next lease). On this CPU the default's host work a step where drafting is
-# ruled out fell from +31.7 to +8.9 us over plain decoding's at 64 requests and from +69.3 to ~0 at 256
+# ruled out fell from +17-32 to +9 us over plain decoding's at 64 requests and from +61-69 to 0-10 at 256
 # (`dormant_host_cost.py`: dormant stretches that hold over a bucket's counts, re-judged at the ask, longer pauses
 # after a bound's rule-out, and a kept-features pause declined once the bound rules its load out). Does the default
 # now reach plain decoding at 64-256 in batch form (run5: 0.974 at 64, five rounds all below)?
