@@ -34,8 +34,10 @@ ENGINE_CALLS = ("dormant_rounds", "dormant_floor", "quiet_rounds", "dormant_pass
 WRAPPER_PHASES = ("_due", "_search", "_priced_drafts", "pays")   # `LookupAssist`'s, inside the calls above
 INNER_CALLS = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "quiet_passed", "idle_rounds",
                "idle_round", "propose", "commit")
-DSPARK_PHASES = ("_plan_pause", "expected_loss", "cannot_pay", "_overlapped")   # DSpark's own, inside its `propose`
-# (`_overlapped`: with `overlap_bookkeeping`, the host work a CUDA round does during the drafter's forward)
+DSPARK_PHASES = ("_plan_pause", "expected_loss", "cannot_pay", "_overlapped",   # DSpark's own, inside its `propose`
+                 "_lean_round")
+# (`_overlapped`: with `overlap_bookkeeping`, the host work a CUDA round does during the drafter's forward;
+# `_lean_round`: a leased round's whole call, its draft included, `DraftingLease`)
 MODULE_PHASES = ("schedule_round", "host_rows", "tail_expected")   # `deepinfer_dspark.proposers`' imports
 
 
@@ -146,7 +148,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--modes", nargs="+", default=["none", "confidence", "confidence-alone"],
-                        choices=["none", "confidence", "confidence-alone", "confidence-overlap", "fixed-7"])
+                        choices=["none", "confidence", "confidence-alone", "confidence-overlap", "confidence-unleased",
+                                 "fixed-7"])
     parser.add_argument("--untimed", action="store_true",
                         help="confidence modes price rounds on the profiles alone (`measure_round_times` false): "
                              "with the H200's profiles they then draft here as there, where this CPU's measured "
@@ -172,6 +175,8 @@ def main() -> None:
             config["measure_round_times"] = False
         if mode == "confidence-overlap":
             config["overlap_bookkeeping"] = True   # (`LateBookkeeping`: the hook's time is hidden on CUDA)
+        if mode == "confidence-unleased":
+            config["lease_rounds"] = 0   # every round judged (`DraftingLease` off)
         if mode == "confidence-alone":
             config["prompt_lookup_min"] = 0   # DSpark without the prompt-lookup wrapper
         if mode == "fixed-7":   # every round verifies 7 drafts: no scheduling, no ledgers, no wrapper

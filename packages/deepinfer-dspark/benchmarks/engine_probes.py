@@ -236,7 +236,8 @@ def proposer_state(llm, c: int) -> str:
     (`FlushCosts.per_pair`, us) and keeping the features to a paused step at C (`_keep_cost`, plain
     steps); the finished requests behind `Stragglers` and its factor at C; the draft graphs
     captured and the context pool's reallocations so far; with `prompt_lookup_min`, the lookup
-    rounds and drafts (`_lookup_state`)."""
+    rounds and drafts (`_lookup_state`). The drafted rounds' count names the lean ones among them
+    (`DraftingLease`)."""
     spec = llm.engine.speculative
     proposer = getattr(spec, "proposer", None)
     if getattr(proposer, "decode", None) is None:
@@ -247,7 +248,8 @@ def proposer_state(llm, c: int) -> str:
     gain = proposer.pauses.gain(c)
     openings = getattr(proposer, "openings", None)
     opening = None if openings is None else openings.ledger.gain(c)
-    return (f"so far drafted {proposer.drafted_rounds} skipped {proposer.skipped_rounds} rounds "
+    return (f"so far drafted {proposer.drafted_rounds} ({getattr(proposer, 'leased_rounds', 0)} lean) "
+            f"skipped {proposer.skipped_rounds} rounds "
             f"(features declined in {getattr(proposer, 'declined_steps', 0)} steps, "
             f"{getattr(getattr(spec, 'dormant', None), 'steps', 0)} of them dormant); at {c}: gain "
             f"{'-' if gain is None else f'{gain:.2f}'} (openings {'-' if opening is None else f'{opening:.2f}'}) "

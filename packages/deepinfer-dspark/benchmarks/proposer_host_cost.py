@@ -36,7 +36,7 @@ import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
 from deepinfer_dspark.factories import (  # noqa: E402
-    BOUND_ONLY_DEFAULT, LOOKUP_DEFAULT, OVERLAP_DEFAULT, STRAGGLERS_DEFAULT)
+    BOUND_ONLY_DEFAULT, LEASE_DEFAULT, LOOKUP_DEFAULT, OVERLAP_DEFAULT, STRAGGLERS_DEFAULT)
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
@@ -46,22 +46,24 @@ RESTART = 1500    # tokens after which a request is replaced by a fresh one (bou
 
 
 def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode: SPSProfile,
-                spec: SPSProfile, seed: int = 0, timed: bool = False) -> list[float]:
+                spec: SPSProfile, seed: int = 0, timed: bool = False) -> tuple[list[float], float]:
     """Seconds of host work of each drafted round (`idle_rounds` + `propose` + the commits) of a
-    `mode` proposer ("fixed", "confidence", or "default": confidence scheduling with the engine
+    `mode` proposer ("fixed", "confidence", "default": confidence scheduling with the engine
     factory's defaults, rounds timed, wrapped for prompt lookup, the draft hook's work left out as
-    the drafter's forward hides it on CUDA, `opening_tokens` 0 as for "confidence"; `timed`: the
-    "confidence" mode with `measure_round_times`) at `batch`
-    requests, over `rounds` rounds."""
+    the drafter's forward hides it on CUDA, `opening_tokens` 0 as for "confidence"; "unleased": the
+    default without `DraftingLease`, `lease_rounds` 0; `timed`: the "confidence" mode with
+    `measure_round_times`) at `batch` requests, over `rounds` rounds, and the draft hook's mean
+    seconds a drafted round (0 but for "default" and "unleased")."""
     runner = sim.FakeRunner(k, level, random.Random(seed))
     kw = {} if mode == "fixed" else {"sps": spec, "decode": decode, "opening_tokens": 0,
                                      "measure_round_times": timed}
-    if mode == "default":   # the engine factory's defaults (`factories.py`), the prompt-lookup wrapper included,
-        kw.update(bound_only=BOUND_ONLY_DEFAULT, judge_stragglers=STRAGGLERS_DEFAULT,   # the rounds timed as
-                  overlap_bookkeeping=OVERLAP_DEFAULT, measure_round_times=True)     # with a decode profile
+    if mode in ("default", "unleased"):   # the engine factory's defaults (`factories.py`), the prompt-lookup
+        kw.update(bound_only=BOUND_ONLY_DEFAULT, judge_stragglers=STRAGGLERS_DEFAULT,   # wrapper included, the
+                  overlap_bookkeeping=OVERLAP_DEFAULT, measure_round_times=True,        # rounds timed as with a
+                  lease_rounds=0 if mode == "unleased" else LEASE_DEFAULT)           # decode profile
     proposer = DSparkProposer(runner, k, **kw)
     hidden = [0.0]   # seconds in the draft's `while_running` hook: on CUDA during the drafter's forward
-    if mode == "default":
+    if mode in ("default", "unleased"):
         runner_draft = runner.draft
 
         def timed_draft(requests, k, while_running=None):
@@ -83,7 +85,7 @@ def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode
 
     for request_id in ids:
         start(request_id)
-    times = []
+    times, hooks = [], []
     for _ in range(rounds):
         asks = [DraftRequest(i, tokens[i], k, 0.0, 0, 1.0, 0.0, 0, len(tokens[i]) - PROMPT) for i in ids]
         began, hidden[0] = time.perf_counter(), 0.0
@@ -102,6 +104,7 @@ def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode
         spent = time.perf_counter() - began - hidden[0]
         if grown:
             times.append(spent)
+            hooks.append(hidden[0])
         for i in ids:
             n, first = grown.get(i, 1), len(tokens[i]) - 1
             tokens[i].extend([7] * n)
@@ -109,7 +112,7 @@ def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode
             if len(tokens[i]) > RESTART:
                 proposer.remove(i)
                 start(i)
-    return times
+    return times, sum(hooks) / max(len(hooks), 1)
 
 
 def main() -> None:
@@ -126,18 +129,23 @@ def main() -> None:
     args = parser.parse_args()
     decode = SPSProfile.load(args.profiles / "sps.json")
     spec = SPSProfile.load(args.profiles / "spec_sps.json")
-    print("| requests | fixed-k us/round | confidence us/round | default us/round | confidence extra us "
-          "| default extra us | confidence drafted | default drafted |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    modes = ("fixed", "confidence", "unleased", "default")
+    print("| requests | " + " | ".join(f"{m} us/round" for m in modes) + " | unleased / default hook us "
+          "| unleased extra us | default extra us | drafted (confidence, unleased, default) |")
+    print("|---:|" + "---:|" * (len(modes) + 4))
     for batch in args.batch:
-        runs: dict[str, list[list[float]]] = {"fixed": [], "confidence": [], "default": []}
+        runs: dict[str, list[tuple[list[float], float]]] = {m: [] for m in modes}
         for _ in range(args.repeats):   # alternated: a slow spell of the host hits every mode
             for mode, out in runs.items():
                 out.append(round_times(mode, batch, args.rounds, args.k, args.level, decode, spec,
                                        timed=args.timed))
-        fixed, conf, default = (min(statistics.median(r) for r in runs[m]) * 1e6 for m in runs)
-        print(f"| {batch} | {fixed:.1f} | {conf:.1f} | {default:.1f} | {conf - fixed:+.1f} | {default - fixed:+.1f} "
-              f"| {len(runs['confidence'][0])} / {args.rounds} | {len(runs['default'][0])} / {args.rounds} |")
+        us = {m: min(statistics.median(times) for times, _ in runs[m]) * 1e6 for m in modes}
+        hook = {m: min(h for _, h in runs[m]) * 1e6 for m in ("unleased", "default")}
+        drafted = ", ".join(str(len(runs[m][0][0])) for m in ("confidence", "unleased", "default"))
+        print(f"| {batch} | " + " | ".join(f"{us[m]:.1f}" for m in modes)
+              + f" | {hook['unleased']:.1f} / {hook['default']:.1f} | {us['unleased'] - us['fixed']:+.1f} "
+              f"| {us['default'] - us['fixed']:+.1f} | {drafted} of {args.rounds} |")
+
 
 if __name__ == "__main__":
     main()

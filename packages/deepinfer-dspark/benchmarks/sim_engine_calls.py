@@ -276,7 +276,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               min_gain=getattr(args, "min_gain", 1.0),
                               judge_stragglers=getattr(args, "stragglers", False),
                               bound_only=getattr(args, "bound_only", 0),
-                              overlap_bookkeeping=getattr(args, "overlap_bookkeeping", False))
+                              overlap_bookkeeping=getattr(args, "overlap_bookkeeping", False),
+                              lease_rounds=getattr(args, "lease_rounds", 0))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
@@ -392,6 +393,9 @@ def main() -> None:
     parser.add_argument("--overlap-bookkeeping", action="store_true",
                         help="speculative_config.overlap_bookkeeping: each drafted round judged (and its commits "
                              "folded) during the next drafted round (`LateBookkeeping`: decisions a round later)")
+    parser.add_argument("--lease-rounds", type=int, default=0, metavar="N",
+                        help="speculative_config.lease_rounds: lean rounds between sample rounds where a load wins "
+                             "by a wide margin (`DraftingLease`; 0: off, as the results recorded before it ran)")
     parser.add_argument("--measure-plain", action="store_true",
                         help="the proposer times plain steps over stretches on the simulated clock "
                              "(`measure_plain_steps`)")

@@ -142,8 +142,9 @@ def test_a_losing_body_still_pauses_openings_and_declines() -> None:
 def test_engine_openings_are_judged_apart_and_lossless(folders, kit, async_scheduling) -> None:
     """A tiny engine whose random drafter loses at 1 request: replies of 64 tokens cross from the
     opening into the body; greedy output is plain decoding's (also with asynchronous scheduling);
-    every drafted round was judged by one of the two ledgers, and no step declined its features
-    before the body's loss settled."""
+    every drafted round was judged by one of the two ledgers or ran lean under a lease (a body
+    round at 1 request, `DraftingLease`), and no step declined its features before the body's
+    loss settled."""
     from deepinfer_core import SamplingParams
 
     target, drafter = folders
@@ -159,7 +160,8 @@ def test_engine_openings_are_judged_apart_and_lossless(folders, kit, async_sched
     got = [llm.generate([p], params)[0].outputs[0].token_ids for p in prompts]
     assert got == expected
     openings, bodies = proposer.openings.ledger.rounds(1), proposer.pauses.rounds(1)
-    assert openings >= 1 and bodies >= 1 and openings + bodies == proposer.drafted_rounds   # each judged once
+    assert openings >= 1 and bodies >= 1   # each judged once, or lean
+    assert openings + bodies + proposer.leased_rounds == proposer.drafted_rounds
     if bodies < 8:   # no settled body loss yet: features kept
         assert proposer.declined_steps == 0
 

@@ -89,7 +89,13 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           every request's gain counts, as until session 49. Session 41's H200 calls ran it below
           the mean request's judgement in six of eight cells; session 49's pre-registered call
           (four processes, ratios from untraced rounds) +2.3 points at 8 requests (0.990 against
-          0.968) and +1.1 on average at 1-2: now the default, BENCHMARKS.md forty-fifth session).
+          0.968) and +1.1 on average at 1-2: now the default, BENCHMARKS.md forty-fifth session),
+          lease_rounds (8, `LEASE_DEFAULT`: up to bound_only requests, where the pause ledgers pause
+          nothing, a load judged at a gain of at least 1.25 runs this many lean rounds between
+          two judged ones: drafted and scheduled by Algorithm 1, their acceptance evidence kept, but
+          not judged, and no bound priced, `DraftingLease`; 0: every round judged, as until
+          session 52; on this CPU -16 us of host work a drafted round at 1 request, of ~60; not yet
+          measured on the H200).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -240,7 +246,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
-                "max_probe_every"):
+                "max_probe_every", "lease_rounds"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -282,6 +288,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 opening_tokens=_int_key(spec_config, "opening_tokens", OPENING_TOKENS, 0),
                 bound_only=_int_key(spec_config, "bound_only", BOUND_ONLY_DEFAULT, 0),
                 overlap_bookkeeping=_bool_key(spec_config, "overlap_bookkeeping", OVERLAP_DEFAULT),
+                lease_rounds=_int_key(spec_config, "lease_rounds", LEASE_DEFAULT, 0),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 
@@ -297,6 +304,8 @@ LOOKUP_DEFAULT = 2      # `prompt_lookup_min` with confidence scheduling (H200, 
 POOL_BLOCK_SIZE = 32   # positions per block of the drafter's context pool
 BOUND_ONLY_DEFAULT = 1   # `bound_only` (H200, session 45: +12 points at 1 request over six processes)
 STRAGGLERS_DEFAULT = True   # `judge_stragglers` (H200, session 49: +2.3 points at 8 requests over four processes)
+LEASE_DEFAULT = 8   # `lease_rounds` (`DraftingLease`; session 52, on this CPU: -16 us of host work a drafted round
+# at 1 request, the policy unchanged in `sim_engine_calls.py`; not yet measured on the H200)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
 
 

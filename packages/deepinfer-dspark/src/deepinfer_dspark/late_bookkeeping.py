@@ -33,6 +33,8 @@ earlier rounds only (it governs the round after the next), so verification stays
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 
 class LateBookkeeping:
     """The deferred half of `DSparkProposer`'s bookkeeping (see the module docstring).
@@ -52,8 +54,9 @@ class LateBookkeeping:
 
     def _judge_round(self, plan: tuple, in_run: bool) -> None:
         """Judges a drafted round (`plan`: `_plan_pause`'s expected, lengths, batch, partial and
-        opening): at once, or with `overlap_bookkeeping` and `in_run` (the round before it drafted
-        too) in the next round's draft (its commits then wait with it)."""
+        opening, then the round's request ids): at once, or with `overlap_bookkeeping` and
+        `in_run` (the round before it drafted too) in the next round's draft (its commits then
+        wait with it)."""
         if self.overlap_bookkeeping and in_run:
             self._late = (plan, [])
         else:
@@ -61,8 +64,9 @@ class LateBookkeeping:
             self._verdict = None   # (priced during the draft, before this judgement: price live)
 
     def _plan(self, plan: tuple) -> None:
-        expected, lengths, batch, partial, opening = plan
+        expected, lengths, batch, partial, opening, _ = plan
         self._plan_pause(expected, lengths, batch, partial=partial, opening=opening)
+        self._grant_lease(plan)   # (`DraftingLease`)
 
     def _commit_round(self, request_id: str, num_tokens: int) -> int:
         """`AcceptanceRatio.commit`, kept for the next settle while a round's bookkeeping waits;
@@ -78,6 +82,7 @@ class LateBookkeeping:
         `run_over`: no round is being drafted (a run of drafted rounds has ended)."""
         late, self._late, self._verdict = self._late, None, None
         self._in_run = self._in_run and not run_over
+        self._open_lean_round()   # (`DraftingLease`: a lean round is opened late too)
         try:
             if late is not None and late[0] is not None:
                 self._plan(late[0])
@@ -86,7 +91,7 @@ class LateBookkeeping:
                 self.acceptance.commit(request_id, num_tokens)
             self.acceptance.close()
 
-    def _continues_run(self, request_ids: list[str]) -> bool:
+    def _continues_run(self, request_ids: Collection[str]) -> bool:
         """Whether a round drafting for `request_ids` continues the last run of drafted rounds (one
         of them drafted in the round before); if not, what waits is settled first."""
         if self._in_run and not self._run_ids.isdisjoint(request_ids):
@@ -115,6 +120,7 @@ class LateBookkeeping:
         option, where the commit came first)."""
         if self._late is None:
             return
+        self._open_lean_round()
         kept = [c for c in self._late[1] if c[0] != request_id]
         if len(kept) < len(self._late[1]):
             for c in self._late[1]:

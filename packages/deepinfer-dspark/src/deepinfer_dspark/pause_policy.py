@@ -18,9 +18,8 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
 - `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
   a young bucket's loss decline them where that exceeds `PROBE_SHARE`;
 - `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
-  declining after measured losses stops (`BoundPauses` rules out the loads the bounds lose at);
-- `dormant_rounds` and `dormant_passed`: a pause with the features declined, declared to the
-  engine at once (`deepinfer_core.Proposer.dormant_rounds`: it then asks nothing per step).
+  declining after measured losses stops (`BoundPauses` rules out the loads the bounds lose at;
+  `PausedSteps` answers the engine's asks about paused steps with these decisions).
 
 Every decision reads earlier rounds only, never the drafts it governs, so verification stays
 lossless. Device-free.
@@ -29,7 +28,6 @@ lossless. Device-free.
 from __future__ import annotations
 
 from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
-from deepinfer_dspark.measured_rates import PLAIN
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
@@ -104,115 +102,6 @@ class PausePolicy:
         if upper is None:
             return False
         return self.costs.loses(batch, (1.0 + upper) * self._straggler_factor(batch) - 1.0)
-
-    def dormant_rounds(self, num_requests: int) -> int:
-        """Upcoming rounds at `num_requests` requests that are paused with the features declined
-        (see `deepinfer_core.Proposer.dormant_rounds`): the pause left at the bucket while it is
-        ruled out (`wants_features` would decline them all), else 0. The engine then asks
-        nothing for them and reports them with `dormant_passed`. Declining drops the buffered
-        features, as `wants_features` does. Never with `measure_step_times` (it times every step)
-        nor during a plain re-timing run (`measure_plain_steps`: its steps are asked one by one).
-        With `decline_features`, the engine asks before every step without drafts outside a
-        stretch, with the requests running then: the last batch (what `wants_features` and
-        `idle_rounds` judge) is that one from now on, not the last round's (a batch that just
-        ended, or shrank, is not judged). Without it, nothing changes and 0 is returned."""
-        self._stretch_asked(num_requests)   # (`measure_plain_steps`: the last stretch's steps timed)
-        self._gapped_stretch = False   # (an ask answered 0, e.g. by a wrapper, reports nothing)
-        if not self.decline_features:   # (also off with `measure_step_times`: it times every step)
-            return 0
-        self._last_batch = num_requests   # (also in a plain re-timing run: `wants_features` judges this batch)
-        if self._timing_plain():   # its steps are asked one by one, declined or not
-            return 0
-        if self._all_gapped(num_requests):   # nothing can draft until a request joins: features are useless
-            if not self.pauses.left(num_requests):
-                self.pauses.pause(num_requests, NOTHING_READY_PAUSE)
-            if self.pending.holds:
-                self.pending.clear()
-            self._gapped_stretch = True   # (`dormant_passed`: its count may include a request that finished)
-            return self.pauses.left(num_requests)
-        if ledger_bucket(num_requests) not in self._ruled_out and not self._rule_out_hopeless(num_requests):
-            return 0
-        if self._hopeless_lapsed(num_requests):   # the bound no longer rules it out: its pause keeps the features
-            return 0
-        if not self.pauses.left(num_requests) and not self.measure_plain_steps:   # its pause ran out: judged
-            self.idle_rounds()   # again here, as `wants_features` would before the step (a step asked one by
-            if ledger_bucket(num_requests) not in self._ruled_out:   # one saved; not where stretches are timed)
-                return 0
-        left = self._hopeless_left(num_requests, self.pauses.left(num_requests))
-        if left > 0 and self.pending.holds:
-            self.pending.clear()
-        return left
-
-    def _all_gapped(self, num_requests: int) -> bool:
-        """Whether each of the `num_requests` running requests is known to have a gap in its
-        context (`ContextFeed.gapped`: requests alive, the running ones and any preempted), so
-        none can draft again and features captured now would be dropped: a batch whose steps were
-        declined at a load ruled out, found with nothing ready (`propose`) when it was not (session
-        20: on the H200 such batches captured features to their end, a sync every 32 rounds).
-        A request that joins raises the count past the gapped ones: its features are captured."""
-        return 0 < num_requests <= len(self.feed.gapped)
-
-    def dormant_passed(self, num_requests: int, rounds: int) -> None:
-        """`rounds` dormant rounds have run, `num_requests` requests running after each: what
-        `rounds` calls of `wants_features` (declined) and `idle_round(num_requests)` would have
-        recorded (0 requests: the batch ended, nothing skipped), except that the stretch is no
-        timed step (`MeasuredRates.pause`: the engine asked nothing during it)."""
-        self.rates.pause()   # (the stretch is no step of a timed run)
-        gapped, self._gapped_stretch = self._gapped_stretch, False   # declared for gaps (`dormant_rounds`)
-        self._stretch_ran(num_requests, rounds)
-        self._count(PLAIN, num_requests, rounds)
-        self._settle()   # (`LateBookkeeping`: what waits, then the acceptance's round closed)
-        self.acceptance.tick(rounds)
-        self._last_batch, self._cleared = num_requests, 0
-        self.openings.idle(0, rounds)   # (dormant: paused at the bucket itself, not in the opening)
-        if num_requests:
-            self.pauses.skip(num_requests, rounds)
-            self.skipped_rounds += rounds
-        self.declined_steps += rounds
-        if ledger_bucket(num_requests) in self._ledger_ruled \
-                and not self.cannot_pay(num_requests) and not self.expected_loss(num_requests):
-            self._ledger_declined += rounds
-            self._ledger_saved += rounds * self._decline_saves(num_requests)
-        elif self._ledger_declined and num_requests and (gapped or self._all_gapped(num_requests)):   # as `propose`
-            self._ledger_saved += rounds * self._decline_saves(num_requests)   # nothing captured nor buffered
-            self._regret_gaps(num_requests, 1.0, rounds)   # (a dormant batch is not asked)
-
-    def quiet_rounds(self, num_requests: int) -> int:
-        """Upcoming rounds at `num_requests` requests that are paused with the features kept (see
-        `deepinfer_core.Proposer` and core's `DormantSteps`): the pause left at the last round's
-        bucket when the count has not changed since (a changed count is judged step by step,
-        as `idle_rounds` would: a round late), the bucket is not ruled out (those are
-        `dormant_rounds`) and every running request can still draft; at most as many rounds as
-        the buffer takes without filling (a flush inside the stretch could find gaps that step
-        by step would answer with a dormant stretch); else 0. Asking changes nothing. The engine
-        then hands over each step's features (`observe_step`: buffered, as paused) and asks
-        nothing else until it reports the stretch with `quiet_passed`. Not with
-        `measure_step_times` (it times every step) nor during a re-timing run (drafted or plain)."""
-        self._stretch_asked(num_requests)
-        if (self.measure_step_times or self._probing() or self._timing_plain() or not num_requests
-                or num_requests != self._last_batch
-                or self._all_gapped(num_requests) or ledger_bucket(num_requests) in self._ruled_out):
-            return 0
-        return min(self.pauses.left(num_requests), self.pending.rounds_before_full(num_requests))
-
-    def quiet_passed(self, num_requests: int, rounds: int) -> None:
-        """`rounds` quiet rounds have run, `num_requests` requests running after each: what
-        `rounds` calls of `idle_round(num_requests)` would have recorded (0 requests: the batch
-        ended, nothing skipped), except that the stretch is no timed step (`MeasuredRates.pause`)."""
-        self.rates.pause()   # (the stretch is no step of a timed run)
-        self._stretch_ran(num_requests, rounds)
-        self._count(PLAIN, num_requests, rounds)
-        self._settle()   # (`LateBookkeeping`: what waits, then the acceptance's round closed)
-        self.acceptance.tick(rounds)
-        self._last_batch, self._cleared = num_requests, 0
-        body = min(self.pauses.left(num_requests), rounds) if num_requests else 0
-        if num_requests:
-            self.pauses.skip(num_requests, rounds)
-            self.skipped_rounds += rounds
-        if body:
-            self.openings.idle(0, body)
-        if rounds > body:
-            self.openings.idle(num_requests, rounds - body)
 
     def _pause_for(self, rounds: int, batch: int, ruled_out: bool = False) -> None:
         """Pauses `rounds` rounds at `batch`'s bucket; `ruled_out`: because even accepting every

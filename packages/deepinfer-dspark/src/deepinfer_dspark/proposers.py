@@ -24,6 +24,7 @@ from deepinfer_dspark.context_feed import ContextFeed
 from deepinfer_dspark.draft_costs import DraftCosts
 from deepinfer_dspark.draft_runner import DraftRequest as DSparkRequest
 from deepinfer_dspark.draft_runner import DraftSampling, DSparkDraftRunner
+from deepinfer_dspark.drafting_lease import DraftingLease
 from deepinfer_dspark.flush_costs import FlushCosts
 from deepinfer_dspark.host_rows import host_rows
 from deepinfer_dspark.late_bookkeeping import LateBookkeeping
@@ -31,6 +32,7 @@ from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RETIMED, RUN, SPE
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
+from deepinfer_dspark.paused_steps import PausedSteps
 from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
@@ -39,7 +41,7 @@ from deepinfer_dspark.stragglers import Stragglers
 from deepinfer_dspark.verify_rates import VerifyRates
 
 
-class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
+class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBookkeeping, DraftingLease):
     """DSpark drafts with fixed-length or confidence-scheduled verification lengths (the
     decisions that judge a load: `PausePolicy`).
 
@@ -154,7 +156,7 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
                  measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False,
-                 bound_only: int = 0, overlap_bookkeeping: bool = False) -> None:
+                 bound_only: int = 0, overlap_bookkeeping: bool = False, lease_rounds: int = 0) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -192,6 +194,9 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
             raise ValueError(f"bound_only: must be >= 0, got {bound_only}")
         self.bound_only = bound_only
         self.overlap_bookkeeping = overlap_bookkeeping
+        if lease_rounds < 0:
+            raise ValueError(f"lease_rounds: must be >= 0, got {lease_rounds}")
+        self.lease_rounds = lease_rounds
         self.draining_batch = False         # the engine only drains what it holds (`draining`)
         for name, on in (("measure_round_times", measure_round_times), ("measure_plain_steps", measure_plain_steps)):
             if on and measure_step_times:
@@ -261,60 +266,6 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
     def _flush(self) -> None:
         self.feed.flush()
 
-    def idle_rounds(self) -> int:
-        """Rounds still paused: `propose` returns no drafts for that many calls (see `Proposer`).
-
-        When the pause is over but drafting still cannot pay at the last batch size (`_last_batch`)
-        (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
-        asynchronous scheduling need not wait for token ids to hear that nothing will be drafted."""
-        if self.decline_features and self._all_gapped(self._last_batch) and not self.pauses.left(self._last_batch):
-            self.pauses.pause(self._last_batch, NOTHING_READY_PAUSE)   # as `dormant_rounds` would: nothing can draft
-        if self.pauses.left(self._last_batch) == 0 and self._last_batch and not self._probing():
-            batch = self._last_batch   # (also in a paused opening: a load ruled out declines its features)
-            hopeless, loss = self._bounds(batch)   # (priced during the last draft: `overlap_bookkeeping`)
-            hopeless = self.cannot_pay(batch) if hopeless is None else hopeless
-            if hopeless and not self._probe_due(batch):
-                self._pause_for(self._bound_pause(batch), batch, ruled_out=True)
-            elif self.expected_loss(batch) if loss is None else loss:
-                self._pause_for(self._bound_pause(batch), batch, ruled_out=True)
-            else:
-                self._bound_backoff.pop(ledger_bucket(batch), None)
-                self._ruled_out.discard(ledger_bucket(batch))
-                self._ledger_ruled.discard(ledger_bucket(batch))
-                if not hopeless and not self.measure_step_times:   # (measured rates move within a round; with
-                    # `measure_round_times` only a sample taken as `propose` starts: a round late, lossless)
-                    self._cleared = batch   # judged here: `propose` at this batch need not judge again
-        return self._pause
-
-    def wants_features(self) -> bool:
-        """Whether the next step must capture the target features (see
-        `deepinfer_core.Proposer.wants_features`): False while the last batch's bucket is paused
-        because even accepting every draft could not pay there, or after a settled measured loss
-        (`decline_features`, `_plan_pause`). A pause run out is judged again here (`idle_rounds`,
-        as the engine's next call would). A declined step drops the features buffered so far:
-        every request it runs gets a gap, also at a bucket ruled out before (rows buffered
-        meanwhile at another bucket, e.g. a new chat batch's prefill, would wait for a flush)."""
-        if self.decline_features and self._all_gapped(self._last_batch):   # no running request can use them
-            self.declined_steps += 1
-            if self.pending.holds:
-                self.pending.clear()
-            return False
-        if (not self._ruled_out or ledger_bucket(self._last_batch) not in self._ruled_out) \
-                and not self._rule_out_hopeless(self._last_batch) or self._hopeless_lapsed(self._last_batch):
-            return True
-        if self.pauses.left(self._last_batch) == 0:   # (an opening's pause does not hold a ruled-out load)
-            self.idle_rounds()
-        declined = ledger_bucket(self._last_batch) in self._ruled_out and self.pauses.left(self._last_batch) > 0
-        self.declined_steps += declined
-        if declined and self.pending.holds:   # the running requests get a gap: their rows are useless
-            self.pending.clear()   # (else kept until a flush: 44k rows of 256 chat prompts, 58-231 ms)
-        if declined and ledger_bucket(self._last_batch) in self._ledger_ruled:
-            # a step declined after a measured loss only, not where drafting is ruled out anyway
-            if not self.cannot_pay(self._last_batch) and not self.expected_loss(self._last_batch):
-                self._ledger_declined += 1
-                self._ledger_saved += self._decline_saves(self._last_batch)
-        return not declined
-
     @property
     def batch(self) -> int:
         """Requests in the last round (or running at the last `dormant_rounds` ask)."""
@@ -327,26 +278,11 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
         its opening, the opening rounds still to skip there (`OpeningPhase`)."""
         return self.pauses.left(self._last_batch) or self.openings.paused(self._last_batch)
 
-    def running(self, num_requests: int) -> None:
-        """The next `propose` is asked about fewer requests than run (see `deepinfer_core.Proposer`):
-        that round is priced and paused at `num_requests`."""
-        self._running = num_requests
-
-    def idle_round(self, num_requests: int) -> None:
-        """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
-        does while paused."""
-        self._record(self.rates.start(), num_requests, None)
-        self._settle()
-        self._last_batch, self._cleared, self._running = num_requests, 0, 0   # (`running` held for one round)
-        self._count(PLAIN, num_requests)
-        self.acceptance.tick()
-        paused_body = False   # a round without drafts (also one at a bucket not paused: the engine
-        if num_requests:      # asked by the last batch's bucket, a lag of one round)
-            paused_body = self.pauses.skip(num_requests)
-            self.skipped_rounds += 1
-        self.openings.idle(0 if paused_body else num_requests)   # else an opening's pause, if any
-
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
+        self._lean_open = None   # (the engine commits before it proposes)
+        lease = self._leased(requests) if self._lease is not None else None
+        if lease is not None:   # (`DraftingLease`)
+            return self._lean_round(requests, lease)
         began = self.rates.start()
         # The round's batch: the requests running (`running`, when some are not asked: their
         # sampling cannot be drafted for), as `idle_round` and `dormant_rounds` count it, so a
@@ -399,12 +335,11 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
             return self._plain_round(drafts, batch, skipped=False)
         asks = [requests[i] for i in ready]
         self._bound_backoff.pop(ledger_bucket(batch), None)   # it drafts: a bound's next pause starts short
-        in_run = self._continues_run([r.request_id for r in asks])   # (`LateBookkeeping`)
+        ids = frozenset(r.request_id for r in asks)
+        in_run = self._continues_run(ids)   # (`LateBookkeeping`)
         self.drafted_rounds += 1
         hook = {"while_running": self._overlapped} if self.overlap_bookkeeping else {}   # (`LateBookkeeping`)
-        outs = self.runner.draft([DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
-                                                DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step))
-                                  for r in asks], self.num_tokens, **hook)
+        outs = self.runner.draft(self._draft_requests(asks), self.num_tokens, **hook)
         if self._late is not None:   # (the hook did not run: settled before the new round opens)
             self._settle()
         lengths = [min(r.max_tokens, self.num_tokens) for r in asks]
@@ -418,10 +353,10 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
             # Decided from this round, applied to later rounds only: lossless (stale decisions).
             if not probing:   # the batch's tail weighs the requests (`round_weights`), else each counts once
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
-                self._judge_round((expected, lengths, batch, len(asks) < batch, opening), in_run)   # (maybe late)
+                self._judge_round((expected, lengths, batch, len(asks) < batch, opening, ids), in_run)   # (maybe late)
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
             self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
-        self.lengths, self._in_run, self._run_ids = lengths, True, frozenset(r.request_id for r in asks)
+        self.lengths, self._in_run, self._run_ids = lengths, True, ids
         self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
         self._count(SPEC, batch)
         if not probing and (self._plain_run_due(batch) or self.measure_step_times and self.decode is not None
@@ -431,6 +366,12 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
         for i, out, row, n in zip(ready, outs, tokens, lengths):
             drafts[i] = Draft(row[:n], None if out.probs is None else out.probs[:n].float())
         return drafts
+
+    @staticmethod
+    def _draft_requests(asks: list[DraftRequest]) -> list[DSparkRequest]:
+        """The drafter's requests of a round: anchored at each request's last token."""
+        return [DSparkRequest(r.request_id, int(r.token_ids[-1]), len(r.token_ids) - 1,
+                              DraftSampling(r.temperature, r.top_k, r.top_p, r.min_p, r.seed, r.step)) for r in asks]
 
     def _plain_round(self, drafts: list[Draft], batch: int, skipped: bool = True) -> list[Draft]:
         """Ends a round without drafts: counted as a plain step (and a skipped round), with the
@@ -442,7 +383,10 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """After a verification: the request's realized accepted drafts (`acceptance`). The
-        context cache needs nothing: it only ever holds committed positions (see observe)."""
+        context cache needs nothing: it only ever holds committed positions (see observe). A lean
+        round's commit counts in its lease only (`DraftingLease`)."""
+        if self._lean_open is not None and self._lean_commit(request_id, num_tokens):
+            return
         self.openings.advanced(self._commit_round(request_id, num_tokens))
         if self.judge_stragglers:
             self.stragglers.commit(request_id, num_tokens)
@@ -460,6 +404,8 @@ class DSparkProposer(PausePolicy, BoundPauses, StepTiming, LateBookkeeping):
         self.draining_batch = bool(flag) and self.judge_stragglers
 
     def remove(self, request_id: str) -> None:
+        if self._lease is not None and request_id in self._lease.ids:
+            self._end_lease()
         if self.judge_stragglers:
             self.stragglers.finish(request_id)
         self._forget_commit(request_id)
