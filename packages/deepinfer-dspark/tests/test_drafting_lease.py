@@ -48,7 +48,7 @@ class Driver:
         return out
 
     def round(self, accepted: int | None = None) -> list:
-        assert self.p.idle_rounds() in (0, self.p._pause)
+        self.idle = self.p.idle_rounds()   # (the engine asks before it proposes)
         lean = self.p.leased_rounds
         drafts = self.p.propose(self.asks())
         self.kinds.append("L" if self.p.leased_rounds > lean else "F")
@@ -67,7 +67,13 @@ class Driver:
 
 def test_a_winning_load_runs_lean_between_sample_rounds(fake_runner) -> None:
     p = make(fake_runner)
-    kinds = Driver(p).rounds(30)
+    driver = Driver(p)
+    idle = []
+    for _ in range(30):
+        driver.round()
+        idle.append(driver.idle)
+    kinds = "".join(driver.kinds)
+    assert idle == [0] * 30   # (nothing paused: every round drafted)
     assert p.drafted_rounds == 30 and p.leased_rounds > 15
     # granted by the first round (a lone probe, judged at once), then `LEASE` lean rounds, a sample
     # round, and again: the round after a sample round runs lean while the sample is judged
@@ -142,6 +148,12 @@ def test_a_lease_whose_rounds_lose_ends_and_cools_down(fake_runner) -> None:
     assert p._lease.realized_gain() <= 1.0
     driver.round(accepted=0)   # the sample point: ended, a full round
     assert driver.kinds[-1] == "F" and p._lease is None and p._lease_cooldown == LEASE
+    judged = p.pauses.rounds(1)
+    for _ in range(300):   # every draft accepted again: the measured acceptance, then the gain, recover
+        driver.round()
+        if p._lease is not None:
+            break
+    assert p._lease is not None and p.pauses.rounds(1) - judged > LEASE   # not before `LEASE` judged rounds
 
 
 def test_a_cooling_lease_is_not_granted(fake_runner) -> None:
@@ -166,6 +178,39 @@ def test_a_round_without_drafts_ends_a_lease(fake_runner, stretch) -> None:
     assert p._lease is None
     driver.round()
     assert driver.kinds[-1] == "F"
+
+
+def test_a_renewal_waiting_when_the_run_ends_grants_nothing(fake_runner) -> None:
+    """The run ends (a round without drafts) while the sample round's judgement waits: the
+    judgement runs then, but no lease outlives the run."""
+    p = make(fake_runner)
+    driver = Driver(p)
+    driver.rounds(LEASE + 2)   # ... a sample round last, its judgement waiting (`LateBookkeeping`)
+    assert driver.kinds[-1] == "F" and p._late is not None and p._late[0] is not None
+    p.idle_round(1)
+    assert p._late is None and p._lease is None
+
+
+def test_a_request_that_left_holds_no_lease(fake_runner) -> None:
+    p = make(fake_runner)
+    driver = Driver(p)
+    driver.rounds(LEASE + 2)
+    p.remove("r0")
+    p.idle_round(1)
+    assert p._lease is None
+
+
+def test_bounds_priced_by_a_full_round_are_read_under_a_lease(fake_runner) -> None:
+    """A full round's draft priced the bounds for the next step (`_verdict`): `idle_rounds`
+    reads them, and a rule-out pauses, as without a lease (the next round then ends it)."""
+    p = make(fake_runner)
+    driver = Driver(p)
+    driver.rounds(3)
+    assert p._lease.left > 0 and p.idle_rounds() == 0
+    p._verdict = (1, False, True)   # (as `_overlapped` prices it where `expected_loss` rules 1 request out)
+    assert p.idle_rounds() > 0
+    driver.round()
+    assert driver.kinds[-1] == "F" and p._lease is None
 
 
 @pytest.mark.parametrize("change", ["join", "remove", "pause", "gap", "pending", "running"])
@@ -197,6 +242,8 @@ def test_a_lease_ends_when_its_load_changes(fake_runner, change) -> None:
     drafts = driver.round()
     assert driver.kinds[-1] == "F" and p._lease is None
     assert change in ("pause", "gap") or drafts[0].token_ids
+    if change == "pause":
+        assert driver.idle > 0 and not any(d.token_ids for d in drafts)   # paused: no lean answer
 
 
 def test_idle_rounds_answers_at_once_under_a_lease(fake_runner, monkeypatch) -> None:
@@ -223,20 +270,20 @@ def test_the_config_key(tmp_path, fake_runner) -> None:
         make(fake_runner, lease=-1)
 
 
-@pytest.mark.parametrize("asynchronous", [False, True])
-def test_the_engine_stays_lossless_under_leases(folders, kit, asynchronous) -> None:
+@pytest.mark.parametrize("asynchronous,lookup", [(False, 0), (True, 0), (False, 2)])
+def test_the_engine_stays_lossless_under_leases(folders, kit, asynchronous, lookup) -> None:
     """Profiles where a round costs a tenth of a plain step: every judged round wins by far, so
     most rounds at 1 request run lean (the factory's `bound_only` 1); greedy output equals plain
     decoding's at 1 and 3 requests."""
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": K, "scheduling": "confidence",
             "sps_profile": SPSProfile([1, 5, 64, 320], [10000.0, 10000.0, 9000.0, 8000.0]),
-            "decode_profile": SPSProfile([1, 64], [1000.0, 1000.0]), "opening_tokens": 0, "prompt_lookup_min": 0,
+            "decode_profile": SPSProfile([1, 64], [1000.0, 1000.0]), "opening_tokens": 0, "prompt_lookup_min": lookup,
             "lease_rounds": LEASE, "measure_round_times": False}
     params = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
     plain = kit.build(target)
     llm = kit.build(target, spec, async_scheduling=asynchronous)
-    proposer = llm.engine.speculative.proposer
+    proposer = getattr(llm.engine.speculative.proposer, "inner", llm.engine.speculative.proposer)   # (`LookupAssist`)
     leased = []
     for prompts in (kit.prompts(1, seed=3), kit.prompts(3, seed=4)):
         batch = [{"prompt_token_ids": p} for p in prompts]
@@ -246,3 +293,23 @@ def test_the_engine_stays_lossless_under_leases(folders, kit, asynchronous) -> N
         leased.append((proposer.leased_rounds - sum(n for n, _ in leased), proposer.drafted_rounds - drafted))
     assert leased[0][0] > leased[0][1] // 2   # 1 request: most rounds lean
     assert leased[1][0] <= 1 < leased[1][1]   # 3 requests, above `bound_only`: judged (but a batch's last one)
+
+
+def test_seeded_sampling_is_the_same_with_and_without_leases(folders, kit) -> None:
+    """Temperature 0.8 with per-request seeds: leases change no round's verified drafts here
+    (every round drafts, Algorithm 1 picks the prefixes either way), so the replies are equal."""
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": K, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 64, 320], [10000.0, 10000.0, 9000.0, 8000.0]),
+            "decode_profile": SPSProfile([1, 64], [1000.0, 1000.0]), "opening_tokens": 0,
+            "measure_round_times": False}
+    prompts = [{"prompt_token_ids": p} for p in kit.prompts(2, seed=6)]
+    replies = {}
+    for lease in (LEASE, 0):
+        llm = kit.build(target, {**spec, "lease_rounds": lease})
+        replies[lease] = [llm.generate([p], SamplingParams(temperature=0.8, seed=11 + i, max_tokens=40,
+                                                           ignore_eos=True))[0].outputs[0].token_ids
+                          for i, p in enumerate(prompts)]
+        inner = getattr(llm.engine.speculative.proposer, "inner", llm.engine.speculative.proposer)
+        assert (inner.leased_rounds > 0) == (lease > 0)
+    assert replies[LEASE] == replies[0]

@@ -94,7 +94,7 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           nothing, a load judged at a gain of at least 1.25 runs this many lean rounds between
           two judged ones: drafted and scheduled by Algorithm 1, their acceptance evidence kept, but
           not judged, and no bound priced, `DraftingLease`; 0: every round judged, as until
-          session 52; on this CPU -16 us of host work a drafted round at 1 request, of ~60; not yet
+          session 52; on this CPU -16 us of host work a drafted round at 1 request, of ~61; not yet
           measured on the H200).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that

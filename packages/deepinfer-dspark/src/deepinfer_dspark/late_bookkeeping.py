@@ -79,7 +79,8 @@ class LateBookkeeping:
     def _settle(self, run_over: bool = True) -> None:
         """Runs what waits (the round's judgement, then its commits) and closes the acceptance's
         open round (`AcceptanceRatio.close`); the bounds priced for the next step are dropped.
-        `run_over`: no round is being drafted (a run of drafted rounds has ended)."""
+        `run_over`: no round is being drafted (a run of drafted rounds has ended; so has a lease,
+        `DraftingLease`)."""
         late, self._late, self._verdict = self._late, None, None
         self._in_run = self._in_run and not run_over
         self._open_lean_round()   # (`DraftingLease`: a lean round is opened late too)
@@ -90,6 +91,8 @@ class LateBookkeeping:
             for request_id, num_tokens in () if late is None else late[1]:
                 self.acceptance.commit(request_id, num_tokens)
             self.acceptance.close()
+            if run_over:   # (`DraftingLease`: a lease ends with its run, also one the judgement renewed)
+                self._lease = None
 
     def _continues_run(self, request_ids: Collection[str]) -> bool:
         """Whether a round drafting for `request_ids` continues the last run of drafted rounds (one

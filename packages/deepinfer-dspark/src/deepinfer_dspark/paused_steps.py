@@ -34,10 +34,12 @@ class PausedSteps:
         When the pause is over but drafting still cannot pay at the last batch size (`_last_batch`)
         (`cannot_pay`), a new pause of `probe_every` rounds is committed here, so an engine with
         asynchronous scheduling need not wait for token ids to hear that nothing will be drafted.
-        Under a lease with lean rounds left at the last batch (`DraftingLease`): 0 at once."""
+        Under a lease with lean rounds left at the last batch (`DraftingLease`), unless a full
+        round's draft priced the bounds since or the bucket is paused: 0 at once."""
         lease = self._lease
-        if lease is not None and lease.left > 0 and len(lease.ids) == self._last_batch:
-            return 0
+        if lease is not None and lease.left > 0 and len(lease.ids) == self._last_batch and self._verdict is None \
+                and not self.pauses.left(self._last_batch):
+            return 0   # (bounds priced since the lease began, by a full round's draft, are read below)
         if self.decline_features and self._all_gapped(self._last_batch) and not self.pauses.left(self._last_batch):
             self.pauses.pause(self._last_batch, NOTHING_READY_PAUSE)   # as `dormant_rounds` would: nothing can draft
         if self.pauses.left(self._last_batch) == 0 and self._last_batch and not self._probing():
