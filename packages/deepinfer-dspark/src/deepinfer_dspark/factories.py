@@ -91,7 +91,7 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           (four processes, ratios from untraced rounds) +2.3 points at 8 requests (0.990 against
           0.968) and +1.1 on average at 1-2: now the default, BENCHMARKS.md forty-fifth session),
           lease_rounds (8, `LEASE_DEFAULT`: up to bound_only requests, where the pause ledgers pause
-          nothing, a load judged at a gain of at least 1.25 runs this many lean rounds between
+          nothing, a load whose judged gain averages above 1 runs this many lean rounds between
           two judged ones: drafted and scheduled by Algorithm 1, their acceptance evidence kept, but
           not judged, and no bound priced, `DraftingLease`; 0: every round judged, as until
           session 52; on this CPU -16 us of host work a drafted round at 1 request, of ~61; not yet
