@@ -5,7 +5,9 @@
 # priced). On this CPU -16 us of the default's ~60 us of proposer work a drafted round (`proposer_host_cost.py`).
 # Does the default now reach 0.95 of fixed-7 at 1 request? Paired: plain decoding, fixed-7, the default and
 # `confidence-unleased` (lease_rounds 0, the default until session 52), batch form at 1 and 2 requests, 16 prompt
-# sets, run2's low profiles, no step log (ratios from every round). Then `engine_host_cost.py` at 1 request (fixed-7,
+# sets, run2's low profiles, no step log (ratios from every round); since session 52's H100 calls also
+# `confidence-untimed` (the timed default paused 36-76% of its rounds at 1 request in three of five processes
+# there, the untimed one never). Then `engine_host_cost.py` at 1 request (fixed-7,
 # the default, unleased; 4 batches): where the host work went. Needs `../../h200-2026-12-04i/setup/bundle.sh
 # part_00..04` first; carry the GPU wheels as run2 does.
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh
@@ -16,7 +18,7 @@ if [ "${1:-}" = here ]; then PROF="--sps-method steps --sps-in-process --sps-pai
   --save-sps $W/out/sps_batch.json"; P=$W/out; else PROF="--sps $P/sps_batch.json --spec-sps $P/spec_sps_batch.json"; fi
 timeout 380 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency 1 2 \
   --fixed 7 $PROF --prompt-sets 16 \
-  --variants none fixed-7 confidence confidence-unleased --interleave 16 --kv-cache-gib 6 \
+  --variants none fixed-7 confidence confidence-unleased confidence-untimed --interleave 16 --kv-cache-gib 6 \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"
 timeout 140 python3 $B/engine_host_cost.py --target $T --drafter ~/drafter_real --dtype auto --profiles $P \
