@@ -54,7 +54,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-stragglers", "confidence-loops", "confidence-unheld",
          "confidence-prior8", "confidence-settle64", "confidence-lone",
          "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
-         "confidence-now", "confidence-replies4", "confidence-unleased")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-now", "confidence-replies4", "confidence-unleased", "confidence-timed1")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -103,7 +103,7 @@ def built(name: str, llm):
     (`PausePolicy.min_replies`, 0 by default; session 46's candidate);
     (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs;
     `confidence-overlap` and `-now` set `overlap_bookkeeping`; `confidence-unleased` sets
-    `lease_rounds` 0.)"""
+    `lease_rounds` 0; `confidence-timed1` sets `bound_only_untimed` False.)"""
     if base_name(name) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -192,6 +192,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     # ... and every round judged at 1 request (`lease_rounds` 0: until session 52; the default since leases
     # lean rounds there, `DraftingLease`).
     variants["confidence-unleased"] = {**variants["confidence"], "lease_rounds": 0}
+    # ... and its rounds timed up to bound_only requests too (`bound_only_untimed` False: until session 53).
+    variants["confidence-timed1"] = {**variants["confidence"], "bound_only_untimed": False}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     for k in fixed:

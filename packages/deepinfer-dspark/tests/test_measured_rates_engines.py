@@ -305,3 +305,19 @@ def test_rounds_that_verify_fewer_drafts_are_priced_at_their_measured_time(fake_
     assert window[-1] == pytest.approx(measured, rel=0.02), window
     assert all(1.0 < v <= measured * 1.02 for v in window), window   # older ones possibly aged (`relax`)
     assert loop.drafted_share(1000) < 0.1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("untimed", [False, True])
+def test_a_lone_request_drafts_on_through_slow_rounds_when_untimed(fake_runner, asynchronous, untimed) -> None:
+    """One request whose rounds take 3x their profile's time (plain steps on theirs; the loops of
+    `test_measured_rates_engines`): timed, the measured cost rules drafting out (even every draft
+    accepted could not pay); untimed at `bound_only` 1, the profiles price the rounds and it drafts
+    on, and the samples are still taken (they are read again once the batch grows)."""
+    loop = Loop(fake_runner(K, 0.95), asynchronous, rounds_only=True)
+    loop.proposer.bound_only, loop.proposer.bound_only_untimed = 1, untimed
+    for _ in range(2000):
+        loop.step(spec=3.0)
+    share = loop.drafted_share(1000)
+    assert (share > 0.9) if untimed else (share < 0.1), share
+    assert loop.proposer.rates.correction(SPEC, 1) > 1.0

@@ -96,6 +96,10 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           not judged, and no bound priced, `DraftingLease`; 0: every round judged, as until
           session 52; on this CPU -16 us of host work a drafted round at 1 request, of ~61; not yet
           measured on the H200).
+          bound_only_untimed (True, `UNTIMED_DEFAULT`: up to bound_only requests the rounds are priced
+          on the profiles, not at their measured time, `StepTiming._rounds_timed`; False: timed there
+          too, as until session 53; on H100s in session 52 the timed rounds paused the default at 1
+          request in three of five processes, 0.82-0.95 of fixed-7 there, untimed 0.97-0.99).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -246,7 +250,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
-                "max_probe_every", "lease_rounds"):
+                "max_probe_every", "lease_rounds", "bound_only_untimed"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -289,6 +293,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 bound_only=_int_key(spec_config, "bound_only", BOUND_ONLY_DEFAULT, 0),
                 overlap_bookkeeping=_bool_key(spec_config, "overlap_bookkeeping", OVERLAP_DEFAULT),
                 lease_rounds=_int_key(spec_config, "lease_rounds", LEASE_DEFAULT, 0),
+                bound_only_untimed=_bool_key(spec_config, "bound_only_untimed", UNTIMED_DEFAULT),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 
@@ -306,6 +311,8 @@ BOUND_ONLY_DEFAULT = 1   # `bound_only` (H200, session 45: +12 points at 1 reque
 STRAGGLERS_DEFAULT = True   # `judge_stragglers` (H200, session 49: +2.3 points at 8 requests over four processes)
 LEASE_DEFAULT = 8   # `lease_rounds` (`DraftingLease`; session 52, on this CPU: -16 us of host work a drafted round
 # at 1 request, the policy unchanged in `sim_engine_calls.py`; not yet measured on the H200)
+UNTIMED_DEFAULT = True   # `bound_only_untimed` (H100s, session 52: the untimed default 0.97-0.99 of fixed-7 at 1
+# request in three processes, the timed one 0.82-0.95 where its rounds paused it)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
 
 

@@ -232,10 +232,10 @@ class PausePolicy:
 
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
-        with `measure_round_times` the flush measured there (`FlushCosts`), at most one full round's
-        time, plus `SYNC_STEPS` when that is more (without timings every decision stays a function
+        with `measure_round_times` (`_rounds_timed`) the flush measured there (`FlushCosts`), at
+        most one full round's time, plus `SYNC_STEPS` when that is more (without timings every decision stays a function
         of the rounds' tokens). The cap: a flush grows with the pause before it (see `FlushCosts`)."""
-        flush = self.flush_costs.extra(batch) if self.measure_round_times else None
+        flush = self.flush_costs.extra(batch) if self._rounds_timed(batch) else None
         modelled = probe_overhead(batch)
         if flush is None:
             return modelled
@@ -245,9 +245,9 @@ class PausePolicy:
     def _keep_cost(self, batch: int) -> float:
         """Plain steps a paused step at `batch` with the features kept costs the flush that ends
         the pause: `batch` pairs at `FlushCosts.per_pair` seconds each, in plain steps at the
-        decode profile (the capture itself is `CAPTURE_SHARE`). 0.0 without `measure_round_times`
+        decode profile (the capture itself is `CAPTURE_SHARE`). 0.0 without `_rounds_timed`
         (decisions stay functions of the rounds' tokens) or before the slope is known."""
-        per_pair = self.flush_costs.per_pair() if self.measure_round_times and self.decode is not None else None
+        per_pair = self.flush_costs.per_pair() if self._rounds_timed(batch) and self.decode is not None else None
         return 0.0 if per_pair is None else per_pair * batch * self.decode.at(batch)
 
     def _dear_to_keep(self, batch: int) -> bool:

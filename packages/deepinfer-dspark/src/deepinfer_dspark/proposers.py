@@ -112,6 +112,8 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
         min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
         bound_only: up to this many requests the ledgers pause nothing (`PausePolicy.bound_only`;
             0 here, 1 by default in the engine's factory).
+        bound_only_untimed: up to `bound_only` requests price the rounds on the profiles even with
+            `measure_round_times` (`StepTiming._rounds_timed`). False here; True by default in the factory.
         overlap_bookkeeping: judge each drafted round, and fold its commits into `acceptance`,
             during the next drafted round's forward on the device, not on the host's critical path
             (`LateBookkeeping`: decisions one round later, still lossless). False here; True by
@@ -156,7 +158,8 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
                  decline_features: bool = True, full_round: bool = False,
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
                  measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False,
-                 bound_only: int = 0, overlap_bookkeeping: bool = False, lease_rounds: int = 0) -> None:
+                 bound_only: int = 0, overlap_bookkeeping: bool = False, lease_rounds: int = 0,
+                 bound_only_untimed: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -193,6 +196,7 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
         if bound_only < 0:
             raise ValueError(f"bound_only: must be >= 0, got {bound_only}")
         self.bound_only = bound_only
+        self.bound_only_untimed = bound_only_untimed
         self.overlap_bookkeeping = overlap_bookkeeping
         if lease_rounds < 0:
             raise ValueError(f"lease_rounds: must be >= 0, got {lease_rounds}")

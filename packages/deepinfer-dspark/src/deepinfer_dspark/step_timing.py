@@ -32,13 +32,27 @@ class StepTiming:
         rounds' measured / predicted ratio (`measure_round_times`; an estimate without a sample for
         a period ages toward 1 here, `MeasuredRates.relax`), else 1; with `measure_plain_steps`
         either of the last two is divided by the plain steps' measured / predicted ratio over
-        stretches or re-timing runs (`_plain_correction`)."""
+        stretches or re-timing runs (`_plain_correction`). 1 where `_rounds_timed` says the
+        rounds at `batch` are priced on the profiles."""
+        if self.measure_round_times and not self._rounds_timed(batch):
+            return 1.0
         plain = self._plain_correction(batch) if self.measure_plain_steps else 1.0
         if self.measure_round_times:
             if self.rates.due(SPEC, batch, self._retime_every):
                 self.rates.relax(SPEC, batch, self._retime_every)
             return self.rates.correction(SPEC, batch, least=ROUND_SAMPLES) / plain
         return self.rates.ratio(batch) if self.measure_step_times else 1.0 / plain
+
+    def _rounds_timed(self, batch: int) -> bool:
+        """Whether the drafted rounds at `batch` requests are priced at their measured time
+        (`measure_round_times`): not up to `bound_only` requests with `bound_only_untimed`. The
+        correction is one-sided there: it times the rounds, never the plain steps they replace
+        (with `measure_plain_steps`, only in stretches this load rarely has), and a lone request's
+        step is short enough for the host's slow spells to be a large share of it. On H100s
+        (session 52, 1 request, 16 prompt sets a process) the timed default paused 36-76% of its
+        rounds in three of five processes and ran 0.82-0.95 of fixed-7 there, the untimed one never
+        paused (0.97-0.99)."""
+        return self.measure_round_times and not (self.bound_only_untimed and batch <= self.bound_only)
 
     def _plain_correction(self, batch: int) -> float:
         """Measured / predicted plain step time at `batch`'s bucket: the estimate of the plain
@@ -55,7 +69,7 @@ class StepTiming:
         below `RETIME_GAIN` (where a plain side read slow could hide a loss) and it drafted
         `MIN_PERIOD` rounds without a plain sample of either kind or a run (`_retime_every` once
         its plain side is read: `PLAIN_SAMPLES` samples, two runs' worth)."""
-        if not (self.measure_plain_steps and self.measure_round_times) or self.decode is None \
+        if not (self.measure_plain_steps and self._rounds_timed(batch)) or self.decode is None \
                 or self.pauses.left(batch):
             return False
         gain = self.pauses.gain(batch)
