@@ -54,7 +54,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-stragglers", "confidence-loops", "confidence-unheld",
          "confidence-prior8", "confidence-settle64", "confidence-lone",
          "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
-         "confidence-now", "confidence-replies4", "confidence-unleased", "confidence-timed1")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-now", "confidence-replies4", "confidence-unleased",
+         "confidence-timed1")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
