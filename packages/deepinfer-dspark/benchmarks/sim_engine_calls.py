@@ -277,7 +277,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               judge_stragglers=getattr(args, "stragglers", False),
                               bound_only=getattr(args, "bound_only", 0),
                               overlap_bookkeeping=getattr(args, "overlap_bookkeeping", False),
-                              lease_rounds=getattr(args, "lease_rounds", 0))
+                              lease_rounds=getattr(args, "lease_rounds", 0),
+                              bound_only_untimed=getattr(args, "bound_only_untimed", False))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
@@ -396,6 +397,9 @@ def main() -> None:
     parser.add_argument("--lease-rounds", type=int, default=0, metavar="N",
                         help="speculative_config.lease_rounds: lean rounds between sample rounds where a load wins "
                              "by a wide margin (`DraftingLease`; 0: off, as the results recorded before it ran)")
+    parser.add_argument("--bound-only-untimed", action="store_true",
+                        help="speculative_config.bound_only_untimed: with --measure-rounds, up to --bound-only "
+                             "requests the rounds are priced on the profiles (the engine's default since session 53)")
     parser.add_argument("--measure-plain", action="store_true",
                         help="the proposer times plain steps over stretches on the simulated clock "
                              "(`measure_plain_steps`)")

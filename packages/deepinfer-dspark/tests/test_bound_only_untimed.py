@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 from deepinfer_dspark.factories import UNTIMED_DEFAULT, _dspark_settings
-from deepinfer_dspark.measured_rates import ROUND_SAMPLES, SPEC
+from deepinfer_dspark.measured_rates import ROUND_SAMPLES, SPEC, STRETCH
 from deepinfer_dspark.draft_costs import probe_overhead
 from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.step_timing import PLAIN_SAMPLES
 from deepinfer_dspark.sps import SPSProfile
 
 SPS = SPSProfile([1, 2, 3, 4, 5, 16, 64], [1000.0, 600.0, 466.7, 400.0, 360.0, 150.0, 50.0])
@@ -52,7 +53,7 @@ def test_flush_costs_follow_the_same_split(fake_runner, monkeypatch, untimed) ->
             p.flush_costs.record(batch, span, flushed, pairs)
     assert p.flush_costs.extra(1) > 0.04 and p.flush_costs.per_pair() > 0
     read.clear()
-    assert p._probe_overhead(1) >= probe_overhead(1)
+    assert (p._probe_overhead(1) == probe_overhead(1) if untimed else p._probe_overhead(1) >= probe_overhead(1))
     assert read == ([] if untimed else [1])
     assert (p._keep_cost(1) == 0.0) is untimed
     p._probe_overhead(2)
@@ -70,3 +71,20 @@ def test_the_config_key(tmp_path, fake_runner) -> None:
     with pytest.raises(ValueError, match="^speculative_config.bound_only_untimed: only used with scheduling="):
         _dspark_settings({"method": "dspark", "model": str(tmp_path), "num_speculative_tokens": K,
                           "scheduling": "fixed", "bound_only_untimed": True})
+
+
+@pytest.mark.parametrize("untimed", [False, True])
+def test_plain_timing_goes_unread_where_the_rounds_are_untimed(fake_runner, untimed) -> None:
+    """With `measure_plain_steps` too: plain steps measured at half their profile's time scale the
+    comparison at 1 request, and a drafting bucket near break-even there gets plain re-timing
+    runs, only where the rounds at 1 are timed; at 2 (above `bound_only` 1) both always hold."""
+    p = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, measure_round_times=True,
+                       measure_plain_steps=True, bound_only=1, bound_only_untimed=untimed)
+    for batch in (1, 2):
+        for _ in range(PLAIN_SAMPLES):
+            p.rates.add(STRETCH, batch, 0.5)
+        p.pauses.judge(batch, 1.1)   # a judged gain below `RETIME_GAIN`, unpaused
+        p.rates.count(SPEC, batch, p._retime_every)   # drafted rounds without a plain run
+    assert p._correction(1) == (1.0 if untimed else pytest.approx(2.0))
+    assert p._plain_run_due(1) is not untimed
+    assert p._correction(2) == pytest.approx(2.0) and p._plain_run_due(2)

@@ -313,7 +313,7 @@ def test_a_lone_request_drafts_on_through_slow_rounds_when_untimed(fake_runner, 
     """One request whose rounds take 3x their profile's time (plain steps on theirs; the loops of
     `test_measured_rates_engines`): timed, the measured cost rules drafting out (even every draft
     accepted could not pay); untimed at `bound_only` 1, the profiles price the rounds and it drafts
-    on, and the samples are still taken (they are read again once the batch grows)."""
+    on. The samples are still taken (unread at bucket 1 then)."""
     loop = Loop(fake_runner(K, 0.95), asynchronous, rounds_only=True)
     loop.proposer.bound_only, loop.proposer.bound_only_untimed = 1, untimed
     for _ in range(2000):

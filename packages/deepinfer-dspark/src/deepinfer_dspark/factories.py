@@ -41,7 +41,7 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           default since session 36, when rounds were first timed in confidence engines: +1.6
           points over the profile-priced default in the mean of 11 paired H200 cells at 1-128
           requests, each inside the noise, and below it in the one call of that code,
-          BENCHMARKS.md),
+          BENCHMARKS.md; not read up to bound_only requests by default: bound_only_untimed),
           measure_plain_steps (False: opt in to pricing plain decoding at the plain steps' time
           measured over dormant and quiet stretches, no per-step cost, and, since session 47 and
           with measure_round_times (on by default), in runs of 4 plain steps paused where a bucket
@@ -97,7 +97,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           session 52; on this CPU -16 us of host work a drafted round at 1 request, of ~61; not yet
           measured on the H200).
           bound_only_untimed (True, `UNTIMED_DEFAULT`: up to bound_only requests the rounds are priced
-          on the profiles, not at their measured time, `StepTiming._rounds_timed`; False: timed there
+          on the profiles, not at their measured time, and the measured flushes and plain steps go
+          unread there too, `StepTiming._rounds_timed`; a no-op without measure_round_times; False: timed there
           too, as until session 53; on H100s in session 52 the timed rounds paused the default at 1
           request in three of five processes, 0.82-0.95 of fixed-7 there, untimed 0.97-0.99).
 

@@ -3,8 +3,8 @@
 """StepTiming: how `DSparkProposer` uses the step times it measures (`MeasuredRates`).
 
 A mixin: it reads the proposer's `rates`, `costs`, `decode`, `sps`, `verify_rates`,
-`num_tokens`, `measure_step_times`, `measure_round_times`, `measure_plain_steps` and
-`_retime_every`. With
+`num_tokens`, `measure_step_times`, `measure_round_times`, `measure_plain_steps`,
+`bound_only`, `bound_only_untimed` and `_retime_every`. With
 `measure_step_times` every step is declared to `rates` and the comparison with plain decoding
 is scaled by the rounds' over the plain steps' correction, re-timing runs keeping both fresh;
 with `measure_round_times` only runs of drafted rounds count, each against the price the pause
@@ -32,8 +32,9 @@ class StepTiming:
         rounds' measured / predicted ratio (`measure_round_times`; an estimate without a sample for
         a period ages toward 1 here, `MeasuredRates.relax`), else 1; with `measure_plain_steps`
         either of the last two is divided by the plain steps' measured / predicted ratio over
-        stretches or re-timing runs (`_plain_correction`). 1 where `_rounds_timed` says the
-        rounds at `batch` are priced on the profiles."""
+        stretches or re-timing runs (`_plain_correction`). With `measure_round_times`, 1 where
+        `_rounds_timed` prices the rounds at `batch` on the profiles (the plain side's correction
+        then goes unread too: alone it would be a one-sided correction the other way)."""
         if self.measure_round_times and not self._rounds_timed(batch):
             return 1.0
         plain = self._plain_correction(batch) if self.measure_plain_steps else 1.0
@@ -46,9 +47,12 @@ class StepTiming:
     def _rounds_timed(self, batch: int) -> bool:
         """Whether the drafted rounds at `batch` requests are priced at their measured time
         (`measure_round_times`): not up to `bound_only` requests with `bound_only_untimed`. The
-        correction is one-sided there: it times the rounds, never the plain steps they replace
-        (with `measure_plain_steps`, only in stretches this load rarely has), and a lone request's
-        step is short enough for the host's slow spells to be a large share of it. On H100s
+        correction is one-sided: it times the rounds, not the plain steps they replace (those only
+        with `measure_plain_steps`, opt-in), and a lone request's step is short enough for the
+        host's per-step work to be a large share of it: on the H100 of session 52's process b, real
+        plain steps ran 1.13x their profile and fixed-7's rounds 1.28x, so the rounds read 1.28x
+        dear where they were 1.13x. Plain re-timing runs (`_plain_run_due`) and the flush costs
+        (`PausePolicy._probe_overhead`, `_keep_cost`) go unread at those loads too. On H100s
         (session 52, 1 request, 16 prompt sets a process) the timed default paused 36-76% of its
         rounds in three of five processes and ran 0.82-0.95 of fixed-7 there, the untimed one never
         paused (0.97-0.99)."""
