@@ -36,7 +36,7 @@ import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
 from deepinfer_dspark.factories import (  # noqa: E402
-    BOUND_ONLY_DEFAULT, LEASE_DEFAULT, LOOKUP_DEFAULT, OVERLAP_DEFAULT, STRAGGLERS_DEFAULT)
+    BOUND_ONLY_DEFAULT, LEASE_DEFAULT, UNTIMED_DEFAULT, LOOKUP_DEFAULT, OVERLAP_DEFAULT, STRAGGLERS_DEFAULT)
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
@@ -60,7 +60,8 @@ def round_times(mode: str, batch: int, rounds: int, k: int, level: float, decode
     if mode in ("default", "unleased"):   # the engine factory's defaults (`factories.py`), the prompt-lookup
         kw.update(bound_only=BOUND_ONLY_DEFAULT, judge_stragglers=STRAGGLERS_DEFAULT,   # wrapper included, the
                   overlap_bookkeeping=OVERLAP_DEFAULT, measure_round_times=True,        # rounds timed as with a
-                  lease_rounds=0 if mode == "unleased" else LEASE_DEFAULT)           # decode profile
+                  lease_rounds=0 if mode == "unleased" else LEASE_DEFAULT,           # decode profile
+                  bound_only_untimed=UNTIMED_DEFAULT)
     proposer = DSparkProposer(runner, k, **kw)
     hidden = [0.0]   # seconds in the draft's `while_running` hook: on CUDA during the drafter's forward
     if mode in ("default", "unleased"):
