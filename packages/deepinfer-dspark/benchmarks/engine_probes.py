@@ -143,7 +143,8 @@ class StepTimes:
         bodies (`pause`) and openings (`opening_pause`), the smoothed expected gains there
         (`gain`, `opening_gain`; None before a drafted round), and the drafted rounds' measured /
         predicted time (`round_time`: `MeasuredRates.correction` as `measure_round_times` reads it,
-        1.0 before `ROUND_SAMPLES` samples; read without `relax`): why a load drafted or not. A step
+        1.0 before `ROUND_SAMPLES` samples; read without `relax`; the measurement, also where
+        `bound_only_untimed` leaves it unread, up to `bound_only` requests): why a load drafted or not. A step
         after which the pause policy priced a round also holds it (`judged`: opening or not, the
         expected accepted drafts, the drafts verified, the acceptance ratio and the gain before an
         opening's `worth_skipping`: `DSparkProposer.judged`, cleared when read)."""
