@@ -233,8 +233,9 @@ class PausePolicy:
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
         with `measure_round_times` (`_rounds_timed`) the flush measured there (`FlushCosts`), at
-        most one full round's time, plus `SYNC_STEPS` when that is more (without timings every decision stays a function
-        of the rounds' tokens). The cap: a flush grows with the pause before it (see `FlushCosts`)."""
+        most one full round's time, plus `SYNC_STEPS` when that is more (without timings every
+        decision stays a function of the rounds' tokens). The cap: a flush grows with the pause
+        before it (see `FlushCosts`)."""
         flush = self.flush_costs.extra(batch) if self._rounds_timed(batch) else None
         modelled = probe_overhead(batch)
         if flush is None:
