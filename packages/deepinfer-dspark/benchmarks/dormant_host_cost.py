@@ -17,7 +17,11 @@ host microseconds a step outside the model's forward (`execute_model`), its diff
 decoding's, and (for the default) the calls its proposer heard a step, by name.
 
 Engines: `none` (plain decoding), `stub` (the same speculative engine over a proposer that
-declares every step dormant and does nothing: the engine's side of a dormant step) and `default`.
+declares every step dormant and does nothing: the engine's side of a dormant step), `default` and
+`alone` (the default without its prompt-lookup wrapper: `prompt_lookup_min` 0).
+`--closed-loop M` gives each call M x C prompts with at most C running (`max_num_seqs`), the next
+admitted as one finishes (`bench_dspark.py --closed-loop`), so the count stays at C until the
+call's last replies.
 
 Usage (repository root; profiles as `bench_dspark.py --save-sps DIR/sps_batch.json` writes them):
     python3 packages/deepinfer-dspark/benchmarks/dormant_host_cost.py \
@@ -38,7 +42,7 @@ from bench_paused import random_drafter
 from engine_host_cost import Clock
 from gc_passes import TARGET, prompts
 
-ENGINES = ("none", "stub", "default")
+ENGINES = ("none", "stub", "default", "alone")
 ASKED = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "quiet_passed", "wants_features",
          "idle_rounds", "idle_round", "propose", "observe_step", "track", "remove")
 
@@ -110,8 +114,9 @@ def build(engines, profiles: Path, concurrency: int) -> dict:
               "sps_profile": SPSProfile.load(profiles / "spec_sps_batch.json"),
               "decode_profile": SPSProfile.load(profiles / "sps_batch.json"), "measure_round_times": False}
     llms = {}
+    configs = {"none": None, "alone": {**dspark, "prompt_lookup_min": 0}}
     for name in engines:
-        llms[name] = LLM(str(target), speculative_config=None if name == "none" else dspark, load_format="dummy",
+        llms[name] = LLM(str(target), speculative_config=configs.get(name, dspark), load_format="dummy",
                          dtype="float32", max_model_len=512, block_size=16, kv_cache_memory=1 << 30, seed=11,
                          max_num_seqs=concurrency)
         if name == "stub":
@@ -129,22 +134,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="measured calls per engine")
     parser.add_argument("--warmup", type=int, default=3, help="calls per engine not measured")
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--closed-loop", type=int, default=0, metavar="M",
+                        help="M x C prompts a call, at most C running (0: C prompts a call)")
     args = parser.parse_args()
-    if args.concurrency < 1 or args.max_tokens < 16 or args.rounds < 1 or args.warmup < 0:
-        parser.error("--concurrency, --rounds: must be >= 1; --max-tokens: >= 16; --warmup: >= 0")
+    if args.concurrency < 1 or args.max_tokens < 16 or args.rounds < 1 or args.warmup < 0 or args.closed_loop < 0:
+        parser.error("--concurrency, --rounds: must be >= 1; --max-tokens: >= 16; --warmup, --closed-loop: >= 0")
     from deepinfer_core import SamplingParams
 
     llms = build(args.engines, args.profiles, args.concurrency)
     timers = {name: Timed(llm) for name, llm in llms.items()}
     calls: Counter = Counter()
     rng = random.Random(3)
+    size = args.concurrency * max(args.closed_loop, 1)   # prompts a call
     params = [SamplingParams(temperature=0, max_tokens=rng.randint(16, args.max_tokens), ignore_eos=True)
-              for _ in range(args.concurrency)]
-    pool = prompts(args.concurrency * (args.warmup + args.rounds), seed=5)
+              for _ in range(size)]
+    pool = prompts(size * (args.warmup + args.rounds), seed=5)
     host: dict[str, list[float]] = {name: [] for name in llms}
     steps = 0
     for r in range(args.warmup + args.rounds):
-        batch = [{"prompt_token_ids": p} for p in pool[r * args.concurrency:(r + 1) * args.concurrency]]
+        batch = [{"prompt_token_ids": p} for p in pool[r * size:(r + 1) * size]]
         if r == args.warmup and "default" in llms:   # (between calls: no stretch is open)
             decoder = llms["default"].engine.speculative
             count_calls(decoder.proposer, calls)
@@ -157,7 +165,8 @@ def main() -> None:
             if r >= args.warmup:
                 host[name].append(us)
     base = statistics.median(host["none"]) if "none" in host else None
-    print(f"{args.concurrency} requests, replies of 16-{args.max_tokens} tokens, {args.rounds} calls an engine "
+    form = f", closed loop of {size} a call" if args.closed_loop else ""
+    print(f"{args.concurrency} requests{form}, replies of 16-{args.max_tokens} tokens, {args.rounds} calls an engine "
           f"after {args.warmup}")
     print("| engine | host us a step outside the forward (median) | over plain decoding |")
     print("|---|---:|---:|")

@@ -41,3 +41,31 @@ def test_the_stub_keeps_greedy_output(benchmark_script, monkeypatch, tmp_path) -
     outs = {name: [o.outputs[0].token_ids for o in llm.generate(batch, params)] for name, llm in llms.items()}
     assert outs["none"] == outs["stub"] and all(len(t) == 8 for t in outs["none"])
     assert llms["stub"].engine.speculative.dormant.steps > 0
+
+
+def test_a_closed_loop_run_and_the_engine_without_prompt_lookup(benchmark_script, monkeypatch, tmp_path,
+                                                                  capsys) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("dormant_host_cost")
+    SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
+    SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")
+    llms = script.build(("default", "alone"), tmp_path, 2)
+    assert hasattr(llms["default"].engine.speculative.proposer, "lookup_rounds")   # `LookupAssist`
+    assert not hasattr(llms["alone"].engine.speculative.proposer, "lookup_rounds")
+    from deepinfer_core import LLM
+
+    seen, generate = [], LLM.generate
+
+    def counted(self, prompts, params=None, *args, **kwargs):
+        seen.append((len(prompts), self.engine.scheduler.config.max_num_seqs))
+        return generate(self, prompts, params, *args, **kwargs)
+    monkeypatch.setattr(LLM, "generate", counted)
+    monkeypatch.setattr(sys, "argv", ["dormant_host_cost.py", "--profiles", str(tmp_path), "--concurrency", "3",
+                                      "--max-tokens", "16", "--rounds", "1", "--warmup", "0", "--closed-loop", "2",
+                                      "--engines", "none", "alone"])
+    script.main()
+    out = capsys.readouterr().out
+    assert "3 requests, closed loop of 6 a call" in out
+    assert seen and all(item == (6, 3) for item in seen)   # 2 x 3 prompts a call, at most 3 running
+    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| engine")]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in rows] == ["none", "alone"]
