@@ -6,6 +6,8 @@
 - `fixed-k` for k in --fixed: DSpark drafts, every request verifies k drafts;
 - `none-again` (by name only): a second engine without speculation, the noise floor of the
   paired ratios (`--interleave`, with `none` first);
+- `dormant-stub` (by name only): the speculative engine over a proposer that declares every step
+  dormant (`AlwaysDormant`): core's share of a dormant step, with plain decoding's output;
 - `confidence`: DSpark drafts, Algorithm 1 picks each request's verified length from the
   calibrated confidences and the SPS profile of speculative rounds verifying k drafts per
   request (--spec-sps, or measured here first) read at the verified token count, and drafting
@@ -55,10 +57,34 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-prior8", "confidence-settle64", "confidence-lone",
          "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
          "confidence-now", "confidence-replies4", "confidence-unleased",
-         "confidence-timed1")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-timed1", "dormant-stub")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
+
+
+class AlwaysDormant:
+    """A proposer that declares every step dormant and keeps nothing (`deepinfer_core.Proposer`)."""
+
+    target_layer_ids = ()
+
+    def dormant_rounds(self, num_requests: int) -> int:
+        return 1 << 30
+
+    def dormant_passed(self, num_requests: int, rounds: int) -> None:
+        pass
+
+    def wants_features(self) -> bool:
+        return False
+
+    def idle_rounds(self) -> int:
+        return 1 << 30
+
+    def idle_round(self, num_requests: int) -> None:
+        pass
+
+    def propose(self, requests: list) -> list:
+        return []
 
 
 def _split(name: str) -> tuple[str, set[str]]:
@@ -104,7 +130,12 @@ def built(name: str, llm):
     (`PausePolicy.min_replies`, 0 by default; session 46's candidate);
     (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs;
     `confidence-overlap` and `-now` set `overlap_bookkeeping`; `confidence-unleased` sets
-    `lease_rounds` 0; `confidence-timed1` sets `bound_only_untimed` False.)"""
+    `lease_rounds` 0; `confidence-timed1` sets `bound_only_untimed` False.) `dormant-stub`: the
+    default's engine (its drafter loaded) with its proposer replaced by `AlwaysDormant`."""
+    if base_name(name) == "dormant-stub":
+        decoder = llm.engine.speculative
+        decoder.proposer = AlwaysDormant()
+        decoder.dormant.__init__(decoder.proposer)   # (core's `DormantSteps` holds the methods it found)
     if base_name(name) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -123,7 +154,7 @@ def built(name: str, llm):
 BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                 "confidence-rounds", "confidence-lookup", "confidence-full", "confidence-whole", "confidence-alone",
                 "confidence-alone-rounds", "confidence-plain", "confidence-timed", "confidence-hurdle",
-                "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail")
+                "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -197,6 +228,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-timed1"] = {**variants["confidence"], "bound_only_untimed": False}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
+    # By name only: the default's engine over an always-dormant proposer (`built`), session 54.
+    variants["dormant-stub"] = {**variants["confidence"]}
     for k in fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": drafter, "num_speculative_tokens": k}
         variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only

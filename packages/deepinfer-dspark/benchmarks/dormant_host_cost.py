@@ -39,36 +39,13 @@ from collections import Counter
 from pathlib import Path
 
 from bench_paused import random_drafter
+from bench_variants import AlwaysDormant
 from engine_host_cost import Clock
 from gc_passes import TARGET, prompts
 
 ENGINES = ("none", "stub", "default", "alone")
 ASKED = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "quiet_passed", "wants_features",
          "idle_rounds", "idle_round", "propose", "observe_step", "track", "remove")
-
-
-class AlwaysDormant:
-    """A proposer that declares every step dormant and keeps nothing (`deepinfer_core.Proposer`)."""
-
-    target_layer_ids = ()
-
-    def dormant_rounds(self, num_requests: int) -> int:
-        return 1 << 30
-
-    def dormant_passed(self, num_requests: int, rounds: int) -> None:
-        pass
-
-    def wants_features(self) -> bool:
-        return False
-
-    def idle_rounds(self) -> int:
-        return 1 << 30
-
-    def idle_round(self, num_requests: int) -> None:
-        pass
-
-    def propose(self, requests: list) -> list:
-        return []
 
 
 class Timed:

@@ -225,3 +225,24 @@ def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark
     first = events.index(profiled[0])
     assert all(e[0] != "chat" for e in events[first:]) and events[-1][0] == "close"
     assert sum(e[:2] == ("chat", "plain") for e in events[:first]) == 2 + 2 * 2   # warm-ups and measured calls
+
+
+def test_the_dormant_stub_is_the_defaults_engine_asking_nothing(folders, kit, benchmark_script, monkeypatch) -> None:
+    """`dormant-stub` (session 54): core's share of a dormant step on the GPU, with plain output."""
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    variants = benchmark_script("bench_variants")
+    target, drafter = folders
+    profile = SPSProfile([1, 64], [1000.0, 900.0])
+    configs = variants.variant_configs(str(drafter), [3], profile, profile)
+    assert "dormant-stub" in variants.NAMED and "dormant-stub" in variants.BY_NAME_ONLY
+    assert configs["dormant-stub"] == configs["confidence"]
+    stub = variants.built("dormant-stub", kit.build(target, configs["dormant-stub"]))
+    plain = kit.build(target)
+    assert isinstance(stub.engine.speculative.proposer, variants.AlwaysDormant)
+    batch = kit.prompts(5, seed=9)
+    assert kit.greedy(stub, batch) == kit.greedy(plain, batch)
+    assert stub.engine.speculative.dormant.steps > 0
+    stub.close()
+    plain.close()
