@@ -48,6 +48,8 @@
 
 from __future__ import annotations
 
+import math
+
 NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "confidence-direct",
          "confidence-measured", "confidence-rounds", "confidence-lookup", "confidence-full",
          "confidence-whole", "confidence-alone", "confidence-alone-rounds", "confidence-plain",
@@ -57,7 +59,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-prior8", "confidence-settle64", "confidence-lone",
          "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
          "confidence-now", "confidence-replies4", "confidence-unleased",
-         "confidence-timed1", "dormant-stub")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-timed1", "dormant-stub", "confidence-search-all")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -131,11 +133,15 @@ def built(name: str, llm):
     (`confidence-lone`, `-lone2`, `-lone-loops` and `-bound0` set `bound_only` in their configs;
     `confidence-overlap` and `-now` set `overlap_bookkeeping`; `confidence-unleased` sets
     `lease_rounds` 0; `confidence-timed1` sets `bound_only_untimed` False.) `dormant-stub`: the
-    default's engine (its drafter loaded) with its proposer replaced by `AlwaysDormant`."""
+    default's engine (its drafter loaded) with its proposer replaced by `AlwaysDormant`;
+    `confidence-search-all` the default with its prompt-lookup wrapper searching every request
+    every step (`LookupAssist.search_budget` inf: until session 54)."""
     if base_name(name) == "dormant-stub":
         decoder = llm.engine.speculative
         decoder.proposer = AlwaysDormant()
         decoder.dormant.__init__(decoder.proposer)   # (core's `DormantSteps` holds the methods it found)
+    if base_name(name) == "confidence-search-all":
+        llm.engine.speculative.proposer.search_budget = math.inf   # (the wrapper's own attribute)
     if base_name(name) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -154,7 +160,8 @@ def built(name: str, llm):
 BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-direct", "confidence-measured",
                 "confidence-rounds", "confidence-lookup", "confidence-full", "confidence-whole", "confidence-alone",
                 "confidence-alone-rounds", "confidence-plain", "confidence-timed", "confidence-hurdle",
-                "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub")
+                "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub",
+                "confidence-search-all")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -230,6 +237,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-whole"] = {**variants["confidence"], "opening_tokens": 0}
     # By name only: the default's engine over an always-dormant proposer (`built`), session 54.
     variants["dormant-stub"] = {**variants["confidence"]}
+    # ... and the default's prompt-lookup wrapper searching every request every step (`built`: until session 54).
+    variants["confidence-search-all"] = {**variants["confidence"]}
     for k in fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": drafter, "num_speculative_tokens": k}
         variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only

@@ -37,6 +37,7 @@ Usage (repository root):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -55,10 +56,11 @@ from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
 
 class Costs:
-    """Milliseconds charged to a policy's steps; `rounds` and `accepted` count its rounds."""
+    """Milliseconds charged to a policy's steps; `rounds` and `accepted` count its rounds, and
+    `search_ms` is charged for each request the policy searched (`Plain.searched`)."""
 
-    def __init__(self, decode: SPSProfile, plain: float, charged: RoundCosts) -> None:
-        self.decode, self.plain, self.charged = decode, plain, charged
+    def __init__(self, decode: SPSProfile, plain: float, charged: RoundCosts, search_ms: float = 0.0) -> None:
+        self.decode, self.plain, self.charged, self.search_ms = decode, plain, charged, search_ms
         self.ms, self.rounds, self.accepted, self.last_round = 0.0, 0, 0, False
 
     def step(self, running: int, drafted: bool, accepted: int = 0) -> None:
@@ -99,6 +101,10 @@ class Plain:
     def remove(self, request_id: str) -> None:
         pass
 
+    def searched(self) -> int:
+        """Requests searched since the last call (then zero)."""
+        return 0
+
 
 class Ngram(Plain):
     """Prompt lookup for every running request every step (core's `ngram` method)."""
@@ -114,10 +120,23 @@ class Lookup(Plain):
     """`LookupAssist` over `NoDrafter`, asked in the engine's order."""
 
     def __init__(self, k: int, min_n: int, decode: SPSProfile, check_every: int,
-                 priced: RoundCosts = H200_ROUND_COSTS, tail: bool = True) -> None:
-        self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every, priced, tail)
+                 priced: RoundCosts = H200_ROUND_COSTS, tail: bool = True,
+                 search_budget: float = lookup_assist.SEARCH_BUDGET) -> None:
+        self.proposer = LookupAssist(NoDrafter(k, decode), min_n, check_every, priced, tail,
+                                     search_budget=search_budget)
         self.proposer.draining(True)   # each call is an `LLM.generate` that drains what it added
         self.dormant, self.due, self.quiet = DormantSteps(self.proposer), False, False
+        self._searched, search = 0, self.proposer._search
+
+        def counted(batch: int, request_ids=None) -> None:   # (`_search` notes each search in `_checked`)
+            before = dict(self.proposer._checked)
+            search(batch, request_ids)
+            self._searched += sum(before.get(rid) != known for rid, known in self.proposer._checked.items())
+        self.proposer.__dict__["_search"] = counted   # (an instance attribute, past the wrapper's forwarding)
+
+    def searched(self) -> int:
+        count, self._searched = self._searched, 0
+        return count
 
     def track(self, request_id: str, ids: list[int]) -> None:
         self.proposer.track(request_id, ids)
@@ -182,11 +201,13 @@ def replay(replies: list[dict], slots: int, k: int, policy: Plain, costs: Costs,
             state[2] = pos + 1 + accepted
             accepted_all += accepted
         costs.step(len(asks), any(found), accepted_all)
+        costs.ms += costs.search_ms * policy.searched()
         for rid in [rid for rid, (reply, _, pos) in live.items() if pos >= len(reply)]:
             del live[rid]
             policy.remove(rid)
         policy.after(len(live))
         admit()
+    costs.ms += costs.search_ms * policy.searched()
     costs.last_round = False   # (the next call's prefill runs between)
     return costs.ms - began
 
@@ -205,6 +226,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1])
     parser.add_argument("--lookup", type=int, nargs="+", default=[2], help="prompt_lookup_min values to replay")
     parser.add_argument("--check-every", type=int, nargs="+", default=[lookup_assist.CHECK_EVERY])
+    parser.add_argument("--search-budget", type=float, nargs="+", default=[lookup_assist.SEARCH_BUDGET],
+                        help="LookupAssist's search_budget values (requests searched a step; inf: every request)")
     parser.add_argument("--k", type=int, default=7)
     parser.add_argument("--priced", nargs="+", default=[_spec(H200_ROUND_COSTS)], metavar="IN:START:AFTER",
                         help="`RoundCosts` that `LookupAssist.pays` believes (1-request steps at 1 request: a round "
@@ -213,6 +236,8 @@ def main() -> None:
     parser.add_argument("--charged", default=_spec(H200_ROUND_COSTS), metavar="IN:START:AFTER",
                         help="`RoundCosts` the replay charges (as --priced)")
     parser.add_argument("--plain", type=float, default=1.01, help="ms of a plain step at 1 request")
+    parser.add_argument("--search-ms", type=float, default=0.0,
+                        help="host ms charged per request a lookup policy searched (0: host work free)")
     parser.add_argument("--no-tail", action="store_true",
                         help="also replay each lookup row without `LookupAssist`'s tail weights (tail=False)")
     parser.add_argument("--batch-form", action="store_true",
@@ -220,6 +245,10 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.k, *args.lookup, *args.check_every, *args.concurrency) < 1:
         parser.error("--k, --lookup, --check-every and --concurrency: must be >= 1")
+    if not all(budget > 0 for budget in args.search_budget):
+        parser.error(f"--search-budget: must be > 0, got {args.search_budget}")
+    if not args.search_ms >= 0:
+        parser.error(f"--search-ms: must be >= 0, got {args.search_ms}")
     try:
         priced, charged = [_costs(item) for item in args.priced], _costs(args.charged)
     except ValueError as exc:
@@ -228,14 +257,14 @@ def main() -> None:
     decode = SPSProfile.load(args.profiles / "sps.json")
     per_call = 1 if args.batch_form else 4
     print(f"{len(replies)} replies, {sum(len(r['reply']) for r in replies)} tokens; {per_call} x C a call; plain step "
-          f"{args.plain} ms at 1 request; rounds charged {args.charged}")
+          f"{args.plain} ms at 1 request; rounds charged {args.charged}; {args.search_ms} ms a request searched")
     print("| requests | policy | mean paired ratio | total ratio | rounds | accepted drafts / round |\n"
           "|---:|---|---:|---:|---:|---:|")
     for slots in args.concurrency:
         base = run(replies, slots, args.k, Plain, Costs(decode, args.plain, charged), per_call)
 
         def row(name: str, make) -> None:
-            c = Costs(decode, args.plain, charged)
+            c = Costs(decode, args.plain, charged, args.search_ms)
             times = run(replies, slots, args.k, make, c, per_call)
             ratios = [b / t for b, t in zip(base, times)]
             per = c.accepted / c.rounds if c.rounds else 0.0
@@ -245,10 +274,11 @@ def main() -> None:
         row(f"ngram-{args.k}", Ngram)
         for text, costs in zip(args.priced, priced):
             for min_n in args.lookup:
-                for every in args.check_every:
+                for every, budget in itertools.product(args.check_every, args.search_budget):
                     for tail in (True, False) if args.no_tail else (True,):
-                        row(f"lookup {min_n} (every {every}, priced {text}{'' if tail else ', no tail'})",
-                            lambda: Lookup(args.k, min_n, decode, every, costs, tail))
+                        row(f"lookup {min_n} (every {every}, budget {budget:g}, priced {text}"
+                            f"{'' if tail else ', no tail'})",
+                            lambda: Lookup(args.k, min_n, decode, every, costs, tail, budget))
 
 
 def _spec(costs: RoundCosts) -> str:

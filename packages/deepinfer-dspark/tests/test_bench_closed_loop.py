@@ -246,3 +246,24 @@ def test_the_dormant_stub_is_the_defaults_engine_asking_nothing(folders, kit, be
     assert stub.engine.speculative.dormant.steps > 0
     stub.close()
     plain.close()
+
+
+def test_search_all_is_the_default_wrapper_searching_every_request(folders, kit, benchmark_script,
+                                                                     monkeypatch) -> None:
+    """`confidence-search-all` (session 54): the default with `LookupAssist.search_budget` inf."""
+    from deepinfer_dspark.lookup_assist import SEARCH_BUDGET
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    variants = benchmark_script("bench_variants")
+    target, drafter = folders
+    profile = SPSProfile([1, 64], [1000.0, 900.0])
+    configs = variants.variant_configs(str(drafter), [3], profile, profile)
+    assert configs["confidence-search-all"] == configs["confidence"]
+    default = kit.build(target, configs["confidence"])
+    everything = variants.built("confidence-search-all", kit.build(target, configs["confidence-search-all"]))
+    assert default.engine.speculative.proposer.search_budget == SEARCH_BUDGET
+    wrapper = everything.engine.speculative.proposer
+    assert wrapper.search_budget == float("inf") and wrapper._every(64) == wrapper.check_every
+    default.close()
+    everything.close()

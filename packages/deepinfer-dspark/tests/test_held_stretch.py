@@ -6,6 +6,8 @@ of its steps in one report, before any other call reaches it."""
 
 from __future__ import annotations
 
+import math
+
 from deepinfer_core.engine.dormant_steps import DormantSteps
 from deepinfer_core.interfaces import DraftRequest
 
@@ -66,7 +68,7 @@ def test_a_quiet_stretch_is_asked_once_and_its_features_do_not_end_it() -> None:
     inner.quiet_passed = lambda n, r: heard.append(("quiet_passed", n, r))
     inner.observe_step = lambda *args: heard.append(("observe_step",))
     inner.wants_features = lambda: heard.append(("wants_features",)) or True
-    lookup = LookupAssist(inner, 2, check_every=1)
+    lookup = LookupAssist(inner, 2, check_every=1, search_budget=math.inf)   # (every request every step)
     views = {"a": [1, 2, 3], "b": [4, 5, 6]}
     for rid, view in views.items():
         lookup.track(rid, view)
@@ -110,7 +112,7 @@ class Recording(DSparkProposer):
 
 def test_dspark_is_asked_once_a_stretch_while_the_engine_asks_every_step(fake_runner) -> None:
     inner = Recording(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE)
-    lookup = LookupAssist(inner, 2, check_every=1)
+    lookup = LookupAssist(inner, 2, check_every=1, search_budget=math.inf)   # (every request every step)
     views = {"a": [1, 2, 3], "b": [4, 5, 6]}
     for rid, view in views.items():
         lookup.track(rid, view)

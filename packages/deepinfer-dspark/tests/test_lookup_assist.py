@@ -8,6 +8,8 @@ prompt-lookup drafts when such a round pays; greedy output stays that of plain d
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from deepinfer_core import SamplingParams
 from deepinfer_core.interfaces import DraftRequest
@@ -31,7 +33,8 @@ def ask(request_id: str, tokens: list[int], room: int = K) -> DraftRequest:
 
 def assisted(fake_runner, check_every: int = 2) -> LookupAssist:
     """A wrapper whose match classes all start at 0.5 (so a short match of 2 tokens pays here)."""
-    lookup = LookupAssist(DSparkProposer(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE), 2, check_every)
+    lookup = LookupAssist(DSparkProposer(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE), 2, check_every,
+                          search_budget=math.inf)   # (every `check_every` tokens at any batch)
     lookup.classes.sums = [[0.5 * 4, 4.0] for _ in range(3)]
     return lookup
 
@@ -73,6 +76,38 @@ def test_stretches_are_capped_and_cut_when_a_lookup_is_due(fake_runner) -> None:
     lookup.dormant_passed(1, 3)
     live += [6, 4, 5]                     # "4 5" repeats
     assert lookup.dormant_rounds(1) == 0 and lookup.quiet_rounds(1) == 0
+
+
+def test_above_the_search_budget_each_request_is_searched_less_often(fake_runner) -> None:
+    """`search_budget` (session 54): each search costs the GPU's host ~0.1 ms, so at `batch` requests
+    each is searched every ceil(batch / search_budget) tokens (and a stretch runs that long)."""
+    from deepinfer_dspark.lookup_assist import SEARCH_BUDGET
+
+    lookup = LookupAssist(DSparkProposer(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE), 2, 1, search_budget=1)
+    lookup.classes.sums = [[0.5 * 4, 4.0] for _ in range(3)]
+    assert [lookup._every(b) for b in (1, 2, 3)] == [1, 2, 3]   # ceil(batch / 1), at least check_every
+    assert LookupAssist(lookup.inner, 2, 4, search_budget=2)._every(5) == 4
+    assert SEARCH_BUDGET == 0.5 and [LookupAssist(lookup.inner, 2)._every(b) for b in (1, 2, 4)] == [2, 4, 8]
+    lives = {"r0": [1, 2, 3, 1], "r1": [10, 11, 12]}
+    for rid, live in lives.items():
+        lookup.track(rid, live)
+    lookup.propose([ask(rid, list(live)) for rid, live in lives.items()])   # DSpark: ruled out
+    assert lookup._could_pay(2) and lookup.inner.dormant_rounds(2) > 2
+    assert lookup.dormant_rounds(2) == 2  # capped at ceil(2 / 1): the engine asks again after 2 steps
+    lookup.dormant_passed(2, 2)
+    lives["r0"].append(2)                 # "1 2" repeats after one decoded token
+    assert not lookup._due(2) and "r0" not in lookup._matched   # at 2 requests: searched every 2 tokens
+    lookup._due(1)
+    assert "r0" in lookup._matched        # at 1 request: at every token
+    lookup._matched.clear()
+    lives["r0"].append(3)                 # "2 3" repeats, but grown one token since its last search
+    assert not lookup._due(2) and "r0" not in lookup._matched
+    lives["r0"].append(1)                 # "3 1" repeats, grown 2 tokens: searched at 2 requests too
+    lookup._due(2)
+    assert "r0" in lookup._matched
+    for bad in (0, -1.0, math.nan):
+        with pytest.raises(ValueError, match="search_budget"):
+            LookupAssist(lookup.inner, 2, search_budget=bad)
 
 
 def test_nothing_is_searched_where_a_lookup_round_cannot_pay(fake_runner) -> None:
@@ -342,7 +377,7 @@ def test_requests_dspark_leaves_empty_get_lookup_drafts_when_it_drafts_others(fa
     repeating itself, gets lookup drafts in the same round, at no extra sync."""
     proposer = DSparkProposer(fake_runner(K, 0.95), K, SPSProfile([1, 5, 64, 320], [500.0] * 4),
                               decode=SPSProfile([1, 64], [1000.0, 1000.0]))
-    lookup = LookupAssist(proposer, 2, check_every=1)
+    lookup = LookupAssist(proposer, 2, check_every=1, search_budget=math.inf)
     a, b = [1, 2, 3, 4], [7, 8, 7, 8, 7]
     lookup.track("a", a)
     lookup.track("b", b)

@@ -7,6 +7,8 @@ plain decoding's. (The tiny target and drafter: `folders` and `kit` in conftest.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from deepinfer_core import SamplingParams
@@ -42,7 +44,7 @@ def wrapped(fake_runner, prefer_loops: bool) -> tuple[LookupAssist, list]:
     propose, idle = inner.propose, inner.idle_round
     inner.propose = lambda requests: asked.append([r.request_id for r in requests]) or propose(requests)
     inner.idle_round = lambda n: asked.append(("idle", n)) or idle(n)
-    return LookupAssist(inner, 2, check_every=1, prefer_loops=prefer_loops), asked
+    return LookupAssist(inner, 2, check_every=1, prefer_loops=prefer_loops, search_budget=math.inf), asked
 
 
 @pytest.mark.parametrize("prefer_loops", [False, True])

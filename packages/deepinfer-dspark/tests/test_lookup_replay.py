@@ -69,3 +69,39 @@ def test_the_charged_costs_are_the_round_costs(benchmark_script) -> None:
     with pytest.raises(ValueError, match="IN:START:AFTER"):
         replay._costs("1:2")   # (main turns it into a usage error naming --priced)
 
+
+
+def test_searches_are_charged_and_the_budget_searches_fewer(benchmark_script, tmp_path, monkeypatch,
+                                                            capsys) -> None:
+    """`--search-ms` (session 54): host ms per request the wrapper searched; `--search-budget`."""
+    replay = benchmark_script("lookup_replay")
+
+    def ms(search_ms, budget, slots=2):
+        costs = replay.Costs(DECODE, 1.0, RoundCosts(in_run=1.0, in_run_per_doubling=0.0, start=0.0, after=0.4,
+                                                     after_per_doubling=0.0), search_ms)
+        policies = []
+
+        def make():
+            policies.append(replay.Lookup(7, 2, DECODE, 1, search_budget=budget))
+            return policies[-1]
+        return sum(replay.run([FRESH, FRESH], slots, 7, make, costs)), costs
+
+    free, _ = ms(0.0, float("inf"))
+    assert free == ms(0.0, float("inf"))[0] and ms(0.0, 0.5)[0] == free   # fresh text: no rounds either way
+    steps = len(FRESH["reply"]) - 1
+    charged, _ = ms(0.5, float("inf"))
+    assert charged == pytest.approx(free + 0.5 * 2 * steps, rel=0.05)   # both requests searched every step
+    fewer, _ = ms(0.5, 0.5)                                             # each every 4 tokens at 2 requests
+    assert free < fewer < charged and fewer == pytest.approx(free + 0.5 * 2 * steps / 4, rel=0.1)
+    (tmp_path / "replies.json").write_text(json.dumps({"replies": [LOOP, FRESH] * 2}))
+    DECODE.save(tmp_path / "sps.json")
+    monkeypatch.setattr(sys, "argv", ["lookup_replay.py", "--replies", str(tmp_path / "replies.json"),
+                                      "--profiles", str(tmp_path), "--search-ms", "0.1", "--search-budget", "inf",
+                                      "0.5"])
+    replay.main()
+    out = capsys.readouterr().out
+    assert "0.1 ms a request searched" in out and "budget inf" in out and "budget 0.5" in out
+    for bad in (["--search-ms", "-1"], ["--search-budget", "0"]):
+        monkeypatch.setattr(sys, "argv", sys.argv[:5] + bad)
+        with pytest.raises(SystemExit):
+            replay.main()

@@ -10,24 +10,23 @@ features, and a request with a gap in its drafter context is never drafted for a
 lookup (Saxena 2023) needs neither features nor a drafter, only the request's own tokens.
 
 This wrapper reads each running request's live tokens (`deepinfer_core.Proposer.track`) every
-`check_every` tokens (default every step), also through dormant and quiet stretches (declared at
-most `check_every` rounds long where a lookup round could pay, so the engine asks again; DSpark is
-asked once for its own stretch and hears of its steps in one report: `HeldStretch`; a request
-whose suffix never occurred is skipped by `TokenBytes.repeats`), and
-while the last `min_n` tokens occurred earlier (`ngram.latest_in_bytes` over the request's
-`TokenBytes`, within the last `WINDOW` tokens) and
-such a round can pay (`pays`), it ends DSpark's pause for one round: each request DSpark does not
-draft for gets the tokens that followed the earlier occurrence, continued with its period
-(`ngram.continue_period`). A match is priced by its length (the suffix and the earlier text
-agree on `n` tokens or more, extended backwards): text caught in a loop matches over whole
-periods and its drafts are accepted, a short match in fresh text mostly is not, so each length
-class learns its own accepted share, drifting back up to the prior while it is not drafted
-(`MatchClasses`). The drafts are verified like any other, deterministic (one-hot q), so
-lossless at any temperature; DSpark's own statistics never see them (its `commit` counts only
-the requests it drafted). A round is priced by `RoundCosts` (the H200's step logs); in a
-batch's tail (the engine is `draining` and no request waits) drafts of a request already ahead
-of the others weigh less (`_tail`). Everything else is DSpark's: attributes are read from, and
-written to, the wrapped proposer unless the wrapper has them. Device-free.
+`_every` tokens (`check_every`, or more at more requests: `search_budget`), also through dormant and
+quiet stretches (declared at most that many rounds long where a lookup round could pay, so the
+engine asks again; DSpark is asked once for its own stretch and hears of its steps in one report:
+`HeldStretch`; a request whose suffix never occurred is skipped by `TokenBytes.repeats`), and while
+the last `min_n` tokens occurred earlier (`ngram.latest_in_bytes` over the request's `TokenBytes`,
+within the last `WINDOW` tokens) and such a round can pay (`pays`), it ends DSpark's pause for one
+round: each request DSpark does not draft for gets the tokens that followed the earlier occurrence,
+continued with its period (`ngram.continue_period`). A match is priced by its length (the suffix and
+the earlier text agree on `n` tokens or more, extended backwards): text caught in a loop matches
+over whole periods and its drafts are accepted, a short match in fresh text mostly is not, so each
+length class learns its own accepted share, drifting back up to the prior while it is not drafted
+(`MatchClasses`). The drafts are verified like any other, deterministic (one-hot q), so lossless at
+any temperature; DSpark's own statistics never see them (its `commit` counts only the requests it
+drafted). A round is priced by `RoundCosts` (the H200's step logs); in a batch's tail (the engine is
+`draining` and no request waits) drafts of a request already ahead of the others weigh less
+(`_tail`). Everything else is DSpark's: attributes are read from, and written to, the wrapped
+proposer unless the wrapper has them. Device-free.
 """
 
 from __future__ import annotations
@@ -46,11 +45,14 @@ from deepinfer_dspark.match_classes import PRIOR_RATES, MatchClasses  # noqa: F4
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS, RoundCosts
 from deepinfer_dspark.token_bytes import WINDOW, TokenBytes
 
-CHECK_EVERY = 1        # tokens a request grows between two searches of its context: every step
-# (`lookup_replay.py` over 256 real replies: every 8 tokens missed a third of the rounds that pay,
-# 1.25 against 1.39; every 2, 1.473 -> 1.437 at 1 request, the same at 2 (session 34). The wrapper
-# adds 3.7 / 4.4 us a paused step at 1 / 2 requests on this repository's CPU, 8.5 / 8.8 before the
-# n-gram filter and `HeldStretch` of session 34: `lookup_host_cost.py`)
+CHECK_EVERY = 1        # tokens a request grows between two searches at least (`lookup_replay.py` over 256 real
+# replies, host work free: every 8 tokens missed a third of the rounds that pay, 1.25 against 1.39; every 2, 1.473 ->
+# 1.437 at 1 request, the same at 2; session 34)
+SEARCH_BUDGET = 0.5    # requests searched a step on average: at `batch` requests each is searched every
+# max(`check_every`, ceil(batch / 0.5)) tokens (`_every`). Each search costs the GPU's host ~0.1 ms (session 54, H100:
+# the steps at 3-4 running ran 0.35 ms over DSpark alone's); `lookup_replay.py --search-ms 0.1` (256 real replies,
+# closed loop) read every 2 / 4 / 8 tokens best at 1 / 2 / 4 requests (1.287 / 1.175 / 1.067 against 1.253 / 1.086
+# / 0.905 searching every token)
 UNASKED_TOKENS = 32    # tokens a matched request the engine did not ask about (its sampling cannot be
 # drafted for: penalties, structured output, min_tokens) grows before it is searched again: its
 # match made every step a due round that asked nothing (session 29's review helper)
@@ -92,7 +94,9 @@ class LookupAssist(LookupPricing):
     Args:
         inner: the proposer wrapped.
         min_n: tokens of the context's suffix that must have occurred before (1 .. `WINDOW` - 1).
-        check_every: tokens between two searches of a request (>= 1).
+        check_every: tokens between two searches of a request (>= 1), at least (`_every`).
+        search_budget: requests searched a step on average (> 0): each request every
+            ceil(requests / search_budget) tokens where that is more than `check_every`.
         costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
         tail: weigh drafts in a batch's tail (`_tail`), which the engine's `draining` call
             marks (`LLM.generate`); False counts every request's fully.
@@ -102,19 +106,22 @@ class LookupAssist(LookupPricing):
             (`LookupPricing.loops`; DSpark then drafts for the others, or hears an idle round).
 
     Raises:
-        ValueError: `min_n` or `check_every` out of range (named).
+        ValueError: `min_n`, `check_every` or `search_budget` out of range (named).
     """
 
     def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY, costs: RoundCosts = H200_ROUND_COSTS,
-                 tail: bool = True, tail_rounds: bool = False, prefer_loops: bool = False) -> None:
+                 tail: bool = True, tail_rounds: bool = False, prefer_loops: bool = False,
+                 search_budget: float = SEARCH_BUDGET) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
         if check_every < 1:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
+        if not search_budget > 0:
+            raise ValueError(f"search_budget: must be > 0, got {search_budget}")
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
             inner=inner, min_n=min_n, check_every=check_every, costs=costs, tail=tail, tail_rounds=tail_rounds,
-            prefer_loops=prefer_loops,
+            prefer_loops=prefer_loops, search_budget=search_budget,
             _views={},      # request -> its live tokens (`track`)
             _ctx={},        # request -> its known tokens as bytes (`TokenBytes`)
             _prompt={},     # request -> tokens when tracked: the search starts past them
@@ -230,7 +237,7 @@ class LookupAssist(LookupPricing):
     def dormant_floor(self, num_requests: int) -> int:
         """DSpark's floor for the stretch just declared (`PausePolicy.dormant_floor`), raised to
         the fewest requests from which no count up to `num_requests` could pay a lookup round
-        (`_could_pay`: where one could, the engine must ask before every `check_every` steps);
+        (`_could_pay`: where one could, the engine must ask before every `_every` steps);
         `num_requests` where one could pay at it."""
         ask = getattr(self.inner, "dormant_floor", None)   # (`NoDrafter`: none, no floor)
         floor = num_requests if ask is None else ask(num_requests)
@@ -344,17 +351,17 @@ class LookupAssist(LookupPricing):
 
     # --- decisions ----------------------------------------------------------------------
     def _stretch(self, rounds: int, num_requests: int) -> int:
-        """A stretch DSpark declares, capped so the engine asks again within `check_every`
-        rounds where a lookup round could pay, or none when one is due now."""
+        """A stretch DSpark declares, capped so the engine asks again within `_every` rounds
+        where a lookup round could pay, or none when one is due now."""
         if rounds <= 0 or not self._could_pay(num_requests):
             return rounds
         if self._due(num_requests):
             return 0
-        return min(rounds, self.check_every)
+        return min(rounds, self._every(num_requests))
 
     def _due(self, batch: int) -> bool:
         """Whether a lookup round pays at `batch` requests: some running request's suffix
-        occurred before (searched when it grew `check_every` tokens, or just drafted) and
+        occurred before (searched when it grew `_every(batch)` tokens, or just drafted) and
         `pays` says yes. Nothing is searched where even a full lookup could not pay."""
         if not self._could_pay(batch) or getattr(self.inner, "retiming", False):   # (a plain re-timing run:
             return False                                                           # its steps stay plain)
@@ -368,12 +375,12 @@ class LookupAssist(LookupPricing):
         """Searches `request_ids`, or else the oldest `batch` requests tracked (first come,
         first served: the running ones; a preempted one may take a place and a running one then
         goes unsearched a while; a long queue of waiting requests costs nothing), those that
-        decode and grew `check_every` tokens since their last search or just drafted."""
+        decode and grew `_every(batch)` tokens since their last search or just drafted."""
         if request_ids is None:
             chosen = islice(self._views.items(), batch)
         else:
             chosen = ((rid, self._views[rid]) for rid in request_ids if rid in self._views)
-        prompt, checked, every, recheck, n = self._prompt, self._checked, self.check_every, self._recheck, self.min_n
+        prompt, checked, every, recheck, n = self._prompt, self._checked, self._every(batch), self._recheck, self.min_n
         for request_id, view in chosen:   # (names hoisted: run for each running request every step)
             known = len(view)
             while known and view[known - 1] < 0:   # (`known_tokens`, inline)
