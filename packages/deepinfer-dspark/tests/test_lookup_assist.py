@@ -86,8 +86,9 @@ def test_above_the_search_budget_each_request_is_searched_less_often(fake_runner
     lookup = LookupAssist(DSparkProposer(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE), 2, 1, search_budget=1)
     lookup.classes.sums = [[0.5 * 4, 4.0] for _ in range(3)]
     assert [lookup._every(b) for b in (1, 2, 3)] == [1, 2, 3]   # ceil(batch / 1), at least check_every
-    assert LookupAssist(lookup.inner, 2, 4, search_budget=2)._every(5) == 4
-    assert SEARCH_BUDGET == 0.5 and [LookupAssist(lookup.inner, 2)._every(b) for b in (1, 2, 4)] == [2, 4, 8]
+    assert LookupAssist(lookup.inner, 2, 4, search_budget=2)._every(5) == 4   # check_every is the least
+    assert [LookupAssist(lookup.inner, 2, 1, search_budget=2)._every(b) for b in (1, 4, 5)] == [1, 2, 3]   # ceil
+    assert SEARCH_BUDGET == 1.0 and [LookupAssist(lookup.inner, 2)._every(b) for b in (1, 2, 4)] == [1, 2, 4]
     lives = {"r0": [1, 2, 3, 1], "r1": [10, 11, 12]}
     for rid, live in lives.items():
         lookup.track(rid, live)
@@ -105,7 +106,7 @@ def test_above_the_search_budget_each_request_is_searched_less_often(fake_runner
     lives["r0"].append(1)                 # "3 1" repeats, grown 2 tokens: searched at 2 requests too
     lookup._due(2)
     assert "r0" in lookup._matched
-    for bad in (0, -1.0, math.nan):
+    for bad in (0, -1.0, math.nan, 1e-320):   # (1e-320: its inverse overflows)
         with pytest.raises(ValueError, match="search_budget"):
             LookupAssist(lookup.inner, 2, search_budget=bad)
 

@@ -93,6 +93,12 @@ def test_searches_are_charged_and_the_budget_searches_fewer(benchmark_script, tm
     assert charged == pytest.approx(free + 0.5 * 2 * steps, rel=0.05)   # both requests searched every step
     fewer, _ = ms(0.5, 0.5)                                             # each every 4 tokens at 2 requests
     assert free < fewer < charged and fewer == pytest.approx(free + 0.5 * 2 * steps / 4, rel=0.1)
+    fresh3 = [FRESH, {**FRESH, "prompt": [9, 10, 11, 12]}, {**FRESH, "prompt": [13, 14, 15, 16]}]
+    costs = replay.Costs(DECODE, 1.0, RoundCosts(in_run=1.0, in_run_per_doubling=0.0, start=0.0, after=0.4,
+                                                 after_per_doubling=0.0), 1.0)
+    queued = sum(replay.run(fresh3, 2, 7, lambda: replay.Lookup(7, 2, DECODE, 1, search_budget=float("inf")), costs))
+    plain = sum(replay.run(fresh3, 2, 7, replay.Plain, replay.Costs(DECODE, 1.0, costs.charged)))
+    assert queued - plain == pytest.approx(3 * steps, rel=0.05)   # the one waiting is tracked, not searched
     (tmp_path / "replies.json").write_text(json.dumps({"replies": [LOOP, FRESH] * 2}))
     DECODE.save(tmp_path / "sps.json")
     monkeypatch.setattr(sys, "argv", ["lookup_replay.py", "--replies", str(tmp_path / "replies.json"),

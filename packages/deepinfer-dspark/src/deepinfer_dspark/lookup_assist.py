@@ -31,6 +31,7 @@ proposer unless the wrapper has them. Device-free.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import islice
 from types import SimpleNamespace
@@ -39,6 +40,7 @@ from deepinfer_core.interfaces import Draft, DraftRequest
 
 from deepinfer_dspark.batch_tail import TAIL_AHEAD, TAIL_SLACK, tail_weights  # noqa: F401 (re-exported)
 from deepinfer_dspark.batch_tail import known_tokens as _known
+from deepinfer_dspark.forwarded import Forwarded
 from deepinfer_dspark.held_stretch import HeldStretch
 from deepinfer_dspark.lookup_pricing import LookupPricing
 from deepinfer_dspark.match_classes import PRIOR_RATES, MatchClasses  # noqa: F401 (re-exported)
@@ -48,44 +50,15 @@ from deepinfer_dspark.token_bytes import WINDOW, TokenBytes
 CHECK_EVERY = 1        # tokens a request grows between two searches at least (`lookup_replay.py` over 256 real
 # replies, host work free: every 8 tokens missed a third of the rounds that pay, 1.25 against 1.39; every 2, 1.473 ->
 # 1.437 at 1 request, the same at 2; session 34)
-SEARCH_BUDGET = 0.5    # requests searched a step on average: at `batch` requests each is searched every
-# max(`check_every`, ceil(batch / 0.5)) tokens (`_every`). Each search costs the GPU's host ~0.1 ms (session 54, H100:
-# the steps at 3-4 running ran 0.35 ms over DSpark alone's); `lookup_replay.py --search-ms 0.1` (256 real replies,
-# closed loop) read every 2 / 4 / 8 tokens best at 1 / 2 / 4 requests (1.287 / 1.175 / 1.067 against 1.253 / 1.086
-# / 0.905 searching every token)
+SEARCH_BUDGET = 1.0    # requests searched a step on average: at `batch` requests each is searched about every
+# max(`check_every`, ceil(batch / 1)) tokens (`_every`). A search costs the GPU's host an estimated 0.035-0.1 ms
+# (session 54, H100: the steps at 3-4 running ran 0.22-0.35 ms over DSpark alone's, searches and pricing); with that
+# charged (`lookup_replay.py --search-ms`, 256 real replies, closed loop) every request every step lost most of
+# lookup's gain at 2-4 requests (0.1 ms: 1.086 / 0.905 at 2 / 4 against 1.158 / 1.059 with this budget); free, this
+# budget gives up 0-3 points there and nothing at 1 request
 UNASKED_TOKENS = 32    # tokens a matched request the engine did not ask about (its sampling cannot be
 # drafted for: penalties, structured output, min_tokens) grows before it is searched again: its
 # match made every step a due round that asked nothing (session 29's review helper)
-
-
-class _Inner:
-    """A data descriptor: reads and writes of the attribute go to the wrapped proposer (`inner`).
-
-    Core asks for `wants_features` and `observe_step` every step and the step logger for the
-    counters: through `__getattr__` each read first fails the normal lookup (0.55 us on the H200's
-    host against 0.04; session 30's helper, ~5 us a step). A name the inner proposer lacks raises
-    AttributeError as it would there (`getattr(proposer, name, None)` still sees None)."""
-
-    def __init__(self, quiet: bool = False) -> None:
-        self.quiet = quiet   # the engine calls it inside a quiet stretch: it does not end one held
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        state = obj.__dict__
-        held = state["_held"]
-        if not (self.quiet and held.quiet):
-            held.flush()   # (DSpark hears of its dormant steps before anything else)
-        return getattr(state["inner"], self.name)
-
-    def __set__(self, obj, value) -> None:
-        setattr(obj.__dict__["inner"], self.name, value)
-
-    def __delete__(self, obj) -> None:
-        delattr(obj.__dict__["inner"], self.name)
 
 
 class LookupAssist(LookupPricing):
@@ -95,8 +68,10 @@ class LookupAssist(LookupPricing):
         inner: the proposer wrapped.
         min_n: tokens of the context's suffix that must have occurred before (1 .. `WINDOW` - 1).
         check_every: tokens between two searches of a request (>= 1), at least (`_every`).
-        search_budget: requests searched a step on average (> 0): each request every
-            ceil(requests / search_budget) tokens where that is more than `check_every`.
+        search_budget: requests searched a step on average (> 0): each request about every
+            ceil(requests / search_budget) tokens where that is more than `check_every` (its
+            count runs from its own last search, the engine's asks every `_every` steps: after a
+            lookup round up to twice that).
         costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
         tail: weigh drafts in a batch's tail (`_tail`), which the engine's `draining` call
             marks (`LLM.generate`); False counts every request's fully.
@@ -117,8 +92,8 @@ class LookupAssist(LookupPricing):
                              f"(the tokens searched), got {min_n}")
         if check_every < 1:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
-        if not search_budget > 0:
-            raise ValueError(f"search_budget: must be > 0, got {search_budget}")
+        if not (search_budget > 0 and math.isfinite(1.0 / search_budget)):
+            raise ValueError(f"search_budget: must be > 0 (and its inverse finite), got {search_budget}")
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
             inner=inner, min_n=min_n, check_every=check_every, costs=costs, tail=tail, tail_rounds=tail_rounds,
             prefer_loops=prefer_loops, search_budget=search_budget,
@@ -140,13 +115,13 @@ class LookupAssist(LookupPricing):
             lookup_rounds=0, lookup_drafts=0, lookup_accepted=0)
 
     # DSpark's, read every step (core, the step logger): forwarded without `__getattr__`'s miss
-    wants_features = _Inner()
-    observe_step, observe_many, observe = _Inner(quiet=True), _Inner(quiet=True), _Inner(quiet=True)
-    target_layer_ids, drafted_rounds, pending, runner = _Inner(), _Inner(), _Inner(), _Inner()
+    wants_features = Forwarded()
+    observe_step, observe_many, observe = Forwarded(quiet=True), Forwarded(quiet=True), Forwarded(quiet=True)
+    target_layer_ids, drafted_rounds, pending, runner = Forwarded(), Forwarded(), Forwarded(), Forwarded()
 
     def __getattr__(self, name: str):
         if name in ("inner", "_held") or name.startswith("__") or name in _FORWARDED:
-            raise AttributeError(name)   # (copy, pickle: no recursion; `_Inner` already missed)
+            raise AttributeError(name)   # (copy, pickle: no recursion; `Forwarded` already missed)
         self._held.flush()
         return getattr(self.inner, name)   # (only for names not defined here)
 
@@ -216,7 +191,7 @@ class LookupAssist(LookupPricing):
     def idle_round(self, num_requests: int) -> None:
         if self._now.override:   # a lookup round was due, but the engine had no request to ask
             self._now.override = False
-            self._postpone(list(self._matched))
+            self._postpone(list(self._matched), num_requests)
         self._now.running, self._now.in_run = num_requests, False
         self.classes.age(1)
         self._held.flush()
@@ -336,18 +311,20 @@ class LookupAssist(LookupPricing):
         self._now.in_run = any(d.token_ids for d in drafts)   # (DSpark's or lookup's: a round)
         self._now.running = self._now.told = 0   # heard for this round only: later rounds asked about all count
         looked, asked = {requests[i].request_id for i in found}, {r.request_id for r in requests}
-        self._postpone([m for m in self._matched if m not in asked])
+        self._postpone([m for m in self._matched if m not in asked], running)
         for request_id in [m for m in self._matched if m not in looked]:   # no longer matching (or
             del self._matched[request_id]   # DSpark's): searched again once grown, not every round
         return drafts
 
-    def _postpone(self, request_ids: list[str]) -> None:
-        """Matched requests the engine did not ask about: searched again once grown `UNASKED_TOKENS`."""
+    def _postpone(self, request_ids: list[str], batch: int) -> None:
+        """Matched requests the engine did not ask about: searched again once grown `UNASKED_TOKENS`
+        (at `batch` requests running)."""
+        every = self._every(batch)
         for request_id in request_ids:
             self._matched.pop(request_id, None)
             view = self._views.get(request_id)
             if view is not None:
-                self._checked[request_id] = _known(view) + UNASKED_TOKENS - self.check_every
+                self._checked[request_id] = _known(view) + UNASKED_TOKENS - every
 
     # --- decisions ----------------------------------------------------------------------
     def _stretch(self, rounds: int, num_requests: int) -> int:
@@ -402,4 +379,4 @@ class LookupAssist(LookupPricing):
                 self._matched.pop(request_id, None)
         self._recheck.clear()
 
-_FORWARDED = frozenset(name for name, value in vars(LookupAssist).items() if isinstance(value, _Inner))
+_FORWARDED = frozenset(name for name, value in vars(LookupAssist).items() if isinstance(value, Forwarded))
