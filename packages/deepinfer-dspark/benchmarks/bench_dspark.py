@@ -16,7 +16,9 @@ lengths from the engine's counters (with `--interleave`, over every call).
 call per variant (the order rotated each round); it reports each variant's median and the median
 of its ratio to the first variant within a round. Run one after the other, two engines doing the
 same work measured up to 30% apart on the GPU host (order and process state); paired rounds
-compare them on the same state.
+compare them on the same state. The garbage collector's full passes run between calls, untimed
+(`paired_calls.HeapOutside`; `--gc-in-calls` leaves them to the engines, inside the calls, as before
+session 55), and each row also lists every round's ratio (`paired rounds`).
 
 Usage (GPU machine, repository root, target GGUF or HF folder and a trained drafter folder):
     python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target T --drafter D \
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from bench_variants import MIXED, NAMED, SUFFIXES, base_name, built, chosen, variant_configs, variant_engine_kw
 from engine_probes import StepTimes, profile_run, proposer_state, torch_profile_run
-from paired_calls import _numbers, append_steps, paired_rows, same_replies  # noqa: F401 (re-exported)
+from paired_calls import HeapOutside, _numbers, append_steps, paired_rows, same_replies  # noqa: F401 (re-exported)
 from sps_profiles import measure_in_child, measure_paired, measure_sps, measure_spec_sps
 
 
@@ -126,6 +128,10 @@ def main() -> None:
                              "(see --profile-at)")
     parser.add_argument("--profile-at", type=int, nargs="+", default=None, metavar="C",
                         help="concurrencies of the --profile / --torch-profile runs (default: the largest)")
+    parser.add_argument("--gc-in-calls", action="store_true",
+                        help="with --interleave: leave the garbage collector's full passes to the engines, inside "
+                             "the timed calls (before session 55; by default the harness collects between calls, "
+                             "untimed: `paired_calls.HeapOutside`)")
     parser.add_argument("--interleave", type=int, default=0, metavar="N",
                         help="all engines alive at once; N rounds of one call per variant, paired ratios")
     parser.add_argument("--kv-cache-gib", type=float, default=None,
@@ -269,6 +275,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     traces = ({name: StepTimes(llm, logs.get(name), ledger=args.step_log_ledger) for name, llm in llms.items()}
               if args.step_times or logs else {})
     rows = []
+    heap = HeapOutside(not getattr(args, "gc_in_calls", False))   # (one clock for every concurrency)
     for c in args.concurrency:
         for llm in llms.values():
             llm.chat(pool[:1], params)   # warm-up, excluded
@@ -280,7 +287,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
         sets = [pool[i * size:(i + 1) * size] for i in range(args.prompt_sets)]
         rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log,
                             cap=c if args.closed_loop else None, traces=traces,
-                            log_every=args.step_log_every if logs else 1)
+                            log_every=args.step_log_every if logs else 1, heap=heap)
         for name, trace in traces.items():
             summary = trace.take()
             if args.step_times:

@@ -2,12 +2,24 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """Paired calls for `bench_dspark.py --interleave`: every engine chats the same prompts in turn,
 round after round, the order rotated; each call's tok/s counts the tokens it emitted over its wall
-time, and each engine's ratio to the first engine's in the same round is the paired ratio."""
+time, and each engine's ratio to the first engine's in the same round is the paired ratio.
+
+The garbage collector's full passes are kept out of the timed calls (`HeapOutside`): an engine's call
+freezes the heap and, every 10 s or 8 shortened full passes, ends with a real `gc.collect()`
+(`deepinfer_core`'s `FrozenHeap`), a pass over every object of the process (~100 ms on this
+repository's 2-core CPU, more on the GPU machine's slower host). In a run of short calls that pass
+lands on one call of each engine now and then, the same for every engine on average (~1% of a
+server's time) but one call in a handful: on an H100 (session 55) 0.1-0.5 s calls read paired ratios
+from 0.58 to 1.2 between two plain-decoding engines. The harness now collects between calls,
+untimed, and freezes the heap around each call itself, which the engine's `FrozenHeap` then leaves
+as it is."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -39,9 +51,46 @@ def _lengths(metrics: list) -> dict:
             "accepted len": (sum(x.spec_accepted for x in metrics) + rounds) / rounds if rounds else 1.0}
 
 
+class HeapOutside:
+    """The garbage collector's work kept out of timed calls: `call()` wraps one, collecting first
+    (untimed) when `collect_after_s` seconds passed since the last collection, then freezing the
+    heap for the call (`gc.freeze()`; an engine's own `FrozenHeap` leaves a frozen heap alone, so
+    it neither freezes nor collects inside the call) and unfreezing it after. `enabled` False
+    leaves the collector to the engines (the old harness).
+
+    Attributes:
+        collections: collections run between calls.
+
+    Raises:
+        ValueError: `collect_after_s` negative or not finite.
+    """
+
+    def __init__(self, enabled: bool = True, collect_after_s: float = 10.0, clock=time.monotonic) -> None:
+        if not (math.isfinite(collect_after_s) and collect_after_s >= 0):
+            raise ValueError(f"collect_after_s: must be finite and >= 0, got {collect_after_s}")
+        self.enabled, self.collect_after_s, self.clock = enabled, collect_after_s, clock
+        self.collections, self._last = 0, None
+
+    @contextlib.contextmanager
+    def call(self):
+        """The `with` block runs with the heap frozen by the harness (untimed work before it)."""
+        if not self.enabled or not gc.isenabled() or gc.get_freeze_count() > 0:
+            yield
+            return
+        if self._last is None or self.clock() - self._last >= self.collect_after_s:
+            gc.collect()
+            self.collections += 1
+            self._last = self.clock()
+        gc.freeze()
+        try:
+            yield
+        finally:
+            gc.unfreeze()
+
+
 def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
                 log_path: Path | None = None, cap: int | None = None, traces: dict | None = None,
-                log_every: int = 1) -> list:
+                log_every: int = 1, heap: HeapOutside | None = None) -> list:
     """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round
     (`prompts`: one batch of chats, or a list of such batches, round r chatting batch r % N). One
     row per engine: its median call, its verified and accepted lengths over every call (a
@@ -63,6 +112,10 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     of it: its ratio reads high. When the untraced rounds do not rotate through every order (e.g.
     2 engines and M = 2: each engine always in the same place), a warning is printed.
 
+    `heap` (`HeapOutside`, enabled by default) keeps the garbage collector's passes out of the
+    timed calls. Each row also carries `paired rounds`: the ratio of every round (the traced
+    ones too), in round order, so that two engines can be compared round by round later.
+
     Raises:
         ValueError: `log_every` < 1, or > 1 with `logs` but without `traces` (the steps of an
             untraced call would be written under the next traced one).
@@ -73,6 +126,7 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
         raise ValueError("log_every: > 1 needs `traces`, which switch the logging off in untraced rounds")
     names = list(llms)
     calls = _Calls(names)
+    heap = HeapOutside() if heap is None else heap
     traced = [log_every == 1 or r % log_every == 0 for r in range(rounds)]
     orders = {r % len(names) for r in range(rounds) if not traced[r]}
     if orders and len(orders) < min(len(names), rounds - sum(traced)):
@@ -86,7 +140,7 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
                 trace = traces.get(name) if traces else None
                 if trace is not None:
                     trace.active = traced[r]
-                with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext():
+                with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext(), heap.call():
                     start = time.perf_counter()
                     outs = llms[name].chat(sets[r % len(sets)], params)
                     wall = time.perf_counter() - start
@@ -107,12 +161,14 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
         row = {**median, **_lengths(calls.metrics[name]), "runs": len(runs),
                "paired": statistics.median(picked), "paired min": min(picked), "paired max": max(picked),
                **same_replies(calls.replies[name], calls.replies[names[0]])}
+        rounded = [round(x, 3) for x in ratios]
         if len(clean) < rounds:
             row["paired traced"] = statistics.median(ratios[r] for r in range(rounds) if traced[r])
         if calls.harness[name]:
             row["harness ms"] = 1e3 * statistics.median(calls.harness[name])
-        rows.append((c, name, row))
-        print(c, name, {k: round(v, 3) for k, v in row.items()}, proposer_state(llms[name], c), flush=True)
+        rows.append((c, name, {**row, "paired rounds": rounded}))
+        print(c, name, {k: round(v, 3) for k, v in row.items()}, proposer_state(llms[name], c),
+              f"paired rounds {rounded}", flush=True)
     return rows
 
 

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`paired_calls.HeapOutside`: the garbage collector's full passes stay out of the timed calls
+(session 55: on an H100 two plain-decoding engines read paired ratios from 0.58 to 1.2 on short
+calls; an engine's periodic `gc.collect()` lands on one call in a handful)."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+
+@pytest.fixture
+def paired(benchmark_script, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    return benchmark_script("paired_calls")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_calls_run_frozen_and_collections_run_between_them(paired, monkeypatch) -> None:
+    if not gc.isenabled() or gc.get_freeze_count():
+        pytest.skip("the collector is off or the heap is frozen already")
+    collected = []
+    real = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda *a: collected.append(gc.get_freeze_count()) or real(*a))
+    clock = Clock()
+    heap = paired.HeapOutside(collect_after_s=10.0, clock=clock)
+    with heap.call():
+        assert gc.get_freeze_count() > 0   # the call runs on a frozen heap
+        frozen_in_call = gc.get_freeze_count()
+    assert gc.get_freeze_count() == 0 and frozen_in_call > 0
+    assert collected == [0] and heap.collections == 1   # the first call: collected before, unfrozen
+    clock.now += 9.9
+    with heap.call():
+        pass
+    assert heap.collections == 1   # within 10 s: none
+    clock.now += 0.2
+    with heap.call():
+        pass
+    assert heap.collections == 2 and collected == [0, 0]
+
+
+def test_an_engines_own_frozen_heap_leaves_the_call_alone(paired) -> None:
+    """Inside the harness's frozen heap the engine's `FrozenHeap` neither freezes nor collects
+    (`gc.get_freeze_count() > 0`): its collection would otherwise run inside the timed call."""
+    from deepinfer_core.engine.frozen_heap import FrozenHeap
+
+    if not gc.isenabled() or gc.get_freeze_count():
+        pytest.skip("the collector is off or the heap is frozen already")
+    engine = FrozenHeap(collect_every=1, collect_after_s=0.0)
+    with engine.call() as froze:
+        assert froze
+    assert engine.collections == 1   # alone: it collects at the end of every call (collect_after_s 0)
+    heap = paired.HeapOutside()
+    with heap.call(), engine.call() as froze:
+        assert not froze
+    assert engine.collections == 1 and heap.collections == 1
+    off = paired.HeapOutside(enabled=False)
+    with off.call(), engine.call() as froze:
+        assert froze   # the old harness: the engine's own
+    assert engine.collections == 2 and off.collections == 0 and gc.get_freeze_count() == 0
+
+
+def test_a_raising_call_unfreezes_the_heap(paired) -> None:
+    if not gc.isenabled() or gc.get_freeze_count():
+        pytest.skip("the collector is off or the heap is frozen already")
+    with pytest.raises(RuntimeError), paired.HeapOutside().call():
+        raise RuntimeError("boom")
+    assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("inf"), float("nan")])
+def test_a_bad_interval_is_named(paired, bad) -> None:
+    with pytest.raises(ValueError, match="collect_after_s"):
+        paired.HeapOutside(collect_after_s=bad)
+
+
+def test_rows_carry_every_rounds_ratio(paired) -> None:
+    """`paired rounds`: each round's ratio in round order, the traced ones too (step logs held
+    only those before)."""
+    class Fake:
+        engine = SimpleNamespace(speculative=None)
+
+        def __init__(self, tokens: list[int]) -> None:
+            self.tokens, self.calls = tokens, 0
+
+        def chat(self, prompts, params):
+            n = self.tokens[self.calls]
+            self.calls += 1
+            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
+                                      spec_accepted=0)
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * n)], metrics=metrics)]
+
+    clock = iter(range(1000))
+    paired.time = SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=lambda: 0.0)
+    try:
+        rows = paired.paired_rows({"a": Fake([10, 10, 10]), "b": Fake([20, 5, 30])}, ["p"], None, 3, 1,
+                                  heap=paired.HeapOutside(enabled=False))
+    finally:
+        import time
+        paired.time = time
+    (_, _, a), (_, _, b) = rows
+    assert a["paired rounds"] == [1.0, 1.0, 1.0]
+    assert b["paired rounds"] == [2.0, 0.5, 3.0] and b["paired"] == 2.0
