@@ -355,7 +355,13 @@ def torch_profile_run(llm, prompts: list, max_tokens: int, label: str, path: Pat
 PHASES = (("scheduler.schedule", "schedule"), ("runner.execute_model", "execute"),
           ("speculative.verify", "verify"), ("speculative.observe", "observe"),
           ("speculative.commit", "commit"), ("speculative.propose", "propose"),
-          ("speculative.proposer.runner.draft", "draft"), ("speculative.proposer._plan_pause", "plan"))
+          ("speculative.proposer.runner.draft", "draft"), ("speculative.proposer._plan_pause", "plan"),
+          # (session 55) the proposer's own share: its `propose` (the prompt-lookup wrapper's, when it wraps
+          # DSpark), DSpark's behind it, a leased round, the draft hook (on CUDA while the drafter's graph runs:
+          # `_overlapped`, a lean round's `_settle`) and the step's `idle_rounds` ask
+          ("speculative.proposer.propose", "proposer"), ("speculative.proposer.inner.propose", "dspark"),
+          ("speculative.proposer._lean_round", "lean"), ("speculative.proposer._overlapped", "hook"),
+          ("speculative.proposer._settle", "settle"), ("speculative.proposer.idle_rounds", "idle_rounds"))
 
 
 def defining(owner, attr: str):

@@ -79,11 +79,15 @@ def test_annotated_marks_the_engine_phases_and_restores_them(benchmark_script, f
     with gzip.open(trace, "rt") as f:
         data = json.load(f)
     names = {e.get("name") for e in data["traceEvents"] if e.get("cat") == "user_annotation"}
-    assert {"schedule", "execute", "verify", "observe", "commit", "propose", "draft"} <= names
+    assert {"schedule", "execute", "verify", "observe", "commit", "propose", "draft", "proposer", "dspark",
+            "idle_rounds"} <= names
+    assert names & {"hook", "settle"}   # (the draft hook: a judged round's, or a lean one's settling)
     assert "==== confidence at 1" in profiled.read_text()
     assert "propose" not in vars(llm.engine.speculative)                   # the class's methods again
     dspark = getattr(proposer, "inner", proposer)   # (patched there inside the default `LookupAssist`)
     assert "draft" not in vars(proposer.runner) and "_plan_pause" not in vars(dspark)
+    assert not {"propose", "idle_rounds"} & set(vars(proposer)) and \
+        not {"propose", "_lean_round", "_overlapped", "_settle"} & set(vars(dspark))
     import deepinfer_dspark.proposers as proposers
     assert proposers.schedule_round.__name__ == "schedule_round"
     with pytest.raises(ValueError, match="no GPU events"):                  # a CPU run: nothing to split

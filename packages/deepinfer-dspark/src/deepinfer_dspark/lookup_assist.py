@@ -264,7 +264,7 @@ class LookupAssist(LookupPricing):
             self.inner.idle_round(running)
             drafts = [Draft([]) for _ in requests]
         else:
-            loops = self.loops(requests, running)
+            loops = self.loops(requests, running) if self.prefer_loops else _NONE   # (off: no call a round)
             asked = [r for r in requests if r.request_id not in loops] if loops else requests
             if self.tail_rounds:   # DSpark's round judged as the batch's tail counts it
                 self.inner.round_weights = self._tail(running)
@@ -286,7 +286,7 @@ class LookupAssist(LookupPricing):
             if empty and self._could_pay(running):
                 self._search(running, empty)   # the requests DSpark left empty (a gap in their context)
         found = {}
-        for i, r in enumerate(requests):
+        for i, r in enumerate(requests if self._matched else ()):   # (none matched: DSpark's round as it is)
             if drafts[i].token_ids or r.request_id not in self._matched or r.max_tokens < 1:
                 continue
             ctx = self._ctx.get(r.request_id)
@@ -307,13 +307,16 @@ class LookupAssist(LookupPricing):
             drafts[i] = Draft(tokens)
             self._open[r.request_id] = (len(r.token_ids), len(tokens), cls)
             self.lookup_drafts += len(tokens)
-        self.lookup_rounds += bool(found)
-        self._now.in_run = any(d.token_ids for d in drafts)   # (DSpark's or lookup's: a round)
-        self._now.running = self._now.told = 0   # heard for this round only: later rounds asked about all count
-        looked, asked = {requests[i].request_id for i in found}, {r.request_id for r in requests}
-        self._postpone([m for m in self._matched if m not in asked], running)
-        for request_id in [m for m in self._matched if m not in looked]:   # no longer matching (or
-            del self._matched[request_id]   # DSpark's): searched again once grown, not every round
+        if found:
+            self.lookup_rounds += 1
+        now = self._now
+        now.in_run = any(d.token_ids for d in drafts)   # (DSpark's or lookup's: a round)
+        now.running = now.told = 0   # heard for this round only: later rounds asked about all count
+        if self._matched:
+            looked, asked = {requests[i].request_id for i in found}, {r.request_id for r in requests}
+            self._postpone([m for m in self._matched if m not in asked], running)
+            for request_id in [m for m in self._matched if m not in looked]:   # no longer matching (or
+                del self._matched[request_id]   # DSpark's): searched again once grown, not every round
         return drafts
 
     def _postpone(self, request_ids: list[str], batch: int) -> None:
@@ -379,4 +382,5 @@ class LookupAssist(LookupPricing):
                 self._matched.pop(request_id, None)
         self._recheck.clear()
 
+_NONE: frozenset = frozenset()
 _FORWARDED = frozenset(name for name, value in vars(LookupAssist).items() if isinstance(value, Forwarded))
