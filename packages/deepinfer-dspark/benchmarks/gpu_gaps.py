@@ -5,14 +5,17 @@
 `bench_dspark.py --torch-profile PATH` exports each profiled run's trace next to PATH
 (`<stem>-<variant>-at-<C>.trace.json.gz`, Chrome trace format) with the engine's host phases
 marked (`engine_probes.annotated`: schedule, execute, verify, observe, commit, propose and the
-proposer's draft, schedule_round and plan). Per trace this prints the run's wall span, the time
-the GPU was busy (kernels, copies and sets merged over all streams), the idle time in gaps of at
-least `--min-gap` us, and that idle time split by the innermost host phase running at each
-moment of the gap (sampled every `--resolution` us; "-" outside every phase). Two engines
-that launch the same kernels (fixed-7 and confidence at 1 request, whose drafts and verified
-lengths match) then differ only where their gaps differ: the host work that kept the GPU idle.
-Session 21 timed confidence's drafted rounds at 1 request 0.15-0.23 ms above fixed-7's on the
-H200 while its host profile showed ~0.04 ms more (`profile_diff.py`); this splits the rest.
+proposer's draft, schedule_round and plan; since session 55 also proposer, dspark, lean, hook,
+settle and idle_rounds: `proposer` is the engine's proposer's own `propose`, the prompt-lookup
+wrapper's in the default, whose DSpark is `dspark`, a bare DSpark's in fixed-k). Per trace this
+prints the run's wall span, the time the GPU was busy (kernels, copies and sets merged over all
+streams), the idle time in gaps of at least `--min-gap` us, and that idle time split by the
+innermost host phase running at each moment of the gap (sampled every `--resolution` us; "-"
+outside every phase). Two engines that launch the same kernels (fixed-7 and confidence at 1
+request, whose drafts and verified lengths match) then differ only where their gaps differ: the
+host work that kept the GPU idle. Session 21 timed confidence's drafted rounds at 1 request
+0.15-0.23 ms above fixed-7's on the H200 while its host profile showed ~0.04 ms more
+(`profile_diff.py`); this splits the rest.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/gpu_gaps.py A.trace.json.gz [B.trace.json.gz ...] [--min-gap 5]

@@ -4,15 +4,14 @@
 round after round, the order rotated; each call's tok/s counts the tokens it emitted over its wall
 time, and each engine's ratio to the first engine's in the same round is the paired ratio.
 
-The garbage collector's full passes are kept out of the timed calls (`HeapOutside`): an engine's call
-freezes the heap and, every 10 s or 8 shortened full passes, ends with a real `gc.collect()`
-(`deepinfer_core`'s `FrozenHeap`), a pass over every object of the process (~100 ms on this
-repository's 2-core CPU, more on the GPU machine's slower host). In a run of short calls that pass
-lands on one call of each engine now and then, the same for every engine on average (~1% of a
-server's time) but one call in a handful: on an H100 (session 55) 0.1-0.5 s calls read paired ratios
-from 0.58 to 1.2 between two plain-decoding engines. The harness now collects between calls,
-untimed, and freezes the heap around each call itself, which the engine's `FrozenHeap` then leaves
-as it is."""
+The engines' end-of-call garbage collection is kept out of the timed calls (`HeapOutside`): an
+engine's call freezes the heap and, every 10 s or 8 shortened full passes, ends with a real
+`gc.collect()` (`deepinfer_core`'s `FrozenHeap`), a pass over every object of the process (~100 ms
+on this repository's 2-core CPU, more on the GPU machine's slower host), timed with the call it
+ends. The harness now collects between calls, untimed, and freezes the heap around each call itself,
+which the engine's `FrozenHeap` then leaves as it is. (On an H100, session 55, two plain-decoding
+engines read paired ratios of 0.58-1.26 a round on 0.1-0.5 s calls; whether this collection was a
+part of that is not known.)"""
 
 from __future__ import annotations
 

@@ -112,3 +112,70 @@ def test_rows_carry_every_rounds_ratio(paired) -> None:
     (_, _, a), (_, _, b) = rows
     assert a["paired rounds"] == [1.0, 1.0, 1.0]
     assert b["paired rounds"] == [2.0, 0.5, 3.0] and b["paired"] == 2.0
+
+
+def test_a_frozen_heap_or_a_disabled_collector_is_left_alone(paired) -> None:
+    """Another freezer (an engine's call in another thread) or a collector switched off: the
+    harness neither collects nor freezes."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        pytest.skip("the collector is off or the heap is frozen already")
+    heap = paired.HeapOutside()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with heap.call():
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen and heap.collections == 0   # not unfrozen by the harness
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    try:
+        with heap.call():
+            assert gc.get_freeze_count() == 0
+        assert heap.collections == 0
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_the_flag_reaches_the_paired_calls(benchmark_script, monkeypatch, tmp_path, flag) -> None:
+    """`--gc-in-calls`, parsed, turns `HeapOutside` off in `run_interleaved`'s paired calls."""
+    import sys
+
+    from deepinfer_dspark.sps import SPSProfile
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    profile = SPSProfile([1, 64], [1000.0, 900.0])
+    profile.save(tmp_path / "sps.json")
+    seen = []
+
+    def fake_rows(llms, sets, params, rounds, c, logs=None, path=None, cap=None, traces=None, log_every=1,
+                  heap=None):
+        seen.append(heap.enabled)
+        return []
+
+    class FakeLLM:
+        engine = SimpleNamespace(speculative=None)
+
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+        def chat(self, prompts, params):
+            return []
+
+        def close(self) -> None:
+            pass
+
+    import deepinfer_core
+    monkeypatch.setattr(deepinfer_core, "LLM", FakeLLM)
+    monkeypatch.setattr(bench, "paired_rows", fake_rows)
+    monkeypatch.setattr(bench, "built", lambda name, llm: llm)
+    monkeypatch.setattr(bench, "profile_run", lambda *a: None)
+    monkeypatch.setattr(bench, "torch_profile_run", lambda *a: None)
+    argv = ["bench_dspark.py", "--target", "t", "--drafter", "d", "--interleave", "2", "--kv-cache-gib", "1",
+            "--variants", "none", "--concurrency", "1", "--prompt-sets", "1", "--sps", str(tmp_path / "sps.json"),
+            "--spec-sps", str(tmp_path / "sps.json")] + (["--gc-in-calls"] if flag else [])
+    monkeypatch.setattr(sys, "argv", argv)
+    bench.main()
+    assert seen == [not flag]

@@ -112,6 +112,38 @@ def test_lean_rounds_keep_algorithm_1(fake_runner) -> None:
     assert p.lengths == lengths and 0 < lengths[0] < K
 
 
+@pytest.mark.parametrize("untimed", [True, False])
+def test_lean_rounds_time_only_where_the_timing_is_read(fake_runner, monkeypatch, untimed) -> None:
+    """With `bound_only_untimed` the rounds up to `bound_only` requests are priced on the profiles
+    alone: a round there, lean or full, does no timing work (session 55: ~5 us a round on this
+    CPU) and decides as one that timed itself (the old rounds: every bucket forced timed below).
+    Where the bucket is timed, rounds time themselves as before."""
+    import deepinfer_dspark.step_timing as step_timing
+
+    settings = dict(measure_round_times=True, bound_only=1, bound_only_untimed=untimed)
+    p, old = make(fake_runner, **settings), make(fake_runner, **settings)
+    starts = {id(p): 0, id(old): 0}
+    for proposer in (p, old):
+        real = proposer.rates.start
+
+        def counted(real=real, key=id(proposer)):
+            starts[key] += 1
+            return real()
+        proposer.rates.start = counted
+    driver, twin = Driver(p), Driver(old)
+    for _ in range(24):
+        drafts = driver.round()
+        with monkeypatch.context() as m:
+            m.setattr(step_timing, "batch_bucket", lambda batch: 1 << 30)   # (every round timed)
+            want = twin.round()
+        assert [d.token_ids for d in drafts] == [d.token_ids for d in want]
+    assert driver.kinds == twin.kinds and p.leased_rounds >= 12
+    assert p.pauses.rounds(1) == old.pauses.rounds(1) and p.acceptance.ratio(1) == old.acceptance.ratio(1)
+    assert starts[id(old)] == 24 and "F" in driver.kinds
+    assert starts[id(p)] == (0 if untimed else 24)
+    assert p._correction(1) == old._correction(1)
+
+
 def test_a_lean_round_keeps_the_evidence_but_is_not_judged(fake_runner) -> None:
     p = make(fake_runner)
     driver = Driver(p)

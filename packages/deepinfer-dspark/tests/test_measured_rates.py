@@ -144,3 +144,30 @@ def test_an_aged_estimate_moves_on_from_where_it_was_read() -> None:
     assert rates.correction(SPEC, 8, least=3) == pytest.approx(1.4)   # fresh samples outvote them
     rates.relax(SPEC, 8, 256)                      # read with no round counted: one period at least
     assert rates.correction(SPEC, 8, least=3) == pytest.approx(1.2)
+
+
+
+def test_a_skipped_step_gives_the_samples_start_would_give_in_other_buckets() -> None:
+    """`skip` (a step at a bucket whose time no pricing reads, session 55) against `start` +
+    `record` there: the step before the open one is still sampled, and the windows of every other
+    bucket are the same (the samples `start` would take at the skipped step's bucket go unread)."""
+    def run(skip: bool) -> dict:
+        clock = Clock()
+        rates = MeasuredRates(clock=clock)
+        for took in (1.0, 2.0, 3.0, 4.0):   # steps at 8: each sampled once both neighbours are at 8
+            step(rates, clock, SPEC, 8, took=took)
+        for _ in range(3):                  # three steps at 1 request
+            if skip:
+                rates.skip()
+            else:
+                rates.record(rates.start(), SPEC, 1, 1.0)
+            clock.now += 5.0
+            rates.observed(True)
+        for took in (6.0, 7.0, 8.0, 9.0):
+            step(rates, clock, SPEC, 8, took=took)
+        rates.start()
+        return {key: list(window) for key, window in rates.windows.items()}
+
+    old, new = run(False), run(True)
+    assert old[(SPEC, 1)] == [5.0]   # (the middle one of the three: unread where `skip` is used)
+    assert new == {(SPEC, 8): [2.0, 3.0, 7.0, 8.0]} == {k: v for k, v in old.items() if k != (SPEC, 1)}

@@ -313,11 +313,14 @@ def test_a_lone_request_drafts_on_through_slow_rounds_when_untimed(fake_runner, 
     """One request whose rounds take 3x their profile's time (plain steps on theirs; the loops of
     `test_measured_rates_engines`): timed, the measured cost rules drafting out (even every draft
     accepted could not pay); untimed at `bound_only` 1, the profiles price the rounds and it drafts
-    on. The samples are still taken (unread at bucket 1 then)."""
+    on. Untimed, no sample is taken either (session 55: unread at bucket 1, the timing work went)."""
     loop = Loop(fake_runner(K, 0.95), asynchronous, rounds_only=True)
     loop.proposer.bound_only, loop.proposer.bound_only_untimed = 1, untimed
     for _ in range(2000):
         loop.step(spec=3.0)
     share = loop.drafted_share(1000)
     assert (share > 0.9) if untimed else (share < 0.1), share
-    assert loop.proposer.rates.correction(SPEC, 1) > 1.0
+    if untimed:
+        assert loop.proposer.rates.samples.get((SPEC, 1), 0) == 0 and loop.proposer.rates.correction(SPEC, 1) == 1.0
+    else:
+        assert loop.proposer.rates.correction(SPEC, 1) > 1.0

@@ -1,6 +1,6 @@
 # Session 55 (prepared, not run). On an H100 (session 55, the issue's table `low`, step log) the default's drafted
-# rounds at 1 request took 2.855 ms (median) against fixed-7's 2.649: the same drafts verified (6.90 a round, 3.78
-# accepted), so +0.2 ms of host work a round, 0.915 of fixed-7 (traced rounds). Where do those 0.2 ms go on the GPU
+# rounds at 1 request took 2.855 ms (median) against fixed-7's 2.649: the same drafts verified (6.90 a round, accepted
+# length 3.78 with the bonus token), so +0.2 ms of host work a round, 0.915 of fixed-7 (traced rounds). Where do those 0.2 ms go on the GPU
 # machine's host? One process: plain decoding, fixed-7 and the default at 1 request, 16 paired rounds (the harness
 # now collects garbage between calls, `paired_calls.HeapOutside`), a step log every 2nd round, then one
 # torch.profiler run per engine (`--torch-profile`, traces exported) and `gpu_gaps.py` over the traces: the GPU's

@@ -14,7 +14,9 @@ drafted) is judged and leaves its bucket's smoothed gain (`PauseLedger.gain`) ab
 (the bucket's average says drafting wins), its requests hold a lease. The next
 `lease_rounds` rounds of exactly those requests run lean. A lean round is drafted, and Algorithm
 1 still picks every request's verified prefix from its confidences (`schedule_round`). It is
-timed (`MeasuredRates`), and its evidence is kept: the measured acceptance (`AcceptanceRatio`,
+timed (`MeasuredRates`) where its bucket's rounds are priced at their measured time (not at 1
+request by default, `bound_only_untimed`: there a lean round does no timing work, ~5 us a round on
+this repository's CPU, session 55), and its evidence is kept: the measured acceptance (`AcceptanceRatio`,
 `FullAcceptance`, opened and folded during the next round's draft with `overlap_bookkeeping`)
 and the straggler sample. What it skips: its judgement, the bounds, the openings' and the
 flushes' bookkeeping. After the lean rounds one round runs the full path (a sample round). Its
@@ -158,9 +160,13 @@ class DraftingLease:
     def _lean_round(self, requests: list[DraftRequest], lease: Lease) -> list[Draft]:
         """A leased round: drafted, its verified prefixes picked by `schedule_round`, timed, its
         acceptance evidence kept, not judged; what waits is settled during the draft."""
-        began = self.rates.start()
         batch = len(requests)
-        self._record(began, batch, None)
+        timed = self._timing_read(batch)
+        if timed:
+            began = self.rates.start()
+            self._record(began, batch, None)
+        else:
+            self.rates.skip()   # (the step before was this bucket's too: its sample would go unread)
         self._last_batch, self._cleared = batch, 0
         self.acceptance.tick()
         settled = []
@@ -188,8 +194,9 @@ class DraftingLease:
         self.lengths, self._in_run, self._run_ids = lengths, True, lease.ids
         self.drafted_rounds += 1
         self.leased_rounds += 1
-        self._record(began, batch, sum(lengths), batch)
-        self._count(SPEC, batch)
+        if timed:
+            self._record(began, batch, sum(lengths), batch)
+            self._count(SPEC, batch)
         return [Draft(row[:n], None if out.probs is None else out.probs[:n].float())
                 for out, row, n in zip(outs, tokens, lengths)]
 

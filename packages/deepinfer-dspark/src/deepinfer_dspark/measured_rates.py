@@ -142,12 +142,7 @@ class MeasuredRates:
         now = self.clock()
         if self._open is not None:
             began, kind, bucket, predicted, before = self._open
-            if self._closed is not None:
-                last_kind, last_bucket, ratio, last_before = self._closed
-                if last_before == (last_kind, last_bucket) == (kind, bucket) and ratio > 0:
-                    self._append((last_kind, last_bucket), ratio)
-                    self._since[(last_kind, last_bucket)] = 0
-                    self._fruitless[(last_kind, last_bucket)] = 0
+            self._sample_closed(kind, bucket)
             one_clean_step = self._steps == 1 and self._clean
             self._closed = (kind, bucket, (now - began) / predicted, before) if one_clean_step else None
             self._last = (kind, bucket)
@@ -230,6 +225,28 @@ class MeasuredRates:
     def pause(self) -> None:
         """Forgets the open step (the engine stops stepping, e.g. no requests)."""
         self._open, self._closed, self._last = None, None, None
+
+    def skip(self) -> None:
+        """`start` for a step whose time no pricing reads (`StepTiming._timing_read`), without
+        the clock: the step before the open one becomes a sample as `start` would take it, then
+        the open step is forgotten (`pause`: it had this step for neighbour, so it gives none),
+        and this step is declared nothing."""
+        if self._open is not None:
+            self._sample_closed(self._open[1], self._open[2])
+        self._steps, self._clean = 0, True
+        self._stretch, self._after_start = None, True
+        self.pause()
+
+    def _sample_closed(self, kind: str, bucket: int) -> None:
+        """The step waiting for its next neighbour (`_closed`) becomes a sample when the step
+        before it and the one after it (the open step closing: `kind` at `bucket`) were of its
+        kind and bucket."""
+        if self._closed is not None:
+            last_kind, last_bucket, ratio, last_before = self._closed
+            if last_before == (last_kind, last_bucket) == (kind, bucket) and ratio > 0:
+                self._append((last_kind, last_bucket), ratio)
+                self._since[(last_kind, last_bucket)] = 0
+                self._fruitless[(last_kind, last_bucket)] = 0
 
     @property
     def corrections(self) -> dict[tuple[str, int], float]:

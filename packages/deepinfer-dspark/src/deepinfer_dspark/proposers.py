@@ -113,7 +113,9 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
         bound_only: up to this many requests the ledgers pause nothing (`PausePolicy.bound_only`;
             0 here, 1 by default in the engine's factory).
         bound_only_untimed: up to `bound_only` requests price the rounds on the profiles even with
-            `measure_round_times` (`StepTiming._rounds_timed`). False here; True by default in the factory.
+            `measure_round_times` (`StepTiming._rounds_timed`); where no pricing reads a bucket's
+            step times, its rounds are not timed at all (`StepTiming._timing_read`). False here; True
+            by default in the factory.
         overlap_bookkeeping: judge each drafted round, and fold its commits into `acceptance`,
             during the next drafted round's forward on the device, not on the host's critical path
             (`LateBookkeeping`: decisions one round later, still lossless). False here; True by
@@ -287,13 +289,15 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
         lease = self._leased(requests) if self._lease is not None else None
         if lease is not None:   # (`DraftingLease`)
             return self._lean_round(requests, lease)
-        began = self.rates.start()
         # The round's batch: the requests running (`running`, when some are not asked: their
         # sampling cannot be drafted for), as `idle_round` and `dormant_rounds` count it, so a
         # pause set here is the one those read (the review of session 28 found the two counts
         # alternating between two buckets: a pause never held).
         batch, self._running = max(len(requests), self._running), 0
-        self._record(began, batch, None)   # a plain step, unless the drafter runs below
+        timed = self._timing_read(batch)
+        began = self.rates.start() if timed else self.rates.skip()
+        if timed:
+            self._record(began, batch, None)   # a plain step, unless the drafter runs below
         drafts = [Draft([]) for _ in requests]
         self._last_batch = batch
         judged, self._cleared = self._cleared == batch, 0   # by `idle_rounds`, this round
@@ -361,8 +365,9 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
             self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
         self.lengths, self._in_run, self._run_ids = lengths, True, ids
-        self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
-        self._count(SPEC, batch)
+        if timed:
+            self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
+            self._count(SPEC, batch)
         if not probing and (self._plain_run_due(batch) or self.measure_step_times and self.decode is not None
                             and self.rates.due(PLAIN, batch, self._retime_every)):
             self.rates.started(RETIMED if self.measure_plain_steps else PLAIN, batch)

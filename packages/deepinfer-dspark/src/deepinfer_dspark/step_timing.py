@@ -16,7 +16,8 @@ drafts on without such stretches, in plain re-timing runs (`_plain_run_due`). De
 
 from __future__ import annotations
 
-from deepinfer_dspark.measured_rates import MIN_PERIOD, PART, PLAIN, RETIMED, ROUND_SAMPLES, SPEC, STRETCH
+from deepinfer_dspark.measured_rates import (MIN_PERIOD, PART, PLAIN, RETIMED, ROUND_SAMPLES, SPEC, STRETCH,
+                                             batch_bucket)
 
 PLAIN_SAMPLES = 3   # samples (stretches' or re-timing runs') before `measure_plain_steps` reads a plain estimate
 RETIME_GAIN = 1.35  # `measure_plain_steps`: plain steps are re-timed where the bucket's judged gain is
@@ -57,6 +58,14 @@ class StepTiming:
         rounds in three of five processes and ran 0.82-0.95 of fixed-7 there, the untimed one never
         paused (0.97-0.99)."""
         return self.measure_round_times and not (self.bound_only_untimed and batch <= self.bound_only)
+
+    def _timing_read(self, batch: int) -> bool:
+        """Whether any pricing reads the step times measured at `batch`'s bucket: every bucket
+        with `measure_step_times`, else those whose rounds `_rounds_timed` prices at their
+        measured time (plain re-timing runs and `measure_plain_steps` need that too). Where none
+        does (1 request by default, `bound_only_untimed`), a round does no timing work
+        (`MeasuredRates.skip`; session 55: ~5 us a round on this repository's CPU)."""
+        return self.measure_step_times or self._rounds_timed(batch_bucket(batch))
 
     def _plain_correction(self, batch: int) -> float:
         """Measured / predicted plain step time at `batch`'s bucket: the estimate of the plain
