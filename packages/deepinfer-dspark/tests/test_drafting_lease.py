@@ -144,6 +144,24 @@ def test_lean_rounds_time_only_where_the_timing_is_read(fake_runner, monkeypatch
     assert p._correction(1) == old._correction(1)
 
 
+@pytest.mark.parametrize("lean", [False, True])
+def test_untimed_rounds_still_count_down_a_plain_run_started_elsewhere(fake_runner, lean) -> None:
+    """A plain re-timing run (`measure_plain_steps`) started at another bucket counts down over
+    every bucket's rounds (`MeasuredRates.plain_left`): the untimed rounds at 1 request, full or
+    lean, still count themselves (session 55's review: skipping the count kept the run open for as
+    long as only drafted rounds at 1 request ran, and `retiming` with it). (No lease is granted
+    with `measure_plain_steps`: the lean case sets the run's countdown by hand.)"""
+    p = make(fake_runner, lease=LEASE if lean else 0, measure_round_times=True, measure_plain_steps=not lean,
+             bound_only=1, bound_only_untimed=True)
+    driver = Driver(p)
+    driver.rounds(2)
+    p.rates.plain_left = 3   # (as a run started at 4 requests just before the batch fell to 1)
+    kinds = driver.rounds(3)
+    assert kinds == ("FLLLL" if lean else "FFFFF"), kinds
+    assert p.drafted_rounds == 5 and p.rates.plain_left == 0 and not p.retiming
+    assert p.rates.samples.get(("spec", 1), 0) == 0   # (and still untimed)
+
+
 def test_a_lean_round_keeps_the_evidence_but_is_not_judged(fake_runner) -> None:
     p = make(fake_runner)
     driver = Driver(p)

@@ -196,7 +196,7 @@ class DraftingLease:
         self.leased_rounds += 1
         if timed:
             self._record(began, batch, sum(lengths), batch)
-            self._count(SPEC, batch)
+        self._count(SPEC, batch)   # (a re-timing run's countdown is every bucket's)
         return [Draft(row[:n], None if out.probs is None else out.probs[:n].float())
                 for out, row, n in zip(outs, tokens, lengths)]
 

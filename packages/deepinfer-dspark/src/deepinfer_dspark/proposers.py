@@ -367,7 +367,7 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
         self.lengths, self._in_run, self._run_ids = lengths, True, ids
         if timed:
             self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round
-            self._count(SPEC, batch)
+        self._count(SPEC, batch)   # (also where untimed: it counts down the runs every bucket shares)
         if not probing and (self._plain_run_due(batch) or self.measure_step_times and self.decode is not None
                             and self.rates.due(PLAIN, batch, self._retime_every)):
             self.rates.started(RETIMED if self.measure_plain_steps else PLAIN, batch)

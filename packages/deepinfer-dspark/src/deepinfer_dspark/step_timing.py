@@ -63,8 +63,10 @@ class StepTiming:
         """Whether any pricing reads the step times measured at `batch`'s bucket: every bucket
         with `measure_step_times`, else those whose rounds `_rounds_timed` prices at their
         measured time (plain re-timing runs and `measure_plain_steps` need that too). Where none
-        does (1 request by default, `bound_only_untimed`), a round does no timing work
-        (`MeasuredRates.skip`; session 55: ~5 us a round on this repository's CPU)."""
+        does (1 request by default, `bound_only_untimed`), a round is not timed
+        (`MeasuredRates.skip`; session 55: ~5 us a round on this repository's CPU). It is still
+        counted (`_count`): a plain re-timing run started at another bucket counts down over
+        every bucket's rounds (`MeasuredRates.plain_left`; the review of session 55)."""
         return self.measure_step_times or self._rounds_timed(batch_bucket(batch))
 
     def _plain_correction(self, batch: int) -> float:
