@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Pools `bench_dspark.py` logs' paired rounds: one engine against another, round by round,
+with a bootstrap interval, so a goal like "never below plain decoding" is read against the
+noise floor of the same runs.
+
+Each row of a `bench_dspark.py` log (`bench_batch.log`) ends with `paired rounds [...]`: every
+round's output tok/s over the first engine's in the same round (the same prompts, the engines'
+calls back to back, `paired_calls.run_paired`). For each concurrency and engine this prints the
+geometric mean and the median of those ratios over the rounds kept, and for `--engine A` against
+`--against B` the per-round ratio A/B (both already over the same first engine, so A/B is A's
+tok/s over B's in that round). Rounds traced by a step log (`--step-log-every M`: rounds r with
+r % M == 0, whose harness favours engines with fewer steps) are dropped with `--drop-every M`.
+
+Pooled over the cells of `--concurrency` (all by default): the geometric mean of A/B and the
+2.5-97.5 percentile interval of 20,000 bootstrap means (rounds resampled with replacement,
+seed 0: Efron's percentile bootstrap), for A against B and for each against the first engine.
+An interval holding 1 says the logs do not tell A from B. A plain-decoding-again engine
+(`none-again`) against the first engine (`none`) is the floor's own reading.
+
+Usage (repository root):
+    python3 packages/deepinfer-dspark/benchmarks/paired_pool.py LOG [LOG ...] --engine confidence \
+        --against none-again [--concurrency 8 32 64 128 256] [--drop-every 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+import random
+import re
+import statistics
+from pathlib import Path
+
+ROW = re.compile(r"^(\d+) (\S+) \{.*paired rounds (\[[^\]]*\])\s*$")
+
+
+def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[float]]:
+    """(concurrency, engine) -> the paired ratios of the rounds kept, in round order.
+
+    Raises:
+        ValueError: `drop_every` < 0 or 1, or the log holds no `paired rounds` row (named with the path).
+    """
+    if drop_every < 0 or drop_every == 1:
+        raise ValueError(f"drop_every: must be 0 (keep all) or >= 2 (1 drops every round), got {drop_every}")
+    rounds = {}
+    for line in path.read_text().splitlines():
+        m = ROW.match(line)
+        if m:
+            ratios = ast.literal_eval(m[3])
+            rounds[(int(m[1]), m[2])] = [x for r, x in enumerate(ratios) if not drop_every or r % drop_every]
+    if not rounds:
+        raise ValueError(f"{path}: no `paired rounds` rows (a bench_dspark.py log from session 55 on?)")
+    return rounds
+
+
+def geomean(values: list[float]) -> float:
+    """exp(mean(log x)). Raises ValueError on an empty list or a value <= 0."""
+    if not values or min(values) <= 0:
+        raise ValueError(f"geomean: needs positive values, got {values[:5]}")
+    return math.exp(statistics.fmean(math.log(x) for x in values))
+
+
+def bootstrap(values: list[float], draws: int = 20000, seed: int = 0) -> tuple[float, float]:
+    """The 2.5 and 97.5 percentiles of `draws` geometric means of `values` resampled with
+    replacement (Efron's percentile interval)."""
+    rng = random.Random(seed)
+    logs = [math.log(x) for x in values]
+    means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(draws))
+    return math.exp(means[int(0.025 * draws)]), math.exp(means[int(0.975 * draws) - 1])
+
+
+def pooled(cells: list[dict], engine: str, against: str, concurrency: list[int] | None) -> dict[str, list[float]]:
+    """Per-round ratios pooled over the logs' cells: `engine` and `against` over the first engine,
+    and `engine` over `against` (rounds where both ran). Cells missing either engine are skipped."""
+    out = {engine: [], against: [], f"{engine}/{against}": []}
+    for rounds in cells:
+        for (c, name), values in rounds.items():
+            if name != engine or (concurrency and c not in concurrency) or (c, against) not in rounds:
+                continue
+            other = rounds[(c, against)]
+            out[engine] += values
+            out[against] += other
+            out[f"{engine}/{against}"] += [a / b for a, b in zip(values, other)]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("logs", nargs="+", type=Path, help="bench_dspark.py logs (bench_batch.log)")
+    parser.add_argument("--engine", default="confidence")
+    parser.add_argument("--against", default="none-again", help="the engine A is read against, round by round")
+    parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="pooled cells (default: all)")
+    parser.add_argument("--drop-every", type=int, default=0, metavar="M",
+                        help="drop rounds r with r %% M == 0 (the step log's traced rounds)")
+    args = parser.parse_args()
+    cells = [read_rounds(p, args.drop_every) for p in args.logs]
+    print("| log | requests | engine | rounds | geometric mean | median |")
+    print("|---|---:|---|---:|---:|---:|")
+    for path, rounds in zip(args.logs, cells):
+        for (c, name), values in sorted(rounds.items()):
+            print(f"| {path.parent.name} | {c} | {name} | {len(values)} | {geomean(values):.3f} | "
+                  f"{statistics.median(values):.3f} |")
+    pool = pooled(cells, args.engine, args.against, args.concurrency)
+    if not pool[args.engine]:
+        raise SystemExit(f"--engine {args.engine} / --against {args.against}: no cell holds both")
+    print(f"\nPooled ({len(pool[args.engine])} rounds): geometric mean (95% bootstrap interval)")
+    for name, values in pool.items():
+        low, high = bootstrap(values)
+        print(f"- {name}: {geomean(values):.3f} ({low:.3f}-{high:.3f})")
+
+
+if __name__ == "__main__":
+    main()

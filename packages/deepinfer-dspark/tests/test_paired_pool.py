@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`benchmarks/paired_pool.py` on hand-written `bench_dspark.py` logs: rows read, traced rounds
+dropped, ratios pooled round by round, the bootstrap interval around the geometric mean."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+
+def _log(path, rows) -> None:
+    lines = ["some setup output", "1 none {'tok/s': 900.0} so far drafted 0 paired rounds [1.0, 1.0, 1.0]"]
+    for c, name, ratios in rows:
+        lines.append(f"{c} {name} {{'tok/s': 1.0, 'paired': 1.0}} so far drafted 3 (1 lean) paired rounds {ratios}")
+    lines.append("| concurrency | method | output tok/s |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_rows_are_read_and_traced_rounds_dropped(benchmark_script, tmp_path) -> None:
+    pool = benchmark_script("paired_pool")
+    path = tmp_path / "bench_batch.log"
+    _log(path, [(8, "confidence", [0.5, 1.1, 1.2, 0.4, 1.3]), (8, "none-again", [2.0, 0.9, 1.0, 3.0, 1.1])])
+    rounds = pool.read_rounds(path)
+    assert rounds[(8, "confidence")] == [0.5, 1.1, 1.2, 0.4, 1.3]
+    assert rounds[(1, "none")] == [1.0, 1.0, 1.0]
+    kept = pool.read_rounds(path, drop_every=3)   # rounds 0 and 3 traced
+    assert kept[(8, "confidence")] == [1.1, 1.2, 1.3]
+    assert kept[(8, "none-again")] == [0.9, 1.0, 1.1]
+    with pytest.raises(ValueError, match="drop_every"):
+        pool.read_rounds(path, drop_every=1)
+    empty = tmp_path / "empty.log"
+    empty.write_text("rc 1 in 3 s\n")
+    with pytest.raises(ValueError, match="no `paired rounds`"):
+        pool.read_rounds(empty)
+
+
+def test_pooled_ratios_pair_the_same_rounds_across_cells(benchmark_script, tmp_path) -> None:
+    pool = benchmark_script("paired_pool")
+    rng = random.Random(7)
+    a8, b8 = [rng.uniform(0.6, 1.4) for _ in range(4)], [rng.uniform(0.6, 1.4) for _ in range(4)]
+    a32, b32 = [rng.uniform(0.6, 1.4) for _ in range(3)], [rng.uniform(0.6, 1.4) for _ in range(3)]
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    _log(first, [(8, "confidence", a8), (8, "none-again", b8), (64, "confidence", [1.0, 1.0])])   # 64: no pair
+    _log(second, [(32, "confidence", a32), (32, "none-again", b32)])
+    cells = [pool.read_rounds(first), pool.read_rounds(second)]
+    out = pool.pooled(cells, "confidence", "none-again", None)
+    assert out["confidence"] == a8 + a32
+    assert out["confidence/none-again"] == pytest.approx([x / y for x, y in zip(a8 + a32, b8 + b32)])
+    only32 = pool.pooled(cells, "confidence", "none-again", [32])
+    assert only32["none-again"] == b32
+    expected = math.exp(sum(math.log(x / y) for x, y in zip(a8 + a32, b8 + b32)) / 7)
+    assert pool.geomean(out["confidence/none-again"]) == pytest.approx(expected)
+
+
+def test_bootstrap_interval_brackets_the_mean_and_narrows_with_rounds(benchmark_script) -> None:
+    pool = benchmark_script("paired_pool")
+    rng = random.Random(3)
+    few = [math.exp(rng.gauss(0.02, 0.1)) for _ in range(10)]
+    many = [math.exp(rng.gauss(0.02, 0.1)) for _ in range(400)]
+    low, high = pool.bootstrap(few, draws=4000)
+    assert low < pool.geomean(few) < high
+    low_many, high_many = pool.bootstrap(many, draws=4000)
+    assert high_many - low_many < (high - low) / 3   # ~ 1/sqrt(40) as wide
+    assert low_many < 1.02 < high_many * 1.01
+    with pytest.raises(ValueError, match="positive"):
+        pool.geomean([1.0, 0.0])
