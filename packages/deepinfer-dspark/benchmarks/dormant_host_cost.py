@@ -19,6 +19,9 @@ decoding's, and (for the default) the calls its proposer heard a step, by name.
 Engines: `none` (plain decoding), `stub` (the same speculative engine over a proposer that
 declares every step dormant and does nothing: the engine's side of a dormant step), `default` and
 `alone` (the default without its prompt-lookup wrapper: `prompt_lookup_min` 0).
+`--by-running` adds the median host microseconds a step by the requests running as it began:
+where in a batch's drain an engine's host work goes (a step of a prompt-lookup round counts
+as any step: its work is a drafted step's, not overhead).
 `--closed-loop M` gives each call M x C prompts with at most C running (`max_num_seqs`), the next
 admitted as one finishes (`bench_dspark.py --closed-loop`), so the count stays at C until the
 call's last replies.
@@ -35,7 +38,7 @@ import json
 import random
 import statistics
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from bench_paused import random_drafter
@@ -50,11 +53,24 @@ ASKED = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "q
 
 class Timed:
     """Seconds in `engine.step` and in `runner.execute_model` since the last `take`
-    (`engine_host_cost.Clock`)."""
+    (`engine_host_cost.Clock`); with `by_running`, also each step's host microseconds outside
+    the forward under the number of requests running as it began (`running`, filled while `on`)."""
 
-    def __init__(self, llm) -> None:
+    def __init__(self, llm, by_running: bool = False) -> None:
         self.clock = Clock()
-        llm.engine.step = self.clock.timed(llm.engine.step, "step")
+        self.running: dict[int, list[float]] = defaultdict(list)
+        self.on = False
+        step = self.clock.timed(llm.engine.step, "step")
+        if by_running:
+            engine, seconds = llm.engine, self.clock.seconds
+
+            def step(step=step):   # (the clock's sums read around the timed step)
+                count, before = len(engine.scheduler.running), seconds["step"] - seconds["forward"]
+                out = step()
+                if self.on:
+                    self.running[count].append(1e6 * (seconds["step"] - seconds["forward"] - before))
+                return out
+        llm.engine.step = step
         llm.engine.runner.execute_model = self.clock.timed(llm.engine.runner.execute_model, "forward")
 
     def take(self) -> float:
@@ -63,6 +79,20 @@ class Timed:
         us = 1e6 * (seconds["step"] - seconds["forward"]) / steps
         self.clock.clear()
         return us
+
+
+def by_running_table(running: dict[str, dict[int, list[float]]]) -> str:
+    """Markdown: per running count (rows) the median host us a step of each engine (columns),
+    and its steps; "-" where an engine ran no step at that count."""
+    names = list(running)
+    counts = sorted({n for per in running.values() for n in per})
+    lines = ["| running | " + " | ".join(f"{name} (steps)" for name in names) + " |",
+             "|---:|" + "---:|" * len(names)]
+    for n in counts:
+        cells = [f"{statistics.median(running[name][n]):.1f} ({len(running[name][n])})" if running[name].get(n)
+                 else "-" for name in names]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def count_calls(proposer, counts: Counter) -> None:
@@ -113,13 +143,15 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
     parser.add_argument("--closed-loop", type=int, default=0, metavar="M",
                         help="M x C prompts a call, at most C running (0: C prompts a call)")
+    parser.add_argument("--by-running", action="store_true",
+                        help="also the median host us a step by requests running as it began (measured calls)")
     args = parser.parse_args()
     if args.concurrency < 1 or args.max_tokens < 16 or args.rounds < 1 or args.warmup < 0 or args.closed_loop < 0:
         parser.error("--concurrency, --rounds: must be >= 1; --max-tokens: >= 16; --warmup, --closed-loop: >= 0")
     from deepinfer_core import SamplingParams
 
     llms = build(args.engines, args.profiles, args.concurrency)
-    timers = {name: Timed(llm) for name, llm in llms.items()}
+    timers = {name: Timed(llm, args.by_running) for name, llm in llms.items()}
     calls: Counter = Counter()
     rng = random.Random(3)
     size = args.concurrency * max(args.closed_loop, 1)   # prompts a call
@@ -136,6 +168,7 @@ def main() -> None:
             decoder.dormant.__init__(decoder.proposer)   # (it holds the methods it found at start)
         names = list(llms)
         for name in names[r % len(names):] + names[:r % len(names)]:   # rotated: no engine always first
+            timers[name].on = r >= args.warmup
             llms[name].generate(batch, params)
             steps += timers[name].clock.calls["step"] if name == "default" and r >= args.warmup else 0
             us = timers[name].take()
@@ -150,6 +183,8 @@ def main() -> None:
     for name, values in host.items():
         over = "-" if base is None else f"{statistics.median(values) - base:+.1f}"
         print(f"| {name} | {statistics.median(values):.1f} | {over} |")
+    if args.by_running:
+        print(by_running_table({name: timer.running for name, timer in timers.items()}))
     if calls:
         print("default's proposer, calls a step: " + ", ".join(
             f"{name} {count / steps:.3f}" for name, count in sorted(calls.items(), key=lambda item: -item[1])))

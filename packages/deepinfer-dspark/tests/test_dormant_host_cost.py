@@ -69,3 +69,44 @@ def test_a_closed_loop_run_and_the_engine_without_prompt_lookup(benchmark_script
     assert seen and all(item == (6, 3) for item in seen)   # 2 x 3 prompts a call, at most 3 running
     rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| engine")]
     assert [row.split(" | ")[0].removeprefix("| ") for row in rows] == ["none", "alone"]
+
+
+def test_by_running_splits_the_measured_steps_by_requests_running(benchmark_script, monkeypatch, tmp_path,
+                                                                  capsys) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("dormant_host_cost")
+    SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
+    SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")
+    steps = []
+    timed = script.Timed
+
+    class Counting(timed):   # every step of every call, to check the table keeps only the measured ones
+        def __init__(self, llm, by_running=False):
+            super().__init__(llm, by_running)
+            inner = llm.engine.step
+
+            def step():
+                steps.append(self.on)
+                return inner()
+            llm.engine.step = step
+    monkeypatch.setattr(script, "Timed", Counting)
+    monkeypatch.setattr(sys, "argv", ["dormant_host_cost.py", "--profiles", str(tmp_path), "--concurrency", "3",
+                                      "--max-tokens", "20", "--rounds", "2", "--warmup", "1", "--engines", "none",
+                                      "stub", "--by-running"])
+    script.main()
+    out = capsys.readouterr().out.splitlines()
+    start = out.index("| running | none (steps) | stub (steps) |")
+    table = {}
+    for line in out[start + 2:]:
+        if not line.startswith("| "):
+            break
+        n, none, stub = (cell.strip() for cell in line.strip("| ").split(" | "))
+        table[int(n)] = (int(none.split("(")[1].rstrip(")")), int(stub.split("(")[1].rstrip(")")))
+    assert set(table) >= {0, 3} and set(table) <= {0, 1, 2, 3}   # 0: the prefill step
+    assert all(a == b for a, b in table.values())   # the stub never drafts: the same steps at each count
+    measured = sum(a + b for a, b in table.values())
+    assert measured == sum(steps) and 0 < measured < len(steps)   # the warm-up call's steps are left out
+    same = script.by_running_table({"a": {1: [2.0, 4.0]}, "b": {1: [1.0]}})
+    assert same.splitlines()[2:] == ["| 1 | 3.0 (2) | 1.0 (1) |"]
+    assert script.by_running_table({"a": {1: [2.0, 4.0]}, "b": {2: [1.0]}}).splitlines()[2:] == [
+        "| 1 | 3.0 (2) | - |", "| 2 | - | 1.0 (1) |"]
