@@ -21,7 +21,9 @@ declares every step dormant and does nothing: the engine's side of a dormant ste
 `alone` (the default without its prompt-lookup wrapper: `prompt_lookup_min` 0).
 `--by-running` adds the median host microseconds a step by the requests running as it began:
 where in a batch's drain an engine's host work goes (a step of a prompt-lookup round counts
-as any step: its work is a drafted step's, not overhead).
+as any step: its work is a drafted step's, not overhead). A call's prefill step is filed under
+0 (nothing runs before it is admitted); in a closed loop a step that admits a request is filed
+with the decode steps at the count before it.
 `--closed-loop M` gives each call M x C prompts with at most C running (`max_num_seqs`), the next
 admitted as one finishes (`bench_dspark.py --closed-loop`), so the count stays at C until the
 call's last replies.
@@ -64,12 +66,13 @@ class Timed:
         if by_running:
             engine, seconds = llm.engine, self.clock.seconds
 
-            def step(step=step):   # (the clock's sums read around the timed step)
+            def by_count(*args, timed=step, **kwargs):   # (the clock's sums read around the timed step)
                 count, before = len(engine.scheduler.running), seconds["step"] - seconds["forward"]
-                out = step()
+                out = timed(*args, **kwargs)
                 if self.on:
                     self.running[count].append(1e6 * (seconds["step"] - seconds["forward"] - before))
                 return out
+            step = by_count
         llm.engine.step = step
         llm.engine.runner.execute_model = self.clock.timed(llm.engine.runner.execute_model, "forward")
 

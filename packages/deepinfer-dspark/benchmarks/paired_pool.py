@@ -10,17 +10,22 @@ calls back to back, `paired_calls.run_paired`). For each concurrency and engine 
 geometric mean and the median of those ratios over the rounds kept, and for `--engine A` against
 `--against B` the per-round ratio A/B (both already over the same first engine, so A/B is A's
 tok/s over B's in that round). Rounds traced by a step log (`--step-log-every M`: rounds r with
-r % M == 0, whose harness favours engines with fewer steps) are dropped with `--drop-every M`.
+r % M == 0, whose harness favours engines with fewer steps) are dropped with `--drop-every M`
+(one value for every log, or one per log; 0 keeps all).
 
 Pooled over the cells of `--concurrency` (all by default): the geometric mean of A/B and the
-2.5-97.5 percentile interval of 20,000 bootstrap means (rounds resampled with replacement,
-seed 0: Efron's percentile bootstrap), for A against B and for each against the first engine.
-An interval holding 1 says the logs do not tell A from B. A plain-decoding-again engine
-(`none-again`) against the first engine (`none`) is the floor's own reading.
+2.5-97.5 percentile interval of 20,000 bootstrap means (Efron's percentile bootstrap, seed 0),
+for A against B and for each against the first engine. The rounds are resampled with
+replacement across all pooled cells as one sample: each cell weighs by its rounds, and the
+interval is for the mean round of that pool (not a per-cell estimate; pool cells of like
+loads). An interval holding 1 says the logs do not tell A from B. A plain-decoding-again engine
+(`none-again`) against the first engine (`none`) is the floor's own reading. `paired_calls`
+rotates the engines' order each round; rounds left after `--drop-every` may not cover every
+order (its log warns so), and the pool inherits that bias.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/paired_pool.py LOG [LOG ...] --engine confidence \
-        --against none-again [--concurrency 8 32 64 128 256] [--drop-every 3]
+        --against none-again [--concurrency 8 32 64 128 256] [--drop-every 0 3 ...]
 """
 
 from __future__ import annotations
@@ -37,19 +42,32 @@ ROW = re.compile(r"^(\d+) (\S+) \{.*paired rounds (\[[^\]]*\])\s*$")
 
 
 def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[float]]:
-    """(concurrency, engine) -> the paired ratios of the rounds kept, in round order.
+    """(concurrency, engine) -> the paired ratios (positive floats, engine over the log's first
+    engine) of the rounds kept, in round order; a cell can be left empty by `drop_every`.
 
     Raises:
-        ValueError: `drop_every` < 0 or 1, or the log holds no `paired rounds` row (named with the path).
+        ValueError: `drop_every` < 0 or 1; a row whose list is not positive numbers, or a second
+            row of the same (concurrency, engine) (e.g. two processes' logs concatenated: pass
+            them as two logs); no `paired rounds` row at all. Each names the path (and line).
     """
     if drop_every < 0 or drop_every == 1:
         raise ValueError(f"drop_every: must be 0 (keep all) or >= 2 (1 drops every round), got {drop_every}")
     rounds = {}
-    for line in path.read_text().splitlines():
+    for number, line in enumerate(path.read_text().splitlines(), 1):
         m = ROW.match(line)
-        if m:
-            ratios = ast.literal_eval(m[3])
-            rounds[(int(m[1]), m[2])] = [x for r, x in enumerate(ratios) if not drop_every or r % drop_every]
+        if not m:
+            continue
+        key = (int(m[1]), m[2])
+        try:
+            ratios = [float(x) for x in ast.literal_eval(m[3])]
+        except (ValueError, SyntaxError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: paired rounds: not a list of numbers ({exc})") from None
+        if any(not 0 < x < math.inf for x in ratios):
+            raise ValueError(f"{path}:{number}: paired rounds: every ratio must be positive and finite")
+        if key in rounds:
+            raise ValueError(f"{path}:{number}: a second row for {key[0]} requests, engine {key[1]!r} "
+                             "(logs of two processes concatenated? pass them as two logs)")
+        rounds[key] = [x for r, x in enumerate(ratios) if not drop_every or r % drop_every]
     if not rounds:
         raise ValueError(f"{path}: no `paired rounds` rows (a bench_dspark.py log from session 55 on?)")
     return rounds
@@ -64,7 +82,8 @@ def geomean(values: list[float]) -> float:
 
 def bootstrap(values: list[float], draws: int = 20000, seed: int = 0) -> tuple[float, float]:
     """The 2.5 and 97.5 percentiles of `draws` geometric means of `values` resampled with
-    replacement (Efron's percentile interval)."""
+    replacement (Efron's percentile interval). Raises ValueError on an empty list or a value <= 0."""
+    geomean(values)   # (the same checks)
     rng = random.Random(seed)
     logs = [math.log(x) for x in values]
     means = sorted(statistics.fmean(rng.choices(logs, k=len(logs))) for _ in range(draws))
@@ -73,13 +92,23 @@ def bootstrap(values: list[float], draws: int = 20000, seed: int = 0) -> tuple[f
 
 def pooled(cells: list[dict], engine: str, against: str, concurrency: list[int] | None) -> dict[str, list[float]]:
     """Per-round ratios pooled over the logs' cells: `engine` and `against` over the first engine,
-    and `engine` over `against` (rounds where both ran). Cells missing either engine are skipped."""
+    and `engine` over `against`, round by round. Cells missing either engine are skipped.
+
+    Raises:
+        ValueError: `engine` equals `against`, or a cell holds fewer rounds of one than of the
+            other (the rounds could not be paired).
+    """
+    if engine == against:
+        raise ValueError(f"--against: must differ from --engine ({engine!r})")
     out = {engine: [], against: [], f"{engine}/{against}": []}
     for rounds in cells:
         for (c, name), values in rounds.items():
             if name != engine or (concurrency and c not in concurrency) or (c, against) not in rounds:
                 continue
             other = rounds[(c, against)]
+            if len(other) != len(values):
+                raise ValueError(f"{c} requests: {len(values)} rounds of {engine!r} against {len(other)} of "
+                                 f"{against!r}: not paired")
             out[engine] += values
             out[against] += other
             out[f"{engine}/{against}"] += [a / b for a, b in zip(values, other)]
@@ -92,19 +121,27 @@ def main() -> None:
     parser.add_argument("--engine", default="confidence")
     parser.add_argument("--against", default="none-again", help="the engine A is read against, round by round")
     parser.add_argument("--concurrency", type=int, nargs="*", default=None, help="pooled cells (default: all)")
-    parser.add_argument("--drop-every", type=int, default=0, metavar="M",
-                        help="drop rounds r with r %% M == 0 (the step log's traced rounds)")
+    parser.add_argument("--drop-every", type=int, nargs="+", default=[0], metavar="M",
+                        help="drop rounds r with r %% M == 0 (the step log's traced rounds): one M for every "
+                             "log or one per log; 0 keeps all")
     args = parser.parse_args()
-    cells = [read_rounds(p, args.drop_every) for p in args.logs]
+    drops = args.drop_every * len(args.logs) if len(args.drop_every) == 1 else args.drop_every
+    if len(drops) != len(args.logs):
+        parser.error(f"--drop-every: one value or one per log ({len(args.logs)}), got {len(args.drop_every)}")
+    try:
+        cells = [read_rounds(p, m) for p, m in zip(args.logs, drops)]
+        pool = pooled(cells, args.engine, args.against, args.concurrency)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
     print("| log | requests | engine | rounds | geometric mean | median |")
     print("|---|---:|---|---:|---:|---:|")
     for path, rounds in zip(args.logs, cells):
-        for (c, name), values in sorted(rounds.items()):
-            print(f"| {path.parent.name} | {c} | {name} | {len(values)} | {geomean(values):.3f} | "
-                  f"{statistics.median(values):.3f} |")
-    pool = pooled(cells, args.engine, args.against, args.concurrency)
+        name = "/".join(path.parts[-3:-1])   # e.g. run18/out-h100
+        for (c, engine), values in sorted(rounds.items()):
+            stats = f"{geomean(values):.3f} | {statistics.median(values):.3f}" if values else "- | -"
+            print(f"| {name} | {c} | {engine} | {len(values)} | {stats} |")
     if not pool[args.engine]:
-        raise SystemExit(f"--engine {args.engine} / --against {args.against}: no cell holds both")
+        raise SystemExit(f"--engine {args.engine} / --against {args.against}: no cell holds both with rounds left")
     print(f"\nPooled ({len(pool[args.engine])} rounds): geometric mean (95% bootstrap interval)")
     for name, values in pool.items():
         low, high = bootstrap(values)

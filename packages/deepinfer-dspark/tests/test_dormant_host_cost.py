@@ -6,6 +6,8 @@ the always-dormant proposer keeps greedy output and is asked nothing but its str
 from __future__ import annotations
 
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 from deepinfer_dspark.sps import SPSProfile
@@ -86,26 +88,36 @@ def test_by_running_splits_the_measured_steps_by_requests_running(benchmark_scri
             inner = llm.engine.step
 
             def step():
-                steps.append(self.on)
+                steps.append((self.on, len(llm.engine.scheduler.running)))   # (the count as the step begins)
                 return inner()
             llm.engine.step = step
     monkeypatch.setattr(script, "Timed", Counting)
+    from deepinfer_core.executor.model_runner import ModelRunner
+    forward = ModelRunner.execute_model
+
+    def slow(self, *args, **kwargs):   # 3 ms a forward: subtracted, it leaves each step's host us well below
+        time.sleep(0.003)
+        return forward(self, *args, **kwargs)
+    monkeypatch.setattr(ModelRunner, "execute_model", slow)
     monkeypatch.setattr(sys, "argv", ["dormant_host_cost.py", "--profiles", str(tmp_path), "--concurrency", "3",
                                       "--max-tokens", "20", "--rounds", "2", "--warmup", "1", "--engines", "none",
                                       "stub", "--by-running"])
     script.main()
     out = capsys.readouterr().out.splitlines()
     start = out.index("| running | none (steps) | stub (steps) |")
-    table = {}
+    table, medians = {}, []
     for line in out[start + 2:]:
         if not line.startswith("| "):
             break
         n, none, stub = (cell.strip() for cell in line.strip("| ").split(" | "))
         table[int(n)] = (int(none.split("(")[1].rstrip(")")), int(stub.split("(")[1].rstrip(")")))
-    assert set(table) >= {0, 3} and set(table) <= {0, 1, 2, 3}   # 0: the prefill step
+        medians += [float(none.split(" ")[0]), float(stub.split(" ")[0])]
+    assert set(table) >= {0, 3} and set(table) <= {0, 1, 2, 3}
+    assert max(medians) < 2500 and min(medians) > 0   # the 3 ms forward is not host time
     assert all(a == b for a, b in table.values())   # the stub never drafts: the same steps at each count
-    measured = sum(a + b for a, b in table.values())
-    assert measured == sum(steps) and 0 < measured < len(steps)   # the warm-up call's steps are left out
+    measured = Counter(count for on, count in steps if on)   # both engines' measured steps by count
+    assert {n: a + b for n, (a, b) in table.items()} == dict(measured)
+    assert 0 < sum(measured.values()) < len(steps)   # the warm-up call's steps are left out
     same = script.by_running_table({"a": {1: [2.0, 4.0]}, "b": {1: [1.0]}})
     assert same.splitlines()[2:] == ["| 1 | 3.0 (2) | 1.0 (1) |"]
     assert script.by_running_table({"a": {1: [2.0, 4.0]}, "b": {2: [1.0]}}).splitlines()[2:] == [

@@ -67,3 +67,32 @@ def test_bootstrap_interval_brackets_the_mean_and_narrows_with_rounds(benchmark_
     assert low_many < 1.02 < high_many * 1.01
     with pytest.raises(ValueError, match="positive"):
         pool.geomean([1.0, 0.0])
+    with pytest.raises(ValueError, match="positive"):
+        pool.bootstrap([])
+
+
+def test_bootstrap_reads_the_2_5_and_97_5_percentiles(benchmark_script) -> None:
+    pool = benchmark_script("paired_pool")
+    # logs 0 and 1, 50 each: the mean log of a resample ~ N(0.5, 0.05); its 95% interval is
+    # 0.5 +- 0.098, against +- ~0.2 for the draws' extremes and +- ~0.034 for the quartiles
+    low, high = pool.bootstrap([1.0] * 50 + [math.e] * 50, draws=20000)
+    assert math.exp(0.5 - 0.115) < low < math.exp(0.5 - 0.08)
+    assert math.exp(0.5 + 0.08) < high < math.exp(0.5 + 0.115)
+
+
+def test_rows_that_cannot_be_paired_are_refused(benchmark_script, tmp_path) -> None:
+    pool = benchmark_script("paired_pool")
+    twice = tmp_path / "twice.log"   # two processes' logs concatenated
+    _log(twice, [(8, "confidence", [1.0, 1.1]), (8, "none-again", [1.0, 0.9]), (8, "confidence", [0.5, 0.6])])
+    with pytest.raises(ValueError, match="twice.log:5: a second row for 8 requests"):
+        pool.read_rounds(twice)
+    uneven = tmp_path / "uneven.log"
+    _log(uneven, [(8, "confidence", [1.0, 1.1, 1.2]), (8, "none-again", [1.0, 0.9])])
+    with pytest.raises(ValueError, match="3 rounds of 'confidence' against 2"):
+        pool.pooled([pool.read_rounds(uneven)], "confidence", "none-again", None)
+    with pytest.raises(ValueError, match="must differ"):
+        pool.pooled([pool.read_rounds(uneven)], "confidence", "confidence", None)
+    bad = tmp_path / "bad.log"
+    _log(bad, [(8, "confidence", [1.0, 0.0])])
+    with pytest.raises(ValueError, match="bad.log:3: paired rounds: every ratio must be positive"):
+        pool.read_rounds(bad)

@@ -1,6 +1,6 @@
 # Session 56 (prepared, not run). The goals are read against a noise floor that is wide on the GPU machine's host:
 # plain decoding against itself (`none-again`) read 0.62-1.51 a round at 1 request in run20 and a pooled geometric
-# mean of 1.007 (0.968-1.048, 95% bootstrap) over run18-19's 58 rounds at 8-256, so "never below plain decoding"
+# mean of 1.015 (0.972-1.060, 95% bootstrap) over run18-19's 48 untraced rounds at 8-256, so "never below plain decoding"
 # cannot be told within ~4%. Does pinning the benchmark to a few cores of its own narrow it (the host is host-bound
 # at <= 32 requests: every step's Python work is on the critical path; thread migration and frequency changes
 # land in the step times)? Two processes on one machine: plain decoding, the default and plain decoding again at

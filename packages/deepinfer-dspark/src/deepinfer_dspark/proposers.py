@@ -29,11 +29,11 @@ from deepinfer_dspark.flush_costs import FlushCosts
 from deepinfer_dspark.host_rows import host_rows
 from deepinfer_dspark.late_bookkeeping import LateBookkeeping
 from deepinfer_dspark.measured_rates import MIN_PERIOD, PLAIN, RETIMED, RUN, SPEC, MeasuredRates
+from deepinfer_dspark.observed_features import ObservedFeatures
 from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
 from deepinfer_dspark.paused_steps import PausedSteps
-from deepinfer_dspark.pending_context import PendingContext
 from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.step_timing import StepTiming
@@ -41,7 +41,8 @@ from deepinfer_dspark.stragglers import Stragglers
 from deepinfer_dspark.verify_rates import VerifyRates
 
 
-class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBookkeeping, DraftingLease):
+class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBookkeeping,
+                     DraftingLease):
     """DSpark drafts with fixed-length or confidence-scheduled verification lengths (the
     decisions that judge a load: `PausePolicy`).
 
@@ -236,41 +237,6 @@ class DSparkProposer(PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBook
             if self.retired:
                 self.retired_reason = (f"dspark: even accepting all {num_tokens} drafts would not beat plain "
                                        f"decoding at any batch size 1..{largest} (measured profiles)")
-
-    def observe(self, request_id: str, positions: Sequence[int], features: torch.Tensor) -> None:
-        """Stores the context features of committed positions (ones already held are skipped,
-        e.g. when a preempted request is recomputed)."""
-        self.observe_many([(request_id, positions, features)])
-
-    def observe_many(self, items: Sequence[tuple[str, Sequence[int], torch.Tensor]]) -> None:
-        """`observe` for a whole step, with one batched context projection (deferred while
-        drafting is paused: see `ContextFeed`)."""
-        self.rates.observed(all(0 < len(p) <= 1 + self.num_tokens and p[0] > 0 for _, p, _ in items))   # no prefill
-        self.feed.add_items(items, self._pause > 0)
-
-    def observe_step(self, request_ids: list[str], first_positions: list[int], counts: list[int],
-                     row_starts: list[int], features: torch.Tensor) -> None:
-        """`observe_many` for a whole step's features unsliced (see `deepinfer_core.Proposer`):
-        while drafting is paused the step is buffered with one append."""
-        self.rates.observed(max(counts, default=0) <= 1 + self.num_tokens and min(first_positions, default=1) > 0)
-        self.feed.add_step(request_ids, first_positions, counts, row_starts, features, self._pause > 0)
-
-    @property
-    def defer_context(self) -> bool:
-        """Whether features are buffered while paused (`ContextFeed.defer`)."""
-        return self.feed.defer
-
-    @defer_context.setter
-    def defer_context(self, value: bool) -> None:
-        self.feed.defer = value
-
-    @property
-    def pending(self) -> PendingContext:
-        """The features buffered while paused (`ContextFeed.pending`)."""
-        return self.feed.pending
-
-    def _flush(self) -> None:
-        self.feed.flush()
 
     @property
     def batch(self) -> int:
