@@ -307,12 +307,19 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
 def table(rows: list) -> list[str]:
     paired = any("paired" in r for _, _, r in rows)
     lines = ["| concurrency | method | output tok/s | per-user tok/s | mean verified / round | mean accepted length |"
-             + (" paired ratio to the first method | replies equal to the first method's |" if paired else ""),
+             + (" paired ratio to the first method: median (geometric mean, 95% bootstrap) |"
+                " replies equal to the first method's |" if paired else ""),
              "|---|---|---|---|---|---|" + ("---|---|" if paired else "")]
     lines += [f"| {c} | {n} | {r['tok/s']:.0f} | {r['per-user tok/s']:.1f} | {r['verified/round']:.2f} | "
-              f"{r['accepted len']:.2f} |" + (f" {r['paired']:.3f} | {_same(r)} |" if paired else "")
+              f"{r['accepted len']:.2f} |" + (f" {_paired(r)} | {_same(r)} |" if paired else "")
               for c, n, r in sorted(rows, key=lambda x: x[0])]
     return lines
+
+
+def _paired(row: dict) -> str:
+    if "paired geomean" not in row:
+        return f"{row['paired']:.3f}"
+    return f"{row['paired']:.3f} ({row['paired geomean']:.3f}, {row['paired low']:.3f}-{row['paired high']:.3f})"
 
 
 def _same(row: dict) -> str:

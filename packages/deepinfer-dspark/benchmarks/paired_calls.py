@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from engine_probes import concurrency_cap, proposer_state
+from paired_pool import bootstrap, geomean
 
 
 def _numbers(outs: list, wall: float, queued: bool = False) -> dict:
@@ -111,6 +112,10 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     of it: its ratio reads high. When the untraced rounds do not rotate through every order (e.g.
     2 engines and M = 2: each engine always in the same place), a warning is printed.
 
+    Each row also carries the untraced rounds' geometric mean (`paired geomean`) and its 95%
+    percentile-bootstrap interval (`paired low`, `paired high`; `paired_pool.bootstrap`, 4,000
+    resamples): the median alone reads a few rounds' noise as a difference.
+
     `heap` (`HeapOutside`, enabled by default) keeps the garbage collector's passes out of the
     timed calls. Each row also carries `paired rounds`: the ratio of every round (the traced
     ones too), in round order, so that two engines can be compared round by round later.
@@ -157,8 +162,12 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
         ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs, first)]
         median = sorted((runs[r] for r in clean), key=lambda x: x["tok/s"])[len(clean) // 2]
         picked = [ratios[r] for r in clean]
+        low, high = bootstrap(picked, draws=4000) if min(picked) > 0 else (math.nan, math.nan)   # (a call
+        # that emitted nothing: no geometric mean)
         row = {**median, **_lengths(calls.metrics[name]), "runs": len(runs),
                "paired": statistics.median(picked), "paired min": min(picked), "paired max": max(picked),
+               "paired geomean": geomean(picked) if min(picked) > 0 else math.nan, "paired low": low,
+               "paired high": high,
                **same_replies(calls.replies[name], calls.replies[names[0]])}
         rounded = [round(x, 3) for x in ratios]
         if len(clean) < rounds:

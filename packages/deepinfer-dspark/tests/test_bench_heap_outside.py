@@ -112,6 +112,9 @@ def test_rows_carry_every_rounds_ratio(paired) -> None:
     (_, _, a), (_, _, b) = rows
     assert a["paired rounds"] == [1.0, 1.0, 1.0]
     assert b["paired rounds"] == [2.0, 0.5, 3.0] and b["paired"] == 2.0
+    assert b["paired geomean"] == pytest.approx(3.0 ** (1 / 3))   # (2 x 0.5 x 3) ** (1/3)
+    assert 0.5 - 1e-9 <= b["paired low"] < b["paired geomean"] < b["paired high"] <= 3.0 + 1e-9
+    assert a["paired geomean"] == a["paired low"] == a["paired high"] == pytest.approx(1.0)
 
 
 def test_a_frozen_heap_or_a_disabled_collector_is_left_alone(paired) -> None:

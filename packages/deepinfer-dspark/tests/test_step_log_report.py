@@ -305,6 +305,8 @@ def test_replies_are_compared_with_the_first_engines(benchmark_script, monkeypat
     assert bench.same_replies(reference, reference) == {"same replies": 1.0, "first difference": -1}
     row = {"tok/s": 10.0, "per-user tok/s": 5.0, "verified/round": 0.0, "accepted len": 1.0, "paired": 0.9, **same}
     assert bench.table([(1, "fixed-7", row)])[-1].endswith("| 0.900 | 50% (others from token 2) |")
+    row.update({"paired geomean": 0.95, "paired low": 0.8, "paired high": 1.1})   # rows from session 56 on
+    assert bench.table([(1, "fixed-7", row)])[-1].endswith("| 0.900 (0.950, 0.800-1.100) | 50% (others from token 2) |")
 
 
 def test_calls_tell_one_bad_call_from_a_cost_every_call_pays(report) -> None:
