@@ -18,7 +18,13 @@ of its ratio to the first variant within a round. Run one after the other, two e
 same work measured up to 30% apart on the GPU host (order and process state); paired rounds
 compare them on the same state. The garbage collector's full passes run between calls, untimed
 (`paired_calls.HeapOutside`; `--gc-in-calls` leaves them to the engines, inside the calls, as before
-session 55), and each row also lists every round's ratio (`paired rounds`).
+session 55), and each row also lists every round's ratio (`paired rounds`). Before each
+concurrency's rounds every engine makes `--warmup-calls` excluded calls of the first prompt set
+at that concurrency (session 56: one call of one prompt, as before, left the first 1-3 rounds of a
+new concurrency up to 50% off on an H100, graphs and memory of the new batch size not yet warm).
+Pinned to a few cores of its own (`taskset -c 2-5`, OMP_NUM_THREADS=2; session 56, run23) plain
+decoding read itself mostly within 1% a round past those rounds (0.988-1.028 at 8 requests), against
+0.81-1.11 unpinned.
 
 Usage (GPU machine, repository root, target GGUF or HF folder and a trained drafter folder):
     python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target T --drafter D \
@@ -28,13 +34,14 @@ Usage (GPU machine, repository root, target GGUF or HF folder and a trained draf
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import math
 import time
 from pathlib import Path
 
 from bench_variants import MIXED, NAMED, SUFFIXES, base_name, built, chosen, variant_configs, variant_engine_kw
-from engine_probes import StepTimes, profile_run, proposer_state, torch_profile_run
+from engine_probes import StepTimes, concurrency_cap, profile_run, proposer_state, torch_profile_run
 from paired_calls import HeapOutside, _numbers, append_steps, paired_rows, same_replies  # noqa: F401 (re-exported)
 from sps_profiles import measure_in_child, measure_paired, measure_sps, measure_spec_sps
 
@@ -134,6 +141,9 @@ def main() -> None:
                              "untimed: `paired_calls.HeapOutside`)")
     parser.add_argument("--interleave", type=int, default=0, metavar="N",
                         help="all engines alive at once; N rounds of one call per variant, paired ratios")
+    parser.add_argument("--warmup-calls", type=int, default=1, metavar="N",
+                        help="with --interleave: excluded calls per engine of the first prompt set before each "
+                             "concurrency's rounds (0: one call of one prompt, as before session 56)")
     parser.add_argument("--kv-cache-gib", type=float, default=None,
                         help="KV cache per engine (GiB); needed with --interleave so that every engine fits")
     parser.add_argument("--budget", type=float, default=None, help="seconds: no new engine starts after this")
@@ -159,6 +169,8 @@ def main() -> None:
         parser.error(f"--sps-warmup: must be a finite number of seconds >= 0, got {args.sps_warmup}")
     if args.prompt_sets < 1:
         parser.error(f"--prompt-sets: must be >= 1, got {args.prompt_sets}")
+    if args.warmup_calls < 0:
+        parser.error(f"--warmup-calls: must be >= 0, got {args.warmup_calls}")
     if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
         parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
     known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram", "ngram-aware") for k in args.fixed)}
@@ -276,15 +288,18 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
               if args.step_times or logs else {})
     rows = []
     heap = HeapOutside(not getattr(args, "gc_in_calls", False))   # (one clock for every concurrency)
+    warmups = getattr(args, "warmup_calls", 1)
     for c in args.concurrency:
-        for llm in llms.values():
-            llm.chat(pool[:1], params)   # warm-up, excluded
+        size = c * max(args.closed_loop, 1)
+        sets = [pool[i * size:(i + 1) * size] for i in range(args.prompt_sets)]
+        for llm in llms.values():   # warm-ups, excluded: the first set as measured (0: one prompt)
+            for _ in range(max(warmups, 1)):
+                with concurrency_cap(llm, c) if args.closed_loop and warmups else contextlib.nullcontext():
+                    llm.chat(sets[0] if warmups else pool[:1], params)
         for name, trace in traces.items():
             trace.take()                 # forgets the warm-up's steps
             trace.take_harness()
             logs.get(name, []).clear()
-        size = c * max(args.closed_loop, 1)
-        sets = [pool[i * size:(i + 1) * size] for i in range(args.prompt_sets)]
         rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log,
                             cap=c if args.closed_loop else None, traces=traces,
                             log_every=args.step_log_every if logs else 1, heap=heap)

@@ -227,8 +227,9 @@ def concurrency_cap(llm, limit: int):
 
 def proposer_state(llm, c: int) -> str:
     """The confidence proposer's counters and estimates after a concurrency (empty for other
-    engines): rounds drafted and skipped so far, the excluded one-request warm-up call of each
-    concurrency included (~44 drafted rounds on the H200's SmolLM2); the ledger's gain (and the
+    engines): rounds drafted and skipped so far, the excluded warm-up calls of each concurrency
+    included (before session 56 one call of one request: ~44 drafted rounds on the H200's SmolLM2;
+    now `--warmup-calls` calls of the concurrency's first prompt set); the ledger's gain (and the
     openings' ledger's, `OpeningPhase`, judged against `worth_skipping`) and the
     acceptance ratio at C's bucket (declined steps: those that captured no features; dormant: those
     of them that asked the proposer nothing, `DormantSteps`); the accepted drafts per request at full verification

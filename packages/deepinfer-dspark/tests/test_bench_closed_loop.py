@@ -183,10 +183,13 @@ def test_every_name_accepted_up_front_is_built(benchmark_script, monkeypatch) ->
     assert built["confidence-tail"]["tail_rounds"] is True and "tail_rounds" not in built["confidence"]
 
 
-def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark_script, monkeypatch) -> None:
+@pytest.mark.parametrize("warmups", [None, 0, 2])
+def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark_script, monkeypatch,
+                                                                        warmups) -> None:
     """`--profile` / `--torch-profile` with `--interleave`: one more call per engine at each
     `--profile-at` concurrency, after every measured call (they were silently ignored there
-    until session 35)."""
+    until session 35). Before each concurrency's rounds, `--warmup-calls` calls of its first
+    prompt set per engine (default 1; 0: one call of one prompt, the harness before session 56)."""
     from types import SimpleNamespace
 
     import deepinfer_core
@@ -217,14 +220,20 @@ def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark
     args = SimpleNamespace(target="t", max_tokens=4, step_log=None, step_times=False, concurrency=[1, 2], closed_loop=0,
                            prompt_sets=1, interleave=2, out=None, profile=Path("p.txt"), torch_profile=Path("t.txt"),
                            profile_at=[2])
+    if warmups is not None:
+        args.warmup_calls = warmups
     pool = [[{"role": "user", "content": str(i)}] for i in range(4)]
     bench.run_interleaved({"none": None, "confidence": {"method": "dspark"}}, args, {}, pool)
+    plain = [e[2] for e in events if e[:2] == ("chat", "plain")]
+    n = 1 if warmups is None else max(warmups, 1)   # warm-up calls per engine and concurrency
+    sizes = (lambda c: 1) if warmups == 0 else (lambda c: c)
+    assert plain[:n] == [sizes(1)] * n and plain[n + 2:2 * n + 2] == [sizes(2)] * n   # then 2 measured calls
     profiled = [e for e in events if e[0] in ("cprofile", "torch")]
     assert profiled == [("cprofile", "none at 2"), ("torch", "none at 2"),
                         ("cprofile", "confidence at 2"), ("torch", "confidence at 2")]
     first = events.index(profiled[0])
     assert all(e[0] != "chat" for e in events[first:]) and events[-1][0] == "close"
-    assert sum(e[:2] == ("chat", "plain") for e in events[:first]) == 2 + 2 * 2   # warm-ups and measured calls
+    assert sum(e[:2] == ("chat", "plain") for e in events[:first]) == 2 * n + 2 * 2   # warm-ups and measured calls
 
 
 def test_the_dormant_stub_is_the_defaults_engine_asking_nothing(folders, kit, benchmark_script, monkeypatch) -> None:

@@ -1,4 +1,5 @@
-# Session 56 (prepared, not run). The goals are read against a noise floor that is wide on the GPU machine's host:
+# Session 56 (prepared, not run; superseded by run23, which answered it on a random-weight target without the
+# bundle: pinned, plain decoding read itself mostly within 1% a round). The goals are read against a noise floor that is wide on the GPU machine's host:
 # plain decoding against itself (`none-again`) read 0.62-1.51 a round at 1 request in run20 and a pooled geometric
 # mean of 1.015 (0.972-1.060, 95% bootstrap) over run18-19's 48 untraced rounds at 8-256, so "never below plain decoding"
 # cannot be told within ~4%. Does pinning the benchmark to a few cores of its own narrow it (the host is host-bound
