@@ -159,14 +159,15 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     rows = []
     for name in names:
         runs, first = calls.runs[name], calls.runs[names[0]]
-        ratios = [a["tok/s"] / b["tok/s"] for a, b in zip(runs, first)]
+        ratios = [a["tok/s"] / b["tok/s"] if b["tok/s"] > 0 else math.nan   # (the first engine emitted nothing)
+                  for a, b in zip(runs, first)]
         median = sorted((runs[r] for r in clean), key=lambda x: x["tok/s"])[len(clean) // 2]
         picked = [ratios[r] for r in clean]
-        low, high = bootstrap(picked, draws=4000) if min(picked) > 0 else (math.nan, math.nan)   # (a call
-        # that emitted nothing: no geometric mean)
+        positive = all(x > 0 for x in picked)   # (else a call emitted nothing: no geometric mean; nan is not > 0)
+        low, high = bootstrap(picked, draws=4000) if positive else (math.nan, math.nan)
         row = {**median, **_lengths(calls.metrics[name]), "runs": len(runs),
                "paired": statistics.median(picked), "paired min": min(picked), "paired max": max(picked),
-               "paired geomean": geomean(picked) if min(picked) > 0 else math.nan, "paired low": low,
+               "paired geomean": geomean(picked) if positive else math.nan, "paired low": low,
                "paired high": high,
                **same_replies(calls.replies[name], calls.replies[names[0]])}
         rounded = [round(x, 3) for x in ratios]

@@ -276,3 +276,50 @@ def test_search_all_is_the_default_wrapper_searching_every_request(folders, kit,
     assert wrapper.search_budget == float("inf") and wrapper._every(64) == wrapper.check_every
     default.close()
     everything.close()
+
+
+def test_closed_loop_warm_ups_run_the_first_set_under_the_cap(benchmark_script, monkeypatch) -> None:
+    """`--warmup-calls` with `--closed-loop M`: each engine's warm-up call is the concurrency's first
+    prompt set (C x M prompts) with at most C running, as its measured calls are."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import deepinfer_core
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    calls, engines = [], []
+
+    @dataclasses.dataclass
+    class Config:
+        max_num_seqs: int = 64
+
+    class FakeLLM:
+        def __init__(self, target, speculative_config=None, **kw):
+            self.name = "spec" if speculative_config else "plain"
+            self.engine = SimpleNamespace(scheduler=SimpleNamespace(config=Config()))
+            engines.append(self)
+
+        def chat(self, prompts, params):
+            calls.append((self.name, [p[0]["content"] for p in prompts], self.engine.scheduler.config.max_num_seqs))
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])],
+                                    metrics=SimpleNamespace(arrival_time=0.0, first_token_time=0.5,
+                                                            finished_time=1.0, spec_rounds=0))
+                    for _ in prompts]
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(deepinfer_core, "LLM", FakeLLM)
+    monkeypatch.setitem(bench.paired_rows.__globals__, "proposer_state", lambda llm, c: "")
+    args = SimpleNamespace(target="t", max_tokens=4, step_log=None, step_times=False, concurrency=[2], closed_loop=2,
+                           prompt_sets=2, interleave=2, out=None, profile=None, torch_profile=None, profile_at=[],
+                           warmup_calls=1)
+    pool = [[{"role": "user", "content": str(i)}] for i in range(8)]
+    bench.run_interleaved({"none": None, "confidence": {"method": "dspark"}}, args, {}, pool)
+    first_set, second_set = [str(i) for i in range(4)], [str(i) for i in range(4, 8)]
+    assert calls[:2] == [("plain", first_set, 2), ("spec", first_set, 2)]   # the warm-ups, capped at C
+    measured = calls[2:]
+    assert len(measured) == 4 and all(cap == 2 for _, _, cap in measured)
+    assert [prompts for _, prompts, _ in measured] == [first_set, first_set, second_set, second_set]
+    assert [llm.engine.scheduler.config.max_num_seqs for llm in engines] == [64, 64]   # the cap lifted after

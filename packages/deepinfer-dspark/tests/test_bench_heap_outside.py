@@ -7,6 +7,7 @@ calls; an engine's periodic `gc.collect()` lands on one call in a handful)."""
 from __future__ import annotations
 
 import gc
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -85,22 +86,40 @@ def test_a_bad_interval_is_named(paired, bad) -> None:
         paired.HeapOutside(collect_after_s=bad)
 
 
+class _Fake:
+    engine = SimpleNamespace(speculative=None)
+
+    def __init__(self, tokens: list[int]) -> None:
+        self.tokens, self.calls = tokens, 0
+
+    def chat(self, prompts, params):
+        n = self.tokens[self.calls]
+        self.calls += 1
+        metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
+                                  spec_accepted=0)
+        return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * n)], metrics=metrics)]
+
+
+def test_a_call_that_emitted_nothing_leaves_no_geometric_mean(paired) -> None:
+    """A round where the first engine, or another, emitted nothing: no crash at the end of a long
+    benchmark; its ratio (or the row's geometric mean and interval) is nan."""
+    clock = iter(range(1000))
+    paired.time = SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=lambda: 0.0)
+    try:
+        rows = paired.paired_rows({"a": _Fake([0, 10, 10]), "b": _Fake([20, 0, 30])}, ["p"], None, 3, 1,
+                                  heap=paired.HeapOutside(enabled=False))
+    finally:
+        import time
+        paired.time = time
+    (_, _, a), (_, _, b) = rows
+    assert math.isnan(b["paired rounds"][0]) and b["paired rounds"][1:] == [0.0, 3.0]
+    assert math.isnan(b["paired geomean"]) and math.isnan(b["paired low"]) and math.isnan(b["paired high"])
+
+
 def test_rows_carry_every_rounds_ratio(paired) -> None:
     """`paired rounds`: each round's ratio in round order, the traced ones too (step logs held
     only those before)."""
-    class Fake:
-        engine = SimpleNamespace(speculative=None)
-
-        def __init__(self, tokens: list[int]) -> None:
-            self.tokens, self.calls = tokens, 0
-
-        def chat(self, prompts, params):
-            n = self.tokens[self.calls]
-            self.calls += 1
-            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
-                                      spec_accepted=0)
-            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * n)], metrics=metrics)]
-
+    Fake = _Fake
     clock = iter(range(1000))
     paired.time = SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=lambda: 0.0)
     try:
