@@ -100,18 +100,23 @@ class _Fake:
         return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * n)], metrics=metrics)]
 
 
-def test_a_call_that_emitted_nothing_leaves_no_geometric_mean(paired) -> None:
-    """A round where the first engine, or another, emitted nothing: no crash at the end of a long
-    benchmark; its ratio (or the row's geometric mean and interval) is nan."""
+def _rows(paired, a: list[int], b: list[int]) -> tuple[dict, dict]:
+    """`paired_rows` over two fake engines emitting these tokens a call, each call 1 s long."""
     clock = iter(range(1000))
     paired.time = SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=lambda: 0.0)
     try:
-        rows = paired.paired_rows({"a": _Fake([0, 10, 10]), "b": _Fake([20, 0, 30])}, ["p"], None, 3, 1,
+        rows = paired.paired_rows({"a": _Fake(a), "b": _Fake(b)}, ["p"], None, len(a), 1,
                                   heap=paired.HeapOutside(enabled=False))
     finally:
         import time
         paired.time = time
-    (_, _, a), (_, _, b) = rows
+    return rows[0][2], rows[1][2]
+
+
+def test_a_call_that_emitted_nothing_leaves_no_geometric_mean(paired) -> None:
+    """A round where the first engine, or another, emitted nothing: no crash at the end of a long
+    benchmark; its ratio (or the row's geometric mean and interval) is nan."""
+    _, b = _rows(paired, [0, 10, 10], [20, 0, 30])
     assert math.isnan(b["paired rounds"][0]) and b["paired rounds"][1:] == [0.0, 3.0]
     assert math.isnan(b["paired geomean"]) and math.isnan(b["paired low"]) and math.isnan(b["paired high"])
 
@@ -119,16 +124,7 @@ def test_a_call_that_emitted_nothing_leaves_no_geometric_mean(paired) -> None:
 def test_rows_carry_every_rounds_ratio(paired) -> None:
     """`paired rounds`: each round's ratio in round order, the traced ones too (step logs held
     only those before)."""
-    Fake = _Fake
-    clock = iter(range(1000))
-    paired.time = SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=lambda: 0.0)
-    try:
-        rows = paired.paired_rows({"a": Fake([10, 10, 10]), "b": Fake([20, 5, 30])}, ["p"], None, 3, 1,
-                                  heap=paired.HeapOutside(enabled=False))
-    finally:
-        import time
-        paired.time = time
-    (_, _, a), (_, _, b) = rows
+    a, b = _rows(paired, [10, 10, 10], [20, 5, 30])
     assert a["paired rounds"] == [1.0, 1.0, 1.0]
     assert b["paired rounds"] == [2.0, 0.5, 3.0] and b["paired"] == 2.0
     assert b["paired geomean"] == pytest.approx(3.0 ** (1 / 3))   # (2 x 0.5 x 3) ** (1/3)
