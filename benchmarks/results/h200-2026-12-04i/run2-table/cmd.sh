@@ -13,6 +13,9 @@
 # Session 49: the step log's harness (~50 us a step on a CPU) favoured engines taking fewer steps, and its ledger
 # reads (~20 us a step, DSpark engines only) cost them up to ~1% at 8: only every EVERY-th round is logged, and the paired
 # ratios come from the other rounds (`--step-log-every`; `paired traced` is the logged rounds' median).
+# Session 56: `PIN=1 bash .../cmd.sh low` runs the benchmark pinned to cores 2-5 (OMP_NUM_THREADS=2): run23 found
+# plain decoding's reading of itself mostly within 1% a round pinned, 0.81-1.11 unpinned. On an H100 `high` needs
+# `--kv-cache-gib 2.5` (sed the 6 below).
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 case ${1:-low} in
@@ -21,8 +24,9 @@ case ${1:-low} in
   closed) C="8 32 64"; SETS=4; SIZES="1 2 4 8 16 32 64"; EVERY=4; LOOP="--closed-loop 3";;
   *) echo "argument: low, high or closed"; exit 2;;
 esac
+PRE=""; [ "${PIN:-0}" = 1 ] && PRE="taskset -c 2-5" && export OMP_NUM_THREADS=2   # session 56: PIN=1 pins (run23)
 W=~/o11${1:-low}; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
-timeout 560 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency $C \
+timeout 560 $PRE python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency $C \
   --fixed 1 2 3 4 5 6 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes $SIZES --sps-warmup 3 --prompt-sets $SETS \
   --save-sps $W/out/sps_batch.json --variants none confidence fixed-1 fixed-2 fixed-3 fixed-4 fixed-5 fixed-6 fixed-7 \
   --interleave $SETS $LOOP --kv-cache-gib 6 --step-log $W/out/steps.jsonl --step-log-every $EVERY --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
