@@ -24,6 +24,12 @@ where in a batch's drain an engine's host work goes (a step of a prompt-lookup r
 as any step: its work is a drafted step's, not overhead). A call's prefill step is filed under
 0 (nothing runs before it is admitted); in a closed loop a step that admits a request is filed
 with the decode steps at the count before it.
+`--calls` times, for each speculative engine, what a step of it runs that plain decoding's does not:
+the proposer's calls (`ASKED`, outer calls only: a wrapper's include DSpark's) and the engine's
+own side (`SpeculativeDecoder.track` / `forget` / `remove`, core's `DormantSteps.step` / `ran` /
+`settle`: these include the proposer calls made inside them), in calls and microseconds a step
+and microseconds a call, over the measured calls. Session 57 read it at 128 requests: where a
+step's host work over plain decoding's goes (each timer adds ~0.3 us a call).
 `--closed-loop M` gives each call M x C prompts with at most C running (`max_num_seqs`), the next
 admitted as one finishes (`bench_dspark.py --closed-loop`), so the count stays at C until the
 call's last replies.
@@ -111,6 +117,35 @@ def count_calls(proposer, counts: Counter) -> None:
         object.__setattr__(proposer, name, counted)   # (past a wrapper's forwarding)
 
 
+ENGINE_SIDE = {"decoder": ("track", "forget", "remove"), "dormant": ("step", "ran", "settle")}
+
+
+def time_calls(llm, clock: Clock) -> None:
+    """Times a speculative engine's proposer calls (`ASKED`) and its own side (`ENGINE_SIDE`) on
+    `clock`, named `proposer.X`, `decoder.X`, `dormant.X`; core's `DormantSteps` is re-read so
+    that it holds the timed proposer methods (call between engine calls: no stretch is open)."""
+    decoder = llm.engine.speculative
+    proposer = decoder.proposer
+    for name in ASKED:
+        fn = getattr(proposer, name, None)
+        if fn is not None:
+            object.__setattr__(proposer, name, clock.timed(fn, f"proposer.{name}"))   # (past a wrapper's forwarding)
+    decoder.dormant.__init__(proposer)
+    for owner, names in ENGINE_SIDE.items():
+        target = decoder if owner == "decoder" else decoder.dormant
+        for name in names:
+            setattr(target, name, clock.timed(getattr(target, name), f"{owner}.{name}"))
+
+
+def calls_table(clock: Clock, steps: int) -> str:
+    """Markdown: per timed name, calls a step, us a step and us a call, most costly first."""
+    lines = ["| call | calls a step | us a step | us a call |", "|---|---:|---:|---:|"]
+    for name, seconds in sorted(clock.seconds.items(), key=lambda item: -item[1]):
+        calls = clock.calls[name]
+        lines.append(f"| {name} | {calls / steps:.3f} | {1e6 * seconds / steps:.2f} | {1e6 * seconds / calls:.2f} |")
+    return "\n".join(lines)
+
+
 def build(engines, profiles: Path, concurrency: int) -> dict:
     """The engines by name, over one tiny target and random drafter."""
     from deepinfer_core import LLM
@@ -144,6 +179,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="measured calls per engine")
     parser.add_argument("--warmup", type=int, default=3, help="calls per engine not measured")
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--calls", action="store_true",
+                        help="also time each speculative engine's proposer calls and its own side (measured calls)")
     parser.add_argument("--closed-loop", type=int, default=0, metavar="M",
                         help="M x C prompts a call, at most C running (0: C prompts a call)")
     parser.add_argument("--by-running", action="store_true",
@@ -163,17 +200,23 @@ def main() -> None:
     pool = prompts(size * (args.warmup + args.rounds), seed=5)
     host: dict[str, list[float]] = {name: [] for name in llms}
     steps = 0
+    clocks = {name: Clock() for name, llm in llms.items() if args.calls and llm.engine.speculative is not None}
+    measured_steps: Counter = Counter()
     for r in range(args.warmup + args.rounds):
         batch = [{"prompt_token_ids": p} for p in pool[r * size:(r + 1) * size]]
         if r == args.warmup and "default" in llms:   # (between calls: no stretch is open)
             decoder = llms["default"].engine.speculative
             count_calls(decoder.proposer, calls)
             decoder.dormant.__init__(decoder.proposer)   # (it holds the methods it found at start)
+        if r == args.warmup:
+            for name, clock in clocks.items():
+                time_calls(llms[name], clock)
         names = list(llms)
         for name in names[r % len(names):] + names[:r % len(names)]:   # rotated: no engine always first
             timers[name].on = r >= args.warmup
             llms[name].generate(batch, params)
             steps += timers[name].clock.calls["step"] if name == "default" and r >= args.warmup else 0
+            measured_steps[name] += timers[name].clock.calls["step"] if r >= args.warmup else 0
             us = timers[name].take()
             if r >= args.warmup:
                 host[name].append(us)
@@ -188,6 +231,9 @@ def main() -> None:
         print(f"| {name} | {statistics.median(values):.1f} | {over} |")
     if args.by_running:
         print(by_running_table({name: timer.running for name, timer in timers.items()}))
+    for name, clock in clocks.items():
+        print(f"{name}: its side a step, {measured_steps[name]} measured steps")
+        print(calls_table(clock, max(measured_steps[name], 1)))
     if calls:
         print("default's proposer, calls a step: " + ", ".join(
             f"{name} {count / steps:.3f}" for name, count in sorted(calls.items(), key=lambda item: -item[1])))

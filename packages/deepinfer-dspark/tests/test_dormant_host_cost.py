@@ -122,3 +122,41 @@ def test_by_running_splits_the_measured_steps_by_requests_running(benchmark_scri
     assert same.splitlines()[2:] == ["| 1 | 3.0 (2) | 1.0 (1) |"]
     assert script.by_running_table({"a": {1: [2.0, 4.0]}, "b": {2: [1.0]}}).splitlines()[2:] == [
         "| 1 | 3.0 (2) | - |", "| 2 | - | 1.0 (1) |"]
+
+
+def test_calls_times_each_speculative_engines_side_over_the_measured_calls(benchmark_script, monkeypatch, tmp_path,
+                                                                           capsys) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("dormant_host_cost")
+    SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
+    SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")
+    monkeypatch.setattr(sys, "argv", ["dormant_host_cost.py", "--profiles", str(tmp_path), "--concurrency", "3",
+                                      "--max-tokens", "16", "--rounds", "2", "--warmup", "1", "--engines", "none",
+                                      "stub", "default", "--calls"])
+    script.main()
+    out = capsys.readouterr().out.splitlines()
+    assert not any(line.startswith("none: its side") for line in out)   # plain decoding has no such side
+
+    def table(engine: str) -> tuple[int, dict[str, tuple[float, float, float]]]:
+        start = next(i for i, line in enumerate(out) if line.startswith(f"{engine}: its side a step, "))
+        steps = int(out[start].split(", ")[1].split(" ")[0])
+        assert out[start + 1] == "| call | calls a step | us a step | us a call |"
+        rows = {}
+        for line in out[start + 3:]:
+            if not line.startswith("| "):
+                break
+            name, *cells = (cell.strip() for cell in line.strip("| ").split(" | "))
+            rows[name] = tuple(float(c) for c in cells)
+        return steps, rows
+    for engine in ("stub", "default"):
+        steps, rows = table(engine)
+        assert steps > 0
+        # a step asks core's `DormantSteps` at most once (not one that verifies drafts, nor a call's last,
+        # which only reads the step before), and 2 calls of 3 requests track and remove 6
+        assert 0.5 < rows["dormant.step"][0] <= 1.0
+        assert round(rows["decoder.track"][0] * steps) == 6 and "decoder.remove" in rows
+        for calls, us_step, us_call in rows.values():
+            assert calls > 0 and us_call > 0 and abs(us_step - calls * us_call) <= 0.01 + 0.01 * us_step
+        costs = [us_step for _, us_step, _ in rows.values()]
+        assert costs == sorted(costs, reverse=True)
+    assert "proposer.remove" in table("default")[1]   # the proposer's own calls, past the wrapper's forwarding
