@@ -1,4 +1,4 @@
-# Session 56 (prepared, not run). Where the default drafts nothing (most steps at 8-32 requests, all at 64-256 in
+# Session 56 (prepared); ran in session 57 on an H200 (out-h200). Where the default drafts nothing (most steps at 8-32 requests, all at 64-256 in
 # the median calls) its GPU work is plain decoding's, so its speed against plain decoding is its extra host work a
 # step. Measured directly, that is a median over thousands of steps rather than a ratio of a few calls' wall times
 # (whose floor is ~4% wide: run18-19). `engine_host_cost.py` at 8 and 32 requests, plain decoding against the
