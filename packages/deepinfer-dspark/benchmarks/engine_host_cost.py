@@ -138,6 +138,27 @@ def report(mode: str, concurrency: int, result: dict) -> str:
     return "\n".join(lines)
 
 
+def mode_config(mode: str, drafter: str, spec, decode, untimed: bool = False) -> dict | None:
+    """The `speculative_config` of a `--modes` name: None for plain decoding (`none`, and `none-again`:
+    plain decoding built and timed once more, later in the process, to tell a cost of the default
+    from the order the engines ran in). `spec` / `decode`: the k = 7 and plain decoding profiles."""
+    if mode in ("none", "none-again"):
+        return None
+    if mode == "fixed-7":   # every round verifies 7 drafts: no scheduling, no ledgers, no wrapper
+        return {"method": "dspark", "model": drafter, "num_speculative_tokens": 7}
+    config = {"method": "dspark", "model": drafter, "num_speculative_tokens": 7, "scheduling": "confidence",
+              "sps_profile": spec, "decode_profile": decode}
+    if untimed:
+        config["measure_round_times"] = False
+    if mode == "confidence-overlap":
+        config["overlap_bookkeeping"] = True   # (`LateBookkeeping`: the hook's time is hidden on CUDA)
+    if mode == "confidence-unleased":
+        config["lease_rounds"] = 0   # every round judged (`DraftingLease` off)
+    if mode == "confidence-alone":
+        config["prompt_lookup_min"] = 0   # DSpark without the prompt-lookup wrapper
+    return config
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", required=True)
@@ -148,8 +169,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--modes", nargs="+", default=["none", "confidence", "confidence-alone"],
-                        choices=["none", "confidence", "confidence-alone", "confidence-overlap", "confidence-unleased",
-                                 "fixed-7"])
+                        choices=["none", "none-again", "confidence", "confidence-alone", "confidence-overlap",
+                                 "confidence-unleased", "fixed-7"])
     parser.add_argument("--untimed", action="store_true",
                         help="confidence modes price rounds on the profiles alone (`measure_round_times` false): "
                              "with the H200's profiles they then draft here as there, where this CPU's measured "
@@ -168,19 +189,7 @@ def main() -> None:
                for p in build_prompts(stdlib_docstrings(args.concurrency * args.sets, seed=12345))]
     batches = [prompts[i * args.concurrency:(i + 1) * args.concurrency] for i in range(args.sets)]
     for mode in args.modes:
-        config = None if mode == "none" else {
-            "method": "dspark", "model": args.drafter, "num_speculative_tokens": 7, "scheduling": "confidence",
-            "sps_profile": spec, "decode_profile": decode}
-        if config is not None and args.untimed:
-            config["measure_round_times"] = False
-        if mode == "confidence-overlap":
-            config["overlap_bookkeeping"] = True   # (`LateBookkeeping`: the hook's time is hidden on CUDA)
-        if mode == "confidence-unleased":
-            config["lease_rounds"] = 0   # every round judged (`DraftingLease` off)
-        if mode == "confidence-alone":
-            config["prompt_lookup_min"] = 0   # DSpark without the prompt-lookup wrapper
-        if mode == "fixed-7":   # every round verifies 7 drafts: no scheduling, no ledgers, no wrapper
-            config = {"method": "dspark", "model": args.drafter, "num_speculative_tokens": 7}
+        config = mode_config(mode, args.drafter, spec, decode, args.untimed)
         llm = LLM(args.target, speculative_config=config, dtype=args.dtype, max_num_seqs=args.concurrency,
                   max_model_len=1024)
         result, _ = measure(llm, batches, SamplingParams(temperature=0, max_tokens=args.max_tokens))

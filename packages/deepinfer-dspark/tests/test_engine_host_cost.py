@@ -66,3 +66,20 @@ def test_dspark_phases_are_timed_and_the_module_restored(benchmark_script, folde
         assert calls[name][0] > 0, name
     assert calls["inner.propose"][1] >= calls["dspark.runner.draft"][1]   # the draft runs inside DSpark's propose
     assert {name: getattr(module, name) for name in script.MODULE_PHASES} == before
+
+
+def test_modes_map_to_their_speculative_configs(benchmark_script, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("engine_host_cost")
+    spec, decode = SLOW_ROUNDS, DECODE
+    assert script.mode_config("none", "d", spec, decode) is None
+    assert script.mode_config("none-again", "d", spec, decode) is None   # plain decoding timed once more
+    default = script.mode_config("confidence", "d", spec, decode)
+    assert default == {"method": "dspark", "model": "d", "num_speculative_tokens": 7, "scheduling": "confidence",
+                       "sps_profile": spec, "decode_profile": decode}
+    assert script.mode_config("confidence", "d", spec, decode, untimed=True)["measure_round_times"] is False
+    assert script.mode_config("confidence-alone", "d", spec, decode)["prompt_lookup_min"] == 0
+    assert script.mode_config("confidence-overlap", "d", spec, decode)["overlap_bookkeeping"] is True
+    assert script.mode_config("confidence-unleased", "d", spec, decode)["lease_rounds"] == 0
+    assert script.mode_config("fixed-7", "d", spec, decode) == {"method": "dspark", "model": "d",
+                                                                "num_speculative_tokens": 7}
