@@ -24,7 +24,8 @@ at that concurrency (session 56: one call of one prompt, as before, left the fir
 new concurrency up to 50% off on an H100, graphs and memory of the new batch size not yet warm).
 Pinned to a few cores of its own (`taskset -c 2-5`, OMP_NUM_THREADS=2; session 56, run23) plain
 decoding read itself mostly within 1% a round past those rounds (0.988-1.028 at 8 requests), against
-0.81-1.11 unpinned.
+0.81-1.11 unpinned. `--lockstep` runs a round's calls at once instead, one engine step at a time
+in turn (`lockstep.py`; session 57: pinned GPU calls still drifted by round as a whole).
 
 Usage (GPU machine, repository root, target GGUF or HF folder and a trained drafter folder):
     python3 packages/deepinfer-dspark/benchmarks/bench_dspark.py --target T --drafter D \
@@ -141,6 +142,10 @@ def main() -> None:
                              "untimed: `paired_calls.HeapOutside`)")
     parser.add_argument("--interleave", type=int, default=0, metavar="N",
                         help="all engines alive at once; N rounds of one call per variant, paired ratios")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="with --interleave: a round's calls run at once, one engine step at a time in turn "
+                             "(lockstep.py: the host's drift falls on every engine alike); not with --step-log, "
+                             "--step-times or --closed-loop")
     parser.add_argument("--warmup-calls", type=int, default=1, metavar="N",
                         help="with --interleave: excluded calls per engine of the first prompt set before each "
                              "concurrency's rounds (0: one call of one prompt, as before session 56)")
@@ -173,6 +178,8 @@ def main() -> None:
         parser.error(f"--warmup-calls: must be >= 0, got {args.warmup_calls}")
     if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
         parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
+    if args.lockstep and (args.interleave <= 0 or args.step_log is not None or args.step_times or args.closed_loop):
+        parser.error("--lockstep: needs --interleave, and not with --step-log, --step-times or --closed-loop")
     known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram", "ngram-aware") for k in args.fixed)}
     unknown = {v for v in args.variants or () if base_name(v) not in known}
     if unknown:   # before the profiles are measured (minutes)
@@ -302,7 +309,8 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
             logs.get(name, []).clear()
         rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log,
                             cap=c if args.closed_loop else None, traces=traces,
-                            log_every=args.step_log_every if logs else 1, heap=heap)
+                            log_every=args.step_log_every if logs else 1, heap=heap,
+                            lockstep=getattr(args, "lockstep", False))
         for name, trace in traces.items():
             summary = trace.take()
             if args.step_times:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from engine_probes import concurrency_cap, proposer_state
+from lockstep import lockstep_calls
 from paired_pool import bootstrap, geomean
 
 
@@ -90,7 +91,7 @@ class HeapOutside:
 
 def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
                 log_path: Path | None = None, cap: int | None = None, traces: dict | None = None,
-                log_every: int = 1, heap: HeapOutside | None = None) -> list:
+                log_every: int = 1, heap: HeapOutside | None = None, lockstep: bool = False) -> list:
     """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round
     (`prompts`: one batch of chats, or a list of such batches, round r chatting batch r % N). One
     row per engine: its median call, its verified and accepted lengths over every call (a
@@ -116,18 +117,25 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     percentile-bootstrap interval (`paired low`, `paired high`; `paired_pool.bootstrap`, 4,000
     resamples): the median alone reads a few rounds' noise as a difference.
 
+    With `lockstep` (`--lockstep`), a round's calls run at once, one engine step at a time in the
+    round's order (`lockstep.lockstep_calls`): each call's wall time is then the sum of its own
+    turns. Not with `logs`, `traces` or `cap`.
+
     `heap` (`HeapOutside`, enabled by default) keeps the garbage collector's passes out of the
     timed calls. Each row also carries `paired rounds`: the ratio of every round (the traced
     ones too), in round order, so that two engines can be compared round by round later.
 
     Raises:
         ValueError: `log_every` < 1, or > 1 with `logs` but without `traces` (the steps of an
-            untraced call would be written under the next traced one).
+            untraced call would be written under the next traced one); `lockstep` with `logs`,
+            `traces` or `cap`.
     """
     if log_every < 1:
         raise ValueError(f"log_every: must be >= 1, got {log_every}")
     if log_every > 1 and logs and not traces:
         raise ValueError("log_every: > 1 needs `traces`, which switch the logging off in untraced rounds")
+    if lockstep and (logs or traces or cap):
+        raise ValueError("lockstep: not with a step log, step times or a closed loop")
     names = list(llms)
     calls = _Calls(names)
     heap = HeapOutside() if heap is None else heap
@@ -140,7 +148,16 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
         else [prompts]
     try:
         for r in range(rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            order = names[r % len(names):] + names[:r % len(names)]
+            if lockstep:
+                chats = sets[r % len(sets)]
+                with heap.call():
+                    done = lockstep_calls({name: llms[name] for name in order},
+                                          lambda llm, hook: llm.chat(chats, params, on_progress=hook))
+                for name in order:
+                    calls.add(name, done[name][0], done[name][1], False, None)
+                continue
+            for name in order:
                 trace = traces.get(name) if traces else None
                 if trace is not None:
                     trace.active = traced[r]

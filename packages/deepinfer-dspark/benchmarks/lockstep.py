@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""Lockstep calls: several engines serve the same prompts at once, one engine step at a time, in turn.
+
+`paired_calls.paired_rows` runs a round's calls back to back: one engine's call (0.1-1.5 s on the
+GPU machine), then the next engine's. That host's process drifts as a whole over such spans (session
+57, run25 on an H100 at 128 requests: in one round nearly every step of the default ran 0.3-0.6 ms
+slower than plain decoding's same step, in another 0.2-0.7 ms faster, ~20% of a 2.3 ms step, while
+plain decoding run twice stayed near 0), so a round's ratio carries the drift, and plain decoding
+against itself read 0.84-1.08 a cell even pinned to cores of its own.
+
+Here each engine's call runs in a thread of its own and a baton lets one thread run at a time, in a
+fixed turn: engine A runs one step (its call's `on_progress` hook, called after every step and its
+output processing, ends the turn), hands over to B, then C, then A again, so the engines' steps
+interleave at the scale of one step and a drift slower than a few steps falls on all of them alike.
+An engine whose call ended drops out of the turn. Each call's time is the sum of its own turns (the
+hand-over, a thread switch, lies outside every turn); its tok/s is its emitted tokens over that time.
+
+What lockstep changes for the engines: a step now follows another engine's step instead of its own
+previous one (colder caches), and on a GPU the device may still run another engine's last step when
+an engine launches its own, but an engine waits only for its own earlier step, which was queued before
+the other's. Both fall alike on engines that run alike; they are the price of the steadier reading,
+and make a lockstep round's tok/s no number for a table of absolute speeds. Threads only hand over:
+the engines' work never runs in two threads at once (one holds the baton, the others wait on it)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+
+class Baton:
+    """Whose turn it is among `names` (in that order); an engine that ended leaves the turn.
+
+    Raises:
+        ValueError: no names, or a name twice."""
+
+    def __init__(self, names: list[str]) -> None:
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"names: must be distinct and at least one, got {names}")
+        self._order = list(names)
+        self._done: set[str] = set()
+        self._turn: str | None = self._order[0]
+        self._cond = threading.Condition()
+
+    def wait(self, name: str) -> None:
+        """Blocks until it is `name`'s turn."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._turn == name)
+
+    def pass_on(self, name: str, ended: bool = False) -> None:
+        """Ends `name`'s turn (and with `ended`, its place in the turn): the next engine still
+        running after it, or `name` again when it is the last one running."""
+        with self._cond:
+            if ended:
+                self._done.add(name)
+            i = self._order.index(name)
+            after = self._order[i + 1:] + self._order[:i + 1]
+            self._turn = next((n for n in after if n not in self._done), None)
+            self._cond.notify_all()
+
+
+def lockstep_calls(llms: dict, run: Callable, clock: Callable[[], float] = time.perf_counter) -> dict:
+    """Runs `run(llm, on_progress)` (e.g. `llm.chat(prompts, params, on_progress=on_progress)`) for
+    every engine of `llms` at once, one step of one engine at a time, in the order of `llms`
+    (see the module docstring).
+
+    Returns:
+        name -> (the call's outputs, seconds of its own turns: its time, the hand-overs excluded).
+
+    Raises:
+        The first failed call's exception (in `llms`' order), once every call has ended: a call that
+        fails leaves the turn and the others run to their end."""
+    baton = Baton(list(llms))
+    results: dict = {}
+    errors: dict = {}
+
+    def serve(name: str, llm) -> None:
+        spent, start = 0.0, 0.0
+        try:
+            baton.wait(name)
+            start = clock()
+
+            def on_progress(done: int, total: int, new_tokens: int) -> None:
+                nonlocal spent, start
+                spent += clock() - start
+                baton.pass_on(name)
+                baton.wait(name)
+                start = clock()
+            outputs = run(llm, on_progress)
+            results[name] = (outputs, spent + clock() - start)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            errors[name] = exc
+        finally:
+            baton.pass_on(name, ended=True)
+
+    threads = [threading.Thread(target=serve, args=(name, llm), name=f"lockstep-{name}", daemon=True)
+               for name, llm in llms.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in llms:
+        if name in errors:
+            raise errors[name]
+    return results

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`benchmarks/lockstep.py`: engines serving at once, one step at a time in turn, each timed over its
+own turns only; `paired_calls.paired_rows(lockstep=True)` (`bench_dspark.py --lockstep`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+
+@pytest.fixture
+def lockstep(benchmark_script, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    return benchmark_script("lockstep")
+
+
+def test_the_baton_turns_in_order_and_skips_engines_that_ended(lockstep) -> None:
+    baton = lockstep.Baton(["a", "b", "c"])
+    turns = []
+
+    def seen(name):
+        baton.wait(name)   # (returns at once only when it is `name`'s turn)
+        turns.append(name)
+    seen("a")
+    baton.pass_on("a")
+    seen("b")
+    baton.pass_on("b", ended=True)
+    seen("c")
+    baton.pass_on("c")
+    seen("a")
+    baton.pass_on("a")
+    seen("c")   # b ended: c follows a
+    baton.pass_on("c", ended=True)
+    seen("a")
+    baton.pass_on("a")
+    seen("a")   # the last one running keeps the turn
+    assert turns == ["a", "b", "c", "a", "c", "a", "a"]
+    for bad in ([], ["a", "a"]):
+        with pytest.raises(ValueError, match="names"):
+            lockstep.Baton(bad)
+
+
+def _generate(batch, params):
+    return lambda llm, hook: llm.generate([{"prompt_token_ids": p} for p in batch], params, on_progress=hook)
+
+
+def test_engines_step_in_turn_and_reply_as_alone(lockstep, folders, kit) -> None:
+    from deepinfer_core import SamplingParams
+
+    target, _ = folders
+    llms = {"a": kit.build(target), "b": kit.build(target, max_num_seqs=2)}   # b: half the batch a step
+    batch = kit.prompts(4, seed=7)
+    alone = {name: kit.greedy(llm, batch) for name, llm in llms.items()}
+    order, threads = [], set()
+    for name, llm in llms.items():
+        step = llm.engine.step
+
+        def logged(step=step, name=name):
+            order.append(name)
+            threads.add(threading.current_thread().name)
+            return step()
+        llm.engine.step = logged
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    start = time.perf_counter()
+    done = lockstep.lockstep_calls(llms, _generate(batch, params))
+    wall = time.perf_counter() - start
+    assert {name: [o.outputs[0].token_ids for o in outs] for name, (outs, _) in done.items()} == alone
+    a, b = order.count("a"), order.count("b")
+    assert b > a   # b runs its 4 requests 2 at a time: more steps
+    # strictly alternating while both run, then b alone
+    assert order[:2 * a] == ["a", "b"] * a and order[2 * a:] == ["b"] * (b - a)
+    assert threads == {"lockstep-a", "lockstep-b"}   # each call in its own thread
+    spent = {name: seconds for name, (_, seconds) in done.items()}
+    assert all(s > 0 for s in spent.values()) and sum(spent.values()) <= wall
+
+
+def test_each_call_is_timed_over_its_own_turns(lockstep) -> None:
+    """A fake clock that only the engines' steps move: each call's seconds are its own steps'."""
+    now = [0.0]
+
+    class Fake:
+        def __init__(self, steps: int, seconds: float) -> None:
+            self.steps, self.seconds = steps, seconds
+
+        def serve(self, hook):
+            hook(0, 1, 0)   # as `LLM.generate`: once before the first step
+            for _ in range(self.steps):
+                now[0] += self.seconds   # this engine's step
+                hook(0, 1, 1)
+            return ["out"]
+    llms = {"slow": Fake(3, 2.0), "fast": Fake(5, 0.5)}
+    done = lockstep.lockstep_calls(llms, lambda llm, hook: llm.serve(hook), clock=lambda: now[0])
+    assert done == {"slow": (["out"], 6.0), "fast": (["out"], 2.5)}
+
+
+def test_a_failing_call_leaves_the_turn_and_raises_after_the_others(lockstep) -> None:
+    finished = []
+
+    def serve(llm, hook):
+        for step in range(4):
+            if llm == "bad" and step == 2:
+                raise RuntimeError("engine bad failed")
+            hook(0, 1, 1)
+        finished.append(llm)
+        return llm
+    with pytest.raises(RuntimeError, match="engine bad failed"):
+        lockstep.lockstep_calls({"good": "good", "bad": "bad", "other": "other"}, serve)
+    assert sorted(finished) == ["good", "other"]
+
+
+def test_paired_rows_in_lockstep_rotate_the_turn_and_take_each_calls_turns(benchmark_script, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    paired = benchmark_script("paired_calls")
+    seen = []
+
+    def fake_lockstep(llms, run):
+        seen.append(list(llms))
+        outs = {name: run(llm, None) for name, llm in llms.items()}
+        return {name: (outs[name], {"a": 2.0, "b": 1.0}[name]) for name in llms}   # b twice as fast
+    monkeypatch.setattr(paired, "lockstep_calls", fake_lockstep)
+
+    class Fake:
+        engine = SimpleNamespace(speculative=None)
+
+        def chat(self, prompts, params, on_progress=None):
+            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
+                                      spec_accepted=0)
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * 10)], metrics=metrics)]
+    rows = paired.paired_rows({"a": Fake(), "b": Fake()}, ["p"], None, 3, 1,
+                              heap=paired.HeapOutside(enabled=False), lockstep=True)
+    assert seen == [["a", "b"], ["b", "a"], ["a", "b"]]   # the turn's order rotated each round
+    b = dict((name, row) for _, name, row in rows)["b"]
+    assert b["paired rounds"] == [2.0, 2.0, 2.0] and b["tok/s"] == 10.0
+    for bad in (dict(cap=2), dict(logs={"a": []}), dict(traces={"a": object()})):
+        with pytest.raises(ValueError, match="lockstep"):
+            paired.paired_rows({"a": Fake()}, ["p"], None, 1, 1, lockstep=True, **bad)
+
+
+@pytest.mark.parametrize("extra", [[], ["--interleave", "2", "--step-times"],
+                                   ["--interleave", "2", "--closed-loop", "2"],
+                                   ["--interleave", "2", "--step-log", "steps.jsonl"]])
+def test_bench_lockstep_needs_interleave_without_logs_or_loops(benchmark_script, monkeypatch, capsys, tmp_path,
+                                                               extra) -> None:
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    monkeypatch.chdir(tmp_path)
+    bench = benchmark_script("bench_dspark")
+    monkeypatch.setattr(sys, "argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", "--lockstep", *extra])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2 and "--lockstep" in capsys.readouterr().err
