@@ -144,8 +144,8 @@ def main() -> None:
                         help="all engines alive at once; N rounds of one call per variant, paired ratios")
     parser.add_argument("--lockstep", action="store_true",
                         help="with --interleave: a round's calls run at once, one engine step at a time in turn "
-                             "(lockstep.py: the host's drift falls on every engine alike); not with --step-log, "
-                             "--step-times or --closed-loop")
+                             "(lockstep.py: the host's drift falls on every engine alike; biased against an engine "
+                             "that drafts); not with --step-log, --step-times, --closed-loop or --gc-in-calls")
     parser.add_argument("--warmup-calls", type=int, default=1, metavar="N",
                         help="with --interleave: excluded calls per engine of the first prompt set before each "
                              "concurrency's rounds (0: one call of one prompt, as before session 56)")
@@ -178,8 +178,10 @@ def main() -> None:
         parser.error(f"--warmup-calls: must be >= 0, got {args.warmup_calls}")
     if args.closed_loop < 0 or (args.closed_loop and args.interleave <= 0):
         parser.error(f"--closed-loop: must be >= 0 and needs --interleave, got {args.closed_loop}")
-    if args.lockstep and (args.interleave <= 0 or args.step_log is not None or args.step_times or args.closed_loop):
-        parser.error("--lockstep: needs --interleave, and not with --step-log, --step-times or --closed-loop")
+    if args.lockstep and (args.interleave <= 0 or args.step_log is not None or args.step_times or args.closed_loop
+                          or args.gc_in_calls):
+        parser.error("--lockstep: needs --interleave, and not with --step-log, --step-times, --closed-loop or "
+                     "--gc-in-calls (one engine's collection would land in its turn)")
     known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram", "ngram-aware") for k in args.fixed)}
     unknown = {v for v in args.variants or () if base_name(v) not in known}
     if unknown:   # before the profiles are measured (minutes)

@@ -29,7 +29,10 @@ the proposer's calls (`ASKED`, outer calls only: a wrapper's include DSpark's) a
 own side (`SpeculativeDecoder.track` / `forget` / `remove`, core's `DormantSteps.step` / `ran` /
 `settle`: these include the proposer calls made inside them), in calls and microseconds a step
 and microseconds a call, over the measured calls. Session 57 read it at 128 requests: where a
-step's host work over plain decoding's goes (each timer adds ~0.3 us a call).
+step's host work over plain decoding's goes. The rows nest (`decoder.forget` holds `proposer.remove`,
+`dormant.step` holds `dormant.settle` and the proposer's asks): they do not add up. Each timer costs
+~0.3 us a call, which the engines' rows of the first table then carry too (several calls a step):
+read that table from a run without `--calls`.
 `--closed-loop M` gives each call M x C prompts with at most C running (`max_num_seqs`), the next
 admitted as one finishes (`bench_dspark.py --closed-loop`), so the count stays at C until the
 call's last replies.

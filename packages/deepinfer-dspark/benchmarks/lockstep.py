@@ -17,17 +17,29 @@ An engine whose call ended drops out of the turn. Each call's time is the sum of
 hand-over, a thread switch, lies outside every turn); its tok/s is its emitted tokens over that time.
 
 What lockstep changes for the engines: a step now follows another engine's step instead of its own
-previous one (colder caches), and on a GPU the device may still run another engine's last step when
-an engine launches its own, but an engine waits only for its own earlier step, which was queued before
-the other's. Both fall alike on engines that run alike; they are the price of the steadier reading,
-and make a lockstep round's tok/s no number for a table of absolute speeds. Threads only hand over:
-the engines' work never runs in two threads at once (one holds the baton, the others wait on it)."""
+previous one (colder caches). On a GPU the engines share the device's stream: an asynchronous step
+(plain decoding, the default's steps without drafts) launches its forward and returns with it still
+queued, and waits next turn only for its own earlier step, queued before the other engine's; but a
+step that waits for its own forward in the same turn (a verification round, the drafter's copies to
+the host) also waits for the other engine's step queued ahead of it. So lockstep reads engines that
+both run asynchronous steps alike (the default where it drafts nothing against plain decoding: the
+floor question at 64-256 requests), and is biased against an engine that drafts: `paired_rows` counts
+a row's lockstep calls that drafted (`lockstep drafted calls`) and warns. Its per-user tok/s (request
+timestamps that span the other engines' turns) is no number here (nan), nor its tok/s one for a table
+of absolute speeds. Threads only hand over: the engines' work never runs in two threads at once (one
+holds the baton, the others wait on it); an interrupt in the caller's thread cancels the baton, so each
+call ends (its requests aborted by `LLM`) at its next turn before the interrupt is re-raised. One
+device only: a worker thread runs on the default CUDA device."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
+
+
+class Cancelled(RuntimeError):
+    """The baton was cancelled (`Baton.cancel`): the waiting call ends."""
 
 
 class Baton:
@@ -42,12 +54,24 @@ class Baton:
         self._order = list(names)
         self._done: set[str] = set()
         self._turn: str | None = self._order[0]
+        self._cancelled = False
         self._cond = threading.Condition()
 
     def wait(self, name: str) -> None:
-        """Blocks until it is `name`'s turn."""
+        """Blocks until it is `name`'s turn.
+
+        Raises:
+            Cancelled: the baton was cancelled (before or while waiting)."""
         with self._cond:
-            self._cond.wait_for(lambda: self._turn == name)
+            self._cond.wait_for(lambda: self._cancelled or self._turn == name)
+            if self._cancelled:
+                raise Cancelled("lockstep: cancelled")
+
+    def cancel(self) -> None:
+        """Every wait, now and later, raises `Cancelled`."""
+        with self._cond:
+            self._cancelled = True
+            self._cond.notify_all()
 
     def pass_on(self, name: str, ended: bool = False) -> None:
         """Ends `name`'s turn (and with `ended`, its place in the turn): the next engine still
@@ -71,7 +95,9 @@ def lockstep_calls(llms: dict, run: Callable, clock: Callable[[], float] = time.
 
     Raises:
         The first failed call's exception (in `llms`' order), once every call has ended: a call that
-        fails leaves the turn and the others run to their end."""
+        fails leaves the turn and the others run to their end. An exception in the caller's thread
+        while it waits (KeyboardInterrupt) cancels the baton, waits for every call to end, and is
+        re-raised."""
     baton = Baton(list(llms))
     results: dict = {}
     errors: dict = {}
@@ -99,8 +125,14 @@ def lockstep_calls(llms: dict, run: Callable, clock: Callable[[], float] = time.
                for name, llm in llms.items()]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        baton.cancel()   # each call ends at its next turn, its requests aborted by its `LLM`
+        for thread in threads:
+            thread.join()
+        raise
     for name in llms:
         if name in errors:
             raise errors[name]

@@ -119,7 +119,8 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
 
     With `lockstep` (`--lockstep`), a round's calls run at once, one engine step at a time in the
     round's order (`lockstep.lockstep_calls`): each call's wall time is then the sum of its own
-    turns. Not with `logs`, `traces` or `cap`.
+    turns; its per-user tok/s is nan, and a row counts its calls that drafted (`lockstep drafted
+    calls`, biased against it: see `lockstep.py`). Not with `logs`, `traces` or `cap`.
 
     `heap` (`HeapOutside`, enabled by default) keeps the garbage collector's passes out of the
     timed calls. Each row also carries `paired rounds`: the ratio of every round (the traced
@@ -156,6 +157,8 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
                                           lambda llm, hook: llm.chat(chats, params, on_progress=hook))
                 for name in order:
                     calls.add(name, done[name][0], done[name][1], False, None)
+                    calls.runs[name][-1]["per-user tok/s"] = math.nan   # (timestamps span the others' turns)
+                    calls.drafted[name] += any(o.metrics.spec_rounds for o in done[name][0])
                 continue
             for name in order:
                 trace = traces.get(name) if traces else None
@@ -192,6 +195,12 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
             row["paired traced"] = statistics.median(ratios[r] for r in range(rounds) if traced[r])
         if calls.harness[name]:
             row["harness ms"] = 1e3 * statistics.median(calls.harness[name])
+        if lockstep:
+            row["lockstep drafted calls"] = calls.drafted[name]
+            if calls.drafted[name]:
+                print(f"warning: {name} at {c} drafted in {calls.drafted[name]} of {rounds} lockstep calls: its "
+                      f"verification rounds also waited for the other engines' queued steps (lockstep.py)",
+                      flush=True)
         rows.append((c, name, {**row, "paired rounds": rounded}))
         print(c, name, {k: round(v, 3) for k, v in row.items()}, proposer_state(llms[name], c),
               f"paired rounds {rounded}", flush=True)
@@ -207,6 +216,7 @@ class _Calls:
         self.metrics = {name: [] for name in names}
         self.replies = {name: [] for name in names}
         self.harness = {name: [] for name in names}
+        self.drafted = {name: 0 for name in names}   # lockstep calls with a drafted round
 
     def add(self, name: str, outs: list, wall: float, queued: bool, harness: float | None) -> None:
         self.runs[name].append(_numbers(outs, wall, queued=queued))

@@ -155,9 +155,10 @@ def test_a_frozen_heap_or_a_disabled_collector_is_left_alone(paired) -> None:
         gc.enable()
 
 
-@pytest.mark.parametrize("flag", [False, True])
+@pytest.mark.parametrize("flag", [None, "--gc-in-calls", "--lockstep"])
 def test_the_flag_reaches_the_paired_calls(benchmark_script, monkeypatch, tmp_path, flag) -> None:
-    """`--gc-in-calls`, parsed, turns `HeapOutside` off in `run_interleaved`'s paired calls."""
+    """`--gc-in-calls`, parsed, turns `HeapOutside` off in `run_interleaved`'s paired calls;
+    `--lockstep` reaches them as `lockstep`."""
     import sys
 
     from deepinfer_dspark.sps import SPSProfile
@@ -169,8 +170,8 @@ def test_the_flag_reaches_the_paired_calls(benchmark_script, monkeypatch, tmp_pa
     seen = []
 
     def fake_rows(llms, sets, params, rounds, c, logs=None, path=None, cap=None, traces=None, log_every=1,
-                  heap=None):
-        seen.append(heap.enabled)
+                  heap=None, lockstep=False):
+        seen.append((heap.enabled, lockstep))
         return []
 
     class FakeLLM:
@@ -193,7 +194,7 @@ def test_the_flag_reaches_the_paired_calls(benchmark_script, monkeypatch, tmp_pa
     monkeypatch.setattr(bench, "torch_profile_run", lambda *a: None)
     argv = ["bench_dspark.py", "--target", "t", "--drafter", "d", "--interleave", "2", "--kv-cache-gib", "1",
             "--variants", "none", "--concurrency", "1", "--prompt-sets", "1", "--sps", str(tmp_path / "sps.json"),
-            "--spec-sps", str(tmp_path / "sps.json")] + (["--gc-in-calls"] if flag else [])
+            "--spec-sps", str(tmp_path / "sps.json")] + ([flag] if flag else [])
     monkeypatch.setattr(sys, "argv", argv)
     bench.main()
-    assert seen == [not flag]
+    assert seen == [(flag != "--gc-in-calls", flag == "--lockstep")]

@@ -5,6 +5,7 @@ own turns only; `paired_calls.paired_rows(lockstep=True)` (`bench_dspark.py --lo
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from pathlib import Path
@@ -80,22 +81,56 @@ def test_engines_step_in_turn_and_reply_as_alone(lockstep, folders, kit) -> None
 
 
 def test_each_call_is_timed_over_its_own_turns(lockstep) -> None:
-    """A fake clock that only the engines' steps move: each call's seconds are its own steps'."""
+    """A fake clock that only the engines' own work moves: each call's seconds are its submission
+    (before the first hook), its steps and its end (after the last hook), never another's."""
     now = [0.0]
 
     class Fake:
-        def __init__(self, steps: int, seconds: float) -> None:
-            self.steps, self.seconds = steps, seconds
+        def __init__(self, steps: int, seconds: float, submit: float, end: float) -> None:
+            self.steps, self.seconds, self.submit, self.end = steps, seconds, submit, end
 
         def serve(self, hook):
+            now[0] += self.submit   # tokenizing, adding the requests
             hook(0, 1, 0)   # as `LLM.generate`: once before the first step
             for _ in range(self.steps):
                 now[0] += self.seconds   # this engine's step
                 hook(0, 1, 1)
+            now[0] += self.end   # the call's end: outputs built, nothing left to abort
             return ["out"]
-    llms = {"slow": Fake(3, 2.0), "fast": Fake(5, 0.5)}
+    llms = {"slow": Fake(3, 2.0, 100.0, 1000.0), "fast": Fake(5, 0.5, 10.0, 10000.0)}
     done = lockstep.lockstep_calls(llms, lambda llm, hook: llm.serve(hook), clock=lambda: now[0])
-    assert done == {"slow": (["out"], 6.0), "fast": (["out"], 2.5)}
+    assert done == {"slow": (["out"], 1106.0), "fast": (["out"], 10012.5)}
+
+
+def test_an_interrupt_in_the_callers_thread_ends_every_call_then_is_raised(lockstep, monkeypatch) -> None:
+    ended, joins = [], []
+
+    class Interrupted(threading.Thread):
+        def join(self, timeout=None):
+            joins.append(self.name)
+            if len(joins) == 1:   # Ctrl-C while the caller waits, once both calls took turns
+                time.sleep(0.05)
+                raise KeyboardInterrupt
+            return super().join(timeout)
+    monkeypatch.setattr(lockstep.threading, "Thread", Interrupted)
+
+    def serve(llm, hook):
+        try:
+            for _ in range(100000):   # far longer than the test: only the cancel ends it
+                time.sleep(0.0001)
+                hook(0, 1, 1)
+        except lockstep.Cancelled:
+            ended.append(llm)
+            raise
+        return llm
+    with pytest.raises(KeyboardInterrupt):
+        lockstep.lockstep_calls({"a": "a", "b": "b"}, serve)
+    assert sorted(ended) == ["a", "b"]   # both calls ended at their next turn
+    assert not [t for t in threading.enumerate() if t.name.startswith("lockstep-")]
+    baton = lockstep.Baton(["x"])
+    baton.cancel()
+    with pytest.raises(lockstep.Cancelled):
+        baton.wait("x")   # even on its own turn
 
 
 def test_a_failing_call_leaves_the_turn_and_raises_after_the_others(lockstep) -> None:
@@ -127,23 +162,29 @@ def test_paired_rows_in_lockstep_rotate_the_turn_and_take_each_calls_turns(bench
     class Fake:
         engine = SimpleNamespace(speculative=None)
 
+        def __init__(self, drafts: list[int]) -> None:
+            self.drafts = iter(drafts)   # drafted rounds of each call
+
         def chat(self, prompts, params, on_progress=None):
-            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=0, spec_verified=0,
-                                      spec_accepted=0)
+            metrics = SimpleNamespace(arrival_time=0.0, finished_time=1.0, spec_rounds=next(self.drafts),
+                                      spec_verified=0, spec_accepted=0)
             return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * 10)], metrics=metrics)]
-    rows = paired.paired_rows({"a": Fake(), "b": Fake()}, ["p"], None, 3, 1,
+    rows = paired.paired_rows({"a": Fake([0, 0, 0]), "b": Fake([0, 3, 1])}, ["p"], None, 3, 1,
                               heap=paired.HeapOutside(enabled=False), lockstep=True)
     assert seen == [["a", "b"], ["b", "a"], ["a", "b"]]   # the turn's order rotated each round
-    b = dict((name, row) for _, name, row in rows)["b"]
+    a, b = (dict((name, row) for _, name, row in rows)[n] for n in "ab")
     assert b["paired rounds"] == [2.0, 2.0, 2.0] and b["tok/s"] == 10.0
+    assert a["lockstep drafted calls"] == 0 and b["lockstep drafted calls"] == 2   # biased against b
+    assert math.isnan(a["per-user tok/s"]) and math.isnan(b["per-user tok/s"])   # timestamps span both
     for bad in (dict(cap=2), dict(logs={"a": []}), dict(traces={"a": object()})):
         with pytest.raises(ValueError, match="lockstep"):
-            paired.paired_rows({"a": Fake()}, ["p"], None, 1, 1, lockstep=True, **bad)
+            paired.paired_rows({"a": Fake([0])}, ["p"], None, 1, 1, lockstep=True, **bad)
 
 
 @pytest.mark.parametrize("extra", [[], ["--interleave", "2", "--step-times"],
                                    ["--interleave", "2", "--closed-loop", "2"],
-                                   ["--interleave", "2", "--step-log", "steps.jsonl"]])
+                                   ["--interleave", "2", "--step-log", "steps.jsonl"],
+                                   ["--interleave", "2", "--gc-in-calls"]])
 def test_bench_lockstep_needs_interleave_without_logs_or_loops(benchmark_script, monkeypatch, capsys, tmp_path,
                                                                extra) -> None:
     import sys
