@@ -43,6 +43,7 @@ from pathlib import Path
 
 from bench_variants import MIXED, NAMED, SUFFIXES, base_name, built, chosen, variant_configs, variant_engine_kw
 from engine_probes import StepTimes, concurrency_cap, profile_run, proposer_state, torch_profile_run
+from lockstep import engine_streams
 from paired_calls import HeapOutside, _numbers, append_steps, paired_rows, same_replies  # noqa: F401 (re-exported)
 from sps_profiles import measure_in_child, measure_paired, measure_sps, measure_spec_sps
 
@@ -146,6 +147,9 @@ def main() -> None:
                         help="with --interleave: a round's calls run at once, one engine step at a time in turn "
                              "(lockstep.py: the host's drift falls on every engine alike; biased against an engine "
                              "that drafts); not with --step-log, --step-times, --closed-loop or --gc-in-calls")
+    parser.add_argument("--lockstep-streams", action="store_true",
+                        help="with --lockstep: each engine's calls on a CUDA stream of its own "
+                             "(lockstep.engine_streams; session 57: not yet run on a GPU)")
     parser.add_argument("--warmup-calls", type=int, default=1, metavar="N",
                         help="with --interleave: excluded calls per engine of the first prompt set before each "
                              "concurrency's rounds (0: one call of one prompt, as before session 56)")
@@ -182,6 +186,8 @@ def main() -> None:
                           or args.gc_in_calls):
         parser.error("--lockstep: needs --interleave, and not with --step-log, --step-times, --closed-loop or "
                      "--gc-in-calls (one engine's collection would land in its turn)")
+    if args.lockstep_streams and not args.lockstep:
+        parser.error("--lockstep-streams: needs --lockstep")
     known = {*NAMED, *(f"{kind}-{k}" for kind in ("fixed", "ngram", "ngram-aware") for k in args.fixed)}
     unknown = {v for v in args.variants or () if base_name(v) not in known}
     if unknown:   # before the profiles are measured (minutes)
@@ -298,6 +304,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     rows = []
     heap = HeapOutside(not getattr(args, "gc_in_calls", False))   # (one clock for every concurrency)
     warmups = getattr(args, "warmup_calls", 1)
+    streams = engine_streams() if getattr(args, "lockstep_streams", False) else None
     for c in args.concurrency:
         size = c * max(args.closed_loop, 1)
         sets = [pool[i * size:(i + 1) * size] for i in range(args.prompt_sets)]
@@ -312,7 +319,7 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
         rows += paired_rows(llms, sets, params, args.interleave, c, logs, args.step_log,
                             cap=c if args.closed_loop else None, traces=traces,
                             log_every=args.step_log_every if logs else 1, heap=heap,
-                            lockstep=getattr(args, "lockstep", False))
+                            lockstep=getattr(args, "lockstep", False), lockstep_context=streams)
         for name, trace in traces.items():
             summary = trace.take()
             if args.step_times:

@@ -27,12 +27,14 @@ floor question at 64-256 requests), and is biased against an engine that drafts:
 a row's lockstep calls that drafted (`lockstep drafted calls`) and warns. Its per-user tok/s (request
 timestamps that span the other engines' turns) is no number here (nan), nor its tok/s one for a table
 of absolute speeds. Threads only hand over: the engines' work never runs in two threads at once (one
-holds the baton, the others wait on it); an interrupt in the caller's thread cancels the baton, so each
-call ends (its requests aborted by `LLM`) at its next turn before the interrupt is re-raised. One
-device only: a worker thread runs on the default CUDA device."""
+holds the baton, the others wait on it). `engine_streams` (`--lockstep-streams`, untried on a GPU)
+gives each engine a CUDA stream of its own, which should remove the drafting bias. An interrupt in the
+caller's thread cancels the baton, so each call ends (its requests aborted by `LLM`) at its next turn
+before the interrupt is re-raised. One device only: a worker thread runs on the default CUDA device."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -85,10 +87,12 @@ class Baton:
             self._cond.notify_all()
 
 
-def lockstep_calls(llms: dict, run: Callable, clock: Callable[[], float] = time.perf_counter) -> dict:
+def lockstep_calls(llms: dict, run: Callable, clock: Callable[[], float] = time.perf_counter,
+                   context: Callable[[str], contextlib.AbstractContextManager] | None = None) -> dict:
     """Runs `run(llm, on_progress)` (e.g. `llm.chat(prompts, params, on_progress=on_progress)`) for
     every engine of `llms` at once, one step of one engine at a time, in the order of `llms`
-    (see the module docstring).
+    (see the module docstring). With `context`, each call runs inside `context(name)`, entered in
+    its own thread (`engine_streams`: a CUDA stream of its own per engine).
 
     Returns:
         name -> (the call's outputs, seconds of its own turns: its time, the hand-overs excluded).
@@ -114,7 +118,8 @@ def lockstep_calls(llms: dict, run: Callable, clock: Callable[[], float] = time.
                 baton.pass_on(name)
                 baton.wait(name)
                 start = clock()
-            outputs = run(llm, on_progress)
+            with context(name) if context is not None else contextlib.nullcontext():
+                outputs = run(llm, on_progress)
             results[name] = (outputs, spent + clock() - start)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
             errors[name] = exc
@@ -137,3 +142,23 @@ def lockstep_calls(llms: dict, run: Callable, clock: Callable[[], float] = time.
         if name in errors:
             raise errors[name]
     return results
+
+
+def engine_streams() -> Callable[[str], contextlib.AbstractContextManager] | None:
+    """A `context` for `lockstep_calls` that runs each engine's calls on a CUDA stream of its own
+    (made at its first call, kept for its later ones; `--lockstep-streams`): a verification round
+    then waits for its own engine's queued work only, not another's on a shared stream (the bias in
+    the module docstring). Such streams synchronize with the legacy default stream, where the
+    engines' warm-up calls ran (CUDA's implicit synchronization of blocking streams). None without
+    CUDA. Session 57: not yet run on a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    streams: dict = {}
+
+    def context(name: str):
+        if name not in streams:
+            streams[name] = torch.cuda.Stream()
+        return torch.cuda.stream(streams[name])
+    return context

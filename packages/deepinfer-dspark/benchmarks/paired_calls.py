@@ -91,7 +91,8 @@ class HeapOutside:
 
 def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: dict | None = None,
                 log_path: Path | None = None, cap: int | None = None, traces: dict | None = None,
-                log_every: int = 1, heap: HeapOutside | None = None, lockstep: bool = False) -> list:
+                log_every: int = 1, heap: HeapOutside | None = None, lockstep: bool = False,
+                lockstep_context=None) -> list:
     """`rounds` rounds of one `chat(prompts)` call per engine, the order rotated each round
     (`prompts`: one batch of chats, or a list of such batches, round r chatting batch r % N). One
     row per engine: its median call, its verified and accepted lengths over every call (a
@@ -120,7 +121,8 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     With `lockstep` (`--lockstep`), a round's calls run at once, one engine step at a time in the
     round's order (`lockstep.lockstep_calls`): each call's wall time is then the sum of its own
     turns; its per-user tok/s is nan, and a row counts its calls that drafted (`lockstep drafted
-    calls`, biased against it: see `lockstep.py`). Not with `logs`, `traces` or `cap`.
+    calls`, biased against it: see `lockstep.py`); `lockstep_context` (`lockstep.engine_streams()`)
+    wraps each engine's calls. Not with `logs`, `traces` or `cap`.
 
     `heap` (`HeapOutside`, enabled by default) keeps the garbage collector's passes out of the
     timed calls. Each row also carries `paired rounds`: the ratio of every round (the traced
@@ -154,7 +156,8 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
                 chats = sets[r % len(sets)]
                 with heap.call():
                     done = lockstep_calls({name: llms[name] for name in order},
-                                          lambda llm, hook: llm.chat(chats, params, on_progress=hook))
+                                          lambda llm, hook: llm.chat(chats, params, on_progress=hook),
+                                          context=lockstep_context)
                 for name in order:
                     calls.add(name, done[name][0], done[name][1], False, None)
                     calls.runs[name][-1]["per-user tok/s"] = math.nan   # (timestamps span the others' turns)

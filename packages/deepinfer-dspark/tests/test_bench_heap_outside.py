@@ -170,8 +170,8 @@ def test_the_flag_reaches_the_paired_calls(benchmark_script, monkeypatch, tmp_pa
     seen = []
 
     def fake_rows(llms, sets, params, rounds, c, logs=None, path=None, cap=None, traces=None, log_every=1,
-                  heap=None, lockstep=False):
-        seen.append((heap.enabled, lockstep))
+                  heap=None, lockstep=False, lockstep_context=None):
+        seen.append((heap.enabled, lockstep, lockstep_context))
         return []
 
     class FakeLLM:
@@ -197,4 +197,4 @@ def test_the_flag_reaches_the_paired_calls(benchmark_script, monkeypatch, tmp_pa
             "--spec-sps", str(tmp_path / "sps.json")] + ([flag] if flag else [])
     monkeypatch.setattr(sys, "argv", argv)
     bench.main()
-    assert seen == [(flag != "--gc-in-calls", flag == "--lockstep")]
+    assert seen == [(flag != "--gc-in-calls", flag == "--lockstep", None)]   # (no streams on this CPU)

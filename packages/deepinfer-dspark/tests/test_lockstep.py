@@ -153,8 +153,9 @@ def test_paired_rows_in_lockstep_rotate_the_turn_and_take_each_calls_turns(bench
     paired = benchmark_script("paired_calls")
     seen = []
 
-    def fake_lockstep(llms, run):
+    def fake_lockstep(llms, run, context=None):
         seen.append(list(llms))
+        assert context == "ctx"   # `lockstep_context`, passed through
         outs = {name: run(llm, None) for name, llm in llms.items()}
         return {name: (outs[name], {"a": 2.0, "b": 1.0}[name]) for name in llms}   # b twice as fast
     monkeypatch.setattr(paired, "lockstep_calls", fake_lockstep)
@@ -170,7 +171,7 @@ def test_paired_rows_in_lockstep_rotate_the_turn_and_take_each_calls_turns(bench
                                       spec_verified=0, spec_accepted=0)
             return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1] * 10)], metrics=metrics)]
     rows = paired.paired_rows({"a": Fake([0, 0, 0]), "b": Fake([0, 3, 1])}, ["p"], None, 3, 1,
-                              heap=paired.HeapOutside(enabled=False), lockstep=True)
+                              heap=paired.HeapOutside(enabled=False), lockstep=True, lockstep_context="ctx")
     assert seen == [["a", "b"], ["b", "a"], ["a", "b"]]   # the turn's order rotated each round
     a, b = (dict((name, row) for _, name, row in rows)[n] for n in "ab")
     assert b["paired rounds"] == [2.0, 2.0, 2.0] and b["tok/s"] == 10.0
@@ -196,3 +197,52 @@ def test_bench_lockstep_needs_interleave_without_logs_or_loops(benchmark_script,
     with pytest.raises(SystemExit) as exit_:
         bench.main()
     assert exit_.value.code == 2 and "--lockstep" in capsys.readouterr().err
+
+
+def test_each_call_runs_in_its_engines_context_in_its_own_thread(lockstep) -> None:
+    entered = []
+
+    class Context:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def __enter__(self):
+            entered.append((self.name, threading.current_thread().name, "in"))
+
+        def __exit__(self, *exc):
+            entered.append((self.name, threading.current_thread().name, "out"))
+
+    def serve(llm, hook):
+        hook(0, 1, 0)
+        hook(0, 1, 1)
+        return llm
+    done = lockstep.lockstep_calls({"a": "a", "b": "b"}, serve, context=Context)
+    assert {name: outs for name, (outs, _) in done.items()} == {"a": "a", "b": "b"}
+    assert sorted(entered) == [("a", "lockstep-a", "in"), ("a", "lockstep-a", "out"),
+                               ("b", "lockstep-b", "in"), ("b", "lockstep-b", "out")]
+
+
+def test_engine_streams_is_none_without_cuda_and_one_stream_per_engine_with_it(lockstep, monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert lockstep.engine_streams() is None
+    made = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Stream", lambda: made.append(object()) or made[-1])
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: ("on", stream))
+    context = lockstep.engine_streams()
+    a1, b1, a2 = context("a"), context("b"), context("a")
+    assert len(made) == 2 and a1 == a2 == ("on", made[0]) and b1 == ("on", made[1])   # kept per engine
+
+
+def test_lockstep_streams_needs_lockstep(benchmark_script, monkeypatch, capsys) -> None:
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    monkeypatch.setattr(sys, "argv", ["bench_dspark.py", "--target", "t", "--drafter", "d", "--interleave", "2",
+                                      "--lockstep-streams"])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2 and "--lockstep-streams" in capsys.readouterr().err

@@ -4,7 +4,8 @@
 # within ~1% a cell, the default against it tells "never below plain decoding" at 64-256, where it drafts nothing
 # (lockstep is biased against an engine that drafts: its verification waits for the other engines' queued steps on
 # the shared stream; rows count such calls, `lockstep drafted calls`). Argument "high" for 64 / 128 / 256 (first);
-# "low" for 1 / 8 / 32 with fixed-7, where the drafting engines' cells are lower bounds. Pinned as run24; 8 rounds; read
+# "low" for 1 / 8 / 32 with fixed-7, where the drafting engines' cells are lower bounds; `STREAMS=1` adds
+# `--lockstep-streams` (each engine on a CUDA stream of its own: should lift that bias; new, untried). Pinned as run24; 8 rounds; read
 # with `paired_pool.py OUT/bench_batch.log --against none-again`. Needs the five
 # `../../h200-2026-12-04i/setup/bundle.sh` calls first; carry the GPU wheels. ~200-300 s a call (dry-run on this
 # CPU: `--concurrency 2 4 --max-tokens 16 --dtype float32`, profiles from run24 via --sps / --spec-sps).
@@ -18,7 +19,7 @@ esac
 export OMP_NUM_THREADS=2; W=~/o28${1:-high}; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout ${LIMIT:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency $C --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes $SIZES --sps-warmup 3 \
-  --prompt-sets 8 --save-sps $W/out/sps_batch.json --variants $V --interleave 8 --lockstep --kv-cache-gib 2.5 \
+  --prompt-sets 8 --save-sps $W/out/sps_batch.json --variants $V --interleave 8 --lockstep $([ "${STREAMS:-0}" = 1 ] && echo --lockstep-streams) --kv-cache-gib 2.5 \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; tar -C $W -czf $OUT/run28${1:-high}.tar.gz out
 python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again | grep -v "| none |"
