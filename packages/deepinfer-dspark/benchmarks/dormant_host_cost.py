@@ -33,6 +33,11 @@ step's host work over plain decoding's goes. The rows nest (`decoder.forget` hol
 `dormant.step` holds `dormant.settle` and the proposer's asks): they do not add up. Each timer costs
 ~0.3 us a call, which the engines' rows of the first table then carry too (several calls a step):
 read that table from a run without `--calls`.
+`--count-calls` adds, before the measured calls, one more call of each engine (the first measured prompt set)
+under `cProfile`: the Python function calls a step (builtins included; the timers' own wrappers alike in
+every engine), against plain decoding's. A count, not a time: it does not move with the machine's load
+(session 58: on a busy 2-core host the timed rows moved by +-150 us a step between runs while the counts
+held). `--profile-dir DIR` also writes each engine's statistics (`DIR/<engine>.prof`, for `profile_diff.py`).
 `--closed-loop M` gives each call M x C prompts with at most C running (`max_num_seqs`), the next
 admitted as one finishes (`bench_dspark.py --closed-loop`), so the count stays at C until the
 call's last replies.
@@ -45,7 +50,9 @@ Usage (repository root; profiles as `bench_dspark.py --save-sps DIR/sps_batch.js
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import random
 import statistics
 import tempfile
@@ -149,6 +156,33 @@ def calls_table(clock: Clock, steps: int) -> str:
     return "\n".join(lines)
 
 
+def count_calls_a_step(llm, timer: Timed, batch: list, params: list, dump: Path | None = None) -> float:
+    """Python function calls (cProfile's count, builtins included) a step of one `generate(batch,
+    params)` call; `dump` gets the call's statistics (`pstats` format)."""
+    timer.take()
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        llm.generate(batch, params)
+    finally:
+        profile.disable()
+    steps = max(timer.clock.calls["step"], 1)
+    timer.take()
+    if dump is not None:
+        profile.dump_stats(str(dump))
+    return pstats.Stats(profile).total_calls / steps
+
+
+def count_table(counts: dict[str, float]) -> str:
+    """Markdown: per engine, calls a step and the difference to plain decoding's (`none`), also in %."""
+    base = counts.get("none")
+    lines = ["| engine | Python calls a step | over plain decoding |", "|---|---:|---:|"]
+    for name, value in counts.items():
+        over = "-" if not base else f"{value - base:+.1f} ({100 * (value - base) / base:+.2f}%)"
+        lines.append(f"| {name} | {value:.1f} | {over} |")
+    return "\n".join(lines)
+
+
 def build(engines, profiles: Path, concurrency: int) -> dict:
     """The engines by name, over one tiny target and random drafter."""
     from deepinfer_core import LLM
@@ -188,9 +222,15 @@ def main() -> None:
                         help="M x C prompts a call, at most C running (0: C prompts a call)")
     parser.add_argument("--by-running", action="store_true",
                         help="also the median host us a step by requests running as it began (measured calls)")
+    parser.add_argument("--count-calls", action="store_true",
+                        help="also one more call an engine under cProfile: Python calls a step over plain decoding")
+    parser.add_argument("--profile-dir", type=Path, default=None,
+                        help="with --count-calls: write DIR/<engine>.prof (read with profile_diff.py)")
     args = parser.parse_args()
     if args.concurrency < 1 or args.max_tokens < 16 or args.rounds < 1 or args.warmup < 0 or args.closed_loop < 0:
         parser.error("--concurrency, --rounds: must be >= 1; --max-tokens: >= 16; --warmup, --closed-loop: >= 0")
+    if args.profile_dir is not None and not args.count_calls:
+        parser.error("--profile-dir: needs --count-calls")
     from deepinfer_core import SamplingParams
 
     llms = build(args.engines, args.profiles, args.concurrency)
@@ -205,8 +245,14 @@ def main() -> None:
     steps = 0
     clocks = {name: Clock() for name, llm in llms.items() if args.calls and llm.engine.speculative is not None}
     measured_steps: Counter = Counter()
+    counts: dict[str, float] = {}
     for r in range(args.warmup + args.rounds):
         batch = [{"prompt_token_ids": p} for p in pool[r * size:(r + 1) * size]]
+        if r == args.warmup and args.count_calls:   # (before any counter or timer wraps the proposers)
+            if args.profile_dir is not None:
+                args.profile_dir.mkdir(parents=True, exist_ok=True)
+            counts = {name: count_calls_a_step(llm, timers[name], batch, params, None if args.profile_dir is None
+                                               else args.profile_dir / f"{name}.prof") for name, llm in llms.items()}
         if r == args.warmup and "default" in llms:   # (between calls: no stretch is open)
             decoder = llms["default"].engine.speculative
             count_calls(decoder.proposer, calls)
@@ -237,6 +283,9 @@ def main() -> None:
     for name, clock in clocks.items():
         print(f"{name}: its side a step, {measured_steps[name]} measured steps")
         print(calls_table(clock, max(measured_steps[name], 1)))
+    if counts:
+        print("one more call an engine under cProfile, before the measured ones (their prompts):")
+        print(count_table(counts))
     if calls:
         print("default's proposer, calls a step: " + ", ".join(
             f"{name} {count / steps:.3f}" for name, count in sorted(calls.items(), key=lambda item: -item[1])))

@@ -160,3 +160,41 @@ def test_calls_times_each_speculative_engines_side_over_the_measured_calls(bench
         costs = [us_step for _, us_step, _ in rows.values()]
         assert costs == sorted(costs, reverse=True)
     assert "proposer.remove" in table("default")[1]   # the proposer's own calls, past the wrapper's forwarding
+
+
+def test_count_calls_prints_python_calls_a_step_per_engine(benchmark_script, monkeypatch, tmp_path,
+                                                           capsys) -> None:
+    import pstats
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("dormant_host_cost")
+    SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
+    SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")   # never pays: dormant
+    out_dir = tmp_path / "prof"
+    monkeypatch.setattr(sys, "argv", ["dormant_host_cost.py", "--profiles", str(tmp_path), "--concurrency", "3",
+                                      "--max-tokens", "16", "--rounds", "1", "--warmup", "1", "--count-calls",
+                                      "--profile-dir", str(out_dir), "--engines", "none", "stub", "default"])
+    script.main()
+    out = capsys.readouterr().out
+    table = out.split("under cProfile")[1].splitlines()
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in table if line.startswith("| ")
+            and not line.startswith("| engine") and not line.startswith("|---")}
+    assert list(rows) == ["none", "stub", "default"]
+    counts = {name: float(line.split(" | ")[1]) for name, line in rows.items()}
+    assert rows["none"].endswith("| +0.0 (+0.00%) |")
+    assert counts["none"] > 100   # (a step's engine work: scheduling, the forward's modules, outputs)
+    assert counts["none"] < counts["stub"] < counts["default"]   # track / remove, then DSpark's own bookkeeping
+    for name in rows:
+        stats = pstats.Stats(str(out_dir / f"{name}.prof"))
+        assert stats.total_calls > counts[name]   # the whole call: every step's calls
+
+
+def test_profile_dir_needs_count_calls(benchmark_script, monkeypatch, tmp_path) -> None:
+    import pytest
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    script = benchmark_script("dormant_host_cost")
+    monkeypatch.setattr(sys, "argv", ["dormant_host_cost.py", "--profiles", str(tmp_path), "--profile-dir",
+                                      str(tmp_path / "p")])
+    with pytest.raises(SystemExit):
+        script.main()
