@@ -1,4 +1,4 @@
-# Session 57 (prepared, not run). run24 / run26 with `--lockstep` (new): a round's calls run at once, one engine
+# Session 57 (prepared); ran in session 58 on an H100: `high` twice (out-h100-s58-high, -high-b), `STREAMS=1 high` (out-h100-s58-high-streams), `STREAMS=1 low` (out-h100-s58-low-streams). run24 / run26 with `--lockstep` (new): a round's calls run at once, one engine
 # step at a time in turn, so the process's drift by round (run25: +-0.3-0.7 ms a step over a whole round at 128)
 # falls on plain decoding, the default and plain decoding again alike. If plain decoding against itself now reads
 # within ~1% a cell, the default against it tells "never below plain decoding" at 64-256, where it drafts nothing
