@@ -33,11 +33,16 @@ step's host work over plain decoding's goes. The rows nest (`decoder.forget` hol
 `dormant.step` holds `dormant.settle` and the proposer's asks): they do not add up. Each timer costs
 ~0.3 us a call, which the engines' rows of the first table then carry too (several calls a step):
 read that table from a run without `--calls`.
-`--count-calls` adds, before the measured calls, one more call of each engine (the first measured prompt set)
-under `cProfile`: the Python function calls a step (builtins included; the timers' own wrappers alike in
-every engine), against plain decoding's. A count, not a time: it does not move with the machine's load
-(session 58: on a busy 2-core host the timed rows moved by +-150 us a step between runs while the counts
-held). `--profile-dir DIR` also writes each engine's statistics (`DIR/<engine>.prof`, for `profile_diff.py`).
+`--count-calls` adds, after the warm-up calls (at least one: an engine's first call carries the process's
+one-time work) and before the measured ones, one more call of each engine (the first measured prompt set)
+under `cProfile`: the Python function calls of the whole call (builtins included; the timers' own wrappers
+alike in every engine) over its steps, against plain decoding's. A count, not a time: for plain decoding and
+the stub it repeats exactly run after run (session 58: on a busy 2-core host the timed rows moved by +-150 us
+a step between runs while those counts held); the default's follows its decisions, which read the clock (a
+call that drafts some rounds takes fewer steps and costs more a step). That call is also one more warm-up
+call for each engine, so the timed rows of a `--count-calls` run compare with each other, not with runs
+without it. `--profile-dir DIR` also writes each engine's statistics (`DIR/<engine>.prof`; `profile_diff.py
+--steps` takes the table's steps).
 `--closed-loop M` gives each call M x C prompts with at most C running (`max_num_seqs`), the next
 admitted as one finishes (`bench_dspark.py --closed-loop`), so the count stays at C until the
 call's last replies.
@@ -156,9 +161,10 @@ def calls_table(clock: Clock, steps: int) -> str:
     return "\n".join(lines)
 
 
-def count_calls_a_step(llm, timer: Timed, batch: list, params: list, dump: Path | None = None) -> float:
-    """Python function calls (cProfile's count, builtins included) a step of one `generate(batch,
-    params)` call; `dump` gets the call's statistics (`pstats` format)."""
+def count_calls_a_step(llm, timer: Timed, batch: list, params: list, dump: Path | None = None) -> tuple[float, int]:
+    """(Python function calls a step, steps) of one `generate(batch, params)` call: cProfile's count
+    over the whole call (builtins included) divided by its engine steps; `dump` gets the call's
+    statistics (`pstats` format)."""
     timer.take()
     profile = cProfile.Profile()
     profile.enable()
@@ -170,16 +176,17 @@ def count_calls_a_step(llm, timer: Timed, batch: list, params: list, dump: Path 
     timer.take()
     if dump is not None:
         profile.dump_stats(str(dump))
-    return pstats.Stats(profile).total_calls / steps
+    return pstats.Stats(profile).total_calls / steps, steps
 
 
-def count_table(counts: dict[str, float]) -> str:
-    """Markdown: per engine, calls a step and the difference to plain decoding's (`none`), also in %."""
-    base = counts.get("none")
-    lines = ["| engine | Python calls a step | over plain decoding |", "|---|---:|---:|"]
-    for name, value in counts.items():
+def count_table(counts: dict[str, tuple[float, int]]) -> str:
+    """Markdown: per engine (name -> (calls a step, steps)), calls a step, the difference to plain
+    decoding's (`none`; "-" without it), also in %, and the call's steps (`profile_diff.py --steps`)."""
+    base = counts["none"][0] if "none" in counts else None
+    lines = ["| engine | Python calls a step | over plain decoding | steps |", "|---|---:|---:|---:|"]
+    for name, (value, steps) in counts.items():
         over = "-" if not base else f"{value - base:+.1f} ({100 * (value - base) / base:+.2f}%)"
-        lines.append(f"| {name} | {value:.1f} | {over} |")
+        lines.append(f"| {name} | {value:.1f} | {over} | {steps} |")
     return "\n".join(lines)
 
 
@@ -231,6 +238,8 @@ def main() -> None:
         parser.error("--concurrency, --rounds: must be >= 1; --max-tokens: >= 16; --warmup, --closed-loop: >= 0")
     if args.profile_dir is not None and not args.count_calls:
         parser.error("--profile-dir: needs --count-calls")
+    if args.count_calls and args.warmup < 1:
+        parser.error("--count-calls: needs --warmup >= 1 (an engine's first call carries one-time work)")
     from deepinfer_core import SamplingParams
 
     llms = build(args.engines, args.profiles, args.concurrency)
@@ -245,7 +254,7 @@ def main() -> None:
     steps = 0
     clocks = {name: Clock() for name, llm in llms.items() if args.calls and llm.engine.speculative is not None}
     measured_steps: Counter = Counter()
-    counts: dict[str, float] = {}
+    counts: dict[str, tuple[float, int]] = {}
     for r in range(args.warmup + args.rounds):
         batch = [{"prompt_token_ids": p} for p in pool[r * size:(r + 1) * size]]
         if r == args.warmup and args.count_calls:   # (before any counter or timer wraps the proposers)
