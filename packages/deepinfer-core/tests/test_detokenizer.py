@@ -17,6 +17,7 @@ from deepinfer_recipe import StopStringMatcher
 from tokenizers import Tokenizer
 
 from deepinfer_core.engine.output_processor import make_detokenizer
+from deepinfer_core.sampling_params import SamplingParams
 
 TEXTS = [
     "Hello world! Plain ASCII.",
@@ -116,3 +117,66 @@ def test_stop_string_through_real_tokens_at_every_boundary(smollm2: Tokenizer, i
         released += m.push(piece)
         assert expected.startswith(released), f"released {released!r}, not a prefix of {expected!r}"
     assert released + m.flush() == expected and m.matched == matched == "\nObservation:"
+
+
+def _run_processor(tok: Tokenizer, prompts: list[list[int]], steps: list[list[tuple[list[int], str | None]]],
+                   params: SamplingParams, fail_at: int | None = None) -> list:
+    """Feeds each request's steps (new ids, finish reason) to each of its `params.n` children
+    through one OutputProcessor; the first child of request `fail_at` (if any) fails in the engine
+    at its last step instead of finishing (its siblings are then failed too)."""
+    from deepinfer_core.engine.engine_core import EngineCoreOutput
+    from deepinfer_core.engine.output_processor import OutputProcessor
+    from deepinfer_core.sampling.logprobs import TokenLogprobs
+
+    processor = OutputProcessor(tok)
+    states = [processor.add(str(i), None, p, params, [f"{i}-{j}" for j in range(params.n)])
+              for i, p in enumerate(prompts)]
+    rng = random.Random(5)
+    for k in range(max(len(s) for s in steps)):
+        outs = []
+        for i, request_steps in enumerate(steps):
+            if k >= len(request_steps):
+                continue
+            ids, finish = request_steps[k]
+            for j in range(params.n):
+                lps = None if params.logprobs is None else [
+                    TokenLogprobs([t, rng.randrange(100)], [-rng.random() * 3, -rng.random()], [2, 1]) for t in ids]
+                error = "engine failed" if (i, j) == (fail_at, 0) and finish is not None else None
+                outs.append(EngineCoreOutput(f"{i}-{j}", ids, new_logprobs=lps, error=error,
+                                             finish_reason="error" if error else finish,
+                                             stop_reason=7 if finish == "stop" else None))
+        processor.process(outs)
+    return [s.to_output() for s in states]
+
+
+@pytest.mark.parametrize("logprobs,n", [(None, 1), (1, 1), (None, 2)])
+def test_text_held_to_the_end_equals_the_streamed_text(smollm2: Tokenizer, logprobs, n) -> None:
+    """Without stop strings a completion is detokenized once at its end (`FinalDetokenizer`);
+    with one that never matches, token by token: every output field must agree, also for
+    multi-token steps (speculative decoding), special tokens, random ids, a stop token, and a
+    request failing mid-character (the stream holds the incomplete character back)."""
+    vocab = smollm2.get_vocab_size()
+    rng = random.Random(11)
+    prompts = [smollm2.encode(t).ids for t in TEXTS] + [[rng.randrange(vocab) for _ in range(5)] for _ in range(20)]
+    steps = []
+    for i, _ in enumerate(prompts):
+        ids = (smollm2.encode(" " + TEXTS[i % len(TEXTS)], add_special_tokens=False).ids if i % 2 else
+               [rng.choice([0, 1, 2]) if rng.random() < 0.1 else rng.randrange(vocab) for _ in range(30)])
+        if i == 3:   # ends inside its last character (the failing request below)
+            ids = smollm2.encode(" hi 😀", add_special_tokens=False).ids[:-1]
+            assert smollm2.decode(ids).endswith("\ufffd")
+        cuts = sorted(rng.sample(range(1, len(ids)), min(4, len(ids) - 1)))
+        chunks = [ids[a:b] for a, b in zip([0, *cuts], [*cuts, len(ids)])] + [[]]
+        steps.append([(c, None) for c in chunks[:-1]] + [(chunks[-1], "stop" if i % 3 == 0 else "length")])
+    for fail_at in (None, 3):
+        held = _run_processor(smollm2, prompts, steps, SamplingParams(n=n, logprobs=logprobs), fail_at)
+        streamed = _run_processor(smollm2, prompts, steps,
+                                  SamplingParams(n=n, logprobs=logprobs, stop=["\x00never"]), fail_at)
+        assert [o.outputs for o in held] == [o.outputs for o in streamed]
+        assert [(o.error, o.finished, o.metrics.num_generated_tokens) for o in held] == \
+            [(o.error, o.finished, o.metrics.num_generated_tokens) for o in streamed]
+        assert sum(bool(o.outputs[0].text) for o in held) >= 20
+        assert {o.outputs[0].stop_reason for o in held if o.error is None} == {None, 7}
+        if fail_at is not None:
+            failed = held[fail_at]
+            assert failed.error == "engine failed" and [c.text for c in failed.outputs] == [" hi"] * n

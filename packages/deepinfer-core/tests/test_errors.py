@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import pytest
-from deepinfer_recipe import IncrementalDetokenizer
 
 from deepinfer_core import LLM, SamplingParams
 from deepinfer_core.engine import output_processor
@@ -126,24 +125,32 @@ def test_batch_with_bad_requests_completes_the_good_ones(llm: LLM) -> None:
     assert not llm.engine.has_unfinished()
 
 
-def test_a_request_failing_in_detokenization_fails_alone(llm: LLM, monkeypatch) -> None:
+@pytest.mark.parametrize("stop", [None, ["<never in these replies>"]], ids=["text-at-end", "streamed"])
+def test_a_request_failing_in_detokenization_fails_alone(llm: LLM, monkeypatch, stop) -> None:
+    """Both detokenizers: held to the end (no stop string) and token by token (a stop string)."""
     bad_prompt = llm.get_tokenizer().encode("please break")
+    name = "FinalDetokenizer" if stop is None else "IncrementalDetokenizer"
+    real = getattr(output_processor, name)
 
-    class Breaking(IncrementalDetokenizer):
+    class Breaking(real):
         def push(self, ids) -> str:
             raise RuntimeError("detokenizer exploded")
 
+        def flush(self) -> str:
+            raise RuntimeError("detokenizer exploded")
+
     def factory(decode, prompt_ids, **kwargs):
-        cls = Breaking if list(prompt_ids)[-3:] == bad_prompt[-3:] else IncrementalDetokenizer
+        cls = Breaking if list(prompt_ids)[-3:] == bad_prompt[-3:] else real
         return cls(decode, prompt_ids, **kwargs)
 
-    monkeypatch.setattr(output_processor, "IncrementalDetokenizer", factory)
+    monkeypatch.setattr(output_processor, name, factory)
     outs = llm.generate(["fine one", "please break", "fine two"], SamplingParams(temperature=0, max_tokens=5,
-                                                                                  n=2, ignore_eos=True))
+                                                                                  n=2, ignore_eos=True, stop=stop))
     assert outs[1].error == "RuntimeError: detokenizer exploded"
     assert [c.finish_reason for c in outs[1].outputs] == ["error", "error"]
     for o in (outs[0], outs[2]):
         assert o.error is None and [len(c.token_ids) for c in o.outputs] == [5, 5]
+        assert all(c.text for c in o.outputs)
     assert not llm.engine.has_unfinished()
     assert llm.engine.scheduler.kv.num_free_blocks == llm.engine.scheduler.kv.pool.num_blocks
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""Incremental detokenization against the tokenizers' own full-sequence decode (the real
-Qwen3 / DeepSeek-V3 byte-level BPEs, and a Llama-style byte-fallback BPE built here); stop
-strings against a brute-force search."""
+"""Incremental and final detokenization against the tokenizers' own full-sequence decode (the
+real Qwen3 / DeepSeek-V3 byte-level BPEs, and a Llama-style byte-fallback BPE built here), and
+final against incremental over the same ids; stop strings against a brute-force search."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deepinfer_recipe import IncrementalDetokenizer, StopStringMatcher
+from deepinfer_recipe import FinalDetokenizer, IncrementalDetokenizer, StopStringMatcher
 
 TEXTS = [
     "Hello, world! The capital of France is Paris.",
@@ -144,6 +144,111 @@ def test_genuine_replacement_characters_are_released_without_waiting_for_the_end
     assert "".join(pieces) + tail == "\ufffd" * 30 + " ab" == _reference(byte_fallback, prompt, output)
     assert next(i for i, p in enumerate(pieces) if p) < 12, "a run of U+FFFD must not hold all text back"
     assert max_window <= 16
+
+
+def _streamed(decode, prompt: list[int], output: list[int]) -> str:
+    d = IncrementalDetokenizer(decode, prompt)
+    return "".join(d.push([t]) for t in output) + d.flush()
+
+
+def _final(decode, prompt: list[int], output: list[int], chunk: int = 1) -> str:
+    d = FinalDetokenizer(decode, prompt)
+    assert all(d.push(output[i:i + chunk]) == "" for i in range(0, len(output), chunk))
+    return d.flush()
+
+
+@pytest.mark.parametrize("which", ["qwen3_tok", "deepseek_v3_tok"])
+@pytest.mark.parametrize("text", TEXTS)
+def test_final_text_equals_full_decode_and_the_stream(which, text, request):
+    tok = request.getfixturevalue(which)
+    prompt, ids = tok.encode_plain("Answer:"), tok.encode_plain(" " + text)
+    for chunk in (1, 3, len(ids)):
+        assert _final(tok.decode, prompt, ids, chunk) == _streamed(tok.decode, prompt, ids) == " " + text
+
+
+@pytest.mark.parametrize("which", ["qwen3_tok", "byte_fallback"])
+def test_random_ids_give_the_stream_where_decoding_is_prefix_stable(which, request):
+    tok = request.getfixturevalue(which)
+    decode = tok.decode
+    vocab = max(tok.added_tokens.values()) + 1 if which == "qwen3_tok" else tok.get_vocab_size()
+    rng = random.Random(23)
+    stable = unstable = 0
+    for _ in range(300):
+        prompt = [rng.randrange(vocab) for _ in range(rng.randint(0, 10))]
+        output = [rng.randrange(vocab) for _ in range(rng.randint(1, 30))]
+        final = _final(decode, prompt, output, rng.randint(1, 4))
+        ctx = prompt[-FinalDetokenizer(decode).context:]
+        if _prefix_stable(tok, ctx, output):
+            assert final == _streamed(decode, prompt, output) == _reference(tok, prompt, output), (prompt, output)
+            stable += 1
+        else:   # the tokenizer's own text of the whole output, or the stream where that is not defined
+            whole, head = decode(ctx + output), decode(ctx)
+            assert final == (whole[len(head):] if whole.startswith(head) else _streamed(decode, prompt, output))
+            unstable += 1
+    assert stable >= 100
+
+
+def test_a_context_ending_inside_a_character_gives_the_stream(byte_fallback):
+    ids = byte_fallback.encode("a😀b", add_special_tokens=False).ids
+    cut = next(i for i, t in enumerate(ids) if byte_fallback.id_to_token(t) == "<0x9F>")
+    prompt, output = ids[:cut], ids[cut:]        # the prompt ends after the emoji's first byte
+    head, whole = byte_fallback.decode(prompt[-6:]), byte_fallback.decode(prompt[-6:] + output)
+    assert head.endswith("\ufffd") and not whole.startswith(head), "the fallback path must be taken"
+    assert _final(byte_fallback.decode, prompt, output) == _streamed(byte_fallback.decode, prompt, output)
+
+
+def test_flush_returns_each_id_once_and_keeps_the_context(byte_fallback):
+    ids = byte_fallback.encode(" Hello world é 日本", add_special_tokens=False).ids
+    d = FinalDetokenizer(byte_fallback.decode, byte_fallback.encode("hi").ids)
+    assert d.flush() == ""
+    d.push(ids[:3])
+    first = d.flush()
+    d.push(ids[3:])
+    assert first + d.flush() == _streamed(byte_fallback.decode, byte_fallback.encode("hi").ids, ids)
+    assert d.flush() == ""
+
+
+def test_decode_errors_propagate_and_bad_settings_name_the_field():
+    def decode(ids):
+        raise KeyError("unknown id")
+
+    d = FinalDetokenizer(decode, [1, 2])
+    assert d.push([3]) == ""
+    with pytest.raises(KeyError):
+        d.flush()
+    with pytest.raises(ValueError, match="context"):
+        FinalDetokenizer(lambda ids: "", context=-1)
+
+
+def test_context_keeps_the_leading_space_a_sequence_start_strips(byte_fallback):
+    prompt, ids = byte_fallback.encode("Answer:").ids, byte_fallback.encode("Hello", add_special_tokens=False).ids
+    assert byte_fallback.decode(ids) == "Hello"            # "▁Hello": `Strip` drops a sequence's first space
+    for context, expected in ((6, " Hello"), (1, " Hello"), (0, "Hello")):
+        d = FinalDetokenizer(byte_fallback.decode, prompt, context=context)
+        d.push(ids)
+        assert d.flush() == expected == _streamed_with(byte_fallback.decode, prompt, ids, context)
+
+
+def _streamed_with(decode, prompt: list[int], output: list[int], context: int) -> str:
+    d = IncrementalDetokenizer(decode, prompt, context=context)
+    return "".join(d.push([t]) for t in output) + d.flush()
+
+
+@pytest.mark.parametrize("which", ["qwen3_tok", "byte_fallback"])
+def test_cut_gives_what_the_stream_released(which, request):
+    """`cut` (an output ended without its final flush): the stream's pushes, no flush."""
+    tok = request.getfixturevalue(which)
+    vocab = max(tok.added_tokens.values()) + 1 if which == "qwen3_tok" else tok.get_vocab_size()
+    rng = random.Random(29)
+    encode = tok.encode_plain if which == "qwen3_tok" else (lambda t: tok.encode(t, add_special_tokens=False).ids)
+    cases = [(encode("Hi"), encode(" hi 😀 日")[:-1])]
+    cases += [([rng.randrange(vocab) for _ in range(5)], [rng.randrange(vocab) for _ in range(20)]) for _ in range(50)]
+    for prompt, output in cases:
+        d, stream = FinalDetokenizer(tok.decode, prompt), IncrementalDetokenizer(tok.decode, prompt)
+        d.push(output)
+        assert d.cut() == "".join(stream.push([t]) for t in output)
+        assert d.cut() == d.flush() == ""
+    assert FinalDetokenizer(tok.decode, cases[0][0]).cut() == ""
 
 
 def _brute_force(text: str, stops: list[str], include: bool = False) -> tuple[str, str | None]:

@@ -25,6 +25,7 @@ from deepinfer_recipe.events import (
     ToolCallStart,
     merge_events,
 )
+from deepinfer_recipe.final_detokenizer import FinalDetokenizer
 from deepinfer_recipe.parsing.output_parser import OutputParser, ParserConfig
 from deepinfer_recipe.parsing.registry import PARSER_FORMATS, make_output_parser, parser_config
 from deepinfer_recipe.protocols.anthropic_messages import MessagesStreamer, messages_response, parse_messages_request
@@ -48,6 +49,7 @@ __all__ = [
     "ChatResult",
     "ContentDelta",
     "Conversation",
+    "FinalDetokenizer",
     "GenerationOptions",
     "IncrementalDetokenizer",
     "Message",

@@ -2,9 +2,16 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """OutputProcessor: engine-core token outputs -> text, stop strings, logprobs, RequestOutputs.
 
-The frontend half of the engine: it detokenizes incrementally, applies stop strings (asking
-the caller to abort requests that hit one), converts logprobs and keeps timings. A request with
-`n > 1` runs as n engine requests ("children") gathered into one RequestOutput.
+The frontend half of the engine: it detokenizes, applies stop strings (asking the caller to
+abort requests that hit one), converts logprobs and keeps timings. A request with `n > 1` runs
+as n engine requests ("children") gathered into one RequestOutput.
+
+Text is needed while a request runs only to find its stop strings: a completion with stop
+strings is detokenized token by token (`IncrementalDetokenizer`), one without them once, when
+it ends (`FinalDetokenizer`: two tokenizer calls a request instead of two a token; the same text
+wherever decoding is prefix-stable, as byte-level BPE always is) or, failed or aborted, when its
+output is read. Its `push` never decodes, so a tokenizer that raises fails such a request at its
+end, not at the token.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import functools
 import time
 from typing import TYPE_CHECKING
 
-from deepinfer_recipe import IncrementalDetokenizer, StopStringMatcher
+from deepinfer_recipe import FinalDetokenizer, IncrementalDetokenizer, StopStringMatcher
 
 from deepinfer_core.outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
 
@@ -33,25 +40,45 @@ class _Completion:
                  params: SamplingParams | None) -> None:
         self.output = CompletionOutput(index=index)
         self.pieces: list[str] = []
+        self.streaming, self.detokenizer = True, None
         if params is None:  # a request that failed before reaching the engine
             return
         if params.logprobs is not None:
             self.output.logprobs, self.output.cumulative_logprob = [], 0.0
-        self.detokenizer = make_detokenizer(tokenizer, prompt_token_ids, params.skip_special_tokens)
         self.stops = StopStringMatcher(params.stop, params.include_stop_str_in_output)
+        self.streaming = bool(self.stops.stops)   # text token by token: only stop strings read it
+        self.detokenizer = make_detokenizer(tokenizer, prompt_token_ids, params.skip_special_tokens,
+                                            streaming=self.streaming)
+
+    def settle(self) -> None:
+        """The text held for the end of a completion that ended without its final output from the
+        engine (failed, aborted): what the token-by-token stream would have released by then
+        (`FinalDetokenizer.cut`: no incomplete trailing character). A decode that raises here adds
+        nothing (the request has failed already). Once a completion has a finish reason; a no-op
+        after its final flush."""
+        if self.streaming or self.detokenizer is None or self.output.finish_reason is None:
+            return
+        try:
+            self.pieces.append(self.detokenizer.cut())
+        except Exception:  # noqa: BLE001, S110 - the request's error is already set
+            pass
 
 
-def make_detokenizer(tokenizer: Tokenizer, prompt_token_ids: list[int],
-                     skip_special_tokens: bool = True) -> IncrementalDetokenizer:
-    """The incremental detokenizer of one completion (recipe's, over `tokenizer.decode`).
+def make_detokenizer(tokenizer: Tokenizer, prompt_token_ids: list[int], skip_special_tokens: bool = True,
+                     streaming: bool = True) -> IncrementalDetokenizer | FinalDetokenizer:
+    """The detokenizer of one completion (recipe's, over `tokenizer.decode`).
 
     Args:
         tokenizer: a `tokenizers.Tokenizer`.
         prompt_token_ids: the prompt; its last few ids are decoding context.
         skip_special_tokens: leave special tokens out of the text.
+        streaming: text token by token (`IncrementalDetokenizer`); else all of it at `flush`
+            (`FinalDetokenizer`).
     """
     decode = functools.partial(tokenizer.decode, skip_special_tokens=skip_special_tokens)
-    return IncrementalDetokenizer(decode, prompt_token_ids)
+    if streaming:
+        return IncrementalDetokenizer(decode, prompt_token_ids)
+    return FinalDetokenizer(decode, prompt_token_ids)
 
 
 class RequestState:
@@ -86,8 +113,11 @@ class RequestState:
         self.update_finished()
 
     def to_output(self) -> RequestOutput:
-        """A snapshot RequestOutput (texts so far; final once `finished`)."""
+        """A snapshot RequestOutput (final once `finished`). Texts so far: a completion without stop
+        strings has its text only once it has a finish reason (its ids are decoded at the end: the
+        first snapshot after a failure or abort decodes them, `_Completion.settle`)."""
         for c in self.completions:
+            c.settle()
             c.output.text = "".join(c.pieces)
         return RequestOutput(
             request_id=self.request_id, prompt=self.prompt, prompt_token_ids=self.prompt_token_ids,
@@ -198,6 +228,9 @@ class OutputProcessor:
             state.metrics.spec_rounds += 1
         if out.new_token_ids and state.metrics.first_token_time is None:
             state.metrics.first_token_time = now
+        if not c.streaming:
+            self._apply_held(state, c, out)
+            return
         # Token by token, so a stop string completed inside a multi-token step (speculative
         # decoding) ends the completion at that token: later tokens are not reported.
         released = ""
@@ -224,6 +257,21 @@ class OutputProcessor:
             c.output.finish_reason, c.output.stop_reason = out.finish_reason, out.stop_reason
         c.pieces.append(released)
         state.update_finished()
+
+    def _apply_held(self, state: RequestState, c: _Completion, out: EngineCoreOutput) -> None:
+        """`_apply` for a completion without stop strings: its tokens in one go, its text at the end."""
+        tokens = out.new_token_ids
+        state.metrics.num_generated_tokens += len(tokens)
+        c.output.token_ids.extend(tokens)
+        if out.new_logprobs is not None:
+            c.output.logprobs.extend(self._logprob_dicts(out.new_logprobs))
+            for lp in out.new_logprobs:   # one by one: the same float sum as `_apply`'s
+                c.output.cumulative_logprob += lp.logprobs[0]
+        c.detokenizer.push(tokens)
+        if out.finish_reason is not None:
+            c.pieces.append(c.detokenizer.flush())
+            c.output.finish_reason, c.output.stop_reason = out.finish_reason, out.stop_reason
+            state.update_finished()
 
     def _logprob_dicts(self, items: list[TokenLogprobs]) -> list[dict[int, Logprob]]:
         result = []
