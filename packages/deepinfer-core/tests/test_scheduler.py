@@ -239,3 +239,17 @@ def test_randomized_simulation_invariants(seed: int) -> None:
     for r in all_reqs:
         assert r.output_token_ids == [fake_token(r.request_id, i) for i in range(r.max_tokens)]
     assert sched.kv.num_free_blocks == num_blocks
+
+
+def test_is_finished_follows_every_status_change() -> None:
+    """`is_finished` is an attribute the `status` setter keeps (read several times a request a
+    step); `RequestStatus` hashes by identity. Against the statuses' own names."""
+    r = make_request(0, prompt_len=3, max_tokens=2)
+    assert r.status is RequestStatus.WAITING and r.is_finished is False
+    for status in [*RequestStatus, RequestStatus.RUNNING, RequestStatus.FINISHED_ABORTED, RequestStatus.PREEMPTED]:
+        r.status = status
+        assert r.status is status and r.is_finished is status.name.startswith("FINISHED_"), status
+    table = {status: status.value for status in RequestStatus}
+    finished = ("stop", "length", "abort", "error")
+    assert [table[RequestStatus(v)] for v in finished] == list(finished)
+    assert len(set(RequestStatus)) == len(RequestStatus) == 7

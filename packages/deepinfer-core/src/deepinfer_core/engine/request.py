@@ -22,6 +22,10 @@ class RequestStatus(enum.Enum):
     FINISHED_ABORTED = "abort"
     FINISHED_ERROR = "error"
 
+    # Members are singletons compared by identity, so the identity hash is a valid one; Enum's own
+    # `__hash__` (hash of the name) is a Python call, paid by every set or dict lookup of a status.
+    __hash__ = object.__hash__
+
     @property
     def finished(self) -> bool:
         return self in _FINISHED
@@ -67,7 +71,7 @@ class Request:
         self.all_token_ids: list[int] = list(self.prompt_token_ids)
         self.num_computed_tokens = 0
         self.block_ids: list[int] = []
-        self.status = RequestStatus.WAITING
+        self.status = RequestStatus.WAITING   # (sets `is_finished` too)
         self.stop_reason: int | str | None = None
         self.num_preemptions = 0
         # Next prompt position whose logprob is still owed (position 0 has none).
@@ -94,8 +98,16 @@ class Request:
         return len(self.output_token_ids)
 
     @property
-    def is_finished(self) -> bool:
-        return self.status in _FINISHED   # not `status.finished`: enum properties cost a descriptor call
+    def status(self) -> RequestStatus:
+        return self._status
+
+    @status.setter
+    def status(self, value: RequestStatus) -> None:
+        # `is_finished` is a plain attribute kept with the status: the engine reads it several times
+        # a request a step, the status changes a few times a request (session 59: ~5.7 reads a
+        # request a step at 256 requests, each a Python call as a property).
+        self._status = value
+        self.is_finished = value in _FINISHED
 
     def append_output_token(self, token_id: int) -> None:
         """Records one sampled token."""

@@ -47,13 +47,14 @@ def check_token_stop(request: Request, max_model_len: int) -> bool:
     Returns:
         True when the request finished.
     """
-    num_output = request.num_output_tokens
+    num_output = len(request.output_token_ids)   # (not the properties: once a request a step)
     stops, reason = stop_token_rule(request, request.output_token_ids[-1], num_output)
     if stops:
         request.status = RequestStatus.FINISHED_STOPPED
         request.stop_reason = reason
         return True
-    if (request.max_tokens is not None and num_output >= request.max_tokens) or request.num_tokens >= max_model_len:
+    if ((request.max_tokens is not None and num_output >= request.max_tokens)
+            or len(request.all_token_ids) >= max_model_len):
         request.status = RequestStatus.FINISHED_LENGTH
         return True
     return False
