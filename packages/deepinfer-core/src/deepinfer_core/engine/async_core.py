@@ -377,13 +377,14 @@ class AsyncEngineCore(EngineCore):
         if step.ready is not None:
             step.ready.synchronize()
         placed = []
+        # (lengths and `is_finished` read directly: once a request a step, each property a Python call)
         for req, index, token in zip(step.requests, step.out_index, step.host.tolist()):
-            if (req.status in (RequestStatus.FINISHED_ABORTED, RequestStatus.FINISHED_ERROR)
-                    or index >= req.num_output_tokens or req.output_token_ids[index] != PLACEHOLDER):
+            if ((req.is_finished and req.status in (RequestStatus.FINISHED_ABORTED, RequestStatus.FINISHED_ERROR))
+                    or index >= len(req.output_token_ids) or req.output_token_ids[index] != PLACEHOLDER):
                 self._pending_logprobs.pop(req.request_id, None)
                 continue  # dropped: aborted, or stopped on an earlier token
             req.output_token_ids[index] = token
-            req.all_token_ids[req.num_prompt_tokens + index] = token
+            req.all_token_ids[len(req.prompt_token_ids) + index] = token
             placed.append((req, index, token))
         errors, held = {}, set()
         if self.structured is not None:
@@ -409,7 +410,7 @@ class AsyncEngineCore(EngineCore):
                     self.scheduler.finish(req.request_id, RequestStatus.FINISHED_STOPPED)
                 else:  # already ended by a length limit on a later placeholder
                     req.status = RequestStatus.FINISHED_STOPPED
-            if req.is_finished and index == req.num_output_tokens - 1:
+            if req.is_finished and index == len(req.output_token_ids) - 1:
                 self._release(req.request_id)
                 out.finish_reason, out.stop_reason = req.status.value, req.stop_reason
         by_id = {req.request_id: req for req, _, _ in placed}

@@ -28,13 +28,11 @@ import torch
 
 from deepinfer_core.engine.dormant_steps import DormantSteps
 from deepinfer_core.engine.proposer_plugins import load_proposer
-from deepinfer_core.engine.request import RequestStatus
 from deepinfer_core.executor.transfer import to_device
 from deepinfer_core.interfaces import Draft, DraftRequest, Proposer
 from deepinfer_core.sampling.logprobs import TokenLogprobs, token_logprobs
 
 logger = logging.getLogger(__name__)
-_RUNNING = RequestStatus.RUNNING   # a plain step's requests, unless the update finished some
 
 if TYPE_CHECKING:
     from deepinfer_core.engine.request import Request
@@ -308,7 +306,8 @@ class SpeculativeDecoder:
             a call that raised; empty when it did not.
         """
         # Called after the scheduler's update: num_computed_tokens already counts these tokens.
-        if not drafts and all(req.status is _RUNNING for req, _ in scheduled):   # a plain step: columns at once
+        # A plain step: columns at once (for an unfinished request the loop below gives the same).
+        if not drafts and not any(req.is_finished for req, _ in scheduled):
             ids = [req.request_id for req, _ in scheduled]
             counts = [n for _, n in scheduled]
             firsts = [req.num_computed_tokens - n for req, n in scheduled]

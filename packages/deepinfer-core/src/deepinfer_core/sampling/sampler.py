@@ -178,7 +178,7 @@ class Sampler:
         cols: list[int] = []
         for b, r in enumerate(requests):
             params = r.sampling_params
-            if r.num_output_tokens >= params.min_tokens:
+            if len(r.output_token_ids) >= params.min_tokens:   # (not the property: every request, every step)
                 continue
             banned = set(r.stop_token_ids)
             if r.eos_token_id is not None and not params.ignore_eos:
