@@ -69,7 +69,7 @@ from bench_variants import AlwaysDormant
 from engine_host_cost import Clock
 from gc_passes import TARGET, prompts
 
-ENGINES = ("none", "stub", "default", "alone")
+ENGINES = ("none", "none-again", "stub", "default", "alone")
 ASKED = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "quiet_passed", "wants_features",
          "idle_rounds", "idle_round", "propose", "observe_step", "track", "remove")
 
@@ -203,7 +203,7 @@ def build(engines, profiles: Path, concurrency: int) -> dict:
               "sps_profile": SPSProfile.load(profiles / "spec_sps_batch.json"),
               "decode_profile": SPSProfile.load(profiles / "sps_batch.json"), "measure_round_times": False}
     llms = {}
-    configs = {"none": None, "alone": {**dspark, "prompt_lookup_min": 0}}
+    configs = {"none": None, "none-again": None, "alone": {**dspark, "prompt_lookup_min": 0}}
     for name in engines:
         llms[name] = LLM(str(target), speculative_config=configs.get(name, dspark), load_format="dummy",
                          dtype="float32", max_model_len=512, block_size=16, kv_cache_memory=1 << 30, seed=11,
