@@ -18,7 +18,8 @@ decoding's, and (for the default) the calls its proposer heard a step, by name.
 
 Engines: `none` (plain decoding), `stub` (the same speculative engine over a proposer that
 declares every step dormant and does nothing: the engine's side of a dormant step), `default` and
-`alone` (the default without its prompt-lookup wrapper: `prompt_lookup_min` 0).
+`alone` (the default without its prompt-lookup wrapper: `prompt_lookup_min` 0), and `none-again` (plain decoding
+once more, built alike: the noise floor of the timed rows; session 60).
 `--by-running` adds the median host microseconds a step by the requests running as it began:
 where in a batch's drain an engine's host work goes (a step of a prompt-lookup round counts
 as any step: its work is a drafted step's, not overhead). A call's prefill step is filed under

@@ -37,11 +37,12 @@ def test_the_stub_keeps_greedy_output(benchmark_script, monkeypatch, tmp_path) -
     script = benchmark_script("dormant_host_cost")
     SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
     SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")
-    llms = script.build(("none", "stub"), tmp_path, 2)
+    llms = script.build(("none", "stub", "none-again"), tmp_path, 2)
+    assert llms["none-again"].engine.speculative is None   # plain decoding again: the timing's noise floor
     batch = [{"prompt_token_ids": p} for p in script.prompts(2, seed=1)]
     params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
     outs = {name: [o.outputs[0].token_ids for o in llm.generate(batch, params)] for name, llm in llms.items()}
-    assert outs["none"] == outs["stub"] and all(len(t) == 8 for t in outs["none"])
+    assert outs["none"] == outs["stub"] == outs["none-again"] and all(len(t) == 8 for t in outs["none"])
     assert llms["stub"].engine.speculative.dormant.steps > 0
 
 
