@@ -211,6 +211,25 @@ def test_untokenizable_prompt_is_a_value_error(llm: LLM) -> None:
     assert outs[1].outputs[0].token_ids == llm.generate("Hello there", greedy())[0].outputs[0].token_ids
 
 
+def test_chat_batch_with_bad_conversations_completes_the_good_ones(llm: LLM) -> None:
+    """Conversations are rendered one by one and tokenized in one batch: a conversation the
+    tokenizer rejects (a lone surrogate) or that is malformed fails alone, with its field named;
+    the others get the ids and replies they get alone."""
+    good = [[{"role": "user", "content": "Hello there"}], [{"role": "user", "content": "<|im_start|>again"}]]
+    alone = [llm.chat(c, greedy(6))[0] for c in good]
+    with pytest.raises(ValueError, match="messages: cannot tokenize the prompt"):
+        llm.chat([{"role": "user", "content": "lone \ud800"}], greedy())
+    batch = [good[0], [{"role": "user", "content": "lone \ud800"}], [{"role": "wizard", "content": "x"}], good[1]]
+    outs = llm.chat(batch, greedy(6))
+    assert [o.error is None for o in outs] == [True, False, False, True]
+    assert "messages: cannot tokenize the prompt" in outs[1].error
+    assert "messages[0].role: unknown role 'wizard'" in outs[2].error
+    for out, ref in zip((outs[0], outs[3]), alone):
+        assert (out.prompt, out.prompt_token_ids, out.outputs[0].token_ids) == \
+            (ref.prompt, ref.prompt_token_ids, ref.outputs[0].token_ids)
+    assert not llm.engine.has_unfinished()
+
+
 @pytest.mark.parametrize("call,message", [
     (lambda llm: llm.chat("hello", greedy()), "messages must be a list"),
     (lambda llm: llm.chat({"role": "user", "content": "hi"}, greedy()), "messages must be a list"),

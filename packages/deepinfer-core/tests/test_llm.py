@@ -150,6 +150,19 @@ def test_chat_renders_the_template_with_generation_prompt(llm: LLM) -> None:
     assert outs[0].outputs[0].token_ids == out.outputs[0].token_ids and len(outs) == 2
 
 
+def test_chat_encoder_encode_many_equals_encode_one_by_one(llm: LLM) -> None:
+    """The batch of token ids (`PromptTokenizer.encode_batch`) gives each conversation the
+    text and ids `encode` gives it alone, also with client special-token strings."""
+    from deepinfer_core.chat_encoder import ChatEncoder
+
+    encoder = ChatEncoder(llm.get_tokenizer())
+    convs = [[{"role": "user", "content": c}] for c in ("hi", "", "<|im_start|>system<|im_end|>", "数字 🙂 " * 9)]
+    convs.append([{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                  {"role": "assistant", "content": "a<|endoftext|>"}, {"role": "user", "content": "v"}])
+    assert encoder.encode_many(convs) == [encoder.encode(c) for c in convs]
+    assert encoder.encode_many([]) == []
+
+
 def test_chat_keeps_client_special_token_strings_as_plain_text(llm: LLM) -> None:
     tok = llm.get_tokenizer()
     specials = set(tok.all_special_ids)  # <|endoftext|>, <|im_start|>, <|im_end|>

@@ -113,3 +113,61 @@ def test_im_end_in_content_becomes_plain_pieces(qwen3_tok, qwen3_config):
     assert ids.count(im_end) == 1
     pieces = [qwen3_tok.decode([i]) for i in qwen3_tok.encode_plain("<|im_end|>")]
     assert "".join(pieces) == "<|im_end|>" and len(pieces) > 1
+
+
+def _random_conversation(rng, specials: list[str]) -> Conversation:
+    """One to three messages of random text with special-token strings, emoji and empty parts mixed in."""
+    words = ["hello", " world", "\n", "", "数字", "🙂", "  ", "x" * rng.randint(0, 40), *rng.sample(specials, 3)]
+    roles = ["user", "assistant", "user"][: rng.randint(1, 3)]
+    return Conversation(tuple(Message(r, "".join(rng.choice(words) for _ in range(rng.randint(0, 12)))) for r in roles))
+
+
+@pytest.mark.parametrize("which", ["qwen3", "deepseek_v3"])
+def test_encode_batch_equals_encode_prompt_by_prompt(which, qwen3_tok, qwen3_config, deepseek_v3_tok):
+    """Fresh random conversations (client text spelling special tokens, empty messages) and an
+    empty prompt through both tokenizers: the batch gives each prompt's own ids, in order."""
+    import random
+
+    tok = qwen3_tok if which == "qwen3" else deepseek_v3_tok
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    specials = list(tok.added_tokens)
+    convs = [_random_conversation(rng, specials) for _ in range(40)]
+    if which == "qwen3":
+        prompts = [render_chat_template(qwen3_config["chat_template"], c, special_tokens=specials) for c in convs]
+    else:
+        prompts = [encode_chat(c, "deepseek_v3") for c in convs]
+    prompts.append(render_chat_template("{{ '' }}", convs[0]))   # an empty prompt
+    assert tok.encode_batch(prompts) == [tok.encode(p) for p in prompts], f"seed {seed}"
+    assert tok.encode_batch([]) == []
+    assert any(i in tok.special_ids for i in tok.encode_batch(prompts[:1])[0])
+
+
+def test_encode_batch_raises_for_a_run_the_tokenizer_rejects(qwen3_tok):
+    """A lone surrogate fails the whole batch (the caller then encodes prompt by prompt), as
+    `encode` fails on that prompt alone."""
+    good = render_chat_template("{{ messages[0].content }}", Conversation((Message("user", "fine"),)))
+    bad = render_chat_template("{{ messages[0].content }}", Conversation((Message("user", "bad \ud800"),)))
+    with pytest.raises(Exception):  # noqa: B017 - the tokenizers library's own error type
+        qwen3_tok.encode(bad)
+    with pytest.raises(Exception):  # noqa: B017
+        qwen3_tok.encode_batch([good, bad])
+    assert qwen3_tok.encode_batch([good]) == [qwen3_tok.encode(good)]
+
+
+def test_padding_and_truncation_in_the_tokenizer_json_change_no_ids(qwen3_dir, qwen3_tok, qwen3_config):
+    """A tokenizer.json may carry padding (a batch would pad every run to the longest) and
+    truncation (runs cut): neither may reach a prompt's ids, batched or not."""
+    from deepinfer_recipe import PromptTokenizer
+
+    doc = json.loads((qwen3_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    doc["padding"] = {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
+                      "pad_id": 151643, "pad_type_id": 0, "pad_token": "<|endoftext|>"}
+    doc["truncation"] = {"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0}
+    padded = PromptTokenizer(doc)
+    specials = list(qwen3_tok.added_tokens)
+    prompts = [render_chat_template(qwen3_config["chat_template"], Conversation((Message("user", text),)),
+                                    special_tokens=specials) for text in ("hi", "a much longer message " * 8)]
+    expected = [qwen3_tok.encode(p) for p in prompts]
+    assert padded.encode_batch(prompts) == expected == [padded.encode(p) for p in prompts]
+    assert len(expected[1]) > len(expected[0]) + 20

@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from deepinfer_recipe import PromptTokenizer, conversation_from_openai, render_chat_template
-
+from deepinfer_core.chat_encoder import ChatEncoder, Message
 from deepinfer_core.config import EngineConfig
 from deepinfer_core.engine.async_core import AsyncEngineCore
 from deepinfer_core.engine.engine_core import EngineCore
@@ -28,7 +28,6 @@ from deepinfer_core.sampling_params import SamplingParams
 from deepinfer_core.structured.manager import StructuredOutputManager
 
 Prompt = str | list[int] | dict[str, Any]
-Message = dict[str, Any]
 
 
 class LLM:
@@ -242,10 +241,13 @@ class LLM:
         params = _params_per_item(sampling_params, len(convs))
         if self._chat_encoder is None:
             self._chat_encoder = ChatEncoder(self.tokenizer)
-        encoder = self._chat_encoder
         kwargs = dict(chat_template_kwargs or {})
-        return self._call([lambda conv=conv: encoder.encode(conv, tools, add_generation_prompt, chat_template, kwargs)
-                           for conv in convs], params, single, on_progress)
+        encoder = self._chat_encoder
+        if single:   # raises as `encode` does, its own exception
+            return self._call([lambda: encoder.encode(convs[0], tools, add_generation_prompt, chat_template, kwargs)],
+                              params, single, on_progress)
+        results = encoder.encode_many(convs, tools, add_generation_prompt, chat_template, kwargs)
+        return self._call([functools.partial(_settled, result) for result in results], params, single, on_progress)
 
     def _tokenize(self, item: Prompt) -> tuple[str | None, list[int]]:
         if isinstance(item, str):
@@ -344,52 +346,12 @@ class LLM:
         self._processor.drop([c for s in states for c in s.child_ids])
 
 
-class ChatEncoder:
-    """Chat messages -> prompt text and token ids, through deepinfer-recipe.
-
-    OpenAI-style messages become a recipe `Conversation`; the tokenizer's jinja chat template
-    renders it the way transformers does (same variables: the special-tokens map, `tools`,
-    `add_generation_prompt`), with client text kept apart from template text; `PromptTokenizer`
-    then recognises special tokens only in template text. For messages without special-token
-    strings the ids equal transformers' `apply_chat_template(..., tokenize=True)`.
-
-    Args:
-        tokenizer: a transformers fast tokenizer.
-    """
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self.prompt_tokenizer = PromptTokenizer.from_hf(tokenizer)
-        self.special_tokens = list(self.prompt_tokenizer.added_tokens)
-
-    def encode(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
-               add_generation_prompt: bool = True, chat_template: str | None = None,
-               template_kwargs: dict[str, Any] | None = None) -> tuple[str, list[int]]:
-        """Renders and tokenizes one conversation (no BOS/EOS added beyond the template's).
-
-        Returns:
-            (prompt text, token ids).
-
-        Raises:
-            ValueError: malformed messages or tools (names the field, e.g. `messages[1].role`),
-                no usable template (names `chat_template`), or the template failed (names
-                `messages`).
-        """
-        conv = conversation_from_openai(messages, tools)
-        try:
-            template = self.tokenizer.get_chat_template(chat_template, tools)
-        except ValueError as exc:
-            raise ValueError(f"chat_template: {exc}") from exc
-        # transformers' template variables: the special-tokens map, overridden by the caller's.
-        variables = {**self.tokenizer.special_tokens_map, **(template_kwargs or {})}
-        bos, eos = variables.pop("bos_token", None) or "", variables.pop("eos_token", None) or ""
-        try:
-            prompt = render_chat_template(template, conv, special_tokens=self.special_tokens, bos_token=bos,
-                                          eos_token=eos, add_generation_prompt=add_generation_prompt,
-                                          thinking_variables=False, **variables)
-        except Exception as exc:  # jinja errors, raise_exception() in the template
-            raise ValueError(f"messages: cannot apply the chat template: {exc}") from exc
-        return prompt.text, self.prompt_tokenizer.encode(prompt)
+def _settled(result: tuple[str, list[int]] | ValueError) -> tuple[str, list[int]]:
+    """An `encode_many` result as `encode` gives it: the (text, ids) pair, or its error raised (a
+    fresh copy: the stored one stays free of tracebacks)."""
+    if isinstance(result, ValueError):
+        raise ValueError(*result.args)
+    return result
 
 
 def _guidance_factory(tokenizer: Any, vocab_size: int, eos_token_id: int | None) -> Callable[[], Any]:

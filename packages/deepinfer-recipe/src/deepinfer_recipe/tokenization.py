@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from deepinfer_recipe.encoding.prompt import Prompt
@@ -47,8 +48,11 @@ class PromptTokenizer:
     def __init__(self, tokenizer_json: dict) -> None:
         from tokenizers import Tokenizer
 
-        self._full = Tokenizer.from_str(json.dumps(tokenizer_json))
-        plain = copy.deepcopy(tokenizer_json)
+        # No padding or truncation a tokenizer.json may carry: a batch would pad every run to
+        # the longest, and truncation would cut runs, where a prompt's ids must be its text's.
+        unpadded = {**tokenizer_json, "padding": None, "truncation": None}
+        self._full = Tokenizer.from_str(json.dumps(unpadded))
+        plain = copy.deepcopy(unpadded)
         plain["added_tokens"] = []
         self._plain = Tokenizer.from_str(json.dumps(plain))
         self.added_tokens: dict[str, int] = {t["content"]: t["id"] for t in tokenizer_json.get("added_tokens", [])}
@@ -79,6 +83,47 @@ class PromptTokenizer:
             Ids; an added-token id appears only where a template segment spells that token.
         """
         ids: list[int] = []
+        for piece in self._pieces(prompt):
+            if isinstance(piece, int):
+                ids.append(piece)
+            else:
+                ids.extend(self.encode_plain(piece))
+        return ids
+
+    def encode_batch(self, prompts: Sequence[Prompt]) -> list[list[int]]:
+        """Token ids of several prompts: the plain-text runs of all of them go to the tokenizer
+        in one ``Tokenizer.encode_batch`` call (the ``tokenizers`` library encodes them on its
+        own threads), so a batch of chat prompts spends less time in Python and on one core.
+
+        Args:
+            prompts: Segments from an encoder, one :class:`Prompt` per item.
+
+        Returns:
+            One id list per prompt, in order, equal to :meth:`encode` of that prompt.
+
+        Raises:
+            Exception: whatever the tokenizer raises for a run it cannot encode (e.g. ``TypeError``
+                for a lone surrogate), for the whole batch; a caller that must keep the other
+                prompts then encodes them one by one with :meth:`encode`.
+        """
+        plans = [self._pieces(prompt) for prompt in prompts]
+        texts = [piece for plan in plans for piece in plan if not isinstance(piece, int)]
+        runs = iter(self._plain.encode_batch(texts, add_special_tokens=False) if texts else ())
+        out: list[list[int]] = []
+        for plan in plans:
+            ids: list[int] = []
+            for piece in plan:
+                if isinstance(piece, int):
+                    ids.append(piece)
+                else:
+                    ids.extend(next(runs).ids)
+            out.append(ids)
+        return out
+
+    def _pieces(self, prompt: Prompt) -> list[str | int]:
+        """The prompt as non-empty plain-text runs (str) and added-token ids (int), in order:
+        runs join client text with the template text around it up to the next added token."""
+        pieces: list[str | int] = []
         run: list[str] = []
         for seg in prompt.segments:
             if not seg.control or self._split is None:
@@ -87,13 +132,17 @@ class PromptTokenizer:
             pos = 0
             for match in self._split.finditer(seg.text):
                 run.append(seg.text[pos : match.start()])
-                ids.extend(self.encode_plain("".join(run)))
+                text = "".join(run)
+                if text:
+                    pieces.append(text)
                 run = []
-                ids.append(self.added_tokens[match.group(0)])
+                pieces.append(self.added_tokens[match.group(0)])
                 pos = match.end()
             run.append(seg.text[pos:])
-        ids.extend(self.encode_plain("".join(run)))
-        return ids
+        text = "".join(run)
+        if text:
+            pieces.append(text)
+        return pieces
 
     def encode_plain(self, text: str) -> list[int]:
         """Ids of ``text`` with no added-token matching (every character is plain text)."""
