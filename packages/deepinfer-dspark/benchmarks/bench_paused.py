@@ -30,7 +30,9 @@ Usage (GPU machine, repository root):
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -38,8 +40,17 @@ from bench_dspark import paired_rows, table, write_table
 from engine_probes import profile_run, torch_profile_run
 
 
-def random_drafter(target: Path, block_size: int) -> Path:
-    """A one-layer DSpark drafter with random weights for the HF target folder `target`."""
+def scratch_dir(prefix: str) -> Path:
+    """A fresh temporary folder that is removed when this process exits (a benchmark's made-up
+    target or drafter: the engines have read it by then)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def random_drafter(target: Path, block_size: int, out: Path | None = None) -> Path:
+    """A one-layer DSpark drafter with random weights for the HF target folder `target`, saved
+    in `out` (default: a new temporary folder that is kept, for use by another process)."""
     import torch
 
     from deepinfer_dspark.train.features import default_target_layer_ids
@@ -50,7 +61,7 @@ def random_drafter(target: Path, block_size: int) -> Path:
     drafter = drafter_config(config, num_layers=1, block_size=block_size, target_layer_ids=layers, mask_token_id=0)
     shape = (config["vocab_size"], config["hidden_size"])
     model = init_drafter(drafter, torch.randn(shape) * 0.02, torch.randn(shape) * 0.02)
-    return save_checkpoint(model, drafter, Path(tempfile.mkdtemp(prefix="dspark-random-")))
+    return save_checkpoint(model, drafter, out or Path(tempfile.mkdtemp(prefix="dspark-random-")))
 
 
 def variants(drafter: str, k: int, spec_sps) -> dict:
@@ -83,7 +94,7 @@ def main() -> None:
     from deepinfer_dspark.sps import SPSProfile
     from deepinfer_dspark.train.data import build_prompts, stdlib_docstrings
 
-    drafter = args.drafter or str(random_drafter(Path(args.target), args.k))
+    drafter = args.drafter or str(random_drafter(Path(args.target), args.k, scratch_dir("dspark-random-")))
     spec_sps = SPSProfile.load(args.spec_sps) if args.spec_sps else SPSProfile([1, 1 << 20], [500.0, 500.0])
     engine_kw = {"kv_cache_memory": int(args.kv_cache_gib * (1 << 30)), "max_num_seqs": max(args.concurrency)}
     llms = {name: LLM(args.target, speculative_config=spec, **engine_kw)

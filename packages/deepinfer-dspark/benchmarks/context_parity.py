@@ -175,8 +175,8 @@ def main() -> int:
     if drafter is None:
         if not Path(args.target).is_dir():
             parser.error("--drafter: needed with a GGUF target (a random drafter is built for HF folders)")
-        from bench_paused import random_drafter
-        drafter = str(random_drafter(Path(args.target), args.k))
+        from bench_paused import random_drafter, scratch_dir
+        drafter = str(random_drafter(Path(args.target), args.k, scratch_dir("dspark-random-")))
     kw = {"kv_cache_memory": int(args.kv_cache_gib * (1 << 30)), "max_num_seqs": 4}
     if args.dtype is not None:
         kw["dtype"] = args.dtype

@@ -61,11 +61,10 @@ import json
 import pstats
 import random
 import statistics
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bench_paused import random_drafter
+from bench_paused import random_drafter, scratch_dir
 from bench_variants import AlwaysDormant
 from engine_host_cost import Clock
 from gc_passes import TARGET, prompts
@@ -197,9 +196,9 @@ def build(engines, profiles: Path, concurrency: int) -> dict:
 
     from deepinfer_dspark.sps import SPSProfile
 
-    target = Path(tempfile.mkdtemp(prefix="dormant-host-target-"))
+    target = scratch_dir("dormant-host-target-")
     (target / "config.json").write_text(json.dumps(TARGET))
-    drafter = str(random_drafter(target, 7))
+    drafter = str(random_drafter(target, 7, scratch_dir("dspark-random-")))
     dspark = {"method": "dspark", "model": drafter, "num_speculative_tokens": 7, "scheduling": "confidence",
               "sps_profile": SPSProfile.load(profiles / "spec_sps_batch.json"),
               "decode_profile": SPSProfile.load(profiles / "sps_batch.json"), "measure_round_times": False}

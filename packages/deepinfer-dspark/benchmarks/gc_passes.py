@@ -26,11 +26,10 @@ import gc
 import json
 import random
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
-from bench_paused import random_drafter
+from bench_paused import random_drafter, scratch_dir
 
 TARGET = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 128, "hidden_size": 64,
           "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -83,9 +82,9 @@ def main() -> None:
 
     from deepinfer_dspark.sps import SPSProfile
 
-    target = Path(tempfile.mkdtemp(prefix="gc-passes-target-"))
+    target = scratch_dir("gc-passes-target-")
     (target / "config.json").write_text(json.dumps(TARGET))
-    drafter = str(random_drafter(target, 7))
+    drafter = str(random_drafter(target, 7, scratch_dir("dspark-random-")))
     decode = SPSProfile.load(args.profiles / "sps_batch.json")
     spec = SPSProfile.load(args.profiles / "spec_sps_batch.json")
     dspark = {"method": "dspark", "model": drafter, "num_speculative_tokens": 7, "scheduling": "confidence",
