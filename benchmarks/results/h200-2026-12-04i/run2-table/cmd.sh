@@ -1,4 +1,5 @@
 # Session 60: `PIN=1 ... high` on an H200 (out-h200-s60-high: the faster engine of session 59); `low` was cut off when the lease was taken back.
+# Session 61: `PIN=1 ... low` on an H100 (out-h100-s61-low: at 1 request the default 0.986 of fixed-7 round by round).
 # The issue's table on the current drafter (after run1's candidates are decided): plain decoding, fixed k = 1..7 and
 # the default at 1 / 8 / 32 (argument "low") or 64 / 128 / 256 (argument "high") requests, batch form, 128 new tokens,
 # paired rounds (12 prompt sets low, 3 high: the docstring pool holds ~7,000 prompts). Sessions 20-21 ran it last,

@@ -1,4 +1,4 @@
-# Session 60 (prepared): is the default's dormant decode step dearer than plain decoding's on the H200's host? In
+# Session 60 (prepared); ran in session 61 on an H100 (out-h100-s61: the default +1.5% a matched decode step, plain decoding again +3.3 / -0.1%; dspark BENCHMARKS session 61). Is the default's dormant decode step dearer than plain decoding's on the H200's host? In
 # the table's traced rounds the default (drafting nothing) ran its decode steps +1-6% over plain decoding's matched
 # steps at 64-256 (session 57) and +3-10% (session 60, before a jump of +60% from step 84 at 256), where this CPU's
 # counts say +1.2% Python calls. Here every round is traced at 128 / 256 requests: plain decoding, the default,

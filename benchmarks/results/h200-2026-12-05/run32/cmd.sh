@@ -1,4 +1,4 @@
-# Session 60 (prepared, not run: no device time left). The GPU host's `LLM.chat` prompt encoding, one by one
+# Session 60 (prepared), run in session 61 on an H100 (out-h100-s61; core BENCHMARKS.md, session 61). The GPU host's `LLM.chat` prompt encoding, one by one
 # against a call's prompts tokenized in one batch (`ChatEncoder.encode_many`, this session), with the table's cores
 # (2-5): packages/deepinfer-core/BENCHMARKS.md, session 60 (this repository's 2-core CPU: -30% a conversation at
 # 256, -11% at 64). ~20 s; carry nothing beyond the tree (the GGUF in place: the five bundle calls). Dry-run here:
