@@ -41,8 +41,8 @@ from engine_probes import profile_run, torch_profile_run
 
 
 def scratch_dir(prefix: str) -> Path:
-    """A fresh temporary folder that is removed when this process exits (a benchmark's made-up
-    target or drafter: the engines have read it by then)."""
+    """A fresh temporary folder that is removed when this process exits normally (a benchmark's
+    made-up target or drafter: the engines have read it by then); one killed by a signal leaves it."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, path, True)
     return path
