@@ -97,6 +97,7 @@ class PausedSteps:
         """A paused round without its requests (see `deepinfer_core.Proposer`): what `propose`
         does while paused."""
         self._end_lease()   # (`DraftingLease`: a round without drafts ran)
+        self._quiet_left = 0   # (a round asked one by one: no quiet stretch runs)
         self._record(self.rates.start(), num_requests, None)
         self._settle()
         self._last_batch, self._cleared, self._running = num_requests, 0, 0   # (`running` held for one round)
@@ -193,11 +194,13 @@ class PausedSteps:
         nothing else until it reports the stretch with `quiet_passed`. Not with
         `measure_step_times` (it times every step) nor during a re-timing run (drafted or plain)."""
         self._stretch_asked(num_requests)
+        self._quiet_left = 0
         if (self.measure_step_times or self._probing() or self._timing_plain() or not num_requests
                 or num_requests != self._last_batch
                 or self._all_gapped(num_requests) or ledger_bucket(num_requests) in self._ruled_out):
             return 0
-        return min(self.pauses.left(num_requests), self.pending.rounds_before_full(num_requests))
+        self._quiet_left = min(self.pauses.left(num_requests), self.pending.rounds_before_full(num_requests))
+        return self._quiet_left
 
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
         """`rounds` quiet rounds have run, `num_requests` requests running after each: what

@@ -152,6 +152,9 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         round_weights: request -> the weight of its expected accepted drafts when the next round
             is judged (`batch_tail.tail_expected`), set before each `propose` by a wrapper that
             knows the batch's tail (`LookupAssist` with `tail_rounds`); empty: each counts once.
+        pre_flush: project the buffered features at the last step of a quiet stretch (counted from
+            `quiet_rounds`' answer), while the device runs it, instead of in the round that resumes
+            drafting (False by default; `ObservedFeatures`); `pre_flushes` counts them.
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
@@ -191,6 +194,9 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self._running = 0                    # requests running in the coming round, when more than asked
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
+        self.pre_flush = False
+        self.pre_flushes = 0
+        self._quiet_left = 0     # steps left to observe in the quiet stretch last declared
         self.rates = MeasuredRates()
         self.flush_costs = FlushCosts()   # what a flush adds to a round, for the pause after a probe
         self.acceptance = AcceptanceRatio(num_tokens)  # realized / predicted accepted drafts, from commits
@@ -252,6 +258,7 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
 
     def propose(self, requests: list[DraftRequest]) -> list[Draft]:
         self._lean_open = None   # (the engine commits before it proposes)
+        self._quiet_left = 0     # (a quiet stretch, if any, is over)
         lease = self._leased(requests) if self._lease is not None else None
         if lease is not None:   # (`DraftingLease`)
             return self._lean_round(requests, lease)
