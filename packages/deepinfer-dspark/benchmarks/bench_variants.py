@@ -60,7 +60,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
          "confidence-now", "confidence-replies4", "confidence-unleased",
          "confidence-timed1", "dormant-stub", "confidence-search-all",
-         "confidence-preflush")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-preflush", "confidence-late-flush")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -136,9 +136,9 @@ def built(name: str, llm):
     `lease_rounds` 0; `confidence-timed1` sets `bound_only_untimed` False.) `dormant-stub`: the
     default's engine (its drafter loaded) with its proposer replaced by `AlwaysDormant`;
     `confidence-search-all` the default with its prompt-lookup wrapper searching every request
-    every step (`LookupAssist.search_budget` inf: until session 54); `confidence-preflush` the
-    default projecting its buffered features at a quiet stretch's last step, while the device runs
-    the next (`DSparkProposer.pre_flush`, off by default; session 62's candidate)."""
+    every step (`LookupAssist.search_budget` inf: until session 54). (`confidence-preflush` sets
+    `pre_flush` in its config, the default since session 62, when it was the candidate;
+    `confidence-late-flush` turns it off: the default before.)"""
     if base_name(name) == "dormant-stub":
         decoder = llm.engine.speculative
         decoder.proposer = AlwaysDormant()
@@ -157,9 +157,6 @@ def built(name: str, llm):
     if base_name(name) == "confidence-replies4":
         proposer = llm.engine.speculative.proposer
         getattr(proposer, "inner", proposer).min_replies = 4
-    if base_name(name) == "confidence-preflush":
-        proposer = llm.engine.speculative.proposer
-        getattr(proposer, "inner", proposer).pre_flush = True
     return llm
 
 # Run only when asked for by name (`--variants`): the default set is none, confidence and fixed-K.
@@ -167,7 +164,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-rounds", "confidence-lookup", "confidence-full", "confidence-whole", "confidence-alone",
                 "confidence-alone-rounds", "confidence-plain", "confidence-timed", "confidence-hurdle",
                 "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub",
-                "confidence-search-all", "confidence-preflush")
+                "confidence-search-all", "confidence-preflush", "confidence-late-flush")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -224,7 +221,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-prior8"] = {**variants["confidence"]}   # (`built`: a stronger prior in the ratios)
     variants["confidence-settle64"] = {**variants["confidence"]}   # (`built`: losses settled on 64 requests)
     variants["confidence-replies4"] = {**variants["confidence"]}   # (`built`: `expected_loss` waits for 4 replies)
-    variants["confidence-preflush"] = {**variants["confidence"]}   # (`built`: flushes at a quiet stretch's end)
+    variants["confidence-preflush"] = {**variants["confidence"], "pre_flush": True}   # (session 62's candidate)
+    variants["confidence-late-flush"] = {**variants["confidence"], "pre_flush": False}   # (the default before it)
     # ... and the ledgers pausing nothing at 1 request (`bound_only` 1: session 45's candidate, the default
     # since), with `lookup_loops` too, up to 2 requests, and at no load (`bound_only` 0: until session 45).
     variants["confidence-lone"] = {**variants["confidence"], "bound_only": 1}

@@ -107,14 +107,23 @@ def test_engine_output_and_drafts_with_pre_flush(folders, kit, async_scheduling:
     assert on[3] > 0 and off[3] == 0 and on[4] < off[4], runs
 
 
-def test_the_benchmark_variant_turns_it_on_under_the_lookup_wrapper(folders, kit, benchmark_script) -> None:
-    """`bench_dspark.py --variants confidence-preflush`: the default (DSpark under its prompt-lookup
-    wrapper) with `pre_flush` on DSpark; the default itself has it off."""
-    variants = benchmark_script("bench_variants")
+def test_on_by_default_in_the_factory_and_checked_by_name(folders, kit, benchmark_script) -> None:
+    """`speculative_config.pre_flush`: True by default (on DSpark, under the prompt-lookup
+    wrapper), False turns it off, anything but a bool raises naming it; `bench_dspark.py`'s
+    `confidence-late-flush` is the default without it."""
+    from deepinfer_dspark.factories import PRE_FLUSH_DEFAULT
+
     target, drafter = folders
     spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
             "sps_profile": SPSProfile([1, 5, 8, 15], [900.0] * 4), "decode_profile": SPSProfile([1, 3], [1000.0] * 2)}
-    on = variants.built("confidence-preflush", kit.build(target, spec)).engine.speculative.proposer
-    off = variants.built("confidence", kit.build(target, spec)).engine.speculative.proposer
-    assert on.inner.pre_flush and not off.inner.pre_flush
-    assert "confidence-preflush" in variants.NAMED and "confidence-preflush" in variants.BY_NAME_ONLY
+    assert PRE_FLUSH_DEFAULT is True
+    assert kit.build(target, spec).engine.speculative.proposer.inner.pre_flush is True
+    assert kit.build(target, {**spec, "pre_flush": False}).engine.speculative.proposer.inner.pre_flush is False
+    with pytest.raises(ValueError, match="speculative_config.pre_flush"):
+        kit.build(target, {**spec, "pre_flush": "yes"})
+    with pytest.raises(ValueError, match="speculative_config.pre_flush"):
+        kit.build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "pre_flush": True})
+    variants = benchmark_script("bench_variants")
+    configs = variants.variant_configs(str(drafter), [4], spec["sps_profile"], spec["decode_profile"])
+    assert configs["confidence-late-flush"]["pre_flush"] is False and configs["confidence-preflush"]["pre_flush"]
+    assert {"confidence-preflush", "confidence-late-flush"} <= set(variants.NAMED) & set(variants.BY_NAME_ONLY)

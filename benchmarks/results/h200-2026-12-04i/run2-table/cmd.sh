@@ -1,6 +1,7 @@
 # Session 60: `PIN=1 ... high` on an H200 (out-h200-s60-high: the faster engine of session 59); `low` was cut off when the lease was taken back.
 # Session 61: `PIN=1 ... low` on an H100 (out-h100-s61-low: at 1 request the default 0.986 of fixed-7 round by round).
-# Session 62: `LEDGER=1` adds the pause ledgers to the traced rounds' step log (`--step-log-ledger`): why the default probed at 8.
+# Session 62: `LEDGER=1` adds the pause ledgers to the traced rounds' step log (`--step-log-ledger`): why the default probed at 8
+# (its first run, `LEDGER=1 PIN=1 ... low` on an H100, out-h100-s62-low, logged none: the variable was overwritten; fixed since).
 # The issue's table on the current drafter (after run1's candidates are decided): plain decoding, fixed k = 1..7 and
 # the default at 1 / 8 / 32 (argument "low") or 64 / 128 / 256 (argument "high") requests, batch form, 128 new tokens,
 # paired rounds (12 prompt sets low, 3 high: the docstring pool holds ~7,000 prompts). Sessions 20-21 ran it last,
@@ -27,13 +28,13 @@ case ${1:-low} in
   closed) C="8 32 64"; SETS=4; SIZES="1 2 4 8 16 32 64"; EVERY=4; LOOP="--closed-loop 3";;
   *) echo "argument: low, high or closed"; exit 2;;
 esac
-LEDGER=""; [ "${LEDGER:-0}" = 1 ] && LEDGER="--step-log-ledger"   # session 62: the pause ledgers in the traced rounds
+LOGL=""; [ "${LEDGER:-0}" = 1 ] && LOGL="--step-log-ledger"   # session 62: the pause ledgers in the traced rounds
 PRE=""; [ "${PIN:-0}" = 1 ] && PRE="taskset -c 2-5" && export OMP_NUM_THREADS=2   # session 56: PIN=1 pins (run23)
 W=~/o11${1:-low}; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout 560 $PRE python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency $C \
   --fixed 1 2 3 4 5 6 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes $SIZES --sps-warmup 3 --prompt-sets $SETS \
   --save-sps $W/out/sps_batch.json --variants none confidence fixed-1 fixed-2 fixed-3 fixed-4 fixed-5 fixed-6 fixed-7 \
-  --interleave $SETS $LOOP --kv-cache-gib 6 --step-log $W/out/steps.jsonl --step-log-every $EVERY $LEDGER --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
+  --interleave $SETS $LOOP --kv-cache-gib 6 --step-log $W/out/steps.jsonl --step-log-every $EVERY $LOGL --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl; tar -C $W -czf $OUT/run_${1:-low}.tar.gz out
 grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-420
 grep -E "rror|Trace" $W/out/bench_batch.log | tail -5

@@ -1,4 +1,4 @@
-# Session 56 (prepared); ran in session 57 on an H200 (out-h200-low, out-h200-high), `high` twice in session 58 on an H100 (out-h100-s58-high, -high-b), `low` once and `high` three times in session 61 on an H100 (out-h100-s61-low, -high, -high-b, -high-c). run18's question ("never below plain decoding" at 8-256, against plain decoding run
+# Session 56 (prepared); ran in session 57 on an H200 (out-h200-low, out-h200-high), `high` twice in session 58 on an H100 (out-h100-s58-high, -high-b), `low` once and `high` three times in session 61 on an H100 (out-h100-s61-low, -high, -high-b, -high-c), `low` three times in session 62 on an H100 (out-h100-s62-low, -low-b, -low-c: the default 0.980 of plain decoding again at 8). run18's question ("never below plain decoding" at 8-256, against plain decoding run
 # twice in the same process) with what run23 found: pinned to cores of its own (`taskset -c 2-5`,
 # OMP_NUM_THREADS=2) plain decoding read itself mostly within 1% a round on an H100 (0.988-1.028 at 8), against
 # 0.81-1.11 unpinned, once the first 1-3 rounds of a concurrency were past; `bench_dspark.py` now warms each engine with a call of the first

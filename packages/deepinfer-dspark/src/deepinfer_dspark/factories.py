@@ -100,7 +100,13 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           on the profiles, not at their measured time, and the measured flushes and plain steps go
           unread there too, `StepTiming._rounds_timed`; a no-op without measure_round_times; False: timed there
           too, as until session 53; on H100s in session 52 the timed rounds paused the default at 1
-          request in three of five processes, 0.82-0.95 of fixed-7 there, untimed 0.97-0.99).
+          request in three of five processes, 0.82-0.95 of fixed-7 there, untimed 0.97-0.99),
+          pre_flush (True, `PRE_FLUSH_DEFAULT`: the features buffered while drafting is paused are
+          projected at the last step of a quiet stretch, while the device runs it, not in the round
+          that resumes drafting after waiting for the token ids, `ObservedFeatures`; False: in that
+          round, as until session 62; on an H100 a resumed round and the step before it took 7.56
+          against 8.93 ms at 8 requests, and the engine ran +0.9 points there and +0.6 at 1 over
+          four processes, BENCHMARKS.md fifty-eighth session).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -251,7 +257,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
-                "max_probe_every", "lease_rounds", "bound_only_untimed"):
+                "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -295,6 +301,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 overlap_bookkeeping=_bool_key(spec_config, "overlap_bookkeeping", OVERLAP_DEFAULT),
                 lease_rounds=_int_key(spec_config, "lease_rounds", LEASE_DEFAULT, 0),
                 bound_only_untimed=_bool_key(spec_config, "bound_only_untimed", UNTIMED_DEFAULT),
+                pre_flush=_bool_key(spec_config, "pre_flush", PRE_FLUSH_DEFAULT),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 
@@ -314,6 +321,8 @@ LEASE_DEFAULT = 8   # `lease_rounds` (`DraftingLease`; session 52, on this CPU: 
 # at 1 request, the policy unchanged in `sim_engine_calls.py`; not yet measured on the H200)
 UNTIMED_DEFAULT = True   # `bound_only_untimed` (H100s, session 52: the untimed default 0.97-0.99 of fixed-7 at 1
 # request in three processes, the timed one 0.82-0.95 where its rounds paused it)
+PRE_FLUSH_DEFAULT = True   # `pre_flush` (H100, session 62: a resumed round and the step before it 8.93 -> 7.56 ms at 8
+# requests; +0.9 points there (0.979-1.034) and +0.6 at 1 (1.000-1.012) over four processes)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
 
 

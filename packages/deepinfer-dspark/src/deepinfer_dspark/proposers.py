@@ -124,6 +124,10 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
+        pre_flush: project the buffered features at the last step of a quiet stretch (counted from
+            `quiet_rounds`' answer), while the device runs it, instead of in the round that resumes
+            drafting (`ObservedFeatures`; `pre_flushes` counts them). False here; True by default in
+            the engine's factory (`speculative_config.pre_flush`).
 
     A request whose next block would pass the drafter's RoPE table (anchor position + block_size
     > `max_position_embeddings`) decodes without drafts from there, as one with a gap does.
@@ -152,9 +156,6 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         round_weights: request -> the weight of its expected accepted drafts when the next round
             is judged (`batch_tail.tail_expected`), set before each `propose` by a wrapper that
             knows the batch's tail (`LookupAssist` with `tail_rounds`); empty: each counts once.
-        pre_flush: project the buffered features at the last step of a quiet stretch (counted from
-            `quiet_rounds`' answer), while the device runs it, instead of in the round that resumes
-            drafting (False by default; `ObservedFeatures`); `pre_flushes` counts them.
     """
 
     def __init__(self, runner: DSparkDraftRunner, num_tokens: int, sps: SPSProfile | None = None,
@@ -165,7 +166,7 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
                  opening_tokens: int = OPENING_TOKENS, measure_round_times: bool = False,
                  measure_plain_steps: bool = False, min_gain: float = 1.0, judge_stragglers: bool = False,
                  bound_only: int = 0, overlap_bookkeeping: bool = False, lease_rounds: int = 0,
-                 bound_only_untimed: bool = False) -> None:
+                 bound_only_untimed: bool = False, pre_flush: bool = False) -> None:
         block = runner.drafter.config.block_size
         if not 1 <= num_tokens <= block:
             raise ValueError(f"num_speculative_tokens: must be in [1, {block}] (the drafter's block_size), "
@@ -194,7 +195,7 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self._running = 0                    # requests running in the coming round, when more than asked
         self.feed = ContextFeed(runner, defer_context)   # features into the drafter's context
-        self.pre_flush = False
+        self.pre_flush = pre_flush
         self.pre_flushes = 0
         self._quiet_left = 0     # steps left to observe in the quiet stretch last declared
         self.rates = MeasuredRates()
