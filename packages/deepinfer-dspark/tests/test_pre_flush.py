@@ -56,9 +56,9 @@ def test_the_stretch_last_step_flushes_with_pre_flush_only(fake_runner, pre_flus
 
 
 def test_a_stretch_cut_short_or_a_round_between_flushes_nothing_early(fake_runner) -> None:
-    """The countdown is the stretch last declared: a round asked one by one (`idle_round`) or a
-    `propose` ends it, so the steps after them count for no stretch; a new declaration starts
-    the count again."""
+    """The countdown is the stretch last declared: a round asked one by one (`idle_round`; a
+    `propose` resets it too) ends it, so the steps after it count for no stretch; a new
+    declaration starts the count again."""
     proposer = paused(fake_runner, True)
     assert proposer.quiet_rounds(2) == 5
     quiet_step(proposer, 11)
@@ -127,3 +127,28 @@ def test_on_by_default_in_the_factory_and_checked_by_name(folders, kit, benchmar
     configs = variants.variant_configs(str(drafter), [4], spec["sps_profile"], spec["decode_profile"])
     assert configs["confidence-late-flush"]["pre_flush"] is False and configs["confidence-preflush"]["pre_flush"]
     assert {"confidence-preflush", "confidence-late-flush"} <= set(variants.NAMED) & set(variants.BY_NAME_ONLY)
+
+
+def test_a_stretch_cut_short_by_the_buffer_room_arms_no_countdown(fake_runner) -> None:
+    """A stretch capped by the rows the buffer takes (`rounds_before_full`), not by the pause,
+    flushes nothing early: else its last step would empty the buffer, the next ask would declare
+    a one-step stretch (an empty buffer's room), and every paused step after would flush (the
+    review of session 62). A stretch that ends the pause still flushes at its last step."""
+    from deepinfer_dspark.pending_context import PendingContext
+
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, probe_every=4, pre_flush=True)
+    proposer.observe_step(["r0", "r1"], [0, 0], [10, 10], [0, 10], torch.ones(20, 2))
+    proposer.feed.pending = PendingContext(max_rows=40)
+    proposer._last_batch = 2
+    proposer.pauses.pause(2, 60)
+    assert proposer.quiet_rounds(2) == 1 and proposer._quiet_left == 0   # the room (empty: 1), not the pause
+    quiet_step(proposer, 10)
+    assert proposer.quiet_rounds(2) == 18 and proposer._quiet_left == 0   # 2 + 18 x 2 < 40 rows: the room again
+    for i in range(3):
+        quiet_step(proposer, 11 + i)
+    assert proposer.pre_flushes == 0 and proposer.pending.pairs == 8
+    proposer.pauses.pause(2, 5)   # a pause that ends within the room (15 rounds)
+    assert proposer.quiet_rounds(2) == 5 and proposer._quiet_left == 5
+    for i in range(5):
+        quiet_step(proposer, 14 + i)
+    assert proposer.pre_flushes == 1 and not proposer.pending.holds

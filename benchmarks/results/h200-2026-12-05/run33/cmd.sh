@@ -9,7 +9,7 @@
 # last steps dearer) and the untraced ones pair the engines (`paired_pool.py OUT/bench_batch.log --against none-again
 # --drop-every 2`; a point or so is inside one call's noise). Needs the five `../../h200-2026-12-04i/setup/bundle.sh`
 # calls first; carry the GPU wheels (.cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build).
-# ~150 s on an H100.
+# ~200 s on an H100. (Since the rename, pool with `--engine confidence --against confidence-late-flush`.)
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh; T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
 B=packages/deepinfer-dspark/benchmarks
 export OMP_NUM_THREADS=2; W=~/o33; rm -rf $W; mkdir -p $W/out; S0=$SECONDS

@@ -102,11 +102,13 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           too, as until session 53; on H100s in session 52 the timed rounds paused the default at 1
           request in three of five processes, 0.82-0.95 of fixed-7 there, untimed 0.97-0.99),
           pre_flush (True, `PRE_FLUSH_DEFAULT`: the features buffered while drafting is paused are
-          projected at the last step of a quiet stretch, while the device runs it, not in the round
-          that resumes drafting after waiting for the token ids, `ObservedFeatures`; False: in that
-          round, as until session 62; on an H100 a resumed round and the step before it took 7.56
-          against 8.93 ms at 8 requests, and the engine ran +0.9 points there and +0.6 at 1 over
-          four processes, BENCHMARKS.md fifty-eighth session).
+          projected at the last step of a quiet stretch that ends its pause, while the device runs
+          it, not in the round that resumes drafting after waiting for the token ids,
+          `ObservedFeatures`; False: in that round, as until session 62; on an H100 at 8 requests a
+          resumption (the resumed round and the two steps before it) took 9.0 against 10.6 ms, and
+          over four processes the engine ran 1.009 (0.979-1.034) of the one without it there: a
+          cheaper resumption, no throughput gain shown; the pause policy then times fewer flushes
+          and probes more often, BENCHMARKS.md fifty-eighth session).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -321,8 +323,8 @@ LEASE_DEFAULT = 8   # `lease_rounds` (`DraftingLease`; session 52, on this CPU: 
 # at 1 request, the policy unchanged in `sim_engine_calls.py`; not yet measured on the H200)
 UNTIMED_DEFAULT = True   # `bound_only_untimed` (H100s, session 52: the untimed default 0.97-0.99 of fixed-7 at 1
 # request in three processes, the timed one 0.82-0.95 where its rounds paused it)
-PRE_FLUSH_DEFAULT = True   # `pre_flush` (H100, session 62: a resumed round and the step before it 8.93 -> 7.56 ms at 8
-# requests; +0.9 points there (0.979-1.034) and +0.6 at 1 (1.000-1.012) over four processes)
+PRE_FLUSH_DEFAULT = True   # `pre_flush` (H100, session 62: a resumption 10.6 -> 9.0 ms at 8 requests; 1.009
+# (0.979-1.034) of the engine without it there over four processes)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
 
 

@@ -11,6 +11,10 @@ session 36 (BENCHMARKS.md) rounds with a flush took 4.3-8.3 ms at 4-8 requests, 
 3.3-3.6 ms without one and ~1.1 ms for a plain step, and 10-31 ms with more than 512
 (request, step) pairs buffered: probes at a losing load then cost ~3% of the time.
 
+With `pre_flush` (the engine's default since session 62) most flushes run at a quiet stretch's
+last step instead, untimed here: the spans with a flush then come from the resumed rounds that
+still flush (after no counted-down stretch), and `extra` / `per_pair` may stay None.
+
 So every drafted round is timed on the host from just before its flush (if any) to its draft
 tokens on the host (which waits for the flush's and the drafter's device work), and kept per
 batch bucket (powers of two) and kind (with a flush or without). A flush's cost at a bucket is

@@ -9,15 +9,20 @@ while drafting is paused at the last batch (`_pause`), buffered in `pending` and
 batch when drafting resumes (`defer_context`). Each step also tells `MeasuredRates` (`rates`)
 whether it was a decode step (no prefill), for the step timing.
 
-With `pre_flush`, the last step of a quiet stretch (`quiet_rounds` declared it: the steps are
-counted down here) projects what is buffered. With asynchronous scheduling the engine hands a
-step's features over right after launching it, so the flush's host work overlaps the device's run
-of that step, where the round that resumes drafting would run it after waiting for the token ids
-(without, the step has finished by then: the flush only moves). On the H100 (session 61, 8
-requests) the rounds that flushed 136-256 buffered pairs took 1.4-3.9 ms more than a drafted
-round without a flush (~3.7 ms). A stretch cut short (a finished request changes the count) never
-reaches its last step, and one that is followed by no drafted round (the pause extended) flushed
-early for nothing: the next buffer starts after it.
+With `pre_flush`, the last step of a quiet stretch that runs to the end of its pause
+(`quiet_rounds` declared it; a stretch cut short by the buffer's room is not counted, else each
+step after it would flush) projects what is buffered. With asynchronous scheduling the engine
+hands a step's features over right after launching it, so the flush's host work overlaps the
+device's run of that step, where the round that resumes drafting would run it after waiting for
+the token ids (without, the step has finished by then and the flush only moves). On the H100
+(session 61, 8 requests) the rounds that flushed 136-256 buffered pairs took 1.4-3.9 ms more than
+a drafted round without a flush (~3.7 ms); in session 62 a resumption (the round and the two steps
+before it) took 9.0 ms with `pre_flush` against 10.6 without. `FlushCosts` then times only the
+flushes left in resumed rounds (after no counted-down stretch), so the pause policy prices a
+probe's overhead from fewer samples, or from `probe_overhead` alone: the default resumed 10 times
+where it had 4 without `pre_flush` in the same traced calls. A stretch cut short (a finished
+request changes the count) never reaches its last step, and one followed by no drafted round
+(the pause extended) flushed early for nothing: the next buffer starts after it.
 
 A mixin of `DSparkProposer`: it reads `feed`, `rates`, `num_tokens`, `_pause`, `_quiet_left`,
 `pre_flush` and `pre_flushes`. Device work happens in `ContextFeed` only.

@@ -199,8 +199,9 @@ class PausedSteps:
                 or num_requests != self._last_batch
                 or self._all_gapped(num_requests) or ledger_bucket(num_requests) in self._ruled_out):
             return 0
-        self._quiet_left = min(self.pauses.left(num_requests), self.pending.rounds_before_full(num_requests))
-        return self._quiet_left
+        left, room = self.pauses.left(num_requests), self.pending.rounds_before_full(num_requests)
+        self._quiet_left = left if left <= room else 0   # (`pre_flush`: only a stretch that ends the pause)
+        return min(left, room)
 
     def quiet_passed(self, num_requests: int, rounds: int) -> None:
         """`rounds` quiet rounds have run, `num_requests` requests running after each: what

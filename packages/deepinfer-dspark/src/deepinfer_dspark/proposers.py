@@ -124,8 +124,8 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         judge_stragglers: while the engine drains what it holds (`draining`), scale a round's
             gain by what the batch's last request to finish keeps of it (`Stragglers`). Opt-in
             (False): on the H200 (session 41) it did not beat the mean request's judgement.
-        pre_flush: project the buffered features at the last step of a quiet stretch (counted from
-            `quiet_rounds`' answer), while the device runs it, instead of in the round that resumes
+        pre_flush: project the buffered features at the last step of a quiet stretch that ends its
+            pause (counted from `quiet_rounds`' answer), while the device runs it, instead of in the round that resumes
             drafting (`ObservedFeatures`; `pre_flushes` counts them). False here; True by default in
             the engine's factory (`speculative_config.pre_flush`).
 
