@@ -1,0 +1,27 @@
+# Session 63 (prepared): a hurdle against the default's loss at 8 requests. Session 62's table at 8 on an H100
+# (run2-table/out-h100-s62-low, traced calls): the two calls that drafted their bodies (31 / 35 rounds) ran 159 / 157
+# ms against plain decoding's 147 / 143, while fixed-7 broke even in those calls (147 / 145) and lost 1.3x in the
+# others; the drafted rounds themselves emitted 1.14x plain decoding's tokens per ms at their running counts, so the
+# loss sits in the batch's straggler and the transitions, which the per-round judgement does not see.
+# `confidence-rounds-hurdle` is the default (rounds timed, as by default) with `min_gain` 1.1: a drafted round must
+# be judged 1.1x plain decoding to count as a win. At 8 requests `bound_only` (1) does not apply, so this is what a
+# hurdle above one request would do there; at 1 request it shows what the hurdle costs where the bound alone rules.
+# Plain decoding, the default, the candidate and plain decoding again in one process, pinned (run24's method),
+# every second round traced with the pause ledgers (`--step-log-ledger`: the judged gains of the rounds drafted at
+# 8). Pool: `paired_pool.py OUT/bench_batch.log --against none-again --drop-every 2` and `--engine
+# confidence-rounds-hurdle --against confidence`. Needs the five `../../h200-2026-12-04i/setup/bundle.sh` calls
+# first; carry the GPU wheels (.cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build). ~200 s.
+source benchmarks/results/h200-2026-12-04i/setup/ready.sh; T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
+B=packages/deepinfer-dspark/benchmarks
+export OMP_NUM_THREADS=2; W=~/o34; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
+timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
+  --concurrency ${CONC:-1 8} --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 --sps-warmup 3 \
+  --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none confidence confidence-rounds-hurdle none-again \
+  --interleave ${SETS:-8} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every 2 --step-log-ledger \
+  --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
+echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
+tar -C $W -czf $OUT/run34.tar.gz out
+python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every 2 | grep -v "| none |"
+python3 $B/paired_pool.py $W/out/bench_batch.log --engine confidence-rounds-hurdle --against confidence --drop-every 2 | tail -3
+grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-300
+grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
