@@ -55,3 +55,16 @@ def test_the_config_key(tmp_path) -> None:
     for bad in (0.5, 11, float("nan"), float("inf"), True, "1.2", [1.2]):
         with pytest.raises(ValueError, match="^speculative_config.min_gain"):
             _dspark_settings({**base, "decode_profile": PLAIN, "min_gain": bad})
+
+
+def test_the_hurdle_applies_above_bound_only(fake_runner) -> None:
+    """Up to `bound_only` requests the ledgers pause nothing and the bound alone rules: the hurdle is
+    left out there (session 63), and holds above it."""
+    even, above = DraftCosts(4, ROUNDS, PLAIN, lambda b: 1.0), DraftCosts(4, ROUNDS, PLAIN, lambda b: 1.0, 1.25, 1)
+    assert above.plain_rate(1) == pytest.approx(even.plain_rate(1))
+    assert above.plain_rate(2) == pytest.approx(1.25 * even.plain_rate(2))
+
+    def proposer(min_gain: float, bound_only: int) -> DSparkProposer:
+        return DSparkProposer(fake_runner(4, 0.9), 4, ROUNDS, decode=PLAIN, min_gain=min_gain, bound_only=bound_only)
+    assert proposer(2.01, 0).cannot_pay(1) and not proposer(2.01, 1).cannot_pay(1)
+    assert not proposer(1.0, 1).cannot_pay(2) and proposer(2.01, 1).cannot_pay(2)   # 10 x ~367 / (2 x ~978): 1.88

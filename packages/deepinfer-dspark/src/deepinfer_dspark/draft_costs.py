@@ -53,13 +53,16 @@ class DraftCosts:
             `loses` and `probe_pause` asks for it: a hurdle for the costs the profiles miss (on
             the H200 the ledger read gains of 1.00-1.02 at 8 requests where the engine ran
             0.82-0.85; sessions 33-34, BENCHMARKS.md).
+        hurdle_above: `min_gain` applies above this many requests only (the proposer passes
+            `bound_only`: up to it the pause ledgers pause nothing, and drafting stops only where
+            even the bound on the acceptance cannot beat plain decoding itself); 0: at every load.
 
     Raises:
         ValueError: `min_gain` below 1 or not finite (named as `speculative_config.min_gain`).
     """
 
     def __init__(self, num_tokens: int, sps: SPSProfile, decode: SPSProfile,
-                 correction: Callable[[int], float], min_gain: float = 1.0) -> None:
+                 correction: Callable[[int], float], min_gain: float = 1.0, hurdle_above: int = 0) -> None:
         if not (isinstance(min_gain, (int, float)) and not isinstance(min_gain, bool)
                 and math.isfinite(min_gain) and min_gain >= 1.0):
             raise ValueError(f"speculative_config.min_gain: must be a finite number >= 1.0, got {min_gain!r}")
@@ -68,6 +71,7 @@ class DraftCosts:
         self.decode = decode
         self.correction = correction
         self.min_gain = float(min_gain)
+        self.hurdle_above = hurdle_above
 
     def round_rate(self, batch: int) -> float:
         """Drafted rounds per second at `batch` requests, for the decisions to draft or not: the
@@ -86,8 +90,9 @@ class DraftCosts:
 
     def plain_rate(self, batch: int) -> float:
         """Plain decoding's tokens/s at `batch` requests, as the decisions compare it: B
-        SPS_decode(B) times `correction(B)` times `min_gain`."""
-        return batch * self.decode.at(batch) * self.correction(batch) * self.min_gain
+        SPS_decode(B) times `correction(B)` times `min_gain` (above `hurdle_above` requests)."""
+        hurdle = self.min_gain if batch > self.hurdle_above else 1.0
+        return batch * self.decode.at(batch) * self.correction(batch) * hurdle
 
     def gain(self, batch: int, tokens: float, rate: float | None = None) -> float:
         """A round emitting `tokens` (B plus the accepted drafts) over plain decoding, in tokens

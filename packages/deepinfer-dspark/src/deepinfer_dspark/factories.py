@@ -50,7 +50,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           on the H200 with the rounds untimed, 0.822 at 8 requests: not recommended, BENCHMARKS.md
           session 34; the re-timing runs not measured there yet),
           min_gain (1.0: opt in to a hurdle, the gain over plain decoding a drafted round must
-          exceed to count as a win, in [1, 10]; needs decode_profile; see `DraftCosts`),
+          exceed to count as a win, in [1, 10], above bound_only requests (since session 63; up
+          to them the bound alone rules); needs decode_profile; see `DraftCosts`),
           prefix_pricing ("profile": Algorithm 1 reads sps_profile at the tokens a round
           verifies, as in the paper; "full_round": every round is priced as verifying all k
           drafts, as the pause policy prices it, so every draft with a chance of acceptance is

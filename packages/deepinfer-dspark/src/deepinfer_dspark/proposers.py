@@ -110,7 +110,8 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
             `MeasuredRates.stretch_asked`; no per-step cost), or in plain re-timing runs where a
             bucket drafts on near break-even (`StepTiming._plain_run_due`). Opt-in; not with
             `measure_step_times`.
-        min_gain: the gain over plain decoding a drafted round must exceed (`DraftCosts`; 1.0).
+        min_gain: the gain over plain decoding a drafted round must exceed above `bound_only`
+            requests (`DraftCosts`; 1.0).
         bound_only: up to this many requests the ledgers pause nothing (`PausePolicy.bound_only`;
             0 here, 1 by default in the engine's factory).
         bound_only_untimed: up to `bound_only` requests price the rounds on the profiles even with
@@ -233,7 +234,7 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         self._hopeless_until: dict[int, int] = {}     # bucket -> rounds at which its bound is judged again (the same)
         self.retired = False
         self.costs = None if decode is None or sps is None else DraftCosts(num_tokens, sps, decode, self._correction,
-                                                                           min_gain)
+                                                                           min_gain, bound_only)
         self.retired_reason = ""
         self.max_batch = max_batch if max_batch is not None else max(decode.batch_tokens) if decode is not None else 1
         if decode is not None and sps is not None:
