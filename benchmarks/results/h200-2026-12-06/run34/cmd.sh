@@ -1,4 +1,6 @@
-# Session 63 (prepared): a hurdle against the default's loss at 8 requests. Session 62's table at 8 on an H100
+# Session 63: ran on an H100 once as written (out-h100-s63-a) and twice with `CONC=8 SETS=12` (out-h100-s63-b, -c):
+# the hurdle 0.990 (0.970-1.012) of the default at 8 over 16 untraced rounds, no gain; dspark BENCHMARKS "fifty-ninth session".
+# Prepared: a hurdle against the default's loss at 8 requests. Session 62's table at 8 on an H100
 # (run2-table/out-h100-s62-low, traced calls): the two calls that drafted their bodies (31 / 35 rounds) ran 159 / 157
 # ms against plain decoding's 147 / 143, while fixed-7 broke even in those calls (147 / 145) and lost 1.3x in the
 # others; the drafted rounds themselves emitted 1.14x plain decoding's tokens per ms at their running counts, so the
