@@ -1,5 +1,7 @@
 # Session 63: ran on an H100 once as written (out-h100-s63-a) and twice with `CONC=8 SETS=12` (out-h100-s63-b, -c):
 # the hurdle 0.990 (0.970-1.012) of the default at 8 over 16 untraced rounds, no gain; dspark BENCHMARKS "fifty-ninth session".
+# `CAND=NAME` runs another candidate in the hurdle's place (e.g. `confidence-whole`: openings judged with the rest
+# of the reply, where run34's ledgers put most of the default's drafting at 8; session 63's simulation: no gain).
 # Prepared: a hurdle against the default's loss at 8 requests. Session 62's table at 8 on an H100
 # (run2-table/out-h100-s62-low, traced calls): the two calls that drafted their bodies (31 / 35 rounds) ran 159 / 157
 # ms against plain decoding's 147 / 143, while fixed-7 broke even in those calls (147 / 145) and lost 1.3x in the
@@ -18,12 +20,12 @@ B=packages/deepinfer-dspark/benchmarks
 export OMP_NUM_THREADS=2; W=~/o34; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency ${CONC:-1 8} --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 --sps-warmup 3 \
-  --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none confidence confidence-rounds-hurdle none-again \
+  --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none confidence ${CAND:-confidence-rounds-hurdle} none-again \
   --interleave ${SETS:-8} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every 2 --step-log-ledger \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out
 python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every 2 | grep -v "| none |"
-python3 $B/paired_pool.py $W/out/bench_batch.log --engine confidence-rounds-hurdle --against confidence --drop-every 2 | tail -3
+python3 $B/paired_pool.py $W/out/bench_batch.log --engine ${CAND:-confidence-rounds-hurdle} --against confidence --drop-every 2 | tail -3
 grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-300
 grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
