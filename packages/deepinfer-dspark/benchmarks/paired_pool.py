@@ -23,9 +23,16 @@ loads). An interval holding 1 says the logs do not tell A from B. A plain-decodi
 rotates the engines' order each round; rounds left after `--drop-every` may not cover every
 order (its log warns so), and the pool inherits that bias.
 
+The bootstrap treats every round as independent, but the engines of one process can differ as a
+whole by a few percent (session 63: plain decoding's decode steps 1.171 ms on average against
+plain decoding again's 1.106 in one H100 process), so the rounds of a process are not. `--by-log`
+also prints each log's (process's) geometric mean of A/B over its pooled cells, and across the
+logs their geometric mean with a Student t 95% interval (the logs as the sample, n - 1 degrees of
+freedom) and how many read below 1: the reading to quote when the processes disagree.
+
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/paired_pool.py LOG [LOG ...] --engine confidence \
-        --against none-again [--concurrency 8 32 64 128 256] [--drop-every 0 3 ...]
+        --against none-again [--concurrency 8 32 64 128 256] [--drop-every 0 3 ...] [--by-log]
 """
 
 from __future__ import annotations
@@ -90,6 +97,29 @@ def bootstrap(values: list[float], draws: int = 20000, seed: int = 0) -> tuple[f
     return math.exp(means[int(0.025 * draws)]), math.exp(means[int(0.975 * draws) - 1])
 
 
+# Student t 0.975 quantiles by degrees of freedom (a standard table; 1.96 beyond 30).
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
+        20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048,
+        29: 2.045, 30: 2.042}
+
+
+def across_logs(means: list[float]) -> tuple[float, float, float, int]:
+    """The logs' A/B geometric means taken as the sample: (their geometric mean, the low and high
+    ends of its Student t 95% interval on the log scale, how many are below 1).
+
+    Raises:
+        ValueError: fewer than two means, or one <= 0.
+    """
+    if len(means) < 2:
+        raise ValueError(f"across_logs: needs two logs or more with the cell, got {len(means)}")
+    geomean(means)   # (the same checks)
+    logs = [math.log(x) for x in means]
+    centre, spread = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+    half = T975.get(len(logs) - 1, 1.96) * spread
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half), sum(x < 1 for x in means)
+
+
 def pooled(cells: list[dict], engine: str, against: str, concurrency: list[int] | None) -> dict[str, list[float]]:
     """Per-round ratios pooled over the logs' cells: `engine` and `against` over the first engine,
     and `engine` over `against`, round by round. Cells missing either engine are skipped.
@@ -124,6 +154,8 @@ def main() -> None:
     parser.add_argument("--drop-every", type=int, nargs="+", default=[0], metavar="M",
                         help="drop rounds r with r %% M == 0 (the step log's traced rounds): one M for every "
                              "log or one per log; 0 keeps all")
+    parser.add_argument("--by-log", action="store_true",
+                        help="also each log's A/B and a t interval across the logs (the processes)")
     args = parser.parse_args()
     drops = args.drop_every * len(args.logs) if len(args.drop_every) == 1 else args.drop_every
     if len(drops) != len(args.logs):
@@ -146,6 +178,17 @@ def main() -> None:
     for name, values in pool.items():
         low, high = bootstrap(values)
         print(f"- {name}: {geomean(values):.3f} ({low:.3f}-{high:.3f})")
+    if args.by_log:
+        ratio, means = f"{args.engine}/{args.against}", []
+        for path, rounds in zip(args.logs, cells):
+            values = pooled([rounds], args.engine, args.against, args.concurrency)[ratio]
+            if values:
+                means.append(geomean(values))
+                print(f"- {'/'.join(path.parts[-3:-1])}: {ratio} {means[-1]:.3f} ({len(values)} rounds)")
+        if len(means) >= 2:
+            centre, low, high, below = across_logs(means)
+            print(f"Across {len(means)} logs: {ratio} {centre:.3f} (t 95% {low:.3f}-{high:.3f}), "
+                  f"{below} of {len(means)} below 1")
 
 
 if __name__ == "__main__":

@@ -96,3 +96,31 @@ def test_rows_that_cannot_be_paired_are_refused(benchmark_script, tmp_path) -> N
     _log(bad, [(8, "confidence", [1.0, 0.0])])
     with pytest.raises(ValueError, match="bad.log:3: paired rounds: every ratio must be positive"):
         pool.read_rounds(bad)
+
+
+def test_logs_taken_as_the_sample(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
+    """`--by-log`: each log's A/B geometric mean, then a Student t interval across the logs on the
+    log scale (checked against a hand computation) and how many read below 1."""
+    pool = benchmark_script("paired_pool")
+    means = [0.98, 0.95, 1.01]
+    logs = [math.log(x) for x in means]
+    centre = sum(logs) / 3
+    half = 4.303 * math.sqrt(sum((x - centre) ** 2 for x in logs) / 2) / math.sqrt(3)   # t(0.975, 2 df)
+    got = pool.across_logs(means)
+    assert got[0] == pytest.approx(math.exp(centre)) and got[3] == 2
+    assert got[1] == pytest.approx(math.exp(centre - half)) and got[2] == pytest.approx(math.exp(centre + half))
+    for bad in ([1.0], [1.0, 0.0]):
+        with pytest.raises(ValueError):
+            pool.across_logs(bad)
+    paths = []
+    for i, (a, b) in enumerate([([0.9, 1.0], [1.0, 1.0]), ([1.0, 1.0], [0.95, 1.05])]):
+        paths.append(tmp_path / f"run/out-{i}/bench_batch.log")
+        paths[-1].parent.mkdir(parents=True)
+        _log(paths[-1], [(8, "confidence", a), (8, "none-again", b)])
+    monkeypatch.setattr("sys.argv", ["paired_pool.py", *map(str, paths), "--by-log"])
+    pool.main()
+    out = capsys.readouterr().out
+    first, second = math.sqrt(0.9), math.sqrt(1 / 0.95 / 1.05)
+    assert f"- run/out-0: confidence/none-again {first:.3f} (2 rounds)" in out
+    assert f"- run/out-1: confidence/none-again {second:.3f} (2 rounds)" in out
+    assert f"Across 2 logs: confidence/none-again {math.sqrt(first * second):.3f}" in out and "1 of 2 below 1" in out
