@@ -3,17 +3,22 @@
 """Drafted rounds as the pause policy judged them against what they realized, from
 `bench_dspark.py --step-log --step-log-ledger` logs.
 
-For each drafted round (a step of kind `drafted`, `drafted+flush`, ...) followed by a step of the
-same call, the realized gain is what the following step emitted per running request, in plain
-decode steps of the baseline engine (`none`: the median ms of its decode steps without prefill at
-that running count, the nearest count where it has none), over that step's ms: the step that
-verifies the round's drafts (and, inside a run, drafts the next round). Over 1 a round emitted
-more per ms than plain decoding at that load; the mean request's tokens, not the straggler's.
+In the asynchronous engine a step logged as drafted (`drafted`, `drafted+flush`, ...) ran the
+proposer and verified drafts in the same step (a run's first drafted step drafts twice, for itself
+and for the next), and the step after a run's last drafted step verifies its last drafts (a step
+logged `plain` with `verified` > 0). A run is those steps together. Its realized gain is what its
+steps emitted per running request, each priced in the baseline engine's median decode step
+without prefill at that running count (`none` by default; the nearest count where it has none,
+the smaller on a tie), over the run's ms: time-weighted, over 1 where the run emitted more per
+ms than plain decoding at those loads. It counts the mean request's tokens, not the straggler's,
+so it is an upper bound on what a draining batch keeps, and it moves with the baseline (the
+engines of one process differ as a whole by a few percent: price against `none-again` too).
 The judged gain and ratio are `PausePolicy.judged`'s (expected accepted drafts priced at the
 rounds' measured time, the straggler's share where `judge_stragglers` applies; logged in the
-step that ran the judgement, one round late with `overlap_bookkeeping`), split by whether the
-round was judged as a reply's opening (`OpeningPhase`). `round_time` is the measured rounds'
-correction over the profile. Session 63 read it by hand on the H100 at 8 requests (run34).
+step that ran the judgement, one round late with `overlap_bookkeeping`), every one logged,
+split by whether the round was judged as a reply's opening (`OpeningPhase`). `round_time` is the
+measured rounds' correction over the profile. Session 63 read it on the H100 at 8 requests
+(run34): openings judged at 1.00 on average where the runs realized ~0.87.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/judged_rounds.py LOG [LOG ...] [--concurrency 8]
@@ -40,11 +45,18 @@ def plain_steps(rows: list[dict], baseline: str) -> dict[int, dict[int, float]]:
     return {c: {n: statistics.median(v) for n, v in by.items()} for c, by in times.items()}
 
 
+def _nearest(medians: dict[int, float], running: int) -> float:
+    """The median at `running`, else at the nearest running count (the smaller on a tie)."""
+    return medians[min(medians, key=lambda n: (abs(n - running), n))]
+
+
 def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
-    """One dict per (concurrency, engine) that drafted, over every log: `rounds`, `realized`
-    (mean realized gain), `opening` / `body` (judgements logged: count and mean judged gain),
-    `ratio` (mean judged ratio), `round_ms` and `correction` (medians; None where not logged).
-    A log without `baseline` decode steps at a concurrency gives no rounds there."""
+    """One dict per (concurrency, engine) that drafted or judged, over every log: `rounds`
+    (drafted steps in runs priced), `realized` (time-weighted realized gain of those runs; None
+    without the baseline's decode steps at that concurrency), `opening` / `body` (judgements
+    logged: count and mean judged gain), `ratio` (mean judged ratio), `round_ms` (median ms of a
+    drafted step inside a run, not a run's first) and `correction` (median `round_time` of the
+    drafted steps; None for an engine that logged no judgement, e.g. fixed k)."""
     found: dict[tuple[int, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for rows in logs:
         plain = plain_steps(rows, baseline)
@@ -52,23 +64,33 @@ def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
         for row in rows:
             calls[(row["engine"], row["concurrency"], row["round"])].append(row)
         for (engine, concurrency, _), steps in calls.items():
-            medians = plain.get(concurrency)
-            for row, after in zip(steps, steps[1:]):
-                cell = found[(concurrency, engine)]
+            medians, cell = plain.get(concurrency), found[(concurrency, engine)]
+            run: list[dict] = []
+            for i, row in enumerate(steps):
                 if row.get("judged"):
                     opening, _, _, ratio, gain = row["judged"]
                     cell["opening" if opening else "body"].append(gain)
                     cell["ratio"].append(ratio)
-                if not row["kind"].startswith("drafted") or not after["running"] or not medians:
-                    continue
-                step = medians.get(after["running"]) or medians[min(medians, key=lambda n: abs(n - after["running"]))]
-                cell["realized"].append(after["emitted"] / after["running"] * step / after["ms"])
-                cell["round_ms"].append(after["ms"])
-                if row.get("round_time") is not None:
+                if row.get("round_time") is not None and row["kind"].startswith("drafted"):
                     cell["correction"].append(row["round_time"])
+                if row["kind"].startswith("drafted"):
+                    if run:
+                        cell["round_ms"].append(row["ms"])
+                    run.append(row)
+                    if i + 1 < len(steps):
+                        continue
+                elif run and row["verified"] and row["running"]:
+                    run.append(row)   # the step that verifies the run's last drafts
+                if run and medians:
+                    priced = [r for r in run if r["running"]]
+                    cell["drafted"].append(sum(r["kind"].startswith("drafted") for r in run))
+                    cell["plain_ms"].append(sum(r["emitted"] / r["running"] * _nearest(medians, r["running"])
+                                                for r in priced))
+                    cell["run_ms"].append(sum(r["ms"] for r in priced))
+                run = []
     out = []
     for (concurrency, engine), cell in sorted(found.items()):
-        if not cell["realized"]:
+        if not cell["drafted"] and not cell["opening"] and not cell["body"]:
             continue
 
         def mean(key):
@@ -76,10 +98,12 @@ def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
 
         def median(key):
             return statistics.median(cell[key]) if cell[key] else None
-        out.append({"concurrency": concurrency, "engine": engine, "rounds": len(cell["realized"]),
-                    "realized": mean("realized"), "opening": (len(cell["opening"]), mean("opening")),
+        realized = sum(cell["plain_ms"]) / sum(cell["run_ms"]) if sum(cell["run_ms"]) > 0 else None
+        out.append({"concurrency": concurrency, "engine": engine, "rounds": sum(cell["drafted"]),
+                    "realized": realized, "opening": (len(cell["opening"]), mean("opening")),
                     "body": (len(cell["body"]), mean("body")), "ratio": mean("ratio"),
-                    "round_ms": median("round_ms"), "correction": median("correction")})
+                    "round_ms": median("round_ms"),
+                    "correction": median("correction") if cell["opening"] or cell["body"] else None})
     return out
 
 
@@ -94,7 +118,7 @@ def main() -> None:
     def num(value, digits=3):
         return "-" if value is None else f"{value:.{digits}f}"
     print("| requests | engine | rounds | realized gain | judged openings (gain) | judged bodies (gain) "
-          "| judged ratio | round ms | correction |")
+          "| judged ratio | drafted step ms | correction |")
     print("|---:|---|---:|---:|---|---|---:|---:|---:|")
     for r in rows:
         if args.concurrency and r["concurrency"] not in args.concurrency:
