@@ -3,13 +3,12 @@
 # `CAND=NAME` runs another candidate in the hurdle's place (e.g. `confidence-whole`: openings judged with the rest
 # of the reply, where run34's ledgers put most of the default's drafting at 8; session 63's simulation: no gain).
 # Prepared: a hurdle against the default's loss at 8 requests. Session 62's table at 8 on an H100
-# (run2-table/out-h100-s62-low, traced calls): the two calls that drafted their bodies (31 / 35 rounds) ran 159 / 157
-# ms against plain decoding's 147 / 143, while fixed-7 broke even in those calls (147 / 145) and lost 1.3x in the
-# others; the drafted rounds themselves emitted 1.14x plain decoding's tokens per ms at their running counts, so the
-# loss sits in the batch's straggler and the transitions, which the per-round judgement does not see.
+# (run2-table/out-h100-s62-low, traced calls): the two calls that drafted their bodies (29 / 33 rounds) ran 153.6 /
+# 151.1 ms against plain decoding's 140.1 / 136.4 (sums of their steps) and fixed-7's 142.0 / 139.8.
 # `confidence-rounds-hurdle` is the default (rounds timed, as by default) with `min_gain` 1.1: a drafted round must
 # be judged 1.1x plain decoding to count as a win. At 8 requests `bound_only` (1) does not apply, so this is what a
-# hurdle above one request would do there; at 1 request it shows what the hurdle costs where the bound alone rules.
+# hurdle above one request does there; at 1 request, since session 63's change (`min_gain` above `bound_only` only),
+# the two engines run one policy: a reading of the noise between two engines of one process.
 # Plain decoding, the default, the candidate and plain decoding again in one process, pinned (run24's method),
 # every second round traced with the pause ledgers (`--step-log-ledger`: the judged gains of the rounds drafted at
 # 8). Pool: `paired_pool.py OUT/bench_batch.log --against none-again --drop-every 2` and `--engine

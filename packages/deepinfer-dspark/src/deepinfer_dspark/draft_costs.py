@@ -54,8 +54,10 @@ class DraftCosts:
             the H200 the ledger read gains of 1.00-1.02 at 8 requests where the engine ran
             0.82-0.85; sessions 33-34, BENCHMARKS.md).
         hurdle_above: `min_gain` applies above this many requests only (the proposer passes
-            `bound_only`: up to it the pause ledgers pause nothing, and drafting stops only where
-            even the bound on the acceptance cannot beat plain decoding itself); 0: at every load.
+            `bound_only`: up to it the pause ledgers' averages pause nothing, and drafting stops
+            only where even the bound on the acceptance cannot beat plain decoding itself); 0: at
+            every load. The line is drawn by requests, not by ledger bucket: a `bound_only` inside
+            a bucket (3, in the bucket of 3-4) averages rounds priced with and without the hurdle.
 
     Raises:
         ValueError: `min_gain` below 1 or not finite (named as `speculative_config.min_gain`).
