@@ -57,7 +57,7 @@ class DraftCosts:
             `bound_only`: up to it the pause ledgers' averages pause nothing, and drafting stops
             only where even the bound on the acceptance cannot beat plain decoding itself); 0: at
             every load. The line is drawn by requests, not by ledger bucket: a `bound_only` inside
-            a bucket (3, in the bucket of 3-4) averages rounds priced with and without the hurdle.
+            a bucket (5, in the bucket of 5-6) averages rounds priced with and without the hurdle.
 
     Raises:
         ValueError: `min_gain` below 1 or not finite (named as `speculative_config.min_gain`).
