@@ -10,9 +10,12 @@ logged `plain` with `verified` > 0). A run is those steps together. Its realized
 steps emitted per running request, each priced in the baseline engine's median decode step
 without prefill at that running count (`none` by default; the nearest count where it has none,
 the smaller on a tie), over the run's ms: time-weighted, over 1 where the run emitted more per
-ms than plain decoding at those loads. It counts the mean request's tokens, not the straggler's,
-so it is an upper bound on what a draining batch keeps, and it moves with the baseline (the
-engines of one process differ as a whole by a few percent: price against `none-again` too).
+ms than plain decoding at those loads; apart, too, for the runs' steps taken in the batch's
+opening (the least advanced request, the step log's `reply`, within its first 32 tokens) and the
+others (a run's first step, which drafts twice, falls in the phase the run began in). It counts
+the mean request's tokens, not the straggler's, so it is an upper bound on what a draining batch
+keeps, and it moves with the baseline (the engines of one process differ as a whole by a few
+percent: price against `none-again` too).
 The judged gain and ratio are `PausePolicy.judged`'s (expected accepted drafts priced at the
 rounds' measured time, the straggler's share where `judge_stragglers` applies; logged in the
 step that ran the judgement, one round late with `overlap_bookkeeping`), every one logged,
@@ -35,6 +38,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in the tests)
 from step_log_report import load  # noqa: E402
 
+OPENING = 32   # `opening_phase.OPENING_TOKENS`: a step before its least advanced request's 32nd token
+
 
 def plain_steps(rows: list[dict], baseline: str) -> dict[int, dict[int, float]]:
     """concurrency -> running requests -> the median ms of `baseline`'s decode steps there."""
@@ -53,7 +58,9 @@ def _nearest(medians: dict[int, float], running: int) -> float:
 def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
     """One dict per (concurrency, engine) that drafted or judged, over every log: `rounds`
     (drafted steps in runs priced), `realized` (time-weighted realized gain of those runs; None
-    without the baseline's decode steps at that concurrency), `opening` / `body` (judgements
+    without the baseline's decode steps at that concurrency), `realized_opening` / `realized_body`
+    (the same over the runs' steps taken while the least advanced request was within its reply's
+    first `OPENING` tokens, and over the others), `opening` / `body` (judgements
     logged: count and mean judged gain), `ratio` (mean judged ratio), `round_ms` (median ms of a
     drafted step inside a run, not a run's first) and `correction` (median `round_time` of the
     drafted steps; None for an engine that logged no judgement, e.g. fixed k)."""
@@ -82,11 +89,11 @@ def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
                 elif run and row["verified"] and row["running"]:
                     run.append(row)   # the step that verifies the run's last drafts
                 if run and medians:
-                    priced = [r for r in run if r["running"]]
                     cell["drafted"].append(sum(r["kind"].startswith("drafted") for r in run))
-                    cell["plain_ms"].append(sum(r["emitted"] / r["running"] * _nearest(medians, r["running"])
-                                                for r in priced))
-                    cell["run_ms"].append(sum(r["ms"] for r in priced))
+                    for r in (r for r in run if r["running"]):
+                        phase = "opening" if r.get("reply", OPENING) < OPENING else "body"
+                        cell[f"plain_ms {phase}"].append(r["emitted"] / r["running"] * _nearest(medians, r["running"]))
+                        cell[f"run_ms {phase}"].append(r["ms"])
                 run = []
     out = []
     for (concurrency, engine), cell in sorted(found.items()):
@@ -98,9 +105,12 @@ def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
 
         def median(key):
             return statistics.median(cell[key]) if cell[key] else None
-        realized = sum(cell["plain_ms"]) / sum(cell["run_ms"]) if sum(cell["run_ms"]) > 0 else None
+        def realized(*phases):
+            spent = sum(sum(cell[f"run_ms {p}"]) for p in phases)
+            return sum(sum(cell[f"plain_ms {p}"]) for p in phases) / spent if spent > 0 else None
         out.append({"concurrency": concurrency, "engine": engine, "rounds": sum(cell["drafted"]),
-                    "realized": realized, "opening": (len(cell["opening"]), mean("opening")),
+                    "realized": realized("opening", "body"), "realized_opening": realized("opening"),
+                    "realized_body": realized("body"), "opening": (len(cell["opening"]), mean("opening")),
                     "body": (len(cell["body"]), mean("body")), "ratio": mean("ratio"),
                     "round_ms": median("round_ms"),
                     "correction": median("correction") if cell["opening"] or cell["body"] else None})
@@ -117,13 +127,14 @@ def main() -> None:
 
     def num(value, digits=3):
         return "-" if value is None else f"{value:.{digits}f}"
-    print("| requests | engine | rounds | realized gain | judged openings (gain) | judged bodies (gain) "
-          "| judged ratio | drafted step ms | correction |")
-    print("|---:|---|---:|---:|---|---|---:|---:|---:|")
+    print("| requests | engine | rounds | realized gain (openings / bodies) | judged openings (gain) "
+          "| judged bodies (gain) | judged ratio | drafted step ms | correction |")
+    print("|---:|---|---:|---|---|---|---:|---:|---:|")
     for r in rows:
         if args.concurrency and r["concurrency"] not in args.concurrency:
             continue
         print(f"| {r['concurrency']} | {r['engine']} | {r['rounds']} | {num(r['realized'])} "
+              f"({num(r['realized_opening'])} / {num(r['realized_body'])}) "
               f"| {r['opening'][0]} ({num(r['opening'][1])}) | {r['body'][0]} ({num(r['body'][1])}) "
               f"| {num(r['ratio'])} | {num(r['round_ms'], 2)} | {num(r['correction'])} |")
 

@@ -20,13 +20,14 @@ def test_runs_are_priced_in_the_baselines_plain_steps(benchmark_script, tmp_path
     """A run is its drafted steps (each verified drafts in the same step) and the step after it
     that verified its last drafts; its realized gain is what those steps emitted per running request,
     in the baseline's median decode step at that running count (the nearest count, the smaller on
-    a tie, where it has none), over their ms, time-weighted over the runs. Every judgement counts,
+    a tie, where it has none), over their ms, time-weighted over the runs, and apart for the steps
+    logged within the least advanced request's first 32 tokens (`reply`) and the others. Every judgement counts,
     split by opening and body, the call's last step's too."""
     module = benchmark_script("judged_rounds")
     rows = [step("none", "plain", 9.0, 4, prefill=40), step("none", "plain", 1.0, 4), step("none", "plain", 1.2, 4),
             step("none", "plain", 1.4, 4), step("none", "plain", 2.0, 8), step("none", "plain", 3.0, 6),
             step("c", "plain", 3.0, 8, prefill=40),
-            step("c", "drafted", 6.0, 8, 24, verified=30, judged=[True, 9.0, 40, 1.2, 1.1], round_time=1.1),
+            step("c", "drafted", 6.0, 8, 24, verified=30, judged=[True, 9.0, 40, 1.2, 1.1], round_time=1.1, reply=20),
             step("c", "drafted+flush", 5.0, 8, 16, verified=30, round_time=1.3),
             step("c", "plain", 2.0, 5, 10, verified=12),     # verifies the run's last drafts; 5: 4's and 6's tie -> 4
             step("c", "plain", 1.0, 5, 5, judged=[False, 7.0, 40, 0.9, 0.8]),   # not in the run
@@ -36,6 +37,8 @@ def test_runs_are_priced_in_the_baselines_plain_steps(benchmark_script, tmp_path
     c, fixed = out["c"], out["fixed"]
     plain = 24 / 8 * 2.0 + 16 / 8 * 2.0 + 10 / 5 * 1.2 + 8 / 4 * 1.2
     assert c["rounds"] == 3 and c["realized"] == pytest.approx(plain / (6.0 + 5.0 + 2.0 + 4.0))
+    assert c["realized_opening"] == pytest.approx(24 / 8 * 2.0 / 6.0)   # the one step logged within 32 tokens
+    assert c["realized_body"] == pytest.approx((plain - 24 / 8 * 2.0) / (5.0 + 2.0 + 4.0))
     assert c["opening"] == (1, 1.1) and c["body"] == (1, 0.8) and c["ratio"] == pytest.approx(1.05)
     assert c["round_ms"] == 5.0 and c["correction"] == pytest.approx(1.2)
     assert fixed["rounds"] == 1 and fixed["realized"] == pytest.approx(16 / 8 * 2.0 / 4.0)
@@ -47,5 +50,6 @@ def test_runs_are_priced_in_the_baselines_plain_steps(benchmark_script, tmp_path
     monkeypatch.setattr("sys.argv", ["judged_rounds.py", str(path), "--concurrency", "8"])
     module.main()
     printed = capsys.readouterr().out
-    assert f"| 8 | c | 3 | {plain / 17:.3f} | 1 (1.100) | 1 (0.800) | 1.050 | 5.00 | 1.200 |" in printed
-    assert "| 8 | fixed | 1 | 1.000 | 0 (-) | 0 (-) | - | - | - |" in printed
+    assert (f"| 8 | c | 3 | {plain / 17:.3f} (1.000 / {(plain - 6.0) / 11:.3f}) | 1 (1.100) | 1 (0.800) | 1.050 "
+            "| 5.00 | 1.200 |") in printed
+    assert "| 8 | fixed | 1 | 1.000 (- / 1.000) | 0 (-) | 0 (-) | - | - | - |" in printed
