@@ -29,6 +29,8 @@
   its last request to finish keeps of their gain (`judge_stragglers`), `confidence-mean` by the
   mean request's (`judge_stragglers` false, as the default; in session 41's logs `confidence`
   had it on);
+- `confidence-opening-runs` (by name only, session 63): an opening run's start and end priced into
+  its rounds' judgement where the body loses (`opening_runs`);
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -60,7 +62,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-lone-loops", "confidence-lone2", "confidence-bound0", "confidence-overlap",
          "confidence-now", "confidence-replies4", "confidence-unleased",
          "confidence-timed1", "dormant-stub", "confidence-search-all",
-         "confidence-preflush", "confidence-late-flush")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-preflush", "confidence-late-flush",
+         "confidence-opening-runs")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -164,7 +167,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-rounds", "confidence-lookup", "confidence-full", "confidence-whole", "confidence-alone",
                 "confidence-alone-rounds", "confidence-plain", "confidence-timed", "confidence-hurdle",
                 "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub",
-                "confidence-search-all", "confidence-preflush", "confidence-late-flush")
+                "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -223,6 +226,7 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-replies4"] = {**variants["confidence"]}   # (`built`: `expected_loss` waits for 4 replies)
     variants["confidence-preflush"] = {**variants["confidence"], "pre_flush": True}   # (session 62's candidate)
     variants["confidence-late-flush"] = {**variants["confidence"], "pre_flush": False}   # (the default before it)
+    variants["confidence-opening-runs"] = {**variants["confidence"], "opening_runs": True}   # (session 63's candidate)
     # ... and the ledgers pausing nothing at 1 request (`bound_only` 1: session 45's candidate, the default
     # since), with `lookup_loops` too, up to 2 requests, and at no load (`bound_only` 0: until session 45).
     variants["confidence-lone"] = {**variants["confidence"], "bound_only": 1}

@@ -1,7 +1,8 @@
 # Session 63: ran on an H100 once as written (out-h100-s63-a) and twice with `CONC=8 SETS=12` (out-h100-s63-b, -c):
 # the hurdle 0.990 (0.970-1.012) of the default at 8 over 16 untraced rounds, no gain; dspark BENCHMARKS "fifty-ninth session".
-# `CAND=NAME` runs another candidate in the hurdle's place (e.g. `confidence-whole`: openings judged with the rest
-# of the reply, where run34's ledgers put most of the default's drafting at 8; session 63's simulation: no gain).
+# `CAND=NAME` runs another candidate in the hurdle's place: `confidence-opening-runs` (session 63's candidate, next:
+# an opening run's start and end priced into its rounds' judgement where the body loses) or `confidence-whole`
+# (openings judged with the rest of the reply; session 63's simulation: no gain).
 # Prepared: a hurdle against the default's loss at 8 requests. Session 62's table at 8 on an H100
 # (run2-table/out-h100-s62-low, traced calls): the two calls that drafted their bodies (29 / 33 rounds) ran 153.6 /
 # 151.1 ms against plain decoding's 140.1 / 136.4 (sums of their steps) and fixed-7's 142.0 / 139.8.

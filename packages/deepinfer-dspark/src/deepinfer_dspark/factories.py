@@ -109,7 +109,11 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           resumption (the resumed round and the two steps before it) took 9.0 against 10.6 ms, and
           over four processes the engine ran 1.009 (0.979-1.034) of the one without it there: a
           cheaper resumption, no throughput gain shown; the pause policy then times fewer flushes
-          and probes more often, BENCHMARKS.md fifty-eighth session).
+          and probes more often, BENCHMARKS.md fifty-eighth session),
+          opening_runs (False: opt in to pricing an opening run's start and end into its rounds'
+          judgement where the body loses, above bound_only requests, `PausePolicy.opening_runs`;
+          session 63's candidate: on an H100 at 8 requests the openings' runs of 3-5 rounds realized
+          0.87 of plain decoding where they were judged at 1.00; not yet measured on a GPU).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -214,8 +218,9 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
                          f"(the drafter's block_size), got {k}")
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
-    loops = settings.pop("lookup_loops")
+    loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
+    proposer.opening_runs = opening_runs   # (`PausePolicy.opening_runs`)
     if not proposer.retired:
         _prepare(runner, model_info, k)
     if not lookup or proposer.retired:
@@ -260,7 +265,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
-                "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush"):
+                "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -305,6 +310,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 lease_rounds=_int_key(spec_config, "lease_rounds", LEASE_DEFAULT, 0),
                 bound_only_untimed=_bool_key(spec_config, "bound_only_untimed", UNTIMED_DEFAULT),
                 pre_flush=_bool_key(spec_config, "pre_flush", PRE_FLUSH_DEFAULT),
+                opening_runs=_bool_key(spec_config, "opening_runs", False),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 

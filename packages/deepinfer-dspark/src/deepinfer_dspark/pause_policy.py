@@ -62,11 +62,19 @@ class PausePolicy:
             the evidence's drafted requests are one reply's rounds, correlated: on the H200
             (session 46) one hard first reply's 24 rounds ruled the load out for ~6 replies.
             Session 46's candidate (`confidence-replies4`), not measured on the H200 yet.
+        opening_runs: above `bound_only` requests, where the body loses (`_body_loses`: the run
+            ends with the opening), an opening round's gain is scaled by the share of the opening
+            run's time its rounds take (`_opening_run_share`): the run's first step drafts twice
+            and the step after its last round only verifies, a cost no round's price holds. On an
+            H100 at 8 requests (session 63, run34) those two cost ~4 ms a run, a round's worth,
+            and the openings' runs of 3-5 rounds realized 0.87 of plain decoding where the ledger
+            judged them at 1.00. False: as until session 63 (`speculative_config.opening_runs`).
     """
 
     settled_requests: int = 0
     bound_only: int = 0
     min_replies: int = 0
+    opening_runs: bool = False
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -170,6 +178,7 @@ class PausePolicy:
             return
         ratio = self.acceptance.ratio(batch, opening)
         tau = batch + (min(ratio * expected, float(verified)) if expected > 0 else 0.0)
+        tokens = tau / batch   # a request's tokens a round, before the straggler's share
         tau *= self._straggler_factor(batch)   # (1.0 unless a batch drains: `judge_stragglers`)
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:
@@ -190,6 +199,8 @@ class PausePolicy:
         if opening:   # judged apart, paused apart: no decline, no spread (`OpeningPhase`)
             if not self._body_loses(batch):   # a paused opening pays a transition into a drafting body
                 gain /= self.openings.worth_skipping
+            elif self.opening_runs and batch > self.bound_only:   # the run ends with the opening
+                gain *= self._opening_run_share(batch, tokens)
             if ledger.judge(batch, gain) and gain <= 1 and batch > self.bound_only:   # (`bound_only`: averaged only)
                 settled = self._settled(ledger, batch)
                 overhead = self._probe_overhead(batch) if settled else 0.0
@@ -229,6 +240,16 @@ class PausePolicy:
     def _round_seconds(self, batch: int) -> float:
         """A drafted round's seconds at `batch` requests (`DraftCosts.round_rate`)."""
         return 1.0 / self.costs.round_rate(batch)
+
+    def _opening_run_share(self, batch: int, tokens: float) -> float:
+        """The share of an opening run's time its rounds take, at `batch` requests gaining `tokens`
+        each a round: R rounds of c plain steps (c = plain decoding's rate over B `round_rate(B)`,
+        `DraftCosts`) against R c plus the run's transition, `_probe_overhead(B)` plain steps (the
+        first step's second draft and the verify-only step after the last round, as a probe pays
+        them), with R = the opening's tokens over `tokens` (at least 1)."""
+        rounds = max(self.openings.tokens / max(tokens, 1.0), 1.0)
+        cost = self.costs.plain_rate(batch) / (batch * self.costs.round_rate(batch))
+        return rounds * cost / (rounds * cost + self._probe_overhead(batch))
 
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
