@@ -1,58 +1,71 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
 """`PausePolicy.opening_runs`: where the body loses, an opening round is judged with its run's
-start and end (the first step's second draft, the verify-only step after the last round) priced in,
-as a probe pays them (`_probe_overhead`)."""
+start and end (the first step's second draft, the verify-only step after the last round: one
+round's worth, `RUN_TRANSITION_ROUNDS`) spread over the rounds a run over the opening takes."""
 
 from __future__ import annotations
 
 import pytest
 
-from deepinfer_dspark.draft_costs import probe_overhead
 from deepinfer_dspark.opening_phase import OPENING_TOKENS
-from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
+from deepinfer_dspark.pause_policy import RUN_TRANSITION_ROUNDS, SETTLED_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
 K = 4
-SPS = SPSProfile([1, 5, 64, 320], [500.0, 500.0, 400.0, 150.0])   # a round at 1 request: 2 plain steps
+SPS = SPSProfile([1, 5, 64, 320], [500.0, 500.0, 400.0, 150.0])
 DECODE = SPSProfile([1, 64], [1000.0, 700.0])
+BATCH = 2
 
 
-def proposer(fake_runner, opening_runs: bool, body: float = 0.8, bound_only: int = 0) -> DSparkProposer:
-    """One whose body ledger at 1 request has settled at `body`."""
+def proposer(fake_runner, opening_runs: bool, body: float = 0.8, bound_only: int = 1,
+             min_gain: float = 1.0) -> DSparkProposer:
+    """One whose body ledger at `BATCH` requests has settled at `body`."""
     out = DSparkProposer(fake_runner(K, 0.9), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64,
-                         bound_only=bound_only)
+                         bound_only=bound_only, min_gain=min_gain)
     out.opening_runs = opening_runs
     for _ in range(SETTLED_ROUNDS):
-        out.pauses.judge(1, body)
+        out.pauses.judge(BATCH, body)
     return out
 
 
-def test_the_runs_share(fake_runner) -> None:
-    """R rounds of c plain steps against R c plus the probe's overhead: at 1 request a round costs
-    2 plain steps, a request gaining 2 tokens a round crosses the opening in 16 rounds."""
-    p = proposer(fake_runner, True)
-    rounds, cost = OPENING_TOKENS / 2, 1000.0 / 500.0
-    assert p._opening_run_share(1, 2.0) == pytest.approx(rounds * cost / (rounds * cost + probe_overhead(1)))
-    assert p._opening_run_share(1, 0.5) == p._opening_run_share(1, 1.0)                  # at least a token a round
-    assert p._opening_run_share(1, 64.0) == pytest.approx(cost / (cost + probe_overhead(1)))   # at least a round
+def expected_for(p: DSparkProposer, gain: float) -> float:
+    """The expected accepted drafts (summed over the batch) that price an opening round at `gain`."""
+    return gain * p.costs.plain_rate(BATCH) / p.costs.round_rate(BATCH) - BATCH
 
 
-def test_an_opening_that_wins_a_little_pauses_only_with_its_run_priced(fake_runner) -> None:
-    """An opening round judged at 1.05 (2.1 tokens at half a plain step's rate) where the body has
-    settled a loss: it drafts on as before, and pauses the openings with `opening_runs` (1.05 times
-    a share of ~0.84). Where the body wins, or up to `bound_only` requests, nothing changes."""
-    def opening_round(p: DSparkProposer) -> int:
-        p._plan_pause(1.1, [K], 1, opening=True)
-        assert p.judged[4] == pytest.approx(1.05)   # (the round's own gain, as logged, before the opening's pricing)
-        return p.openings.ledger.left(1)
+def test_the_runs_share() -> None:
+    """R / (R + one round), R the opening's tokens over a request's tokens a round, at least 1."""
+    p = DSparkProposer.__new__(DSparkProposer)
+    from deepinfer_dspark.opening_phase import OpeningPhase
+    p.openings = OpeningPhase(8, 64)
+    assert RUN_TRANSITION_ROUNDS == 1.0
+    assert p._opening_run_share(2.0) == pytest.approx(16 / 17)
+    whole = OPENING_TOKENS / (OPENING_TOKENS + 1)
+    assert p._opening_run_share(0.5) == p._opening_run_share(1.0) == pytest.approx(whole)
+    assert p._opening_run_share(64.0) == pytest.approx(1 / 2)
 
-    assert opening_round(proposer(fake_runner, False)) == 0
-    assert opening_round(proposer(fake_runner, True)) > 0
-    assert 1.05 * proposer(fake_runner, True)._opening_run_share(1, 2.1) < 0.9
-    assert opening_round(proposer(fake_runner, True, body=1.2)) == 0            # the body wins: the run goes on
-    assert opening_round(proposer(fake_runner, True, bound_only=1)) == 0         # averaged only there
+
+@pytest.mark.parametrize("min_gain", [1.0, 1.2])
+def test_an_opening_that_wins_a_little_pauses_only_with_its_run_priced(fake_runner, min_gain: float) -> None:
+    """An opening round at 2 requests judged at 1.04 where the body has settled a loss drafts on
+    without `opening_runs` and pauses the openings with it (1.04 x ~0.94 < 1; the logged gain is
+    the scaled one, the same under a hurdle). Where the body wins, or at `bound_only` requests and
+    below, nothing changes."""
+    def opening_round(p: DSparkProposer, gain: float = 1.04) -> int:
+        expected = expected_for(p, gain)
+        p._plan_pause(expected, [K, K], BATCH, opening=True)
+        tokens = (BATCH + expected) / BATCH
+        scaled = p.opening_runs and p._body_loses(BATCH) and BATCH > p.bound_only
+        assert p.judged[4] == pytest.approx(gain * (p._opening_run_share(tokens) if scaled else 1.0))
+        return p.openings.ledger.left(BATCH)
+
+    assert opening_round(proposer(fake_runner, False, min_gain=min_gain)) == 0
+    assert opening_round(proposer(fake_runner, True, min_gain=min_gain)) > 0
+    assert opening_round(proposer(fake_runner, True, min_gain=min_gain), gain=1.1) == 0   # 1.1 x ~0.94 > 1
+    assert opening_round(proposer(fake_runner, True, body=1.2, min_gain=min_gain)) == 0   # the body wins
+    assert opening_round(proposer(fake_runner, True, bound_only=BATCH, min_gain=min_gain)) == 0   # averaged only
 
 
 def test_the_config_key(folders, kit, benchmark_script) -> None:

@@ -110,10 +110,11 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           over four processes the engine ran 1.009 (0.979-1.034) of the one without it there: a
           cheaper resumption, no throughput gain shown; the pause policy then times fewer flushes
           and probes more often, BENCHMARKS.md fifty-eighth session),
-          opening_runs (False: opt in to pricing an opening run's start and end into its rounds'
-          judgement where the body loses, above bound_only requests, `PausePolicy.opening_runs`;
-          session 63's candidate: on an H100 at 8 requests the openings' runs of 3-5 rounds realized
-          0.87 of plain decoding where they were judged at 1.00; not yet measured on a GPU).
+          opening_runs (False: opt in to pricing an opening run's start and end (a round's worth)
+          into its rounds' judgement where the body loses, above bound_only requests,
+          `PausePolicy.opening_runs`; session 63's candidate: on an H100 at 8 requests the default's
+          opening runs (5.3 rounds on average, three of them) realized 0.87 of plain decoding where
+          they were judged at 1.00; not yet measured on a GPU).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).

@@ -30,6 +30,12 @@ from __future__ import annotations
 from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
+# Rounds' worth of time a drafted run pays besides its rounds: its first step drafts twice, the step
+# after its last round only verifies. On an H100 at 8 requests (session 63, run34's traced calls) the
+# first step took 6.60 ms against 4.34 inside a run, the verify-only step 3.21 against a plain step's
+# ~1.15: ~4.3 ms, one round. Read by `opening_runs` only.
+RUN_TRANSITION_ROUNDS = 1.0
+
 MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) before `expected_loss` judges
 # (64 until session 17: with a drafter that lost everywhere the evidence never got past 33 requests
 # on the H200, and loads of 32-256 requests were probed and kept their features)
@@ -64,11 +70,13 @@ class PausePolicy:
             Session 46's candidate (`confidence-replies4`), not measured on the H200 yet.
         opening_runs: above `bound_only` requests, where the body loses (`_body_loses`: the run
             ends with the opening), an opening round's gain is scaled by the share of the opening
-            run's time its rounds take (`_opening_run_share`): the run's first step drafts twice
-            and the step after its last round only verifies, a cost no round's price holds. On an
-            H100 at 8 requests (session 63, run34) those two cost ~4 ms a run, a round's worth,
-            and the openings' runs of 3-5 rounds realized 0.87 of plain decoding where the ledger
-            judged them at 1.00. False: as until session 63 (`speculative_config.opening_runs`).
+            run's time its rounds take (`_opening_run_share`; the scaled gain is what `judged`
+            logs): the run's first step drafts twice and the step after its last round only
+            verifies, a cost no round's price holds. On an H100 at 8 requests (session 63, run34)
+            those two cost ~4.3 ms a run, a round's worth (`RUN_TRANSITION_ROUNDS`), and the
+            default's 3 opening runs there (5.3 rounds on average) realized 0.87 of plain decoding
+            where the ledger judged them at 1.00. False: as until session 63
+            (`speculative_config.opening_runs`).
     """
 
     settled_requests: int = 0
@@ -200,7 +208,8 @@ class PausePolicy:
             if not self._body_loses(batch):   # a paused opening pays a transition into a drafting body
                 gain /= self.openings.worth_skipping
             elif self.opening_runs and batch > self.bound_only:   # the run ends with the opening
-                gain *= self._opening_run_share(batch, tokens)
+                gain *= self._opening_run_share(tokens)
+                self.judged = (*self.judged[:4], gain)   # (logged as the ledger reads it)
             if ledger.judge(batch, gain) and gain <= 1 and batch > self.bound_only:   # (`bound_only`: averaged only)
                 settled = self._settled(ledger, batch)
                 overhead = self._probe_overhead(batch) if settled else 0.0
@@ -241,15 +250,13 @@ class PausePolicy:
         """A drafted round's seconds at `batch` requests (`DraftCosts.round_rate`)."""
         return 1.0 / self.costs.round_rate(batch)
 
-    def _opening_run_share(self, batch: int, tokens: float) -> float:
-        """The share of an opening run's time its rounds take, at `batch` requests gaining `tokens`
-        each a round: R rounds of c plain steps (c = plain decoding's rate over B `round_rate(B)`,
-        `DraftCosts`) against R c plus the run's transition, `_probe_overhead(B)` plain steps (the
-        first step's second draft and the verify-only step after the last round, as a probe pays
-        them), with R = the opening's tokens over `tokens` (at least 1)."""
+    def _opening_run_share(self, tokens: float) -> float:
+        """The share of an opening run's time its rounds take, a request gaining `tokens` a round:
+        R / (R + `RUN_TRANSITION_ROUNDS`), R = the opening's tokens over `tokens` (at least 1), the
+        rounds a run over the whole opening takes (an upper bound: a run cut short by a pause pays
+        the same transition over fewer rounds)."""
         rounds = max(self.openings.tokens / max(tokens, 1.0), 1.0)
-        cost = self.costs.plain_rate(batch) / (batch * self.costs.round_rate(batch))
-        return rounds * cost / (rounds * cost + self._probe_overhead(batch))
+        return rounds / (rounds + RUN_TRANSITION_ROUNDS)
 
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
