@@ -5,6 +5,9 @@ H200: 8 requests whose rounds read a gain of 1.08 took 1.18x plain decoding's ti
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 from deepinfer_core.interfaces import DraftRequest
 
@@ -13,7 +16,7 @@ from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
-from deepinfer_dspark.stragglers import MIN_ROUNDS, MIN_SAMPLE, Stragglers, _drain
+from deepinfer_dspark.stragglers import MIN_ROUNDS, MIN_SAMPLE, Stragglers, _expected_drains, running_counts
 
 FLAT = (lambda b: 0.001, lambda b: 0.003)   # plain steps 1 ms, rounds 3 ms at any batch
 
@@ -57,9 +60,40 @@ def test_half_slow_requests_leave_a_batch_of_8_the_slow_ones_rate() -> None:
     assert cheaper.factor(2) > stragglers.factor(2) + 0.02
 
 
+def drain(needs: list[float], cost: list[float]) -> float:
+    """One drawn batch's seconds, written out: after the j-th request (ascending) finishes the rest
+    run at len(needs) - j requests."""
+    total, done, left = 0.0, 0.0, len(needs)
+    for need in sorted(needs):
+        total += (need - done) * cost[left]
+        done, left = need, left - 1
+    return total
+
+
 def test_drain_charges_each_stretch_at_the_requests_left() -> None:
-    assert _drain([1.0, 3.0], [0.0, 1.0, 2.0]) == 1.0 * 2.0 + 2.0 * 1.0
-    assert _drain([2.0, 2.0, 2.0], [0.0, 9.0, 9.0, 5.0]) == 2.0 * 5.0
+    assert drain([1.0, 3.0], [0.0, 1.0, 2.0]) == 1.0 * 2.0 + 2.0 * 1.0
+    assert drain([2.0, 2.0, 2.0], [0.0, 9.0, 9.0, 5.0]) == 2.0 * 5.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_expected_drain_is_the_mean_over_every_batch_drawn(seed: int) -> None:
+    """`_expected_drains` against the mean of `drain` over all size^batch ordered draws (fresh
+    random needs with ties and costs on every run; two rows, each with its own costs)."""
+    rng = random.Random(seed)
+    size, batch = rng.choice([(3, 4), (5, 3), (4, 5)])
+    rows = [sorted(rng.choice([rng.uniform(1, 100), 50.0]) for _ in range(size)) for _ in range(2)]
+    costs = [[rng.uniform(-5.0, 5.0)] + [rng.uniform(0.5, 3.0) for _ in range(batch)] for _ in range(2)]   # [0] unread
+    exact = [sum(drain(list(drawn), cost) for drawn in itertools.product(needs, repeat=batch)) / size ** batch
+             for needs, cost in zip(rows, costs)]
+    assert _expected_drains(rows, costs, running_counts(size, batch)) == pytest.approx(exact, rel=1e-9)
+
+
+def test_running_counts_are_binomial_rows() -> None:
+    counts = running_counts(4, 3)
+    assert counts.shape == (4, 4)
+    assert counts.sum(dim=1).tolist() == pytest.approx([1.0] * 4)
+    assert counts[0].tolist() == pytest.approx([0.0, 0.0, 0.0, 1.0])           # every item: all 3 draws
+    assert counts[3].tolist() == pytest.approx([27 / 64, 27 / 64, 9 / 64, 1 / 64])   # share 1/4
 
 
 def test_short_lives_and_foreign_commits_count_nothing() -> None:

@@ -9,9 +9,15 @@ drafts, but the call is shortened only by those of the request that finishes las
 of output length L_i that emit t_i tokens per drafted round, plain decoding takes max_i L_i steps
 and drafting max_i (L_i / t_i) rounds (at equal costs; `factor` charges each stretch at the
 requests left, `_drain`, so the cheaper rounds of a drained batch's tail win part of it back).
-`factor(B)` draws batches of B from the finished requests and divides plain decoding's time over
-drafting's by what the round-weighted mean sum L_i / sum (L_i / t_i) would read (the rounds'
-expected accepted drafts estimate that mean), at most 1. On the H200 (session 40, 8 requests in
+`factor(B)` takes batches of B drawn (with replacement) from the finished requests and divides plain
+decoding's expected time over drafting's by what the round-weighted mean sum L_i / sum (L_i / t_i)
+would read (the rounds' expected accepted drafts estimate that mean), at most 1. The expectations
+are exact (`_expected_drains`): a drained batch's time is the integral over its steps of a step's cost
+at the requests still running, and at the sample's i-th smallest need v_i the running count is
+Binomial(B, share of the sample needing v_i or more). Until session 64 they were estimated from 32-512
+random batches, ~1-5 ms of Python a factor, drawn again on the step after a request finished (the
+sample grew, or the batch reached another size): on the H100 at 8 requests a plain step where a
+request finished ran 2-6 ms instead of ~1 in the calls that drafted. On the H200 (session 40, 8 requests in
 batch form, every reply 128 tokens) fixed-7 needed 45.8 rounds a call where the mean of 3.73 tokens
 a round needs 34.3: 0.75 of the gain read per round, and the default, reading a gain of 1.08, took
 1.18x plain decoding's time in the calls where it drafted. Judged so (`DSparkProposer` with
@@ -25,15 +31,16 @@ for the batch, with the tokens the request gained in it (prompt-lookup drafts ri
 included: the round costs what it costs either way). A request that finishes (`finish`) after at
 least `MIN_ROUNDS` such rounds joins a sample of the last `SAMPLE`, with its output length read
 from its live token list (`track`; the engine commits nothing after a request's last step, so that
-round is counted from the list too). Device-free; the draws use a generator seeded by B, and the
-factors are drawn again once the sample has grown by an eighth since (`_stale`).
+round is counted from the list too). Device-free (CPU float64 tensors); the
+factors are computed again once the sample has grown by an eighth since (`_stale`).
 """
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Callable, Sequence
+
+import torch
 
 from deepinfer_dspark.batch_tail import known_tokens
 
@@ -41,7 +48,6 @@ MIN_ROUNDS = 4      # drafted rounds a finished request needs to join the sample
 MIN_SAMPLE = 8      # finished requests in the sample before the factor departs from 1 (H200, session 41:
 # with 16, the default's sample held 9-11 after 2, 8 and 32 requests, as it drafted little, and never acted)
 SAMPLE = 256        # the last finished requests kept
-DRAWS = (32, 512)   # batches drawn per factor: 4096 // B within these (~1-5 ms of Python at any B)
 
 
 class Stragglers:
@@ -60,6 +66,7 @@ class Stragglers:
         self._live: dict[str, list[int]] = {}          # id -> [drafted rounds, tokens they emitted, output]
         self._sample: deque[tuple[int, float]] = deque(maxlen=SAMPLE)   # (L_i, L_i / t_i)
         self._factors: dict[int, float] = {}           # B -> factor, until `_stale`
+        self._running: dict[tuple[int, int], torch.Tensor] = {}   # (sample size, B) -> `running_counts`
         self._joined = 0                               # requests joined since the factors were drawn
 
     def __len__(self) -> int:
@@ -130,28 +137,47 @@ class Stragglers:
         cached = self._factors.get(batch)
         if cached is not None:
             return cached
-        sample = list(self._sample)
-        mean = sum(length for length, _ in sample) / sum(rounds for _, rounds in sample)
+        lengths, needs = (sorted(column) for column in zip(*self._sample))
+        mean = sum(lengths) / sum(needs)
         steps = [0.0] + [self._plain(b) for b in range(1, batch + 1)]
         rounds = [0.0] + [self._drafted(b) for b in range(1, batch + 1)]
-        rng = random.Random(batch)
-        plain_s = drafted_s = 0.0
-        for _ in range(min(max(DRAWS[0], 4096 // batch), DRAWS[1])):
-            drawn = rng.choices(sample, k=batch)
-            plain_s += _drain(sorted(length for length, _ in drawn), steps)
-            drafted_s += _drain(sorted(need for _, need in drawn), rounds)
+        plain_s, drafted_s = _expected_drains([lengths, needs], [steps, rounds],
+                                              self._running_counts(len(lengths), batch))
         value = min(1.0, plain_s / drafted_s / (mean * steps[batch] / rounds[batch]))
         if not self._factors:   # the first factor drawn from this sample: its growth counts from here
             self._joined = 0
         self._factors[batch] = value
         return value
 
+    def _running_counts(self, size: int, batch: int) -> torch.Tensor:
+        """`running_counts(size, batch)`, kept while the sample's size holds (it only grows, to `SAMPLE`)."""
+        key = (size, batch)
+        if key not in self._running:
+            if any(held != size for held, _ in self._running):
+                self._running.clear()
+            self._running[key] = running_counts(size, batch)
+        return self._running[key]
 
-def _drain(needs: list[float], cost: list[float]) -> float:
-    """Seconds to run requests needing `needs` steps each (ascending) when a step at b requests
-    costs `cost[b]`: after the j-th finishes, the rest run at len(needs) - j requests."""
-    total, done, left = 0.0, 0.0, len(needs)
-    for need in needs:
-        total += (need - done) * cost[left]
-        done, left = need, left - 1
-    return total
+
+def running_counts(size: int, batch: int) -> torch.Tensor:
+    """`[size, batch + 1]` float64: row i, the probability that k of `batch` draws (with replacement,
+    uniform over a sample of `size`) fall on the sample's items i..size-1 (a share (size - i) / size):
+    the Binomial(batch, (size - i) / size) pmf over k = 0..batch."""
+    k = torch.arange(batch + 1, dtype=torch.float64)
+    share = torch.arange(size, 0, -1, dtype=torch.float64).div_(size).unsqueeze(1)
+    log_choose = (torch.lgamma(torch.tensor(batch + 1.0, dtype=torch.float64)) - torch.lgamma(k + 1.0)
+                  - torch.lgamma(batch - k + 1.0))
+    return (log_choose + torch.xlogy(k, share) + torch.xlogy(batch - k, 1.0 - share)).exp_()
+
+
+def _expected_drains(needs: list[list[float]], costs: list[list[float]], running: torch.Tensor) -> list[float]:
+    """Expected seconds to drain a batch drawn from a sample, once per row: the sample's requests need
+    `needs[r]` steps each (ascending), a step at b requests costing `costs[r][b]` (`[0]` unused).
+    Between the (i-1)-th and the i-th smallest need every drawn request needing v_i or more runs, k
+    of them with probability `running[i, k]` (`running_counts`), so the expectation sums
+    (v_i - v_(i-1)) times the expected cost of a step at that count (nothing running costs nothing)."""
+    values = torch.tensor(needs, dtype=torch.float64)
+    gaps = torch.diff(values, dim=1, prepend=values.new_zeros(len(needs), 1))
+    cost = torch.tensor(costs, dtype=torch.float64)
+    cost[:, 0] = 0.0
+    return ((running @ cost.T).T * gaps).sum(dim=1).tolist()
