@@ -1,5 +1,6 @@
 # Session 60: `PIN=1 ... high` on an H200 (out-h200-s60-high: the faster engine of session 59); `low` was cut off when the lease was taken back.
 # Session 61: `PIN=1 ... low` on an H100 (out-h100-s61-low: at 1 request the default 0.986 of fixed-7 round by round).
+# Session 64: `LEDGER=1 PIN=1 ... high` on an H100 ran out of GPU memory while building its engines (the 64-256 engines' 6 GiB KV caches): `high` needs the H200.
 # Session 62: `LEDGER=1` adds the pause ledgers to the traced rounds' step log (`--step-log-ledger`): why the default probed at 8
 # (its first run, `LEDGER=1 PIN=1 ... low` on an H100, out-h100-s62-low, logged none: the variable was overwritten; fixed since).
 # Session 63: `LEDGER=1 PIN=1 ... low` on an H100 (out-h100-s63-low, with the ledgers: at 8 the default 1.016 of plain decoding).

@@ -235,7 +235,7 @@ class PausePolicy:
 
     def _straggler_factor(self, batch: int) -> float:
         """What the last request to finish keeps of a round's gain at `batch`'s ledger bucket
-        (`Stragglers.factor` at `ledger_bucket(batch)` requests: a drained batch then draws again
+        (`Stragglers.factor` at `ledger_bucket(batch)` requests: a drained batch then computes it again
         at ~2 log2(B) sizes, not B) while the engine drains what it holds and no request waits;
         else 1.0."""
         if not self.draining_batch or self.stragglers.waiting(batch):
