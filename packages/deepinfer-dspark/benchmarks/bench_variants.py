@@ -31,6 +31,8 @@
   had it on);
 - `confidence-opening-runs` (by name only, session 63): an opening run's start and end priced into
   its rounds' judgement where the body loses (`opening_runs`);
+- `confidence-drained` (by name only, session 64): drafting ruled out in drained batches of a size
+  whose batches that drafted ran slower than those that did not (`drained_batches`);
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -63,7 +65,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-now", "confidence-replies4", "confidence-unleased",
          "confidence-timed1", "dormant-stub", "confidence-search-all",
          "confidence-preflush", "confidence-late-flush",
-         "confidence-opening-runs")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-opening-runs", "confidence-drained")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -167,7 +169,8 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-rounds", "confidence-lookup", "confidence-full", "confidence-whole", "confidence-alone",
                 "confidence-alone-rounds", "confidence-plain", "confidence-timed", "confidence-hurdle",
                 "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub",
-                "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs")
+                "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs",
+                "confidence-drained")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -227,6 +230,7 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-preflush"] = {**variants["confidence"], "pre_flush": True}   # (session 62's candidate)
     variants["confidence-late-flush"] = {**variants["confidence"], "pre_flush": False}   # (the default before it)
     variants["confidence-opening-runs"] = {**variants["confidence"], "opening_runs": True}   # (session 63's candidate)
+    variants["confidence-drained"] = {**variants["confidence"], "drained_batches": True}   # (session 64's candidate)
     # ... and the ledgers pausing nothing at 1 request (`bound_only` 1: session 45's candidate, the default
     # since), with `lookup_loops` too, up to 2 requests, and at no load (`bound_only` 0: until session 45).
     variants["confidence-lone"] = {**variants["confidence"], "bound_only": 1}

@@ -88,6 +88,41 @@ def test_the_expected_drain_is_the_mean_over_every_batch_drawn(seed: int) -> Non
     assert _expected_drains(rows, costs, running_counts(size, batch)) == pytest.approx(exact, rel=1e-9)
 
 
+def test_the_factor_is_the_ratio_of_the_expected_drains_over_every_draw() -> None:
+    """`factor` end to end against enumeration: a sample of MIN_SAMPLE (length, rounds needed)
+    pairs with ties, plain steps and rounds whose cost grows with the requests running."""
+    rng = random.Random(7)
+    sample = [(length, length / rng.choice([2.0, 4.0, rng.uniform(1.5, 5.0)]))
+              for length in (rng.choice([128, 128, rng.randint(20, 128)]) for _ in range(MIN_SAMPLE))]
+    plain, drafted = (lambda b: 0.001 + 0.00002 * b), (lambda b: 0.003 + 0.0001 * b)
+    stragglers = Stragglers(plain, drafted)
+    stragglers._sample.extend(sample)
+    batch = 4
+    steps, rounds = [0.0] + [plain(b) for b in range(1, 5)], [0.0] + [drafted(b) for b in range(1, 5)]
+    draws = list(itertools.product(sample, repeat=batch))
+    plain_s = sum(drain([length for length, _ in d], steps) for d in draws)
+    drafted_s = sum(drain([need for _, need in d], rounds) for d in draws)
+    mean = sum(length for length, _ in sample) / sum(need for _, need in sample)
+    expected = min(1.0, plain_s / drafted_s / (mean * steps[batch] / rounds[batch]))
+    assert expected < 0.99   # (the case is not the cap's)
+    assert stragglers.factor(batch) == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_binomial_table_is_kept_while_the_sample_size_holds() -> None:
+    stragglers = Stragglers(*FLAT)
+    for i in range(MIN_SAMPLE):
+        finished(stragglers, f"r{i}", 2 + i % 3)
+    stragglers.factor(8)
+    table = stragglers._running[(MIN_SAMPLE, 8)]
+    stragglers._factors.clear()
+    stragglers.factor(8)
+    assert stragglers._running[(MIN_SAMPLE, 8)] is table          # reused
+    finished(stragglers, "one-more", 4)
+    stragglers._factors.clear()
+    stragglers.factor(8)
+    assert set(stragglers._running) == {(MIN_SAMPLE + 1, 8)}      # the old size's tables dropped
+
+
 def test_running_counts_are_binomial_rows() -> None:
     counts = running_counts(4, 3)
     assert counts.shape == (4, 4)

@@ -20,7 +20,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
                          "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                          "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping",
-                         "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs"})
+                         "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs", "drained_batches"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -114,7 +114,13 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           into its rounds' judgement where the body loses, above bound_only requests,
           `PausePolicy.opening_runs`; session 63's candidate: on an H100 at 8 requests the default's
           opening runs (5.3 rounds on average, three of them) realized 0.87 of plain decoding where
-          they were judged at 1.00; not yet measured on a GPU).
+          they were judged at 1.00; on an H100 in session 64 0.997 / 0.990 of the default at 8),
+          drained_batches (False: opt in to judging whole drained batches, `DrainedBatches`: where a
+          size's batches that drafted ran slower than plain decoding's prediction, calibrated by its
+          batches that did not, drafting is ruled out in the next batches of that size, with a
+          doubling backoff; needs decode_profile; session 64's candidate: on an H100 at 8 requests
+          every traced call of the default that drafted ran below plain decoding's, 0.871; not yet
+          measured on a GPU).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -134,6 +140,7 @@ from deepinfer_dspark.config_keys import (DSPARK_KEYS, ENGINE_KEYS, NGRAM_KEYS, 
                                           _needs_lookup, _profile)
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
+from deepinfer_dspark.drained_batches import DrainedBatches
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram import NgramSpecProposer
 from deepinfer_dspark.no_drafter import NoDrafter
@@ -220,8 +227,10 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
+    drained = settings.pop("drained_batches")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs = opening_runs   # (`PausePolicy.opening_runs`)
+    proposer.drained = DrainedBatches(proposer._plain_seconds) if drained else None   # (`PausePolicy.drained`)
     if not proposer.retired:
         _prepare(runner, model_info, k)
     if not lookup or proposer.retired:
@@ -266,15 +275,16 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
     for key in ("decode_profile", "defer_context", "measure_step_times", "measure_round_times", "decline_features",
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
-                "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs"):
+                "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
+                "drained_batches"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
         decode = _profile("decode_profile", decode)
     else:
-        for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain"):
+        for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain", "drained_batches"):
             if spec_config.get(key):
-                verb = "scales" if key == "min_gain" else "corrects"
+                verb = {"min_gain": "scales", "drained_batches": "predicts"}.get(key, "corrects")
                 raise ValueError(f"speculative_config.{key}: {verb} the comparison with plain decoding, "
                                  f"so it needs decode_profile")
     if spec_config.get("measure_step_times") is True and spec_config.get("measure_round_times") is True:
@@ -312,6 +322,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 bound_only_untimed=_bool_key(spec_config, "bound_only_untimed", UNTIMED_DEFAULT),
                 pre_flush=_bool_key(spec_config, "pre_flush", PRE_FLUSH_DEFAULT),
                 opening_runs=_bool_key(spec_config, "opening_runs", False),
+                drained_batches=_bool_key(spec_config, "drained_batches", False),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 

@@ -28,6 +28,7 @@ lossless. Device-free.
 from __future__ import annotations
 
 from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
+from deepinfer_dspark.drained_batches import DrainedBatches
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
 # Rounds' worth of time a drafted run pays besides its rounds: its first step drafts twice, the step
@@ -77,12 +78,16 @@ class PausePolicy:
             default's 3 opening runs there (5.3 rounds on average) realized 0.87 of plain decoding
             where the ledger judged them at 1.00. False: as until session 63
             (`speculative_config.opening_runs`).
+        drained: a `DrainedBatches` (or None, the default): while it rules the batch running out
+            (its size's drained batches that drafted ran slower than those that did not),
+            `expected_loss` holds at every load, as a bound's would (`speculative_config.drained_batches`).
     """
 
     settled_requests: int = 0
     bound_only: int = 0
     min_replies: int = 0
     opening_runs: bool = False
+    drained: DrainedBatches | None = None
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -110,7 +115,10 @@ class PausePolicy:
         once reached, the aging widens the bound, it does not switch the rule off: on the H200 the
         decayed count fell to 54 at 64 requests, and features were kept and flushed there). While
         the engine drains what it holds, the bound's tokens a round are scaled as `_plan_pause`
-        scales a round's (`Stragglers.factor`)."""
+        scales a round's (`Stragglers.factor`). True at any load while `drained` rules the drained
+        batch running out (`DrainedBatches.rules_out`), profiles or not."""
+        if self.drained is not None and self.drained.rules_out():
+            return True
         if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS \
                 or not self.acceptance.body_requests or self.acceptance.replies < self.min_replies:
             return False

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import torch
@@ -380,18 +381,24 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         its output length when it finishes and whether requests wait (`Stragglers`)."""
         if self.judge_stragglers:
             self.stragglers.track(request_id, token_ids)
+        if self.drained is not None:   # (`PausePolicy.drained`)
+            self.drained.track(request_id, token_ids, self.drafted_rounds)
 
     def draining(self, flag: bool) -> None:
         """The engine only drains the requests it holds (True, `LLM.generate`) or may be given more
         (False): while draining, rounds are judged by the batch's straggler (`Stragglers`), unless
         `judge_stragglers` is off."""
         self.draining_batch = bool(flag) and self.judge_stragglers
+        if self.drained is not None:
+            self.drained.draining(flag, time.perf_counter())
 
     def remove(self, request_id: str) -> None:
         if self._lease is not None and request_id in self._lease.ids:
             self._end_lease()
         if self.judge_stragglers:
             self.stragglers.finish(request_id)
+        if self.drained is not None:
+            self.drained.finish(request_id, self.drafted_rounds, time.perf_counter())
         self._forget_commit(request_id)
         self.acceptance.drop(request_id)
         self.feed.remove(request_id)

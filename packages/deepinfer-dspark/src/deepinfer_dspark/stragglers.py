@@ -8,7 +8,7 @@ waits, a call ends with its last reply, and a drafted round costs about the same
 drafts, but the call is shortened only by those of the request that finishes last: with requests
 of output length L_i that emit t_i tokens per drafted round, plain decoding takes max_i L_i steps
 and drafting max_i (L_i / t_i) rounds (at equal costs; `factor` charges each stretch at the
-requests left, `_drain`, so the cheaper rounds of a drained batch's tail win part of it back).
+requests left, `_expected_drains`, so the cheaper rounds of a drained batch's tail win part of it back).
 `factor(B)` takes batches of B drawn (with replacement) from the finished requests and divides plain
 decoding's expected time over drafting's by what the round-weighted mean sum L_i / sum (L_i / t_i)
 would read (the rounds' expected accepted drafts estimate that mean), at most 1. The expectations
@@ -37,6 +37,7 @@ factors are computed again once the sample has grown by an eighth since (`_stale
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -67,7 +68,7 @@ class Stragglers:
         self._sample: deque[tuple[int, float]] = deque(maxlen=SAMPLE)   # (L_i, L_i / t_i)
         self._factors: dict[int, float] = {}           # B -> factor, until `_stale`
         self._running: dict[tuple[int, int], torch.Tensor] = {}   # (sample size, B) -> `running_counts`
-        self._joined = 0                               # requests joined since the factors were drawn
+        self._joined = 0                               # requests joined since the factors were computed
 
     def __len__(self) -> int:
         return len(self._sample)
@@ -124,7 +125,7 @@ class Stragglers:
             self._factors.clear()
 
     def _stale(self) -> bool:
-        """Whether the sample grew by an eighth (at least one request) since the factors were drawn."""
+        """Whether the sample grew by an eighth (at least one request) since the factors were computed."""
         return self._joined >= max(1, len(self._sample) // 8)
 
     def factor(self, batch: int) -> float:
@@ -144,7 +145,7 @@ class Stragglers:
         plain_s, drafted_s = _expected_drains([lengths, needs], [steps, rounds],
                                               self._running_counts(len(lengths), batch))
         value = min(1.0, plain_s / drafted_s / (mean * steps[batch] / rounds[batch]))
-        if not self._factors:   # the first factor drawn from this sample: its growth counts from here
+        if not self._factors:   # the first factor computed from this sample: its growth counts from here
             self._joined = 0
         self._factors[batch] = value
         return value
@@ -160,22 +161,25 @@ class Stragglers:
 
 
 def running_counts(size: int, batch: int) -> torch.Tensor:
-    """`[size, batch + 1]` float64: row i, the probability that k of `batch` draws (with replacement,
-    uniform over a sample of `size`) fall on the sample's items i..size-1 (a share (size - i) / size):
-    the Binomial(batch, (size - i) / size) pmf over k = 0..batch."""
+    """`[size, batch + 1]` float64: entry [i, k], the probability that exactly k of `batch` draws
+    (with replacement, uniform over a sample of `size` items in the caller's order) fall on items
+    i..size-1, a share (size - i) / size: the Binomial(batch, (size - i) / size) pmf at k."""
     k = torch.arange(batch + 1, dtype=torch.float64)
-    share = torch.arange(size, 0, -1, dtype=torch.float64).div_(size).unsqueeze(1)
-    log_choose = (torch.lgamma(torch.tensor(batch + 1.0, dtype=torch.float64)) - torch.lgamma(k + 1.0)
-                  - torch.lgamma(batch - k + 1.0))
-    return (log_choose + torch.xlogy(k, share) + torch.xlogy(batch - k, 1.0 - share)).exp_()
+    share = torch.arange(size, 0, -1, dtype=torch.float64).div_(size).unsqueeze(1)   # [size, 1], 1 first
+    log_choose = (math.lgamma(batch + 1.0) - torch.lgamma(k + 1.0) - torch.lgamma(batch - k + 1.0))
+    log_pmf = log_choose + k * share.log() + (batch - k) * torch.log1p(-share)   # row 0: (batch - k) * -inf
+    log_pmf[0] = float("-inf")   # share 1: every draw, k = batch (0 * -inf would read nan)
+    log_pmf[0, batch] = 0.0
+    return log_pmf.exp_()
 
 
 def _expected_drains(needs: list[list[float]], costs: list[list[float]], running: torch.Tensor) -> list[float]:
-    """Expected seconds to drain a batch drawn from a sample, once per row: the sample's requests need
-    `needs[r]` steps each (ascending), a step at b requests costing `costs[r][b]` (`[0]` unused).
-    Between the (i-1)-th and the i-th smallest need every drawn request needing v_i or more runs, k
-    of them with probability `running[i, k]` (`running_counts`), so the expectation sums
-    (v_i - v_(i-1)) times the expected cost of a step at that count (nothing running costs nothing)."""
+    """Expected seconds to drain a batch drawn from a sample, once per row r: `needs[r]`, the
+    sample's `size` requests' steps (ascending), `costs[r]`, `batch + 1` seconds a step at b
+    requests (`[0]` unused: nothing running costs nothing), `running` = `running_counts(size,
+    batch)`. Between the (i-1)-th and the i-th smallest need every drawn request needing v_i or
+    more runs, k of them with probability `running[i, k]`, so the expectation sums (v_i - v_(i-1))
+    times the expected cost of a step at that count. Returns one float (seconds) per row."""
     values = torch.tensor(needs, dtype=torch.float64)
     gaps = torch.diff(values, dim=1, prepend=values.new_zeros(len(needs), 1))
     cost = torch.tensor(costs, dtype=torch.float64)

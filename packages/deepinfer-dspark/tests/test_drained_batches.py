@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`DrainedBatches`: drained batches that drafted against those that did not, per size bucket
+(session 64: on an H100 at 8 requests every traced call of the default that drafted ran below
+plain decoding's, 0.871, while its rounds were judged at ~1.0)."""
+
+from __future__ import annotations
+
+import pytest
+from deepinfer_core.interfaces import DraftRequest
+
+from deepinfer_dspark.drained_batches import BACKOFF, MAX_BACKOFF, MIN_BATCHES, DrainedBatches
+from deepinfer_dspark.factories import dspark_factory
+from deepinfer_dspark.lookup_assist import LookupAssist
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+STEP = 0.001   # plain decoding's predicted step, seconds, at any count
+
+
+def run_batch(ledger: DrainedBatches, lengths: list[int], seconds: float, drafted: bool, start: float = 0.0,
+              draining: bool = True, prompt: int = 5) -> bool:
+    """A batch of requests with these output lengths, drained in `seconds` (finishing in order of
+    length, the last at the end), drafted or not (the proposer's drafted rounds move or not).
+    Returns `rules_out()` as the batch began draining."""
+    views = {f"r{i}": list(range(prompt)) for i in range(len(lengths))}
+    for rid, view in views.items():
+        ledger.track(rid, view, drafted_rounds=10)
+    ledger.draining(draining, start)
+    ruled = ledger.rules_out()
+    for (rid, view), length in sorted(zip(views.items(), lengths), key=lambda item: item[1]):
+        view.extend([7] * length)
+        ledger.finish(rid, 11 if drafted else 10, start + seconds * length / max(lengths))
+    ledger.draining(False, start + seconds)
+    return ruled
+
+
+def test_a_batch_is_filed_by_its_predicted_over_taken_time() -> None:
+    """Requests of 10 and 20 tokens: 10 steps at 2 running and 10 at 1, 20 ms predicted; the
+    ratio over the clock from draining to the last removal, filed by kind at the size's bucket."""
+    ledger = DrainedBatches(lambda b: STEP * (1.0 + 0.1 * b))
+    run_batch(ledger, [10, 20], 0.025, drafted=False)
+    run_batch(ledger, [10, 20], 0.040, drafted=True)
+    predicted = 10 * STEP * 1.2 + 10 * STEP * 1.1
+    drafted, undrafted = ledger._ratios[2]
+    assert list(undrafted) == pytest.approx([predicted / 0.025])
+    assert list(drafted) == pytest.approx([predicted / 0.040])
+
+
+def test_drafted_batches_slower_than_the_undrafted_rule_their_size_out_with_a_backoff() -> None:
+    ledger = DrainedBatches(lambda b: STEP)
+    for _ in range(MIN_BATCHES):
+        run_batch(ledger, [100] * 8, 0.100, drafted=False)
+    for i in range(MIN_BATCHES):
+        assert 8 not in ledger.verdicts
+        run_batch(ledger, [100] * 8, 0.115, drafted=True)
+    assert ledger.verdicts[8] == pytest.approx(0.100 / 0.115)
+    assert not ledger.rules_out()                                   # no batch running
+    assert run_batch(ledger, [100, 100], 0.1, drafted=False) is False   # another bucket (2): never judged
+    for _ in range(BACKOFF):                                        # the next batches of 8 are ruled out
+        assert run_batch(ledger, [100] * 8, 0.100, drafted=False) is True
+    assert ledger._skip[8] == 0
+    assert run_batch(ledger, [100] * 8, 0.100, drafted=False) is False   # over: the pause policy decides
+    assert run_batch(ledger, [100] * 8, 0.120, drafted=True) is False    # drafted again and lost ...
+    assert ledger._skip[8] == 2 * BACKOFF                                # ... twice as long now
+    for _ in range(2 * BACKOFF):
+        assert run_batch(ledger, [100] * 8, 0.100, drafted=False) is True
+    assert run_batch(ledger, [100] * 8, 0.100, drafted=False) is False
+
+
+def test_a_winning_verdict_resets_the_backoff_and_rules_nothing_out() -> None:
+    ledger = DrainedBatches(lambda b: STEP)
+    for _ in range(MIN_BATCHES):
+        run_batch(ledger, [100] * 4, 0.100, drafted=False)
+        run_batch(ledger, [100] * 4, 0.090, drafted=True)
+    assert ledger.verdicts[4] > 1.0 and not ledger._skip.get(4)
+    ledger._backoff[4] = MAX_BACKOFF
+    run_batch(ledger, [100] * 4, 0.090, drafted=True)
+    assert 4 not in ledger._backoff
+
+
+def test_batches_not_drained_throughout_count_nothing() -> None:
+    """Not draining, one request alone, or a request joining after one finished (a refilled slot,
+    a closed loop): not filed."""
+    ledger = DrainedBatches(lambda b: STEP)
+    run_batch(ledger, [50, 60], 0.1, drafted=True, draining=False)
+    run_batch(ledger, [50], 0.1, drafted=True)
+    ledger.track("a", [1], 0)
+    ledger.track("b", [1], 0)
+    ledger.draining(True, 0.0)
+    ledger.finish("a", 1, 0.05)
+    ledger.track("c", [1], 1)   # joins after a finish
+    ledger.draining(True, 0.06)
+    ledger.finish("b", 1, 0.1)
+    ledger.finish("c", 1, 0.2)
+    assert ledger._ratios == {}
+    ledger.finish("unknown", 1, 0.3)   # ignored
+
+
+K = 4
+DECODE = SPSProfile([1, 8], [1000.0, 1000.0])
+SPEC = SPSProfile([5, 10, 20, 40], [500.0, 450.0, 400.0, 330.0])
+
+
+def test_the_proposer_rules_a_losing_size_out_as_a_bound_would(fake_runner) -> None:
+    """Wired into the proposer (and through the prompt-lookup wrapper): `expected_loss` holds at
+    every load of a ruled-out batch, one request included, and the round is not drafted."""
+    inner = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    inner.drained = DrainedBatches(inner._plain_seconds)
+    proposer = LookupAssist(inner, 2)
+    for _ in range(MIN_BATCHES):
+        run_batch(inner.drained, [100] * 8, 0.100, drafted=False)
+        run_batch(inner.drained, [100] * 8, 0.130, drafted=True)
+    views = {f"r{i}": list(range(10)) for i in range(8)}
+    for rid, view in views.items():
+        proposer.track(rid, view)
+        inner.runner.held[rid] = 9
+    assert not inner.expected_loss(8)   # not draining yet
+    proposer.draining(True)
+    assert inner.expected_loss(8) and inner.expected_loss(1)
+    requests = [DraftRequest(rid, view, K, 0.0, 0, 1.0, 0.0, 0, 40) for rid, view in views.items()]
+    assert not any(d.token_ids for d in inner.propose(requests))
+    for rid in views:
+        proposer.remove(rid)
+    assert not inner.expected_loss(8)
+
+
+def test_the_factory_key(tmp_path) -> None:
+    base = {"model": str(tmp_path), "scheduling": "confidence", "sps_profile": SPEC, "decode_profile": DECODE}
+    assert dspark_factory.validate(base)["drained_batches"] is False
+    assert dspark_factory.validate({**base, "drained_batches": True})["drained_batches"] is True
+    with pytest.raises(ValueError, match="speculative_config.drained_batches"):
+        dspark_factory.validate({**base, "drained_batches": "yes"})
+    with pytest.raises(ValueError, match="speculative_config.drained_batches: .*decode_profile"):
+        dspark_factory.validate({k: v for k, v in base.items() if k != "decode_profile"} | {"drained_batches": True})
+    with pytest.raises(ValueError, match="speculative_config.drained_batches: only used with scheduling"):
+        dspark_factory.validate({"model": str(tmp_path), "scheduling": "fixed", "drained_batches": True})
