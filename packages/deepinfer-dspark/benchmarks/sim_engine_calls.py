@@ -74,6 +74,7 @@ import sim_pause_policy as sim  # noqa: E402
 from deepinfer_core.engine.dormant_steps import DormantSteps  # noqa: E402
 from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 
+from deepinfer_dspark.drained_batches import DrainedBatches  # noqa: E402
 from deepinfer_dspark.flush_costs import FlushCosts  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
@@ -144,13 +145,14 @@ class ModelledFlushCosts(FlushCosts):
 
 def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int], ids: list[str],
               rng: random.Random, clock: Clock, hard: dict[str, float] | None = None,
-              queue: list[tuple[str, int]] | None = None) -> str:
+              queue: list[tuple[str, int]] | None = None, drain: bool = False) -> str:
     """One batch of replies of `lengths` tokens, started together, as the engine runs it; returns
     the steps' marks (see the module docstring). `hard`: request -> the factor its drafts'
     acceptance takes below their confidences (a reply the drafter cannot follow). `queue`: (id,
     length) of requests waiting, each admitted as a reply finishes (a closed loop of
     `len(ids)` slots): it prefills in the next step, whose features it gets when that step
-    captures them (else its context has a gap: never drafted); the prefill is not charged."""
+    captures them (else its context has a gap: never drafted); the prefill is not charged. `drain`:
+    the engine says it drains the batch once its requests are tracked (`LLM.generate`)."""
     hard, queue = hard or {}, list(queue or [])
     joined = []   # admitted, not yet prefilled
     k, marks = proposer.num_tokens, []
@@ -158,6 +160,8 @@ def run_batch(proposer: DSparkProposer, dormant: DormantSteps, lengths: list[int
     n = len(ids)
     text = Texts(proposer.runner.loops, "texts:" + ids[0])
     tokens = {r: text.admit(r, proposer) for r in ids}   # each request's live tokens, as the engine's
+    if drain:
+        proposer.draining(True)
     quiet = dormant.step(n)   # the prefill: a step without drafts
     if (quiet and dormant.features) or (not quiet and proposer.wants_features()):
         proposer.observe_step(ids, [0] * n, [PROMPT] * n, [PROMPT * i for i in range(n)], torch.zeros(PROMPT * n, 1))
@@ -281,6 +285,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               bound_only_untimed=getattr(args, "bound_only_untimed", False))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
+    if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)
+        proposer.drained = DrainedBatches(proposer._plain_seconds)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
     if getattr(args, "lookup", 0):
@@ -326,7 +332,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
             ids = [f"r{first + i}" for i in range(c)]
             hard = {r: f for r, f in zip(ids, hards[b]) if f != 1.0}
             runner.loops.update((r, s) for r, s in zip(ids, loops[b]) if s is not None)
-            marks = run_batch(proposer, dormant, lengths, ids, rng, clock, hard)
+            marks = run_batch(proposer, dormant, lengths, ids, rng, clock, hard,
+                              drain=draining is not None and not getattr(args, "no_drain", False))
             first += c
             if b < trace:
                 print(f"p={p} c={c} batch {b}: {marks}")
@@ -409,6 +416,9 @@ def main() -> None:
     parser.add_argument("--stragglers", action="store_true",
                         help="a draining batch's rounds judged by its straggler (`judge_stragglers`, "
                              "opt-in since session 41)")
+    parser.add_argument("--drained", action="store_true",
+                        help="drafting ruled out where drained batches that drafted lost (`drained_batches`, "
+                             "session 64's candidate)")
     parser.add_argument("--no-drain", action="store_true",
                         help="batches not marked draining (`LLM.generate` marks them: `--lookup`'s tail weights)")
     parser.add_argument("--closed", action="store_true",

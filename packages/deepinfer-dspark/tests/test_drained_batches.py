@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from deepinfer_core.interfaces import DraftRequest
 
-from deepinfer_dspark.drained_batches import BACKOFF, MAX_BACKOFF, MIN_BATCHES, DrainedBatches
+from deepinfer_dspark.drained_batches import BACKOFF, MAX_BACKOFF, MIN_BATCHES, UNCALIBRATED, DrainedBatches
 from deepinfer_dspark.factories import dspark_factory
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.proposers import DSparkProposer
@@ -97,6 +97,21 @@ def test_batches_not_drained_throughout_count_nothing() -> None:
     ledger.finish("unknown", 1, 0.3)   # ignored
 
 
+def test_each_batch_counts_from_its_own_draining_even_if_false_is_never_said() -> None:
+    """An engine that says `draining(True)` for every batch and never False (the simulator): each
+    batch is filed (the last removal ends one; the next one's second track does not spoil it)."""
+    ledger = DrainedBatches(lambda b: STEP)
+    for i in range(3):
+        views = {"a": [1], "b": [1]}
+        for rid, view in views.items():
+            ledger.track(rid, view, 0)
+        ledger.draining(True, 10.0 * i)
+        for rid, view in views.items():
+            view.extend([2] * 50)
+            ledger.finish(rid, 0, 10.0 * i + 0.05)
+    assert list(ledger._ratios[2][1]) == pytest.approx([50 * STEP / 0.05] * 3)
+
+
 K = 4
 DECODE = SPSProfile([1, 8], [1000.0, 1000.0])
 SPEC = SPSProfile([5, 10, 20, 40], [500.0, 450.0, 400.0, 330.0])
@@ -135,3 +150,18 @@ def test_the_factory_key(tmp_path) -> None:
         dspark_factory.validate({k: v for k, v in base.items() if k != "decode_profile"} | {"drained_batches": True})
     with pytest.raises(ValueError, match="speculative_config.drained_batches: only used with scheduling"):
         dspark_factory.validate({"model": str(tmp_path), "scheduling": "fixed", "drained_batches": True})
+
+
+
+def test_without_undrafted_batches_the_prediction_is_trusted_with_a_margin() -> None:
+    """A load that always drafts is judged against `UNCALIBRATED` (plain decoding assumed at that
+    share of its prediction), never run plain to calibrate."""
+    ledger = DrainedBatches(lambda b: STEP)
+    for _ in range(MIN_BATCHES):
+        assert run_batch(ledger, [100] * 4, 0.100 / (UNCALIBRATED + 0.01), drafted=True) is False
+    assert ledger.verdicts[4] == pytest.approx((UNCALIBRATED + 0.01) / UNCALIBRATED)
+    assert run_batch(ledger, [100] * 4, 0.100, drafted=True) is False   # no skip: it won
+    slow = DrainedBatches(lambda b: STEP)
+    for _ in range(MIN_BATCHES):
+        run_batch(slow, [100] * 4, 0.100 / (UNCALIBRATED - 0.05), drafted=True)
+    assert slow.verdicts[4] < 1.0 and run_batch(slow, [100] * 4, 0.100, drafted=False) is True

@@ -249,3 +249,17 @@ def test_bound_only_reaches_the_proposer(sim) -> None:
     assert paused == sim.simulate(args(**hard, bound_only=0), DECODE, SPEC, 0.75, seed=1)
     lone = sim.simulate(args(**hard, bound_only=1), DECODE, SPEC, 0.75, seed=1)
     assert lone[1][0] != paused[1][0] and lone[1][1] == paused[1][1]   # the policy moved; fixed-k did not
+
+
+def test_drained_rules_out_a_load_whose_drafted_batches_lose(sim) -> None:
+    """`--drained` (session 64): rounds dearer than the profile the proposer reads (`--round-cost`,
+    blind to it) make its drafted batches at 2 requests lose; the ledger rules drafting out there
+    after `MIN_BATCHES` of them and the policy's ratio rises; fixed-k is charged alike. With
+    rounds on their profile it changes nothing that loses less than `UNCALIBRATED` allows."""
+    blind = sim.simulate(args(round_cost=2.0, plan=[(2, 16)]), DECODE, SPEC, 0.9, seed=0)
+    ruled = sim.simulate(args(round_cost=2.0, plan=[(2, 16)], drained=True), DECODE, SPEC, 0.9, seed=0)
+    assert ruled[2][0] > blind[2][0] + 0.01 and ruled[2][1] == blind[2][1], (blind, ruled)
+    winning = dict(plan=[(1, 6), (2, 6)], equal=False)
+    assert sim.simulate(args(**winning, drained=True), DECODE, SPEC, 0.95, seed=0) == \
+        sim.simulate(args(**winning), DECODE, SPEC, 0.95, seed=0)
+

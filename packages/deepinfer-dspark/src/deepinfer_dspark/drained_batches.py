@@ -19,14 +19,16 @@ plain time is plain decoding's prediction for its own requests, each running its
 step at b running costing `plain_seconds(b)` (each stretch between two finishes at the requests
 left). Its ratio, predicted over taken, is filed as drafted (the proposer drafted a round in it) or
 not, per size bucket (`ledger_bucket`; DSpark's rounds count, a batch where only prompt lookup
-drafted counts as undrafted). Where both kinds hold `MIN_BATCHES` batches of the last `WINDOW`,
-drafting's gain is the geometric mean ratio of the drafted ones over the undrafted ones (the latter
-calibrate the prediction: prefill, the host's per-call work); below 1 the bucket is ruled out for
-the next batches of that size (`rules_out`): `BACKOFF` batches at first, doubling while drafted
-batches keep losing there (up to `MAX_BACKOFF`); then the pause policy decides again, and the next
-batch that drafts is judged anew (with the window's earlier ones). Ruled out, the proposer treats
-every load of that batch as a bound rules out (`PausePolicy.expected_loss`: paused, the features
-declined), its last request included.
+drafted counts as undrafted). Once `MIN_BATCHES` drafted batches of the last `WINDOW` are filed,
+drafting's gain is their geometric mean ratio over the undrafted ones' (which calibrate the
+prediction: prefill, the host's per-call work), or over `UNCALIBRATED` until `MIN_BATCHES` undrafted
+batches are filed (a load where the policy drafts every batch is never run plain to calibrate: that
+would cost it most where drafting wins); below 1 the bucket is ruled out for the next batches of
+that size (`rules_out`): `BACKOFF` batches at first, doubling while drafted batches keep losing
+there (up to `MAX_BACKOFF`); then the pause policy decides again, and the next batch that drafts is
+judged anew (with the window's earlier ones). Ruled out, the proposer treats every load of that
+batch as a bound rules out (`PausePolicy.expected_loss`: paused, the features declined), its last
+request included.
 
 Opt-in (`speculative_config.drained_batches`); device-free: the caller passes the clock.
 """
@@ -44,6 +46,9 @@ MIN_BATCHES = 3    # drafted and undrafted batches a bucket needs before it is j
 WINDOW = 8         # the last batches of each kind a bucket keeps
 BACKOFF = 4        # batches a losing verdict rules out at first ...
 MAX_BACKOFF = 64   # ... doubling while drafted batches keep losing, up to this many
+UNCALIBRATED = 0.95   # plain decoding's predicted / taken time assumed until `MIN_BATCHES` undrafted batches
+# measure it: the prediction leaves out prefill and the host's per-call work (H100, session 64: a call at 8
+# requests ~150 ms, its prefill step 1-2 ms, the step sums 7-10 ms below the call's time)
 
 
 class DrainedBatches:
@@ -93,7 +98,10 @@ class DrainedBatches:
             return
         view, prompt = entry
         self._lengths.append(max(known_tokens(view) - prompt, 0))
-        if self._views or not self._clean or self._size < 2 or now <= self._began:
+        if self._views:
+            return
+        clean, self._clean = self._clean, False   # (the next batch counts from its own `draining(True)`)
+        if not clean or self._size < 2 or now <= self._began:
             return
         predicted = self._predicted(sorted(self._lengths))
         if predicted <= 0:
@@ -115,9 +123,10 @@ class DrainedBatches:
     def _judge(self, bucket: int) -> None:
         """After a drafted batch at `bucket`: its gain, ruling the bucket out if below 1."""
         drafted, undrafted = self._ratios[bucket]
-        if len(drafted) < MIN_BATCHES or len(undrafted) < MIN_BATCHES:
+        if len(drafted) < MIN_BATCHES:
             return
-        gain = math.exp(sum(map(math.log, drafted)) / len(drafted) - sum(map(math.log, undrafted)) / len(undrafted))
+        plain = _geomean(undrafted) if len(undrafted) >= MIN_BATCHES else UNCALIBRATED
+        gain = _geomean(drafted) / plain
         self.verdicts[bucket] = gain
         if gain >= 1.0:
             self._backoff.pop(bucket, None)
@@ -135,3 +144,7 @@ class DrainedBatches:
                 total += (length - done) * self._plain(left)
             done, left = max(done, length), left - 1
         return total
+
+
+def _geomean(values) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))

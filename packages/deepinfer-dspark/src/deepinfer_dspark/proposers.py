@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import torch
@@ -390,7 +389,7 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         `judge_stragglers` is off."""
         self.draining_batch = bool(flag) and self.judge_stragglers
         if self.drained is not None:
-            self.drained.draining(flag, time.perf_counter())
+            self.drained.draining(flag, self.rates.clock())   # (the clock the rates read)
 
     def remove(self, request_id: str) -> None:
         if self._lease is not None and request_id in self._lease.ids:
@@ -398,7 +397,7 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         if self.judge_stragglers:
             self.stragglers.finish(request_id)
         if self.drained is not None:
-            self.drained.finish(request_id, self.drafted_rounds, time.perf_counter())
+            self.drained.finish(request_id, self.drafted_rounds, self.rates.clock())
         self._forget_commit(request_id)
         self.acceptance.drop(request_id)
         self.feed.remove(request_id)
