@@ -286,7 +286,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
     if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)
-        proposer.drained = DrainedBatches(proposer._plain_seconds)
+        proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
                                               getattr(args, "round_cost", 1.0))
     if getattr(args, "lookup", 0):

@@ -38,7 +38,7 @@ def run_batch(ledger: DrainedBatches, lengths: list[int], seconds: float, drafte
 def test_a_batch_is_filed_by_its_predicted_over_taken_time() -> None:
     """Requests of 10 and 20 tokens: 10 steps at 2 running and 10 at 1, 20 ms predicted; the
     ratio over the clock from draining to the last removal, filed by kind at the size's bucket."""
-    ledger = DrainedBatches(lambda b: STEP * (1.0 + 0.1 * b))
+    ledger = DrainedBatches(lambda b: STEP * (1.0 + 0.1 * b), 8)
     run_batch(ledger, [10, 20], 0.025, drafted=False)
     run_batch(ledger, [10, 20], 0.040, drafted=True)
     predicted = 10 * STEP * 1.2 + 10 * STEP * 1.1
@@ -48,7 +48,7 @@ def test_a_batch_is_filed_by_its_predicted_over_taken_time() -> None:
 
 
 def test_drafted_batches_slower_than_the_undrafted_rule_their_size_out_with_a_backoff() -> None:
-    ledger = DrainedBatches(lambda b: STEP)
+    ledger = DrainedBatches(lambda b: STEP, 8)
     for _ in range(MIN_BATCHES):
         run_batch(ledger, [100] * 8, 0.100, drafted=False)
     for i in range(MIN_BATCHES):
@@ -69,7 +69,7 @@ def test_drafted_batches_slower_than_the_undrafted_rule_their_size_out_with_a_ba
 
 
 def test_a_winning_verdict_resets_the_backoff_and_rules_nothing_out() -> None:
-    ledger = DrainedBatches(lambda b: STEP)
+    ledger = DrainedBatches(lambda b: STEP, 8)
     for _ in range(MIN_BATCHES):
         run_batch(ledger, [100] * 4, 0.100, drafted=False)
         run_batch(ledger, [100] * 4, 0.090, drafted=True)
@@ -82,25 +82,41 @@ def test_a_winning_verdict_resets_the_backoff_and_rules_nothing_out() -> None:
 def test_batches_not_drained_throughout_count_nothing() -> None:
     """Not draining, one request alone, or a request joining after one finished (a refilled slot,
     a closed loop): not filed."""
-    ledger = DrainedBatches(lambda b: STEP)
+    ledger = DrainedBatches(lambda b: STEP, 8)
     run_batch(ledger, [50, 60], 0.1, drafted=True, draining=False)
     run_batch(ledger, [50], 0.1, drafted=True)
-    ledger.track("a", [1], 0)
-    ledger.track("b", [1], 0)
+    views = {rid: [1] for rid in "abc"}
+    ledger.track("a", views["a"], 0)
+    ledger.track("b", views["b"], 0)
     ledger.draining(True, 0.0)
+    views["a"].extend([2] * 40)
     ledger.finish("a", 1, 0.05)
-    ledger.track("c", [1], 1)   # joins after a finish
+    ledger.track("c", views["c"], 1)   # joins after a finish
     ledger.draining(True, 0.06)
+    views["b"].extend([2] * 50)
+    views["c"].extend([2] * 50)
     ledger.finish("b", 1, 0.1)
     ledger.finish("c", 1, 0.2)
     assert ledger._ratios == {}
-    ledger.finish("unknown", 1, 0.3)   # ignored
+    assert ledger.finish("unknown", 1, 0.3) is False   # ignored
+    for flip in (True, False):   # stopped draining midway (then said True again), or a zero-length clock
+        views = {"a": [1], "b": [1]}
+        for rid, view in views.items():
+            ledger.track(rid, view, 0)
+        ledger.draining(True, 1.0)
+        if flip:
+            ledger.draining(False, 1.5)
+            ledger.draining(True, 2.0)
+        for rid, view in views.items():
+            view.extend([2] * 30)
+            ledger.finish(rid, 0, 3.0 if flip else 1.0)
+        assert ledger._ratios == {}
 
 
 def test_each_batch_counts_from_its_own_draining_even_if_false_is_never_said() -> None:
     """An engine that says `draining(True)` for every batch and never False (the simulator): each
     batch is filed (the last removal ends one; the next one's second track does not spoil it)."""
-    ledger = DrainedBatches(lambda b: STEP)
+    ledger = DrainedBatches(lambda b: STEP, 8)
     for i in range(3):
         views = {"a": [1], "b": [1]}
         for rid, view in views.items():
@@ -121,7 +137,7 @@ def test_the_proposer_rules_a_losing_size_out_as_a_bound_would(fake_runner) -> N
     """Wired into the proposer (and through the prompt-lookup wrapper): `expected_loss` holds at
     every load of a ruled-out batch, one request included, and the round is not drafted."""
     inner = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
-    inner.drained = DrainedBatches(inner._plain_seconds)
+    inner.drained = DrainedBatches(inner._plain_seconds, 8)
     proposer = LookupAssist(inner, 2)
     for _ in range(MIN_BATCHES):
         run_batch(inner.drained, [100] * 8, 0.100, drafted=False)
@@ -156,12 +172,92 @@ def test_the_factory_key(tmp_path) -> None:
 def test_without_undrafted_batches_the_prediction_is_trusted_with_a_margin() -> None:
     """A load that always drafts is judged against `UNCALIBRATED` (plain decoding assumed at that
     share of its prediction), never run plain to calibrate."""
-    ledger = DrainedBatches(lambda b: STEP)
+    ledger = DrainedBatches(lambda b: STEP, 8)
     for _ in range(MIN_BATCHES):
         assert run_batch(ledger, [100] * 4, 0.100 / (UNCALIBRATED + 0.01), drafted=True) is False
     assert ledger.verdicts[4] == pytest.approx((UNCALIBRATED + 0.01) / UNCALIBRATED)
     assert run_batch(ledger, [100] * 4, 0.100, drafted=True) is False   # no skip: it won
-    slow = DrainedBatches(lambda b: STEP)
+    slow = DrainedBatches(lambda b: STEP, 8)
     for _ in range(MIN_BATCHES):
         run_batch(slow, [100] * 4, 0.100 / (UNCALIBRATED - 0.05), drafted=True)
     assert slow.verdicts[4] < 1.0 and run_batch(slow, [100] * 4, 0.100, drafted=False) is True
+
+
+def test_a_batch_larger_than_the_slots_is_predicted_as_the_engine_runs_it() -> None:
+    """16 requests of 100 tokens with 8 slots: two rounds of 8, 200 steps at 8 running; with
+    unequal lengths a waiting request takes the first slot that frees."""
+    ledger = DrainedBatches(lambda b: STEP * b, 8)
+    assert ledger._predicted([100] * 16) == pytest.approx(200 * 8 * STEP)
+    two = DrainedBatches(lambda b: STEP * b, 2)
+    # slots: 10 and 30 run; at 10 the third (20) joins (ends at 30); both end at 30
+    assert two._predicted([10, 30, 20]) == pytest.approx(10 * 2 * STEP + 20 * 2 * STEP)
+    with pytest.raises(ValueError, match="slots"):
+        DrainedBatches(lambda b: STEP, 0)
+
+
+def test_after_a_rule_out_each_probe_is_judged_on_its_own() -> None:
+    """The drafted window is emptied at a rule-out: a probe that wins ends the backoff (old
+    losses do not hold the bucket out), one that loses doubles the next rule-out."""
+    ledger = DrainedBatches(lambda b: STEP, 8)
+    for _ in range(MIN_BATCHES):
+        run_batch(ledger, [100] * 8, 0.100, drafted=False)
+    for _ in range(MIN_BATCHES):
+        run_batch(ledger, [100] * 8, 0.120, drafted=True)
+    for _ in range(BACKOFF):
+        assert run_batch(ledger, [100] * 8, 0.100, drafted=False) is True
+    assert run_batch(ledger, [100] * 8, 0.110, drafted=True) is False   # a probe that loses alone
+    assert ledger._skip[8] == 2 * BACKOFF
+    for _ in range(2 * BACKOFF):
+        assert run_batch(ledger, [100] * 8, 0.100, drafted=False) is True
+    assert run_batch(ledger, [100] * 8, 0.090, drafted=True) is False   # a probe that wins alone
+    assert ledger.verdicts[8] == pytest.approx(0.100 / 0.090) and 8 not in ledger._backoff
+    assert run_batch(ledger, [100] * 8, 0.120, drafted=True) is False   # young again: one loss is not judged
+    assert not ledger._skip[8]
+
+
+def test_a_ruled_out_batch_leaves_no_pause_behind(fake_runner) -> None:
+    """The pauses and declined features the rule-out set during its batch are lifted when it ends
+    (the review of session 64: the next batch, not ruled out, drafted nothing); the next batch of
+    that size, not ruled out, drafts."""
+    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    proposer.drained = DrainedBatches(proposer._plain_seconds, 8)
+    ledger = proposer.drained
+    for _ in range(MIN_BATCHES):
+        run_batch(ledger, [100] * 8, 0.100, drafted=False)
+        run_batch(ledger, [100] * 8, 0.130, drafted=True)
+    ledger._skip[8] = 1   # the next batch alone is ruled out
+
+    def batch(tag: str) -> tuple[bool, bool]:
+        views = {f"{tag}{i}": list(range(10)) for i in range(8)}
+        for rid, view in views.items():
+            proposer.track(rid, view)
+            proposer.runner.held[rid] = 9
+        proposer.draining(True)
+        requests = [DraftRequest(rid, view, K, 0.0, 0, 1.0, 0.0, 0, 40) for rid, view in views.items()]
+        drafted = any(d.token_ids for d in proposer.propose(requests))
+        paused = proposer.pauses.left(8) > 0 and 8 in proposer._ruled_out
+        for rid, view in views.items():
+            view.extend([3] * 20)
+            proposer.remove(rid)
+        proposer.draining(False)
+        return drafted, paused
+
+    assert batch("x") == (False, True)   # ruled out: paused, the features declined ...
+    assert proposer.pauses.left(8) == 0 and 8 not in proposer._ruled_out and not ledger.held   # ... lifted
+    assert batch("y") == (True, False)
+
+
+def test_the_engine_builds_the_ledger_with_its_slots(folders, kit) -> None:
+    """`drained_batches` reaches the proposer (through the prompt-lookup wrapper), sized by the
+    engine's `max_num_seqs`; off by default."""
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 64], [1000.0, 200.0]), "decode_profile": SPSProfile([1, 8], [500.0, 450.0])}
+
+    def built(config: dict):
+        proposer = kit.build(target, config, max_num_seqs=6).engine.speculative.proposer
+        return getattr(proposer, "inner", proposer)
+
+    assert built(spec).drained is None
+    ledger = built({**spec, "drained_batches": True}).drained
+    assert isinstance(ledger, DrainedBatches) and ledger._slots == 6

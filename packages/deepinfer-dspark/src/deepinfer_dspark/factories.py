@@ -116,9 +116,10 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           opening runs (5.3 rounds on average, three of them) realized 0.87 of plain decoding where
           they were judged at 1.00; on an H100 in session 64 0.997 / 0.990 of the default at 8),
           drained_batches (False: opt in to judging whole drained batches, `DrainedBatches`: where a
-          size's batches that drafted ran slower than plain decoding's prediction, calibrated by its
-          batches that did not, drafting is ruled out in the next batches of that size, with a
-          doubling backoff; needs decode_profile; session 64's candidate: on an H100 at 8 requests
+          size's batches that drafted ran slower than plain decoding's prediction for them (as its
+          batches that did not read it, or 0.95 of it before three did), drafting is ruled out in the
+          next batches of that size, with a doubling backoff (`PausePolicy.drained`); needs
+          decode_profile; session 64's candidate: on an H100 at 8 requests
           every traced call of the default that drafted ran below plain decoding's, 0.871; not yet
           measured on a GPU).
 
@@ -230,7 +231,7 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     drained = settings.pop("drained_batches")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs = opening_runs   # (`PausePolicy.opening_runs`)
-    proposer.drained = DrainedBatches(proposer._plain_seconds) if drained else None   # (`PausePolicy.drained`)
+    proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
     if not proposer.retired:
         _prepare(runner, model_info, k)
     if not lookup or proposer.retired:

@@ -79,8 +79,10 @@ class PausePolicy:
             where the ledger judged them at 1.00. False: as until session 63
             (`speculative_config.opening_runs`).
         drained: a `DrainedBatches` (or None, the default): while it rules the batch running out
-            (its size's drained batches that drafted ran slower than those that did not),
-            `expected_loss` holds at every load, as a bound's would (`speculative_config.drained_batches`).
+            (its size's drained batches that drafted ran slower than plain decoding's, as measured by
+            the undrafted ones or `UNCALIBRATED`), `expected_loss` holds at every load, as a bound's
+            would, and what that paused is lifted when the batch ends (`_lift_drained`;
+            `speculative_config.drained_batches`).
     """
 
     settled_requests: int = 0
@@ -118,6 +120,7 @@ class PausePolicy:
         scales a round's (`Stragglers.factor`). True at any load while `drained` rules the drained
         batch running out (`DrainedBatches.rules_out`), profiles or not."""
         if self.drained is not None and self.drained.rules_out():
+            self.drained.held.add(ledger_bucket(batch))   # (lifted when the batch ends: `_lift_drained`)
             return True
         if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS \
                 or not self.acceptance.body_requests or self.acceptance.replies < self.min_replies:
@@ -126,6 +129,18 @@ class PausePolicy:
         if upper is None:
             return False
         return self.costs.loses(batch, (1.0 + upper) * self._straggler_factor(batch) - 1.0)
+
+    def _lift_drained(self) -> None:
+        """A batch `drained` ruled out has ended: the pauses, declined features and bound backoffs
+        its rule-out set (`expected_loss`) at each bucket it reached are lifted, so the next batch,
+        ruled out or not, starts as judged afresh (a bound that still holds pauses it again at once)."""
+        for bucket in self.drained.held:
+            self.pauses.pause(bucket, 0)
+            self._ruled_out.discard(bucket)
+            self._bound_backoff.pop(bucket, None)
+            self._hopeless_until.pop(bucket, None)
+            self._hopeless_checked.pop(bucket, None)
+        self.drained.held.clear()
 
     def _pause_for(self, rounds: int, batch: int, ruled_out: bool = False) -> None:
         """Pauses `rounds` rounds at `batch`'s bucket; `ruled_out`: because even accepting every

@@ -396,10 +396,10 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
             self._end_lease()
         if self.judge_stragglers:
             self.stragglers.finish(request_id)
-        if self.drained is not None:
-            self.drained.finish(request_id, self.drafted_rounds, self.rates.clock())
         self._forget_commit(request_id)
         self.acceptance.drop(request_id)
         self.feed.remove(request_id)
         self.runner.remove(request_id)
+        if self.drained is not None and self.drained.finish(request_id, self.drafted_rounds, self.rates.clock()):
+            self._lift_drained()
 
