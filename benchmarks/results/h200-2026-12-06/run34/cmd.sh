@@ -2,6 +2,8 @@
 # the default), `CAND=dormant-stub CONC="8 32" SETS=10` (-c), `CAND=confidence-hurdle CONC=8 SETS=12` (-d; `min_gain`
 # 1.2: 0.994), all at b55f9bc, and `CAND=dormant-stub CONC=8 SETS=12` at 51a7c33 (-e, the exact straggler factor);
 # per traced call against plain decoding's: `drafted_calls.py OUT/steps.jsonl.xz --calls`; dspark BENCHMARKS "sixtieth session".
+# Next: `CAND=confidence-drained CONC=8 SETS=12 TMO=300` (session 64's candidate, `drained_batches`; its one call this
+# session, with `SETS=10 TMO=115`, timed out in the profile calls: give it the full 300 s).
 # Session 63: ran on an H100 once as written (out-h100-s63-a) and twice with `CONC=8 SETS=12` (out-h100-s63-b, -c):
 # the hurdle 0.990 (0.970-1.012) of the default at 8 over 16 untraced rounds, no gain; dspark BENCHMARKS "fifty-ninth session".
 # `CAND=NAME` runs another candidate in the hurdle's place: `confidence-opening-runs` (session 63's candidate, next:
