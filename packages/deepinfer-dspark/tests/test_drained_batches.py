@@ -261,3 +261,25 @@ def test_the_engine_builds_the_ledger_with_its_slots(folders, kit) -> None:
     assert built(spec).drained is None
     ledger = built({**spec, "drained_batches": True}).drained
     assert isinstance(ledger, DrainedBatches) and ledger._slots == 6
+
+
+def test_a_ruled_out_batch_that_stops_draining_early_is_lifted_too(fake_runner) -> None:
+    """`LLM.generate` interrupted: `draining(False)` before the last removal. What the rule-out
+    paused is still lifted at the batch's end, and a pause set before the batch is not touched."""
+    proposer = DSparkProposer(fake_runner(K, 0.9), K, SPEC, decode=DECODE)
+    proposer.drained = ledger = DrainedBatches(proposer._plain_seconds, 8)
+    ledger._skip[8] = 1
+    proposer.pauses.pause(2, 77)   # a genuine pause at another bucket, from before the batch
+    views = {f"r{i}": list(range(10)) for i in range(8)}
+    for rid, view in views.items():
+        proposer.track(rid, view)
+        proposer.runner.held[rid] = 9
+    proposer.draining(True)
+    requests = [DraftRequest(rid, view, K, 0.0, 0, 1.0, 0.0, 0, 40) for rid, view in views.items()]
+    assert not any(d.token_ids for d in proposer.propose(requests))
+    assert proposer.pauses.left(8) > 0 and ledger.held == {8}
+    proposer.draining(False)
+    for rid in views:
+        proposer.remove(rid)
+    assert proposer.pauses.left(8) == 0 and 8 not in proposer._ruled_out and not ledger.held
+    assert proposer.pauses.left(2) == 77

@@ -76,7 +76,7 @@ class DrainedBatches:
         self._skip: dict[int, int] = {}    # bucket -> batches still ruled out
         self._backoff: dict[int, int] = {}   # bucket -> the next rule-out's batches (once ruled out)
         self.verdicts: dict[int, float] = {}   # bucket -> the last gain judged (read by benchmarks)
-        self.held: set[int] = set()   # the ledger buckets the caller paused for the batch ruled out (`finish`)
+        self.held: set[int] = set()   # ledger buckets the caller paused while the batch was ruled out (`finish`)
 
     def draining(self, flag: bool, now: float) -> None:
         """The engine drains what it holds (True, after the batch's requests were tracked) or may be
@@ -104,7 +104,8 @@ class DrainedBatches:
 
     def finish(self, request_id: str, drafted_rounds: int, now: float) -> bool:
         """A request left (ignored if unknown); the batch's last one files the batch. Returns
-        whether a batch ruled out (`rules_out`) just ended: the caller lifts what it paused for it."""
+        whether a batch ruled out (`rules_out`) just ended, or one for which the caller paused
+        buckets (`held`, also if it stopped draining before its end): the caller lifts them."""
         entry = self._views.pop(request_id, None)
         if entry is None:
             return False
@@ -117,7 +118,7 @@ class DrainedBatches:
         ruled = clean and self._skip.get(bucket, 0) > 0
         predicted = self._predicted(list(self._lengths.values()))
         if not clean or size < 2 or now <= self._began or predicted <= 0:
-            return ruled
+            return ruled or bool(self.held)   # (a batch that stopped draining may have paused some)
         drafted = drafted_rounds > self._drafted_at_start
         kinds = self._ratios.setdefault(bucket, (deque(maxlen=WINDOW), deque(maxlen=WINDOW)))
         kinds[0 if drafted else 1].append(predicted / (now - self._began))
@@ -125,7 +126,7 @@ class DrainedBatches:
             self._skip[bucket] -= 1
         elif drafted:
             self._judge(bucket)
-        return ruled
+        return ruled or bool(self.held)
 
     def rules_out(self) -> bool:
         """Whether the batch running now is of a size whose drafted batches lost (against the

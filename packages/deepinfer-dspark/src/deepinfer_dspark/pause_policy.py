@@ -120,7 +120,6 @@ class PausePolicy:
         scales a round's (`Stragglers.factor`). True at any load while `drained` rules the drained
         batch running out (`DrainedBatches.rules_out`), profiles or not."""
         if self.drained is not None and self.drained.rules_out():
-            self.drained.held.add(ledger_bucket(batch))   # (lifted when the batch ends: `_lift_drained`)
             return True
         if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS \
                 or not self.acceptance.body_requests or self.acceptance.replies < self.min_replies:
@@ -132,8 +131,11 @@ class PausePolicy:
 
     def _lift_drained(self) -> None:
         """A batch `drained` ruled out has ended: the pauses, declined features and bound backoffs
-        its rule-out set (`expected_loss`) at each bucket it reached are lifted, so the next batch,
-        ruled out or not, starts as judged afresh (a bound that still holds pauses it again at once)."""
+        set while it was ruled out (`_pause_for` with `ruled_out`, as `expected_loss` then holds)
+        are lifted, so the next batch, ruled out or not, starts as judged afresh (a bound that
+        still holds pauses it again at once). Not lifted: the `NOTHING_READY_PAUSE`s its gapped
+        requests set at the buckets it drained through (a simulated cost of 0-0.5 points at 4-8
+        requests in the session-64 review)."""
         for bucket in self.drained.held:
             self.pauses.pause(bucket, 0)
             self._ruled_out.discard(bucket)
@@ -149,6 +151,8 @@ class PausePolicy:
         self.pauses.pause(batch, rounds)
         bucket = ledger_bucket(batch)
         self._hopeless_until.pop(bucket, None)   # (a new pause supersedes a `_rule_out_hopeless` one)
+        if ruled_out and self.drained is not None and self.drained.rules_out():
+            self.drained.held.add(bucket)   # (lifted when the batch ends: `_lift_drained`)
         if ruled_out and self.decline_features and rounds > 0:
             if bucket not in self._ruled_out:   # the requests running lose their context for good
                 self._ruled_out.add(bucket)
