@@ -215,6 +215,18 @@ def test_after_a_rule_out_each_probe_is_judged_on_its_own() -> None:
     assert not ledger._skip[8]
 
 
+def start_batch(proposer: DSparkProposer, tag: str) -> tuple[dict[str, list[int]], bool]:
+    """Eight requests tracked, the engine draining, one round proposed: their live lists and
+    whether the round drafted."""
+    views = {f"{tag}{i}": list(range(10)) for i in range(8)}
+    for rid, view in views.items():
+        proposer.track(rid, view)
+        proposer.runner.held[rid] = 9
+    proposer.draining(True)
+    requests = [DraftRequest(rid, view, K, 0.0, 0, 1.0, 0.0, 0, 40) for rid, view in views.items()]
+    return views, any(d.token_ids for d in proposer.propose(requests))
+
+
 def test_a_ruled_out_batch_leaves_no_pause_behind(fake_runner) -> None:
     """The pauses and declined features the rule-out set during its batch are lifted when it ends
     (the review of session 64: the next batch, not ruled out, drafted nothing); the next batch of
@@ -228,13 +240,7 @@ def test_a_ruled_out_batch_leaves_no_pause_behind(fake_runner) -> None:
     ledger._skip[8] = 1   # the next batch alone is ruled out
 
     def batch(tag: str) -> tuple[bool, bool]:
-        views = {f"{tag}{i}": list(range(10)) for i in range(8)}
-        for rid, view in views.items():
-            proposer.track(rid, view)
-            proposer.runner.held[rid] = 9
-        proposer.draining(True)
-        requests = [DraftRequest(rid, view, K, 0.0, 0, 1.0, 0.0, 0, 40) for rid, view in views.items()]
-        drafted = any(d.token_ids for d in proposer.propose(requests))
+        views, drafted = start_batch(proposer, tag)
         paused = proposer.pauses.left(8) > 0 and 8 in proposer._ruled_out
         for rid, view in views.items():
             view.extend([3] * 20)
@@ -270,14 +276,8 @@ def test_a_ruled_out_batch_that_stops_draining_early_is_lifted_too(fake_runner) 
     proposer.drained = ledger = DrainedBatches(proposer._plain_seconds, 8)
     ledger._skip[8] = 1
     proposer.pauses.pause(2, 77)   # a genuine pause at another bucket, from before the batch
-    views = {f"r{i}": list(range(10)) for i in range(8)}
-    for rid, view in views.items():
-        proposer.track(rid, view)
-        proposer.runner.held[rid] = 9
-    proposer.draining(True)
-    requests = [DraftRequest(rid, view, K, 0.0, 0, 1.0, 0.0, 0, 40) for rid, view in views.items()]
-    assert not any(d.token_ids for d in proposer.propose(requests))
-    assert proposer.pauses.left(8) > 0 and ledger.held == {8}
+    views, drafted = start_batch(proposer, "r")
+    assert not drafted and proposer.pauses.left(8) > 0 and ledger.held == {8}
     proposer.draining(False)
     for rid in views:
         proposer.remove(rid)
