@@ -11,6 +11,7 @@ import types
 import pytest
 from deepinfer_core.engine.dormant_steps import DormantSteps
 
+from deepinfer_dspark.draft_costs import PROBE_SHARE
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -263,3 +264,16 @@ def test_drained_rules_out_a_load_whose_drafted_batches_lose(sim) -> None:
     assert sim.simulate(args(**winning, drained=True), DECODE, SPEC, 0.95, seed=0) == \
         sim.simulate(args(**winning), DECODE, SPEC, 0.95, seed=0)
 
+
+
+def test_probe_share_reaches_the_proposer(sim) -> None:
+    """`--probe-share` (session 65): where rounds dearer than the profile the proposer reads make
+    drafting lose (2 requests), a smaller share pauses longer after each losing probe, so the
+    policy loses less there; fixed-k is charged alike; absent, the default share's run."""
+    losing = dict(round_cost=2.0, plan=[(2, 24)])
+    default = sim.simulate(args(**losing), DECODE, SPEC, 0.9, seed=0)
+    assert default == sim.simulate(args(**losing, probe_share=PROBE_SHARE), DECODE, SPEC, 0.9, seed=0)
+    rare = sim.simulate(args(**losing, probe_share=0.002), DECODE, SPEC, 0.9, seed=0)
+    assert rare[2][0] > default[2][0] + 0.005 and rare[2][1] == default[2][1], (default, rare)
+    with pytest.raises(ValueError, match="speculative_config.probe_share"):
+        sim.simulate(args(**losing, probe_share=0.0), DECODE, SPEC, 0.9, seed=0)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from deepinfer_dspark.draft_costs import check_probe_share
 from deepinfer_dspark.lookup_assist import WINDOW as LOOKUP_WINDOW
 from deepinfer_dspark.sps import SPSProfile
 
@@ -20,7 +21,8 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "measure_round_times", "decline_features", "prefix_pricing", "opening_tokens",
                          "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                          "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping",
-                         "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs", "drained_batches"})
+                         "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs", "drained_batches",
+                         "probe_share"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -82,6 +84,12 @@ def _min_gain(spec_config: dict) -> float:
         raise ValueError(f"speculative_config.min_gain: must be a number in [1, 10] (the gain over plain "
                          f"decoding a drafted round must exceed), got {value!r}")
     return float(value)
+
+
+def _probe_share(spec_config: dict) -> float | None:
+    """`probe_share` (absent or None: None, the policy's `PROBE_SHARE`): a number in (0, 1]."""
+    value = spec_config.get("probe_share")
+    return None if value is None else check_probe_share(value)
 
 
 def _bool_key(spec_config: dict, key: str, default: bool) -> bool:

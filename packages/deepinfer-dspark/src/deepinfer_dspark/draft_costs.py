@@ -32,6 +32,15 @@ PROBE_OVERHEAD_STEPS = 2.0
 SMALL_BATCH_OVERHEAD_STEPS = 4.0
 
 
+def check_probe_share(value: float) -> float:
+    """`value` as a float if it is a number in (0, 1] (a share of the time), else ValueError
+    naming `speculative_config.probe_share`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
+        raise ValueError(f"speculative_config.probe_share: must be a number in (0, 1] (the share of the time "
+                         f"probes may lose at a losing load), got {value!r}")
+    return float(value)
+
+
 def probe_overhead(batch: int) -> float:
     """Plain steps a probe at `batch` requests loses besides its rounds' own loss:
     `PROBE_OVERHEAD_STEPS + SMALL_BATCH_OVERHEAD_STEPS / batch` (6 at 1 request, 2.5 at 8: a fit
@@ -53,6 +62,8 @@ class DraftCosts:
             `loses` and `probe_pause` asks for it: a hurdle for the costs the profiles miss (on
             the H200 the ledger read gains of 1.00-1.02 at 8 requests where the engine ran
             0.82-0.85; sessions 33-34, BENCHMARKS.md).
+        probe_share: at a losing load, the share of the time its probes may lose
+            (`probe_pause`; None: `PROBE_SHARE`; `speculative_config.probe_share`).
         hurdle_above: `min_gain` applies above this many requests only (the proposer passes
             `bound_only`: up to it the pause ledgers' averages pause nothing, and drafting stops
             only where even the bound on the acceptance cannot beat plain decoding itself); 0: at
@@ -60,11 +71,13 @@ class DraftCosts:
             a bucket (5, in the bucket of 5-6) averages rounds priced with and without the hurdle.
 
     Raises:
-        ValueError: `min_gain` below 1 or not finite (named as `speculative_config.min_gain`).
+        ValueError: `min_gain` below 1 or not finite (named as `speculative_config.min_gain`);
+            `probe_share` not in (0, 1] (named as `speculative_config.probe_share`).
     """
 
     def __init__(self, num_tokens: int, sps: SPSProfile, decode: SPSProfile,
-                 correction: Callable[[int], float], min_gain: float = 1.0, hurdle_above: int = 0) -> None:
+                 correction: Callable[[int], float], min_gain: float = 1.0, hurdle_above: int = 0,
+                 probe_share: float | None = None) -> None:
         if not (isinstance(min_gain, (int, float)) and not isinstance(min_gain, bool)
                 and math.isfinite(min_gain) and min_gain >= 1.0):
             raise ValueError(f"speculative_config.min_gain: must be a finite number >= 1.0, got {min_gain!r}")
@@ -73,6 +86,7 @@ class DraftCosts:
         self.decode = decode
         self.correction = correction
         self.min_gain = float(min_gain)
+        self.probe_share = PROBE_SHARE if probe_share is None else check_probe_share(probe_share)
         self.hurdle_above = hurdle_above
 
     def round_rate(self, batch: int) -> float:
@@ -116,7 +130,7 @@ class DraftCosts:
 
     def probe_pause(self, batch: int, gain: float, overhead: float | None = None) -> int:
         """Rounds to pause at `batch` after a drafted round of expected `gain` (<= 1) lost, so
-        that such probes lose at most `PROBE_SHARE` of the time there: the round took
+        that such probes lose at most `probe_share` of the time there: the round took
         1 / `round_rate(B)` seconds for what plain decoding emits in gain times that, a loss of
         SPS_decode(B) / round_rate(B) (1 - gain) plain steps, plus `overhead` plain steps (the
         next probe follows a pause; default `PROBE_OVERHEAD_STEPS`), spread over the pause. With the
@@ -126,6 +140,6 @@ class DraftCosts:
         overhead = probe_overhead(batch) if overhead is None else overhead
         lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0) \
             + overhead
-        if not math.isfinite(lost_steps) or lost_steps / PROBE_SHARE >= LONGEST_PROBE_PAUSE:
+        if not math.isfinite(lost_steps) or lost_steps / self.probe_share >= LONGEST_PROBE_PAUSE:
             return LONGEST_PROBE_PAUSE   # also a NaN gain: the longest pause, never an exception
-        return math.ceil(lost_steps / PROBE_SHARE)
+        return math.ceil(lost_steps / self.probe_share)

@@ -121,7 +121,13 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           next batches of that size, with a doubling backoff (`PausePolicy.drained`); needs
           decode_profile; session 64's candidate: on an H100 at 8 requests
           every traced call of the default that drafted ran below plain decoding's, 0.871; not yet
-          measured on a GPU).
+          measured on a GPU; on an H100 in session 65 1.009 / 0.970 / 0.966 of the default at 8),
+          probe_share (0.02, `draft_costs.PROBE_SHARE`: at a losing load, the share of the time its
+          probes may lose, which sets the pause after a losing probe, `DraftCosts.probe_pause`, and
+          the keep cost above which a young loss declines the features, `PausePolicy._dear_to_keep`;
+          a number in (0, 1]; needs decode_profile; session 65's candidate: in the simulator at 8
+          requests 0.005 lifted the losing cells 0.964 / 0.955 -> 0.979 / 0.968 and cost a winning one
+          1.059 -> 1.047).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -137,7 +143,7 @@ import torch
 from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.config_keys import (DSPARK_KEYS, ENGINE_KEYS, NGRAM_KEYS, _bool_key, _check_keys,  # noqa: F401
-                                          _info_int, _int_key, _is_dir, _load, _lookup_min, _min_gain,
+                                          _info_int, _int_key, _is_dir, _load, _lookup_min, _min_gain, _probe_share,
                                           _needs_lookup, _profile)
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
@@ -228,10 +234,12 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
-    drained = settings.pop("drained_batches")
+    drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs = opening_runs   # (`PausePolicy.opening_runs`)
     proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
+    if share is not None and proposer.costs is not None:   # (`DraftCosts.probe_share`)
+        proposer.costs.probe_share = share
     if not proposer.retired:
         _prepare(runner, model_info, k)
     if not lookup or proposer.retired:
@@ -277,15 +285,17 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
                 "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
-                "drained_batches"):
+                "drained_batches", "probe_share"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
         decode = _profile("decode_profile", decode)
     else:
-        for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain", "drained_batches"):
+        for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain", "drained_batches",
+                    "probe_share"):
             if spec_config.get(key):
-                verb = {"min_gain": "scales", "drained_batches": "predicts"}.get(key, "corrects")
+                verbs = {"min_gain": "scales", "drained_batches": "predicts", "probe_share": "prices"}
+                verb = verbs.get(key, "corrects")
                 raise ValueError(f"speculative_config.{key}: {verb} the comparison with plain decoding, "
                                  f"so it needs decode_profile")
     if spec_config.get("measure_step_times") is True and spec_config.get("measure_round_times") is True:
@@ -324,6 +334,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 pre_flush=_bool_key(spec_config, "pre_flush", PRE_FLUSH_DEFAULT),
                 opening_runs=_bool_key(spec_config, "opening_runs", False),
                 drained_batches=_bool_key(spec_config, "drained_batches", False),
+                probe_share=_probe_share(spec_config),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 

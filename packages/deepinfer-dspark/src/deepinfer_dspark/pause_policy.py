@@ -16,7 +16,7 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
   their gain (`Stragglers`, also in `expected_loss`);
 - `_spread_loss`: a settled loss pauses the larger buckets that cannot gain more;
 - `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
-  a young bucket's loss decline them where that exceeds `PROBE_SHARE`;
+  a young bucket's loss decline them where that exceeds the probe share (`DraftCosts.probe_share`);
 - `_pause_for` and `_regret_gaps`: which buckets decline the target features, and when
   declining after measured losses stops (`BoundPauses` rules out the loads the bounds lose at;
   `PausedSteps` answers the engine's asks about paused steps with these decisions).
@@ -27,7 +27,7 @@ lossless. Device-free.
 
 from __future__ import annotations
 
-from deepinfer_dspark.draft_costs import PROBE_SHARE, probe_overhead
+from deepinfer_dspark.draft_costs import probe_overhead
 from deepinfer_dspark.drained_batches import DrainedBatches
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
 
@@ -308,7 +308,7 @@ class PausePolicy:
 
     def _dear_to_keep(self, batch: int) -> bool:
         """Whether a young bucket's losing round declines the features as a settled loss would:
-        keeping them costs a paused step more than `PROBE_SHARE` (`_keep_cost`: no pause amortizes
+        keeping them costs a paused step more than `probe_share` (`DraftCosts`; `_keep_cost`: no pause amortizes
         a flush that grows with it), and more than a full round at `batch` gains over a plain step
         at the mean accepted drafts measured over all loads (`FullAcceptance.mean`: a request
         accepts as many drafts in any batch, so one unlucky round at a winning load declines
@@ -317,7 +317,7 @@ class PausePolicy:
         0.18-0.30 plain steps a step where a full round gained 2-9%, and the probes' flushes cost
         32 requests 21% of plain decoding's time (0.823x; on the H200 in session 39, 0.844x)."""
         keep = self._keep_cost(batch)
-        if keep <= PROBE_SHARE:
+        if self.costs is None or keep <= self.costs.probe_share:
             return False
         mean = self.acceptance.full.mean()
         return mean is not None and self.costs.gain(batch, batch * (1.0 + mean)) - 1.0 < keep
