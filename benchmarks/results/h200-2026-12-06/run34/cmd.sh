@@ -1,3 +1,8 @@
+# Session 65 on an H100: `CAND=confidence-drained CONC=8 SETS=12` twice and `SETS=20` once (out-h100-s65-f..h: 0.982 of
+# the default), `CAND="confidence-hurdle-15 confidence-alone-hurdle-15"` (-i), then with `WARM=4` (new: `--warmup-calls`)
+# `CAND=confidence-hurdle-15` twice (-j, -k) and with `dormant-stub` (-l), `CAND=confidence-probe-share` three times
+# (-m..o: 1.027 of the default, 0.986 of plain decoding again); dspark BENCHMARKS "sixty-first session". A CAND of
+# several names runs them all (the pooling lines below then need `--engine NAME` one at a time).
 # Session 64 on an H100: `CAND=confidence-opening-runs CONC=8 SETS=12` twice (out-h100-s64-a, -b: 0.997 / 0.990 of
 # the default), `CAND=dormant-stub CONC="8 32" SETS=10` (-c), `CAND=confidence-hurdle CONC=8 SETS=12` (-d; `min_gain`
 # 1.2: 0.994), all at b55f9bc, and `CAND=dormant-stub CONC=8 SETS=12` at 51a7c33 (-e, the exact straggler factor);
@@ -27,7 +32,7 @@ export OMP_NUM_THREADS=2; W=~/o34; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency ${CONC:-1 8} --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 --sps-warmup 3 \
   --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none confidence ${CAND:-confidence-rounds-hurdle} none-again \
-  --interleave ${SETS:-8} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every 2 --step-log-ledger \
+  --interleave ${SETS:-8} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every 2 --step-log-ledger \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out
