@@ -193,6 +193,21 @@ class EngineKit:
         return LLM(str(target), speculative_config=spec, **args)
 
     @staticmethod
+    def confidence_spec(drafter) -> dict:
+        """Confidence scheduling over the `folders` drafter with both profiles (k = 4)."""
+        from deepinfer_dspark.sps import SPSProfile
+
+        return {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+                "sps_profile": SPSProfile([1, 64], [1000.0, 200.0]),
+                "decode_profile": SPSProfile([1, 8], [500.0, 450.0])}
+
+    @staticmethod
+    def dspark_proposer(target, spec, **kw):
+        """The engine's DSpark proposer (inside the prompt-lookup wrapper, if any), built by `build`."""
+        proposer = EngineKit.build(target, spec, **kw).engine.speculative.proposer
+        return getattr(proposer, "inner", proposer)
+
+    @staticmethod
     def prompts(count: int, seed: int) -> list[list[int]]:
         rng = random.Random(seed)
         out = []

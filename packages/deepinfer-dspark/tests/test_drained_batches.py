@@ -257,15 +257,9 @@ def test_the_engine_builds_the_ledger_with_its_slots(folders, kit) -> None:
     """`drained_batches` reaches the proposer (through the prompt-lookup wrapper), sized by the
     engine's `max_num_seqs`; off by default."""
     target, drafter = folders
-    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
-            "sps_profile": SPSProfile([1, 64], [1000.0, 200.0]), "decode_profile": SPSProfile([1, 8], [500.0, 450.0])}
-
-    def built(config: dict):
-        proposer = kit.build(target, config, max_num_seqs=6).engine.speculative.proposer
-        return getattr(proposer, "inner", proposer)
-
-    assert built(spec).drained is None
-    ledger = built({**spec, "drained_batches": True}).drained
+    spec = kit.confidence_spec(drafter)
+    assert kit.dspark_proposer(target, spec, max_num_seqs=6).drained is None
+    ledger = kit.dspark_proposer(target, {**spec, "drained_batches": True}, max_num_seqs=6).drained
     assert isinstance(ledger, DrainedBatches) and ledger._slots == 6
 
 

@@ -73,12 +73,6 @@ def test_the_engine_passes_the_share_to_the_pause_policy(folders, kit) -> None:
     """`probe_share` reaches the proposer's costs (through the prompt-lookup wrapper); absent, the
     module's `PROBE_SHARE`."""
     target, drafter = folders
-    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
-            "sps_profile": SPSProfile([1, 64], [1000.0, 200.0]), "decode_profile": SPSProfile([1, 8], [500.0, 450.0])}
-
-    def built(config: dict):
-        proposer = kit.build(target, config, max_num_seqs=6).engine.speculative.proposer
-        return getattr(proposer, "inner", proposer)
-
-    assert built(spec).costs.probe_share == PROBE_SHARE
-    assert built({**spec, "probe_share": 0.005}).costs.probe_share == 0.005
+    spec = kit.confidence_spec(drafter)
+    assert kit.dspark_proposer(target, spec).costs.probe_share == PROBE_SHARE
+    assert kit.dspark_proposer(target, {**spec, "probe_share": 0.005}).costs.probe_share == 0.005
