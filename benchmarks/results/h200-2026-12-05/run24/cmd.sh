@@ -8,6 +8,8 @@
 # "high" for 64 / 128 / 256. Read with `paired_pool.py OUT/bench_batch.log --against none-again`. Needs the five
 # `../../h200-2026-12-04i/setup/bundle.sh` calls first; carry the GPU wheels. ~200-300 s a call.
 # Session 60: `SETS=4 TMO=240 bash .../cmd.sh high` for a short call (4 rounds a concurrency) where the lease is nearly spent.
+# Session 65: `WARM=N` passes `--warmup-calls N` (default 1); run34 with `WARM=4` read plain decoding again at
+# 1.000 / 1.008 / 0.999 of plain decoding in three of six processes (dspark BENCHMARKS "sixty-first session").
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh; T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
 B=packages/deepinfer-dspark/benchmarks
 case ${1:-low} in
@@ -19,6 +21,7 @@ export OMP_NUM_THREADS=2; W=~/o24${1:-low}; rm -rf $W; mkdir -p $W/out; S0=$SECO
 timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency $C --fixed 5 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes $SIZES --sps-warmup 3 \
   --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants $V --interleave ${SETS:-8} --kv-cache-gib 2.5 \
+  --warmup-calls ${WARM:-1} \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; tar -C $W -czf $OUT/run24${1:-low}.tar.gz out
 python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again | grep -v "| none |"
