@@ -22,7 +22,9 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders,
     """Speculative steps measured 100x slower than plain decode steps: after the first drafted
     round the proposer pauses drafting, doubling the pause each time drafting loses again; the
     context features observed while paused are projected on resume, equal to eager projection.
-    (The pause a loss's size sets, `DraftCosts.probe_pause`, is switched off here: test_pause_ledger.py.)"""
+    (The pause a loss's size sets, `DraftCosts.probe_pause`, is switched off here: test_pause_ledger.py. The
+    patched `PROBE_SHARE` reaches the proposer as its costs' default `probe_share` when the engine is built
+    after it, so the keep cost's decline, `PausePolicy._dear_to_keep`, is off too.)"""
     import deepinfer_dspark.draft_costs as draft_costs
 
     monkeypatch.setattr(draft_costs, "PROBE_SHARE", math.inf)
@@ -171,7 +173,7 @@ def test_pause_policy_for_unverified_rounds_and_lighter_loads(folders, monkeypat
     """With a decode profile: a round whose scheduler verifies nothing is a loss (the pause
     doubles each time), at its batch bucket only (a smaller batch drafts, and the pause is still
     there when the batch comes back); the drafted round is timed as a round even though nothing
-    was verified. (`DraftCosts.probe_pause` switched off, as above.)"""
+    was verified. (`DraftCosts.probe_pause` and `_dear_to_keep` switched off, as above.)"""
     from deepinfer_core.interfaces import DraftRequest as CoreRequest
 
     import deepinfer_dspark.draft_costs as draft_costs

@@ -87,7 +87,7 @@ def _min_gain(spec_config: dict) -> float:
 
 
 def _probe_share(spec_config: dict) -> float | None:
-    """`probe_share` (absent or None: None, the policy's `PROBE_SHARE`): a number in (0, 1]."""
+    """`probe_share` (absent or None: None, `draft_costs.PROBE_SHARE`): a number in (0, 1]."""
     value = spec_config.get("probe_share")
     return None if value is None else check_probe_share(value)
 

@@ -22,7 +22,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           decode_profile (JSON path or an `SPSProfile` of plain decode steps, batch tokens =
           requests; with it, confidence scheduling also compares a drafted round with plain
           decoding and pauses drafting while plain decoding wins: exponential backoff, at least
-          as long as keeps the losing probes to 2% of the time, see `DraftCosts.probe_pause`),
+          as long as keeps the losing probes to `probe_share` of the time, 2% by default, see
+          `DraftCosts.probe_pause`),
           max_probe_every (256: the longest backoff; a costly losing probe may set a longer
           pause, up to 2,048 rounds: `DraftCosts.probe_pause`),
           defer_context (True: while drafting is paused, buffer the target features and project

@@ -5,7 +5,7 @@
 While drafting is paused with the target features kept, they are buffered (`PendingContext`)
 and the round that resumes drafting first projects them into the drafter's context
 (`ContextFeed.flush`), then drafts. The pause after a losing round is sized so that its probes
-lose at most `PROBE_SHARE` of the time (`DraftCosts.probe_pause`), with the probe's overhead
+lose at most `DraftCosts.probe_share` of the time (2% by default; `DraftCosts.probe_pause`), with the probe's overhead
 modelled at 2.5-6 plain steps (`probe_overhead`, from sessions 15 and 23). On the H200 in
 session 36 (BENCHMARKS.md) rounds with a flush took 4.3-8.3 ms at 4-8 requests, against
 3.3-3.6 ms without one and ~1.1 ms for a plain step, and 10-31 ms with more than 512
