@@ -77,6 +77,7 @@ from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 from deepinfer_dspark.draft_costs import check_probe_share  # noqa: E402
 from deepinfer_dspark.drained_batches import DrainedBatches  # noqa: E402
 from deepinfer_dspark.flush_costs import FlushCosts  # noqa: E402
+from deepinfer_dspark.full_acceptance import FullAcceptance  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
@@ -288,6 +289,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
     if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)
         proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch)
+    if getattr(args, "age_rounds", None) is not None:   # (`--age-rounds`: `FullAcceptance.age_rounds`)
+        proposer.acceptance.full = FullAcceptance(args.k, args.age_rounds)
     if getattr(args, "probe_share", None) is not None:   # (`--probe-share`: `DraftCosts.probe_share`)
         proposer.costs.probe_share = check_probe_share(args.probe_share)
     proposer.flush_costs = ModelledFlushCosts(decode, spec, args.k, args.flush, getattr(args, "flush_per_pair", 0.0),
@@ -419,6 +422,9 @@ def main() -> None:
     parser.add_argument("--stragglers", action="store_true",
                         help="a draining batch's rounds judged by its straggler (`judge_stragglers`, "
                              "opt-in since session 41)")
+    parser.add_argument("--age-rounds", type=int, default=None, metavar="N",
+                        help="speculative_config.acceptance_age_rounds: rounds over which the measured acceptance's "
+                             "weight falls by e (default: full_acceptance.AGE_ROUNDS)")
     parser.add_argument("--probe-share", type=float, default=None, metavar="SHARE",
                         help="speculative_config.probe_share: the share of the time probes may lose at a losing "
                              "load (default: draft_costs.PROBE_SHARE)")

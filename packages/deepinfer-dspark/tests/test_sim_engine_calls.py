@@ -12,6 +12,7 @@ import pytest
 from deepinfer_core.engine.dormant_steps import DormantSteps
 
 from deepinfer_dspark.draft_costs import PROBE_SHARE
+from deepinfer_dspark.full_acceptance import AGE_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -277,3 +278,16 @@ def test_probe_share_reaches_the_proposer(sim) -> None:
     assert rare[2][0] > default[2][0] + 0.005 and rare[2][1] == default[2][1], (default, rare)
     with pytest.raises(ValueError, match="speculative_config.probe_share"):
         sim.simulate(args(**losing, probe_share=0.0), DECODE, SPEC, 0.9, seed=0)
+
+
+def test_age_rounds_reaches_the_proposer(sim) -> None:
+    """`--age-rounds` (session 65): the measured acceptance's aging moves the policy where the bound
+    decides (2 requests after 1); the default's age given explicitly is the default's run; fixed-k
+    is charged alike."""
+    mixed = dict(plan=[(1, 4), (2, 16)], equal=False)
+    default = sim.simulate(args(**mixed), DECODE, SPEC, 0.8, seed=0)
+    assert default == sim.simulate(args(**mixed, age_rounds=AGE_ROUNDS), DECODE, SPEC, 0.8, seed=0)
+    slow = sim.simulate(args(**mixed, age_rounds=100_000), DECODE, SPEC, 0.8, seed=0)
+    assert slow[2][0] != default[2][0] and slow[2][1] == default[2][1], (default, slow)
+    with pytest.raises(ValueError, match="speculative_config.acceptance_age_rounds"):
+        sim.simulate(args(**mixed, age_rounds=0), DECODE, SPEC, 0.8, seed=0)

@@ -3,6 +3,8 @@
 # `CAND=confidence-hurdle-15` twice (-j, -k) and with `dormant-stub` (-l), `CAND=confidence-probe-share` three times
 # (-m..o: 1.027 of the default, 0.986 of plain decoding again); dspark BENCHMARKS "sixty-first session". A CAND of
 # several names runs them all (the pooling lines below then need `--engine NAME` one at a time).
+# Next: `CAND=confidence-age8k WARM=4 CONC=8 SETS=12 TMO=300` three times (session 65's last candidate,
+# `acceptance_age_rounds` 8192: simulated only).
 # Session 64 on an H100: `CAND=confidence-opening-runs CONC=8 SETS=12` twice (out-h100-s64-a, -b: 0.997 / 0.990 of
 # the default), `CAND=dormant-stub CONC="8 32" SETS=10` (-c), `CAND=confidence-hurdle CONC=8 SETS=12` (-d; `min_gain`
 # 1.2: 0.994), all at b55f9bc, and `CAND=dormant-stub CONC=8 SETS=12` at 51a7c33 (-e, the exact straggler factor);

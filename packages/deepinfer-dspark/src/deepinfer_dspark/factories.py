@@ -128,7 +128,14 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           the keep cost above which a young loss declines the features, `PausePolicy._dear_to_keep`;
           a number in (0, 1]; needs decode_profile; session 65's candidate: in the simulator at 8
           requests 0.005 lifted the losing cells 0.964 / 0.955 -> 0.979 / 0.968 and cost a winning one
-          1.059 -> 1.047).
+          1.059 -> 1.047; on an H100 1.027 (0.928-1.137) of the default at 8 over three processes),
+          acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
+          measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
+          bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
+          again after a time without new evidence that scales with it; longer: fewer such re-probes at
+          loads where drafting keeps losing, and slower to follow text that changed. Session 65's
+          candidate: in the simulator 8192 lifted the losing cells at 8 requests 0.986 / 0.984 ->
+          0.999 / 0.992 and left the winning ones as they were; not yet measured on a GPU).
 
 Every key is checked by name: a misspelt knob raises instead of doing nothing. The checks that
 need neither the drafter nor the target run before the engine loads anything (`validate`).
@@ -149,6 +156,7 @@ from deepinfer_dspark.config_keys import (DSPARK_KEYS, ENGINE_KEYS, NGRAM_KEYS, 
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
 from deepinfer_dspark.drained_batches import DrainedBatches
+from deepinfer_dspark.full_acceptance import AGE_ROUNDS, FullAcceptance
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram import NgramSpecProposer
 from deepinfer_dspark.no_drafter import NoDrafter
@@ -236,11 +244,14 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
     drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
+    age = settings.pop("acceptance_age_rounds")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs = opening_runs   # (`PausePolicy.opening_runs`)
     proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
     if share is not None and proposer.costs is not None:   # (`DraftCosts.probe_share`)
         proposer.costs.probe_share = share
+    if age != AGE_ROUNDS:   # (before any evidence: `FullAcceptance.age_rounds`)
+        proposer.acceptance.full = FullAcceptance(k, age)
     if not proposer.retired:
         _prepare(runner, model_info, k)
     if not lookup or proposer.retired:
@@ -286,7 +297,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
                 "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
-                "drained_batches", "probe_share"):
+                "drained_batches", "probe_share", "acceptance_age_rounds"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -336,6 +347,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 opening_runs=_bool_key(spec_config, "opening_runs", False),
                 drained_batches=_bool_key(spec_config, "drained_batches", False),
                 probe_share=_probe_share(spec_config),
+                acceptance_age_rounds=_int_key(spec_config, "acceptance_age_rounds", AGE_ROUNDS, 1),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))
 

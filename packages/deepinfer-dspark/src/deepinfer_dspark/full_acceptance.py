@@ -15,7 +15,8 @@ probability that the first j + 1 drafts are all accepted):
 mean(s_j) over every drafted request (verified or not), r_j the realized / predicted ratio at
 that position over the requests that verified it (a position never verified takes the ratio of
 the one before; each term is kept <= the one before, as acceptance of draft j + 1 needs draft
-j's). Every sum decays by exp(-1 / `AGE_ROUNDS`) per engine round, drafted or not: evidence
+j's). Every sum decays by exp(-1 / `age_rounds`) per engine round (`AGE_ROUNDS` by default, or
+`speculative_config.acceptance_age_rounds`), drafted or not: evidence
 ages, so a load ruled out long ago is tried again (`upper` widens as the requests behind it
 fade) and new text replaces old. Device-free.
 """
@@ -33,10 +34,19 @@ class FullAcceptance:
 
     Args:
         num_tokens: k, drafts per request per round.
+        age_rounds: engine rounds over which a measurement's weight falls by e (`AGE_ROUNDS`).
+            Longer: a load ruled out by the bound is tried again later (the bound widens more
+            slowly as its evidence fades), and new text replaces old more slowly.
+
+    Raises:
+        ValueError: `age_rounds` not an int >= 1 (named as `speculative_config.acceptance_age_rounds`).
     """
 
-    def __init__(self, num_tokens: int) -> None:
+    def __init__(self, num_tokens: int, age_rounds: int = AGE_ROUNDS) -> None:
+        if isinstance(age_rounds, bool) or not isinstance(age_rounds, int) or age_rounds < 1:
+            raise ValueError(f"speculative_config.acceptance_age_rounds: must be an int >= 1, got {age_rounds!r}")
         self.k = num_tokens
+        self.age_rounds = age_rounds
         self._survival = [0.0] * num_tokens    # sum of s_j, every drafted request
         self._predicted = [0.0] * num_tokens   # sum of s_j, requests that verified position j
         self._realized = [0.0] * num_tokens    # requests that accepted position j
@@ -106,7 +116,7 @@ class FullAcceptance:
     def _age(self) -> None:
         if self._now == self._at:
             return
-        factor = math.exp(-(self._now - self._at) / AGE_ROUNDS)
+        factor = math.exp(-(self._now - self._at) / self.age_rounds)
         self._at = self._now
         self._mean = None
         self._requests *= factor
