@@ -284,7 +284,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               bound_only=getattr(args, "bound_only", 0),
                               overlap_bookkeeping=getattr(args, "overlap_bookkeeping", False),
                               lease_rounds=getattr(args, "lease_rounds", 0),
-                              bound_only_untimed=getattr(args, "bound_only_untimed", False))
+                              bound_only_untimed=getattr(args, "bound_only_untimed", False),
+                              max_probe_every=getattr(args, "max_probe_every", 256))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
     if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)
@@ -428,6 +429,9 @@ def main() -> None:
     parser.add_argument("--probe-share", type=float, default=None, metavar="SHARE",
                         help="speculative_config.probe_share: the share of the time probes may lose at a losing "
                              "load (default: draft_costs.PROBE_SHARE)")
+    parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",
+                        help="speculative_config.max_probe_every: the longest backoff after losses, in rounds "
+                             "(the factory's default 256)")
     parser.add_argument("--drained", action="store_true",
                         help="drafting ruled out where drained batches that drafted lost (`drained_batches`, "
                              "session 64's candidate)")

@@ -45,7 +45,16 @@ def test_a_dormant_stretch_holds_down_to_its_buckets_floor(fake_runner) -> None:
     assert timed.dormant_rounds(64) == 4 and timed.dormant_floor(64) == 64
     gapped = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE)
     gapped.feed.gapped.update({"a", "b", "c"})                 # every running request has a gap
-    assert gapped.dormant_rounds(3) > 0 and gapped.dormant_floor(3) == 3
+    assert gapped.dormant_rounds(3) > 0 and gapped.dormant_floor(3) == 3   # (3 is a bucket of its own)
+    drained = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, judge_stragglers=True)
+    drained.feed.gapped.update(f"r{i}" for i in range(64))
+    for i in range(65):
+        drained.track(f"r{i}", [1, 2, 3])
+    assert drained.dormant_rounds(64) > 0 and drained.dormant_floor(64) == 64   # requests may join (a server)
+    drained.draining(True)
+    assert drained.dormant_rounds(64) > 0 and drained.dormant_floor(64) == 64   # one waits: it may join
+    drained.remove("r64")                                      # `LLM.generate`, none waiting: finishing
+    assert drained.dormant_rounds(64) > 0 and drained.dormant_floor(64) == 49   # leaves gapped ones
 
 
 def test_one_report_at_the_last_count_records_what_the_counts_one_by_one_would(fake_runner) -> None:
@@ -63,6 +72,47 @@ def test_one_report_at_the_last_count_records_what_the_counts_one_by_one_would(f
                  lambda p: p._last_batch, lambda p: dict(p.rates._since), lambda p: p.acceptance.full._now,
                  lambda p: (p._ledger_declined, p._ledger_saved)):
         assert read(whole) == read(parts)
+
+
+def test_a_gapped_stretch_reported_once_records_what_the_counts_one_by_one_would(fake_runner) -> None:
+    """Session 66: a stretch declared for gaps holds down to its bucket's floor as well."""
+    whole, parts = (DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, measure_round_times=True,
+                                   judge_stragglers=True) for _ in range(2))
+    for proposer in (whole, parts):
+        proposer.draining(True)
+        proposer.feed.gapped.update(f"r{i}" for i in range(64))
+        assert proposer.dormant_rounds(64) == 32 and proposer.dormant_floor(64) == 49
+    whole.dormant_passed(52, 9)
+    for count, rounds in ((64, 3), (60, 2), (52, 4)):
+        if count != 64:
+            assert parts.dormant_rounds(count) == 32 - 3 - (2 if count == 52 else 0)   # the bucket's pause
+        parts.dormant_passed(count, rounds)
+    for read in (lambda p: dict(p.pauses._left), lambda p: p.skipped_rounds, lambda p: p.declined_steps,
+                 lambda p: p._last_batch, lambda p: dict(p.rates._since), lambda p: p.acceptance.full._now,
+                 lambda p: p._gapped_stretch):   # (`_ledger_saved` is priced at the report's count: see
+        assert read(whole) == read(parts)           # `dormant_floor`)
+
+
+def test_a_request_joining_a_gapped_stretch_is_asked_about(fake_runner) -> None:
+    """Where a request may join (the engine not draining, or a request waiting), a gapped stretch
+    ends when the count drops: the joiner, which has no gap, is asked about at a load that may pay
+    (6: bucket 5-6) and captures its features. Draining with none waiting, it holds down to 5."""
+    from deepinfer_core.engine.dormant_steps import DormantSteps
+
+    for draining, waiting in ((False, False), (True, True), (True, False)):
+        proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, judge_stragglers=True)
+        proposer.draining(draining)
+        proposer.feed.gapped.update(f"r{i}" for i in range(6))
+        for i in range(7 if waiting else 6):
+            proposer.track(f"r{i}", [1, 2, 3])
+        dormant = DormantSteps(proposer)
+        holds = draining and not waiting
+        assert not proposer.cannot_pay(6) and dormant.step(6) and dormant.floor == (5 if holds else 6)
+        proposer.remove("r0")
+        dormant.ran(5)                                         # a gapped request finished
+        if not holds:                                          # r6 joins: asked, 5 gapped of 6
+            assert not dormant.step(6) or dormant.features     # its features captured
+            assert proposer.dormant_rounds(6) == 0
 
 
 def test_the_wrapper_raises_the_floor_where_a_lookup_round_could_pay(fake_runner) -> None:

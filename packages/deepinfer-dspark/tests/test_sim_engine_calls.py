@@ -291,3 +291,14 @@ def test_age_rounds_reaches_the_proposer(sim) -> None:
     assert slow[2][0] != default[2][0] and slow[2][1] == default[2][1], (default, slow)
     with pytest.raises(ValueError, match="speculative_config.acceptance_age_rounds"):
         sim.simulate(args(**mixed, age_rounds=0), DECODE, SPEC, 0.8, seed=0)
+
+
+def test_max_probe_every_reaches_the_proposer(sim) -> None:
+    """`--max-probe-every` (session 66): where drafting loses (2 requests, rounds dearer than the
+    profile the proposer reads), a shorter longest backoff probes more often and loses more; the
+    factory's 256 given explicitly is the default's run; fixed-k is charged alike."""
+    losing = dict(round_cost=2.0, plan=[(2, 24)])
+    default = sim.simulate(args(**losing), DECODE, SPEC, 0.9, seed=0)
+    assert default == sim.simulate(args(**losing, max_probe_every=256), DECODE, SPEC, 0.9, seed=0)
+    eager = sim.simulate(args(**losing, max_probe_every=8), DECODE, SPEC, 0.9, seed=0)
+    assert eager[2][0] < default[2][0] and eager[2][1] == default[2][1], (default, eager)

@@ -4,6 +4,9 @@
 # Session 62: `LEDGER=1` adds the pause ledgers to the traced rounds' step log (`--step-log-ledger`): why the default probed at 8
 # (its first run, `LEDGER=1 PIN=1 ... low` on an H100, out-h100-s62-low, logged none: the variable was overwritten; fixed since).
 # Session 63: `LEDGER=1 PIN=1 ... low` on an H100 (out-h100-s63-low, with the ledgers: at 8 the default 1.016 of plain decoding).
+# Session 66: `LEDGER=1 PIN=1 ... low` (out-h100-s66-low) and twice `high` on an H100 with the KV cache at 2.5 GiB
+# (`sed 's/--kv-cache-gib 6/--kv-cache-gib 2.5/' cmd.sh > /tmp/t.sh && LEDGER=1 PIN=1 bash /tmp/t.sh high`: out-h100-s66-high,
+# -high2, ~240 s each; `low` ~185 s): goals 2 and 3 hold on the H100; dspark BENCHMARKS "sixty-second session".
 # The issue's table on the current drafter (after run1's candidates are decided): plain decoding, fixed k = 1..7 and
 # the default at 1 / 8 / 32 (argument "low") or 64 / 128 / 256 (argument "high") requests, batch form, 128 new tokens,
 # paired rounds (12 prompt sets low, 3 high: the docstring pool holds ~7,000 prompts). Sessions 20-21 ran it last,

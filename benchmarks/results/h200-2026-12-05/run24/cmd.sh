@@ -8,6 +8,9 @@
 # "high" for 64 / 128 / 256. Read with `paired_pool.py OUT/bench_batch.log --against none-again`. Needs the five
 # `../../h200-2026-12-04i/setup/bundle.sh` calls first; carry the GPU wheels. ~200-300 s a call.
 # Session 60: `SETS=4 TMO=240 bash .../cmd.sh high` for a short call (4 rounds a concurrency) where the lease is nearly spent.
+# Session 66 on an H100: `high` with `dormant-stub` added (`sed 's/V="none confidence none-again";;/V="none confidence
+# dormant-stub none-again";;/'`), `WARM=4 TMO=470` (out-h100-s66-high, 250 s): plain decoding again read itself at
+# 0.85 / 1.00 / 0.83 (geometric means; rounds 0.33-1.26): no reading of the dormant cost at 64-256.
 # Session 65: `WARM=N` passes `--warmup-calls N` (default 1); run34 with `WARM=4` read plain decoding again at
 # 1.000 / 1.008 / 0.999 of plain decoding in three of six processes (dspark BENCHMARKS "sixty-first session").
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh; T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf

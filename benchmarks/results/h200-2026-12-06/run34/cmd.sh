@@ -1,3 +1,6 @@
+# Session 66 on an H100: `CAND=confidence-age8k WARM=4 CONC=8 SETS=12 TMO=300` three times (out-h100-s66-a..c):
+# 1.005 (0.921-1.096) of the default, not adopted; the default 0.966 (0.951-0.981) of plain decoding again over the 13
+# processes of sessions 65-66; dspark BENCHMARKS "sixty-second session" (what one probe costs a call at 8).
 # Session 65 on an H100: `CAND=confidence-drained CONC=8 SETS=12` twice and `SETS=20` once (out-h100-s65-f..h: 0.982 of
 # the default), `CAND="confidence-hurdle-15 confidence-alone-hurdle-15"` (-i), then with `WARM=4` (new: `--warmup-calls`)
 # `CAND=confidence-hurdle-15` twice (-j, -k) and with `dormant-stub` (-l), `CAND=confidence-probe-share` three times

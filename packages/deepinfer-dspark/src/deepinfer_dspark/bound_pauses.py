@@ -21,8 +21,8 @@ out since. A mixin of `DSparkProposer` for those three:
 
 It reads the proposer's `pauses`, `probe_every`, `decline_features`, `measure_plain_steps`,
 `skipped_rounds`, `drafted_rounds`, `num_tokens`, `costs`, `acceptance`, `_ruled_out`,
-`_gapped_stretch`, `_pause_for`, `_straggler_factor`, `cannot_pay` and `expected_loss`, and keeps
-`_bound_backoff`, `_hopeless_checked` and `_hopeless_until`.
+`_gapped_stretch`, `draining_batch`, `stragglers`, `_pause_for`, `_straggler_factor`, `cannot_pay` and
+`expected_loss`, and keeps `_bound_backoff`, `_hopeless_checked` and `_hopeless_until`.
 Device-free.
 """
 
@@ -44,10 +44,18 @@ class BoundPauses:
         (`bucket_floor`: its pause is the bucket's, `MeasuredRates` counts per power of two, which
         the buckets refine), so `dormant_passed` at the stretch's last count records what the steps
         one by one would, but for what the steps declined after a measured loss saved
-        (`_ledger_saved`: judged at that count). `num_requests` itself for a stretch declared for
-        gaps (`_all_gapped` holds at its count only) or with `measure_plain_steps` (its samples
-        time each count's steps)."""
-        if self._gapped_stretch or self.measure_plain_steps:
+        (`_ledger_saved`: judged at that count). A stretch declared for gaps (`_all_gapped`: every
+        running request has a gap) holds there too while the engine only drains what it holds and
+        no request waits (`draining_batch`, `Stragglers.waiting`: every request alive is tracked, a
+        preempted one included): requests that finish leave only gapped ones, and its pause
+        (`NOTHING_READY_PAUSE` where none was left) is the bucket's. Not otherwise: a request that
+        joined within the floor would run its steps without features (a gap for good), where
+        asked it would capture them. Until session 66 a gapped stretch held at its own count only:
+        in a batch's drain at 64-256 requests each request that finished ended it, ~0.6 asks and
+        reports a step (BENCHMARKS.md). `num_requests` itself with `measure_plain_steps` (its
+        samples time each count's steps)."""
+        if self.measure_plain_steps or self._gapped_stretch and (
+                not self.draining_batch or self.stragglers.waiting(num_requests)):
             return num_requests
         return min(bucket_floor(num_requests), num_requests)
 
