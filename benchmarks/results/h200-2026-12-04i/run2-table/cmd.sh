@@ -5,8 +5,8 @@
 # (its first run, `LEDGER=1 PIN=1 ... low` on an H100, out-h100-s62-low, logged none: the variable was overwritten; fixed since).
 # Session 63: `LEDGER=1 PIN=1 ... low` on an H100 (out-h100-s63-low, with the ledgers: at 8 the default 1.016 of plain decoding).
 # Session 66: `LEDGER=1 PIN=1 ... low` (out-h100-s66-low) and twice `high` on an H100 with the KV cache at 2.5 GiB
-# (`sed 's/--kv-cache-gib 6/--kv-cache-gib 2.5/' cmd.sh > /tmp/t.sh && LEDGER=1 PIN=1 bash /tmp/t.sh high`: out-h100-s66-high,
-# -high2, ~240 s each; `low` ~185 s): goals 2 and 3 hold on the H100; dspark BENCHMARKS "sixty-second session".
+# (then by sed; now `KV=2.5 LEDGER=1 PIN=1 bash .../cmd.sh high`: out-h100-s66-high, -high2, ~240 s each; `low` ~185 s):
+# goals 2 and 3 hold on the H100; dspark BENCHMARKS "sixty-second session". `KV=GiB` sets `--kv-cache-gib` (default 6).
 # The issue's table on the current drafter (after run1's candidates are decided): plain decoding, fixed k = 1..7 and
 # the default at 1 / 8 / 32 (argument "low") or 64 / 128 / 256 (argument "high") requests, batch form, 128 new tokens,
 # paired rounds (12 prompt sets low, 3 high: the docstring pool holds ~7,000 prompts). Sessions 20-21 ran it last,
@@ -39,7 +39,7 @@ W=~/o11${1:-low}; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout 560 $PRE python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 --concurrency $C \
   --fixed 1 2 3 4 5 6 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes $SIZES --sps-warmup 3 --prompt-sets $SETS \
   --save-sps $W/out/sps_batch.json --variants none confidence fixed-1 fixed-2 fixed-3 fixed-4 fixed-5 fixed-6 fixed-7 \
-  --interleave $SETS $LOOP --kv-cache-gib 6 --step-log $W/out/steps.jsonl --step-log-every $EVERY $LOGL --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
+  --interleave $SETS $LOOP --kv-cache-gib ${KV:-6} --step-log $W/out/steps.jsonl --step-log-every $EVERY $LOGL --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl; tar -C $W -czf $OUT/run_${1:-low}.tar.gz out
 grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-420
 grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
