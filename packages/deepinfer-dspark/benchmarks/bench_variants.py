@@ -38,6 +38,8 @@
   losing load allowed 0.005 of the time instead of 0.02 (`probe_share`); `confidence-age8k` (by name
   only, session 65): the measured acceptance aging over 8192 rounds instead of 2048
   (`acceptance_age_rounds`);
+- `confidence-young-runs`, `confidence-young-share` (by name only, session 67): a young bucket drafts
+  on until its ledger settles (`young_runs`), alone and with `probe_share` 0.005;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -72,7 +74,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-preflush", "confidence-late-flush",
          "confidence-opening-runs", "confidence-drained", "confidence-hurdle-15",
          "confidence-alone-hurdle-15", "confidence-probe-share",
-         "confidence-age8k")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-age8k", "confidence-young-runs", "confidence-young-share")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -178,7 +180,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub",
                 "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs",
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
-                "confidence-probe-share", "confidence-age8k")
+                "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -223,6 +225,9 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-probe-share"] = {**variants["confidence"], "probe_share": 0.005}
     # ... and the measured acceptance aging 4x more slowly (session 65: fewer re-probes at loads ruled out).
     variants["confidence-age8k"] = {**variants["confidence"], "acceptance_age_rounds": 8192}
+    # ... and a young bucket drafting on until its ledger settles, alone and with the smaller probe share (session 67).
+    variants["confidence-young-runs"] = {**variants["confidence"], "young_runs": True}
+    variants["confidence-young-share"] = {**variants["confidence-young-runs"], "probe_share": 0.005}
     # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
     variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
     # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).

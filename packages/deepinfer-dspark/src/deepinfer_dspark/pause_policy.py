@@ -83,6 +83,13 @@ class PausePolicy:
             the undrafted ones or `UNCALIBRATED`), `expected_loss` holds at every load, as a bound's
             would, and what that paused is lifted when the batch ends (`_lift_drained`;
             `speculative_config.drained_batches`).
+        young_runs: above `bound_only` requests, a young bucket's losing round (its ledger not yet
+            `_settled`, no smaller bucket's loss inferred there) pauses nothing: the bucket drafts on
+            until its ledger settles, so one run pays a resumption's overhead once for all of its
+            `SETTLED_ROUNDS`. On an H100 at 8 requests (session 66) a lone probe round cost its call
+            ~7% (capture, projection, transition, a straggler that gained nothing) where a call that
+            drafted 28 rounds ran 1.01 of plain decoding's. False: as until session 67
+            (`speculative_config.young_runs`).
     """
 
     settled_requests: int = 0
@@ -90,6 +97,7 @@ class PausePolicy:
     min_replies: int = 0
     opening_runs: bool = False
     drained: DrainedBatches | None = None
+    young_runs: bool = False
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -247,6 +255,8 @@ class PausePolicy:
         bucket = ledger_bucket(batch)
         if self.pauses.judge(batch, gain) and gain <= 1 and batch > self.bound_only:
             settled = self._settled(self.pauses, batch) or bucket in self._inferred   # else short pauses
+            if self.young_runs and not settled:
+                return   # drafts on until the ledger settles (`young_runs`)
             at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if settled else 0.0)
             rounds = self.pauses.lost(batch, at_least=at_least)
             if settled:

@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""`PausePolicy.young_runs`: above `bound_only` requests a young bucket's losing round pauses
+nothing, so the bucket drafts on until its ledger settles (`SETTLED_ROUNDS` judged rounds); from
+then on a loss pauses as it would without it (the settled pause, the features declined)."""
+
+from __future__ import annotations
+
+import pytest
+
+from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
+from deepinfer_dspark.proposers import DSparkProposer
+from deepinfer_dspark.sps import SPSProfile
+
+K = 4
+SPS = SPSProfile([1, 5, 64, 320], [500.0, 500.0, 400.0, 150.0])
+DECODE = SPSProfile([1, 64], [1000.0, 700.0])
+BATCH = 8
+
+
+def proposer(fake_runner, young_runs: bool, bound_only: int = 1) -> DSparkProposer:
+    out = DSparkProposer(fake_runner(K, 0.9), K, SPS, decode=DECODE, probe_every=8, max_probe_every=64,
+                         bound_only=bound_only)
+    out.young_runs = young_runs
+    return out
+
+
+def losing_round(p: DSparkProposer, gain: float = 0.8, partial: bool = False) -> int:
+    """Judges one body round at `BATCH` priced at `gain`; the rounds its bucket is then paused."""
+    expected = gain * p.costs.plain_rate(BATCH) / p.costs.round_rate(BATCH) - BATCH
+    p._plan_pause(expected, [K] * BATCH, BATCH, partial=partial)
+    assert p.judged[4] == pytest.approx(gain)
+    return p.pauses.left(BATCH)
+
+
+def test_a_young_bucket_drafts_on_until_it_settles(fake_runner) -> None:
+    """Without `young_runs` the first losing round pauses the bucket; with it the first
+    `SETTLED_ROUNDS - 1` do not, and the round that settles the ledger pauses as long as the
+    settled loss asks (longer than a young one: the probe's overhead too) and declines the features."""
+    plain = proposer(fake_runner, False)
+    young = losing_round(plain)   # the round's own loss over the probe share (no probe overhead)
+    assert young == max(8, plain.costs.probe_pause(BATCH, 0.8, 0.0)) > 0
+    p = proposer(fake_runner, True)
+    for n in range(1, SETTLED_ROUNDS):
+        assert losing_round(p) == 0, n
+        assert p.pauses.rounds(BATCH) == n
+        assert not p._ruled_out
+    settled = losing_round(p)
+    assert settled > young
+    assert settled == p.costs.probe_pause(BATCH, 0.8, p._probe_overhead(BATCH))
+    assert p._ruled_out   # (`ledger_decline`: the settled loss declines the features)
+
+
+def test_what_it_leaves_alone(fake_runner) -> None:
+    """A partial round still pauses at once; at `bound_only` requests or below nothing pauses
+    either way; a bucket a smaller bucket's settled loss was inferred at is priced as settled."""
+    assert losing_round(proposer(fake_runner, True), partial=True) > 0
+    assert losing_round(proposer(fake_runner, True, bound_only=BATCH)) == 0
+    p = proposer(fake_runner, True)
+    p._inferred.add(BATCH)
+    assert losing_round(p) > 0
+
+
+def test_the_config_key(folders, kit, benchmark_script) -> None:
+    """`speculative_config.young_runs`: off by default, set on the proposer under the
+    prompt-lookup wrapper, checked by name; `confidence-young-runs` and `-young-share` ask for it."""
+    target, drafter = folders
+    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
+            "sps_profile": SPSProfile([1, 5, 8, 15], [900.0] * 4), "decode_profile": SPSProfile([1, 3], [1000.0] * 2)}
+    assert kit.build(target, spec).engine.speculative.proposer.inner.young_runs is False
+    assert kit.build(target, {**spec, "young_runs": True}).engine.speculative.proposer.inner.young_runs is True
+    with pytest.raises(ValueError, match="speculative_config.young_runs"):
+        kit.build(target, {**spec, "young_runs": "yes"})
+    with pytest.raises(ValueError, match="speculative_config.young_runs"):
+        kit.build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
+                           "young_runs": True})
+    variants = benchmark_script("bench_variants")
+    configs = variants.variant_configs(str(drafter), [4], spec["sps_profile"], spec["decode_profile"])
+    assert configs["confidence-young-runs"]["young_runs"] is True
+    assert configs["confidence-young-share"]["young_runs"] is True
+    assert configs["confidence-young-share"]["probe_share"] == 0.005
+    names = {"confidence-young-runs", "confidence-young-share"}
+    assert names <= set(variants.NAMED) & set(variants.BY_NAME_ONLY)
