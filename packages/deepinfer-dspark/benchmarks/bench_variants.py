@@ -39,7 +39,8 @@
   only, session 65): the measured acceptance aging over 8192 rounds instead of 2048
   (`acceptance_age_rounds`);
 - `confidence-young-runs`, `confidence-young-share` (by name only, session 67): a young bucket drafts
-  on until its ledger settles (`young_runs`), alone and with `probe_share` 0.005;
+  on until its ledger settles (`young_runs`, the default since: then the same as `confidence`), alone and
+  with `probe_share` 0.005;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7

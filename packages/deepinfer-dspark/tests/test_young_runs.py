@@ -62,18 +62,18 @@ def test_what_it_leaves_alone(fake_runner) -> None:
 
 
 def test_the_config_key(folders, kit, benchmark_script) -> None:
-    """`speculative_config.young_runs`: off by default, set on the proposer under the
-    prompt-lookup wrapper, checked by name; `confidence-young-runs` and `-young-share` ask for it."""
+    """`speculative_config.young_runs`: on by default (`YOUNG_RUNS_DEFAULT`, session 67), set on the
+    proposer under the prompt-lookup wrapper, checked by name; `confidence-young-runs` and
+    `-young-share` ask for it."""
     target, drafter = folders
-    spec = {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "scheduling": "confidence",
-            "sps_profile": SPSProfile([1, 5, 8, 15], [900.0] * 4), "decode_profile": SPSProfile([1, 3], [1000.0] * 2)}
-    assert kit.build(target, spec).engine.speculative.proposer.inner.young_runs is False
-    assert kit.build(target, {**spec, "young_runs": True}).engine.speculative.proposer.inner.young_runs is True
-    with pytest.raises(ValueError, match="speculative_config.young_runs"):
-        kit.build(target, {**spec, "young_runs": "yes"})
-    with pytest.raises(ValueError, match="speculative_config.young_runs"):
-        kit.build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
-                           "young_runs": True})
+    spec = kit.confidence_spec(drafter)
+    assert kit.dspark_proposer(target, spec).young_runs is True
+    assert kit.dspark_proposer(target, {**spec, "young_runs": False}).young_runs is False
+    for bad in ("yes", 1):
+        with pytest.raises(ValueError, match="speculative_config.young_runs"):
+            kit.build(target, {**spec, "young_runs": bad})
+    with pytest.raises(ValueError, match="speculative_config.young_runs"):   # (confidence scheduling only)
+        kit.build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, "young_runs": True})
     variants = benchmark_script("bench_variants")
     configs = variants.variant_configs(str(drafter), [4], spec["sps_profile"], spec["decode_profile"])
     assert configs["confidence-young-runs"]["young_runs"] is True

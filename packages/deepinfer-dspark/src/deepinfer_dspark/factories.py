@@ -129,9 +129,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           a number in (0, 1]; needs decode_profile; session 65's candidate: in the simulator at 8
           requests 0.005 lifted the losing cells 0.964 / 0.955 -> 0.979 / 0.968 and cost a winning one
           1.059 -> 1.047; on an H100 1.027 (0.928-1.137) of the default at 8 over three processes),
-          young_runs (False: opt in to drafting on at a young bucket until its ledger settles, above
-          bound_only requests, `PausePolicy.young_runs`; session 67's candidate: on an H100 at 8
-          requests a lone probe round cost its call ~7%),
+          young_runs (True, `YOUNG_RUNS_DEFAULT`: above bound_only requests a young bucket drafts on
+          until its ledger settles, `PausePolicy.young_runs`; False: its first losing round pauses it,
+          as until session 67; on an H100 at 8 requests a lone probe round cost its call ~7%),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
@@ -349,7 +349,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 bound_only_untimed=_bool_key(spec_config, "bound_only_untimed", UNTIMED_DEFAULT),
                 pre_flush=_bool_key(spec_config, "pre_flush", PRE_FLUSH_DEFAULT),
                 opening_runs=_bool_key(spec_config, "opening_runs", False),
-                young_runs=_bool_key(spec_config, "young_runs", False),
+                young_runs=_bool_key(spec_config, "young_runs", YOUNG_RUNS_DEFAULT),
                 drained_batches=_bool_key(spec_config, "drained_batches", False),
                 probe_share=_probe_share(spec_config),
                 acceptance_age_rounds=_int_key(spec_config, "acceptance_age_rounds", AGE_ROUNDS, 1),
@@ -375,6 +375,8 @@ UNTIMED_DEFAULT = True   # `bound_only_untimed` (H100s, session 52: the untimed 
 PRE_FLUSH_DEFAULT = True   # `pre_flush` (H100, session 62: a resumption 10.6 -> 9.0 ms at 8 requests; 1.009
 # (0.979-1.034) of the engine without it there over four processes)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
+YOUNG_RUNS_DEFAULT = True   # `young_runs` (H100, session 67: at 8 requests 1.016 (1.000-1.033) of the engine without
+# it, 4 of 4 processes above; 1.003 (0.972-1.034) of plain decoding run again over 8 processes)
 
 
 def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:
