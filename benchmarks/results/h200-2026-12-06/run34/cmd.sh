@@ -1,7 +1,7 @@
 # Session 67 on an H100: `CAND="confidence-young-runs confidence-young-share" WARM=4 CONC=8 SETS=12 TMO=400` four
 # times (out-h100-s67-a..d: `young_runs` 1.016 (1.000-1.033) of the default, adopted), then with `young_runs` the
-# default `CAND=confidence-young-share` four times (-e..h): the default 1.003 (0.972-1.034) of plain decoding again
-# over the eight; dspark BENCHMARKS "sixty-third session".
+# default `CAND=confidence-young-share` five times (-e..i): the default 1.002 (0.975-1.029) of plain decoding again
+# over the nine; dspark BENCHMARKS "sixty-third session".
 # Session 66 on an H100: `CAND=confidence-age8k WARM=4 CONC=8 SETS=12 TMO=300` three times (out-h100-s66-a..c):
 # 1.005 (0.921-1.096) of the default, not adopted; the default 0.966 (0.951-0.981) of plain decoding again over the 13
 # processes of sessions 65-66; dspark BENCHMARKS "sixty-second session" (what one probe costs a call at 8).

@@ -376,7 +376,7 @@ PRE_FLUSH_DEFAULT = True   # `pre_flush` (H100, session 62: a resumption 10.6 ->
 # (0.979-1.034) of the engine without it there over four processes)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
 YOUNG_RUNS_DEFAULT = True   # `young_runs` (H100, session 67: at 8 requests 1.016 (1.000-1.033) of the engine without
-# it, 4 of 4 processes above; 1.003 (0.972-1.034) of plain decoding run again over 8 processes)
+# it, 4 of 4 processes above; 1.002 (0.975-1.029) of plain decoding run again over 9 processes)
 
 
 def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:

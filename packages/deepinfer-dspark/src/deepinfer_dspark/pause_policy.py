@@ -88,8 +88,8 @@ class PausePolicy:
             until its ledger settles, so one run pays a resumption's overhead once for all of its
             `SETTLED_ROUNDS`. On an H100 at 8 requests (session 66) a lone probe round cost its call
             ~7% (capture, projection, transition, a straggler that gained nothing) where a call that
-            drafted 28 rounds ran 1.01 of plain decoding's; over eight processes in session 67 the
-            engine with it read 1.003 (0.972-1.034) of plain decoding run again at 8, and 1.016
+            drafted 28 rounds ran 1.01 of plain decoding's; over nine processes in session 67 the
+            engine with it read 1.002 (0.975-1.029) of plain decoding run again at 8, and 1.016
             (1.000-1.033) of the engine without it in four. With `settled_requests` a run lasts until
             that many drafted requests are judged too; without a decode profile nothing pauses on
             a round's gain, so it changes nothing. False here; True in the engine's factory
