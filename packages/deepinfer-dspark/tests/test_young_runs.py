@@ -6,7 +6,10 @@ then on a loss pauses as it would without it (the settled pause, the features de
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from deepinfer_core.engine.dormant_steps import DormantSteps
 
 from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
@@ -59,6 +62,28 @@ def test_what_it_leaves_alone(fake_runner) -> None:
     p = proposer(fake_runner, True)
     p._inferred.add(BATCH)
     assert losing_round(p) > 0
+
+
+def test_through_the_engines_call_sequence(benchmark_script) -> None:
+    """Driven by the engine's own calls (`sim_engine_calls.run_batch`: `DormantSteps`, `propose`),
+    a batch of 2 whose body rounds lose (k = 7 at 300 rounds/s against ~1000 plain steps/s) drafts
+    one body round then pauses with the features kept ("q") without `young_runs`; with it the body
+    drafts `SETTLED_ROUNDS` rounds in a row, then the settled loss declines them ("z")."""
+    sim = benchmark_script("sim_engine_calls")
+    spec, decode = SPSProfile([8, 32], [400.0, 100.0]), SPSProfile([1, 4], [1000.0, 950.0])
+    marks = {}
+    for young in (False, True):
+        p = DSparkProposer(sim.sim.FakeRunner(7, 0.7, random.Random(0), sim.EARLY), 7, spec, decode=decode,
+                           bound_only=1)
+        p.young_runs = young
+        clock = sim.Clock(decode, spec, 7, 0.02, 1.5, 0.9)
+        marks[young] = "".join(sim.run_batch(p, DormantSteps(p), [128, 128], ["a", "b"], random.Random(0), clock))
+        assert p.pauses.rounds(2) == (SETTLED_ROUNDS if young else 1)
+    body = marks[False].index("D", 1)   # the first body round (the openings' rounds before it: "B")
+    assert marks[True][:body] == marks[False][:body]
+    assert marks[False][body:body + 4] == "Dqqq"
+    run = "D" * SETTLED_ROUNDS
+    assert marks[True][body:body + SETTLED_ROUNDS + 4] == run + "zzzz", marks[True]
 
 
 def test_the_config_key(folders, kit, benchmark_script) -> None:
