@@ -41,6 +41,8 @@
 - `confidence-young-runs`, `confidence-young-share` (by name only, session 67): a young bucket drafts
   on until its ledger settles (`young_runs`, the default since: then the same as `confidence`), alone and
   with `probe_share` 0.005;
+- `confidence-probe-transition` (by name only, session 68): a probe's overhead also counts its run's
+  transition, a round's time (`probe_transition`): a settled loss re-probes ~2.5x less often;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -75,7 +77,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-preflush", "confidence-late-flush",
          "confidence-opening-runs", "confidence-drained", "confidence-hurdle-15",
          "confidence-alone-hurdle-15", "confidence-probe-share",
-         "confidence-age8k", "confidence-young-runs", "confidence-young-share")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-age8k", "confidence-young-runs", "confidence-young-share",
+         "confidence-probe-transition")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -181,7 +184,8 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-rounds-hurdle", "confidence-untimed", "confidence-tail", "dormant-stub",
                 "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs",
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
-                "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share")
+                "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
+                "confidence-probe-transition")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -229,6 +233,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     # ... and a young bucket drafting on until its ledger settles, alone and with the smaller probe share (session 67).
     variants["confidence-young-runs"] = {**variants["confidence"], "young_runs": True}
     variants["confidence-young-share"] = {**variants["confidence-young-runs"], "probe_share": 0.005}
+    # ... and a probe's overhead counting its run's transition (session 68: settled losses re-probe less often).
+    variants["confidence-probe-transition"] = {**variants["confidence"], "probe_transition": True}
     # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
     variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
     # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).

@@ -10,7 +10,7 @@ from deepinfer_core.interfaces import DraftRequest
 
 from deepinfer_dspark.draft_costs import probe_overhead
 from deepinfer_dspark.flush_costs import FlushCosts
-from deepinfer_dspark.pause_policy import SYNC_STEPS
+from deepinfer_dspark.pause_policy import RUN_TRANSITION_ROUNDS, SYNC_STEPS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
@@ -83,6 +83,30 @@ def test_a_dear_flush_lengthens_the_probe_overhead_only_when_rounds_are_timed(fa
     assert proposer._probe_overhead(8) == (pytest.approx(steps) if timed else probe_overhead(8))
     loss = proposer.costs.probe_pause(8, 0.8, proposer._probe_overhead(8))
     assert (loss > proposer.costs.probe_pause(8, 0.8)) is timed
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_probe_transition_adds_a_rounds_time_when_rounds_are_timed(fake_runner, timed) -> None:
+    """`probe_transition`: the timed overhead also counts the run's transition
+    (`RUN_TRANSITION_ROUNDS` rounds' time), with or without a flush measured; untimed rounds keep
+    the model, and without the flag the overhead is as before."""
+    proposer = DSparkProposer(fake_runner(K, 0.95), K, SPS, decode=DECODE, measure_round_times=timed)
+    clock = Clock()
+    proposer.flush_costs = FlushCosts(clock)
+    round_steps = DECODE.at(8) / proposer.costs.round_rate(8)
+    for flush in (None, 0.001):
+        if flush is not None:
+            for span, flushed in [(0.003, False), (0.003 + flush, True)]:
+                began = clock.now
+                clock.now += span
+                proposer.flush_costs.add(8, began, flushed)
+        proposer.probe_transition = False
+        before = proposer._probe_overhead(8)
+        proposer.probe_transition = True
+        measured = SYNC_STEPS + (0.0 if flush is None else flush * DECODE.at(8)) + RUN_TRANSITION_ROUNDS * round_steps
+        assert measured > probe_overhead(8)
+        assert proposer._probe_overhead(8) == (pytest.approx(measured) if timed else before)
+        assert before == (pytest.approx(max(probe_overhead(8), measured - round_steps)) if timed else probe_overhead(8))
 
 
 def test_propose_times_its_span_with_and_without_a_flush(fake_runner) -> None:

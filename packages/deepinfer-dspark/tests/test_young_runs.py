@@ -106,3 +106,23 @@ def test_the_config_key(folders, kit, benchmark_script) -> None:
     assert configs["confidence-young-share"]["probe_share"] == 0.005
     names = {"confidence-young-runs", "confidence-young-share"}
     assert names <= set(variants.NAMED) & set(variants.BY_NAME_ONLY)
+
+
+def test_the_probe_transition_key(folders, kit, benchmark_script) -> None:
+    """`speculative_config.probe_transition` (session 68's candidate): off by default, set on the
+    proposer under the prompt-lookup wrapper, checked by name and confidence-only;
+    `confidence-probe-transition` asks for it."""
+    target, drafter = folders
+    spec = kit.confidence_spec(drafter)
+    assert kit.dspark_proposer(target, spec).probe_transition is False
+    assert kit.dspark_proposer(target, {**spec, "probe_transition": True}).probe_transition is True
+    with pytest.raises(ValueError, match="speculative_config.probe_transition"):
+        kit.build(target, {**spec, "probe_transition": "yes"})
+    with pytest.raises(ValueError, match="speculative_config.probe_transition"):
+        kit.build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4,
+                           "probe_transition": True})
+    variants = benchmark_script("bench_variants")
+    configs = variants.variant_configs(str(drafter), [4], spec["sps_profile"], spec["decode_profile"])
+    assert configs["confidence-probe-transition"]["probe_transition"] is True
+    assert "probe_transition" not in configs["confidence"]
+    assert "confidence-probe-transition" in set(variants.NAMED) & set(variants.BY_NAME_ONLY)

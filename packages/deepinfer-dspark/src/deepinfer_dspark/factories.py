@@ -124,14 +124,13 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           every traced call of the default that drafted ran below plain decoding's, 0.871; not yet
           measured on a GPU; on an H100 in session 65 1.009 / 0.970 / 0.966 of the default at 8),
           probe_share (0.02, `draft_costs.PROBE_SHARE`: at a losing load, the share of the time its
-          probes may lose, which sets the pause after a losing probe, `DraftCosts.probe_pause`, and
-          the keep cost above which a young loss declines the features, `PausePolicy._dear_to_keep`;
-          a number in (0, 1]; needs decode_profile; session 65's candidate: in the simulator at 8
-          requests 0.005 lifted the losing cells 0.964 / 0.955 -> 0.979 / 0.968 and cost a winning one
-          1.059 -> 1.047; on an H100 1.027 (0.928-1.137) of the default at 8 over three processes),
+          probes may lose: the pause after a losing probe, `DraftCosts.probe_pause`, and the keep cost
+          above which a young loss declines the features, `PausePolicy._dear_to_keep`; in (0, 1]; needs
+          decode_profile; on an H100 0.005 read 1.001 of the default at 8 over five processes),
           young_runs (True, `YOUNG_RUNS_DEFAULT`: above bound_only requests a young bucket drafts on
-          until its ledger settles, `PausePolicy.young_runs`; False: its first losing round pauses it,
-          as until session 67; on an H100 at 8 requests a lone probe round cost its call ~7%),
+          until its ledger settles, `PausePolicy.young_runs`; False: its first loss pauses it),
+          probe_transition (False: with measure_round_times a probe's overhead also counts its run's
+          transition, a round's time, `PausePolicy.probe_transition`; session 68's candidate),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
@@ -246,11 +245,11 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
-    young_runs = settings.pop("young_runs")
+    young_runs, transition = settings.pop("young_runs"), settings.pop("probe_transition")
     drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
     age = settings.pop("acceptance_age_rounds")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
-    proposer.opening_runs, proposer.young_runs = opening_runs, young_runs   # (`PausePolicy`)
+    proposer.opening_runs, proposer.young_runs, proposer.probe_transition = opening_runs, young_runs, transition
     proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
     if share is not None and proposer.costs is not None:   # (`DraftCosts.probe_share`)
         proposer.costs.probe_share = share
@@ -301,7 +300,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
                 "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
-                "drained_batches", "probe_share", "acceptance_age_rounds", "young_runs"):
+                "drained_batches", "probe_share", "acceptance_age_rounds", "young_runs", "probe_transition"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -350,6 +349,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 pre_flush=_bool_key(spec_config, "pre_flush", PRE_FLUSH_DEFAULT),
                 opening_runs=_bool_key(spec_config, "opening_runs", False),
                 young_runs=_bool_key(spec_config, "young_runs", YOUNG_RUNS_DEFAULT),
+                probe_transition=_bool_key(spec_config, "probe_transition", False),
                 drained_batches=_bool_key(spec_config, "drained_batches", False),
                 probe_share=_probe_share(spec_config),
                 acceptance_age_rounds=_int_key(spec_config, "acceptance_age_rounds", AGE_ROUNDS, 1),

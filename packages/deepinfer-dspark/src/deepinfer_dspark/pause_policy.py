@@ -70,30 +70,26 @@ class PausePolicy:
             (session 46) one hard first reply's 24 rounds ruled the load out for ~6 replies.
             Session 46's candidate (`confidence-replies4`), not measured on the H200 yet.
         opening_runs: above `bound_only` requests, where the body loses (`_body_loses`: the run
-            ends with the opening), an opening round's gain is scaled by the share of the opening
-            run's time its rounds take (`_opening_run_share`; the scaled gain is what `judged`
-            logs): the run's first step drafts twice and the step after its last round only
-            verifies, a cost no round's price holds. On an H100 at 8 requests (session 63, run34)
-            those two cost ~4.3 ms a run, a round's worth (`RUN_TRANSITION_ROUNDS`), and the
-            default's 3 opening runs there (5.3 rounds on average) realized 0.87 of plain decoding
-            where the ledger judged them at 1.00. False: as until session 63
-            (`speculative_config.opening_runs`).
+            ends with the opening), an opening round's gain (as `judged` logs it) is scaled by the
+            share of the run's time its rounds take (`_opening_run_share`): the transition no round's
+            price holds (H100, 8 requests, session 63: ~4.3 ms a run, `RUN_TRANSITION_ROUNDS`; the 3
+            opening runs of 5.3 rounds realized 0.87 of plain decoding where the ledger judged
+            1.00). False: as until session 63 (`speculative_config.opening_runs`).
         drained: a `DrainedBatches` (or None, the default): while it rules the batch running out
             (its size's drained batches that drafted ran slower than plain decoding's, as measured by
             the undrafted ones or `UNCALIBRATED`), `expected_loss` holds at every load, as a bound's
             would, and what that paused is lifted when the batch ends (`_lift_drained`;
             `speculative_config.drained_batches`).
-        young_runs: above `bound_only` requests, a young bucket's losing round (its ledger not yet
-            `_settled`, no smaller bucket's loss inferred there) pauses nothing: the bucket drafts on
-            until its ledger settles, so one run pays a resumption's overhead once for all of its
-            `SETTLED_ROUNDS`. On an H100 at 8 requests (session 66) a lone probe round cost its call
-            ~7% (capture, projection, transition, a straggler that gained nothing) where a call that
-            drafted 28 rounds ran 1.01 of plain decoding's; over nine processes in session 67 the
-            engine with it read 1.002 (0.975-1.029) of plain decoding run again at 8, and 1.016
-            (1.000-1.033) of the engine without it in four. With `settled_requests` a run lasts until
-            that many drafted requests are judged too; without a decode profile nothing pauses on
-            a round's gain, so it changes nothing. False here; True in the engine's factory
+        young_runs: above `bound_only` requests, a young bucket's losing round (ledger not yet
+            `_settled`, no loss inferred there) pauses nothing: the bucket drafts on until it settles,
+            paying a resumption once for `SETTLED_ROUNDS` rounds (H100, 8 requests: a lone probe round
+            cost its call ~7% in session 66; with it 1.016 (1.000-1.033) of the engine without it in
+            session 67). With `settled_requests` a run lasts until that many requests are judged too;
+            without a decode profile it changes nothing. False here; True in the engine's factory
             (`speculative_config.young_runs`, `YOUNG_RUNS_DEFAULT`).
+        probe_transition: with `_rounds_timed`, a probe's overhead (`_probe_overhead`) also counts
+            its run's transition, `RUN_TRANSITION_ROUNDS` rounds' time (session 66 traced a lone probe
+            at 8 requests on an H100 at ~9 plain steps, priced at ~2.6; `speculative_config.probe_transition`).
     """
 
     settled_requests: int = 0
@@ -102,6 +98,7 @@ class PausePolicy:
     opening_runs: bool = False
     drained: DrainedBatches | None = None
     young_runs: bool = False
+    probe_transition: bool = False
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -301,16 +298,19 @@ class PausePolicy:
 
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
-        with `measure_round_times` (`_rounds_timed`) the flush measured there (`FlushCosts`), at
-        most one full round's time, plus `SYNC_STEPS` when that is more (without timings every
-        decision stays a function of the rounds' tokens). The cap: a flush grows with the pause
-        before it (see `FlushCosts`)."""
-        flush = self.flush_costs.extra(batch) if self._rounds_timed(batch) else None
+        with `measure_round_times` (`_rounds_timed`) at least `SYNC_STEPS` plus the flush measured
+        there (`FlushCosts`, at most one round's time: a flush grows with the pause before it) and,
+        with `probe_transition`, the run's transition (without timings every decision stays a
+        function of the rounds' tokens)."""
         modelled = probe_overhead(batch)
-        if flush is None:
+        if not self._rounds_timed(batch):
             return modelled
-        plain_rate = self.decode.at(batch)
-        return max(modelled, min(flush * plain_rate, plain_rate / self.costs.round_rate(batch)) + SYNC_STEPS)
+        plain_rate, flush = self.decode.at(batch), self.flush_costs.extra(batch)
+        round_steps = plain_rate / self.costs.round_rate(batch)
+        measured = SYNC_STEPS + (0.0 if flush is None else min(flush * plain_rate, round_steps))
+        if self.probe_transition:
+            measured += RUN_TRANSITION_ROUNDS * round_steps
+        return max(modelled, measured)
 
     def _keep_cost(self, batch: int) -> float:
         """Plain steps a paused step at `batch` with the features kept costs the flush that ends
