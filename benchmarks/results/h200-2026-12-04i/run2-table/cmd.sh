@@ -6,6 +6,9 @@
 # Session 63: `LEDGER=1 PIN=1 ... low` on an H100 (out-h100-s63-low, with the ledgers: at 8 the default 1.016 of plain decoding).
 # Session 67: `LEDGER=1 PIN=1 ... low` on an H100 with `young_runs` the default (out-h100-s67-low: 0.961 of fixed-7
 # at 1 request by geometric means, 1.005 at 8, 1.59x at 32).
+# Session 68: `LEDGER=1 PIN=1 ... low` and `KV=2.5 LEDGER=1 PIN=1 ... high` on an H100 (out-h100-s68-low, -high; at 8
+# the default 0.944 of fixed-7, at 64-256 1.8-2.3x the best fixed k, the dormant default 0.675 at 128 in a noisy lease),
+# and 128 alone (out-h100-s68-128, by hand: `--concurrency 128 --prompt-sets 4 --variants none confidence none-again`).
 # Session 66: `LEDGER=1 PIN=1 ... low` (out-h100-s66-low) and twice `high` on an H100 with the KV cache at 2.5 GiB
 # (then by sed; now `KV=2.5 LEDGER=1 PIN=1 bash .../cmd.sh high`: out-h100-s66-high, -high2, ~240 s each; `low` ~185 s):
 # goals 2 and 3 hold on the H100; dspark BENCHMARKS "sixty-second session". `KV=GiB` sets `--kv-cache-gib` (default 6).

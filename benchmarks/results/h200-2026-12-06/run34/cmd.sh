@@ -1,3 +1,5 @@
+# Session 68 on an H100: `CAND=confidence-probe-transition WARM=4 CONC=8 SETS=12 TMO=170` eight times (out-h100-s68-a..h,
+# ~80 s each): 0.996 (0.976-1.016) of the default, not adopted; the default 0.987 of plain decoding again over the eight.
 # Session 67 on an H100: `CAND="confidence-young-runs confidence-young-share" WARM=4 CONC=8 SETS=12 TMO=400` four
 # times (out-h100-s67-a..d: `young_runs` 1.016 (1.000-1.033) of the default, adopted), then with `young_runs` the
 # default `CAND=confidence-young-share` five times (-e..i): the default 1.002 (0.975-1.029) of plain decoding again
