@@ -42,7 +42,7 @@
   on until its ledger settles (`young_runs`, the default since: then the same as `confidence`), alone and
   with `probe_share` 0.005;
 - `confidence-probe-transition` (by name only, session 68): a probe's overhead also counts its run's
-  transition, a round's time (`probe_transition`): a settled loss re-probes ~2.5x less often;
+  transition, a round's time (`probe_transition`): a settled loss pauses longer (up to ~2x at 8 on the H100's profiles);
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7

@@ -126,3 +126,17 @@ def test_the_probe_transition_key(folders, kit, benchmark_script) -> None:
     assert configs["confidence-probe-transition"]["probe_transition"] is True
     assert "probe_transition" not in configs["confidence"]
     assert "confidence-probe-transition" in set(variants.NAMED) & set(variants.BY_NAME_ONLY)
+
+
+def test_probe_transition_lengthens_the_settled_pause(fake_runner) -> None:
+    """With timed rounds, a settled loss's pause prices the next probe's run transition too
+    (`probe_transition`): longer than without it, by `probe_pause` with the larger overhead."""
+    pauses = {}
+    for transition in (False, True):
+        p = proposer(fake_runner, True)
+        p.measure_round_times, p.probe_transition = True, transition
+        for _ in range(SETTLED_ROUNDS - 1):
+            assert losing_round(p) == 0
+        pauses[transition] = losing_round(p)
+        assert pauses[transition] == p.costs.probe_pause(BATCH, 0.8, p._probe_overhead(BATCH))
+    assert pauses[True] > pauses[False]

@@ -129,8 +129,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           decode_profile; on an H100 0.005 read 1.001 of the default at 8 over five processes),
           young_runs (True, `YOUNG_RUNS_DEFAULT`: above bound_only requests a young bucket drafts on
           until its ledger settles, `PausePolicy.young_runs`; False: its first loss pauses it),
-          probe_transition (False: with measure_round_times a probe's overhead also counts its run's
-          transition, a round's time, `PausePolicy.probe_transition`; session 68's candidate),
+          probe_transition (False; True: with timed rounds a probe's overhead also counts its run's
+          transition, a round's time, `PausePolicy.probe_transition`; session 68: 0.996 of the default at 8),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted

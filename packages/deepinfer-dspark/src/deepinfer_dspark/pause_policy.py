@@ -298,14 +298,14 @@ class PausePolicy:
 
     def _probe_overhead(self, batch: int) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
-        with `measure_round_times` (`_rounds_timed`) at least `SYNC_STEPS` plus the flush measured
-        there (`FlushCosts`, at most one round's time: a flush grows with the pause before it) and,
-        with `probe_transition`, the run's transition (without timings every decision stays a
-        function of the rounds' tokens)."""
-        modelled = probe_overhead(batch)
-        if not self._rounds_timed(batch):
+        with `measure_round_times` (`_rounds_timed`) the larger of it and `SYNC_STEPS` plus the flush
+        measured there (`FlushCosts`, at most one round's time: a flush grows with the pause before
+        it) plus, with `probe_transition`, `RUN_TRANSITION_ROUNDS` rounds' time at the profiles."""
+        modelled = probe_overhead(batch)   # (untimed: every decision stays a function of the rounds' tokens)
+        flush = self.flush_costs.extra(batch) if self._rounds_timed(batch) else None
+        if flush is None and not (self.probe_transition and self._rounds_timed(batch)):
             return modelled
-        plain_rate, flush = self.decode.at(batch), self.flush_costs.extra(batch)
+        plain_rate = self.decode.at(batch)
         round_steps = plain_rate / self.costs.round_rate(batch)
         measured = SYNC_STEPS + (0.0 if flush is None else min(flush * plain_rate, round_steps))
         if self.probe_transition:
