@@ -208,6 +208,17 @@ class EngineKit:
         return getattr(proposer, "inner", proposer)
 
     @staticmethod
+    def rejects_bool_key(target, drafter, key: str, bad=("yes", 1)) -> None:
+        """A confidence-only boolean `speculative_config` key: each `bad` value is rejected by name,
+        and so is the key (True) without confidence scheduling."""
+        spec = EngineKit.confidence_spec(drafter)
+        for value in bad:
+            with pytest.raises(ValueError, match=f"speculative_config.{key}"):
+                EngineKit.build(target, {**spec, key: value})
+        with pytest.raises(ValueError, match=f"speculative_config.{key}"):
+            EngineKit.build(target, {"method": "dspark", "model": str(drafter), "num_speculative_tokens": 4, key: True})
+
+    @staticmethod
     def prompts(count: int, seed: int) -> list[list[int]]:
         rng = random.Random(seed)
         out = []
