@@ -6,6 +6,8 @@
 # Session 63: `LEDGER=1 PIN=1 ... low` on an H100 (out-h100-s63-low, with the ledgers: at 8 the default 1.016 of plain decoding).
 # Session 67: `LEDGER=1 PIN=1 ... low` on an H100 with `young_runs` the default (out-h100-s67-low: 0.961 of fixed-7
 # at 1 request by geometric means, 1.005 at 8, 1.59x at 32).
+# `SETS=N` overrides the prompt sets (rounds) of a mode (session 68: `high`'s 3 rounds, one traced, left two untraced
+# rounds a cell, which moved 0.64-1.56 at 64-256; ~240 s at 3 on an H100, most of it fixed-1..3's calls).
 # Session 68: `LEDGER=1 PIN=1 ... low` and `KV=2.5 LEDGER=1 PIN=1 ... high` on an H100 (out-h100-s68-low, -high; at 8
 # the default 0.944 of fixed-7, at 64-256 1.8-2.3x the best fixed k, the dormant default 0.675 at 128 in a noisy lease),
 # and 128 alone (out-h100-s68-128, by hand: `--concurrency 128 --prompt-sets 4 --variants none confidence none-again`).
@@ -33,9 +35,9 @@
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh   # the GGUF, the drafter, the GPU environment
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf; B=packages/deepinfer-dspark/benchmarks
 case ${1:-low} in
-  low) C="1 8 32"; SETS=12; SIZES="1 2 4 8 16 32"; EVERY=2;;
-  high) C="64 128 256"; SETS=3; SIZES="1 8 32 64 128 256"; EVERY=3;;
-  closed) C="8 32 64"; SETS=4; SIZES="1 2 4 8 16 32 64"; EVERY=4; LOOP="--closed-loop 3";;
+  low) C="1 8 32"; SETS=${SETS:-12}; SIZES="1 2 4 8 16 32"; EVERY=2;;
+  high) C="64 128 256"; SETS=${SETS:-3}; SIZES="1 8 32 64 128 256"; EVERY=3;;
+  closed) C="8 32 64"; SETS=${SETS:-4}; SIZES="1 2 4 8 16 32 64"; EVERY=4; LOOP="--closed-loop 3";;
   *) echo "argument: low, high or closed"; exit 2;;
 esac
 LOGL=""; [ "${LEDGER:-0}" = 1 ] && LOGL="--step-log-ledger"   # session 62: the pause ledgers in the traced rounds
