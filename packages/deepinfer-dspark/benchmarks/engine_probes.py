@@ -147,7 +147,9 @@ class StepTimes:
         `bound_only_untimed` leaves it unread, up to `bound_only` requests): why a load drafted or not. A step
         after which the pause policy priced a round also holds it (`judged`: opening or not, the
         expected accepted drafts, the drafts verified, the acceptance ratio and the gain before an
-        opening's `worth_skipping`: `DSparkProposer.judged`, cleared when read)."""
+        opening's `worth_skipping`: `DSparkProposer.judged`, cleared when read), and the straggler
+        factor that gain carries (`straggler`: `DSparkProposer.judged_straggler`, 1.0 unless a batch
+        drains with `judge_stragglers`; session 69)."""
         pauses, openings = getattr(self.proposer, "pauses", None), getattr(self.proposer, "openings", None)
         if pauses is None or openings is None or not batch:
             return {}
@@ -155,11 +157,13 @@ class StepTimes:
 
         gain, opening = pauses.gain(batch), openings.ledger.gain(batch)
         judged, self.proposer.judged = getattr(self.proposer, "judged", None), None
+        straggler = float(getattr(self.proposer, "judged_straggler", 1.0))
         return {"pause": pauses.left(batch), "opening_pause": openings.ledger.left(batch),
                 "gain": None if gain is None else round(gain, 3),
                 "opening_gain": None if opening is None else round(opening, 3),
                 "round_time": round(self.proposer.rates.correction(SPEC, batch, least=ROUND_SAMPLES), 3),
-                **({} if judged is None else {"judged": [judged[0], *(round(float(x), 3) for x in judged[1:])]})}
+                **({} if judged is None else {"judged": [judged[0], *(round(float(x), 3) for x in judged[1:])],
+                                              "straggler": round(straggler, 3)})}
 
     @staticmethod
     def _kind(before: tuple, after: tuple) -> str:

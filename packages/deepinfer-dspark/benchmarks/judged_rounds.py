@@ -62,8 +62,9 @@ def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
     (the same over the runs' steps taken while the least advanced request was within its reply's
     first `OPENING` tokens, and over the others), `opening` / `body` (judgements
     logged: count and mean judged gain), `ratio` (mean judged ratio), `round_ms` (median ms of a
-    drafted step inside a run, not a run's first) and `correction` (median `round_time` of the
-    drafted steps; None for an engine that logged no judgement, e.g. fixed k)."""
+    drafted step inside a run, not a run's first), `correction` (median `round_time` of the
+    drafted steps; None for an engine that logged no judgement, e.g. fixed k) and `straggler` (mean
+    straggler factor of the body judgements, `judge_stragglers`; None where the log has none)."""
     found: dict[tuple[int, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for rows in logs:
         plain = plain_steps(rows, baseline)
@@ -78,6 +79,8 @@ def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
                     opening, _, _, ratio, gain = row["judged"]
                     cell["opening" if opening else "body"].append(gain)
                     cell["ratio"].append(ratio)
+                    if not opening and row.get("straggler") is not None:   # (logged since session 69)
+                        cell["straggler"].append(row["straggler"])
                 if row.get("round_time") is not None and row["kind"].startswith("drafted"):
                     cell["correction"].append(row["round_time"])
                 if row["kind"].startswith("drafted"):
@@ -112,7 +115,7 @@ def judged_rounds(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
                     "realized": realized("opening", "body"), "realized_opening": realized("opening"),
                     "realized_body": realized("body"), "opening": (len(cell["opening"]), mean("opening")),
                     "body": (len(cell["body"]), mean("body")), "ratio": mean("ratio"),
-                    "round_ms": median("round_ms"),
+                    "round_ms": median("round_ms"), "straggler": mean("straggler"),
                     "correction": median("correction") if cell["opening"] or cell["body"] else None})
     return out
 
@@ -128,15 +131,15 @@ def main() -> None:
     def num(value, digits=3):
         return "-" if value is None else f"{value:.{digits}f}"
     print("| requests | engine | rounds | realized gain (openings / bodies) | judged openings (gain) "
-          "| judged bodies (gain) | judged ratio | drafted step ms | correction |")
-    print("|---:|---|---:|---|---|---|---:|---:|---:|")
+          "| judged bodies (gain) | judged ratio | drafted step ms | correction | straggler factor (bodies) |")
+    print("|---:|---|---:|---|---|---|---:|---:|---:|---:|")
     for r in rows:
         if args.concurrency and r["concurrency"] not in args.concurrency:
             continue
         print(f"| {r['concurrency']} | {r['engine']} | {r['rounds']} | {num(r['realized'])} "
               f"({num(r['realized_opening'])} / {num(r['realized_body'])}) "
               f"| {r['opening'][0]} ({num(r['opening'][1])}) | {r['body'][0]} ({num(r['body'][1])}) "
-              f"| {num(r['ratio'])} | {num(r['round_ms'], 2)} | {num(r['correction'])} |")
+              f"| {num(r['ratio'])} | {num(r['round_ms'], 2)} | {num(r['correction'])} | {num(r['straggler'])} |")
 
 
 if __name__ == "__main__":

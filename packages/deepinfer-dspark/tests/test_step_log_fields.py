@@ -135,9 +135,15 @@ def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_r
     assert probes.StepTimes._ledger(log, 0) == {}
     assert probes.StepTimes._ledger(types.SimpleNamespace(proposer=object()), 5) == {}
     proposer._plan_pause(1.5, [4], 2, opening=True)   # a round priced: logged once, with its inputs
-    judged = probes.StepTimes._ledger(log, 2)["judged"]
+    logged = probes.StepTimes._ledger(log, 2)
+    judged = logged["judged"]
     assert judged[0] is True and judged[1:4] == [1.5, 4, 1.0] and judged[4] > 0
-    assert "judged" not in probes.StepTimes._ledger(log, 2)
+    assert logged["straggler"] == 1.0   # not draining: the gain carries no straggler factor
+    assert "judged" not in probes.StepTimes._ledger(log, 2) and "straggler" not in probes.StepTimes._ledger(log, 2)
+    proposer.draining_batch, proposer.stragglers.factor = True, lambda batch: 0.625   # a draining batch's factor
+    proposer._plan_pause(1.5, [4], 2, opening=True)
+    logged = probes.StepTimes._ledger(log, 2)
+    assert logged["straggler"] == 0.625 and logged["judged"][4] < judged[4]   # the gain it scaled
 
 
 @pytest.mark.parametrize("async_scheduling", [True, False])

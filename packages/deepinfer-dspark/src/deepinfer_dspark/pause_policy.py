@@ -223,7 +223,8 @@ class PausePolicy:
         ratio = self.acceptance.ratio(batch, opening)
         tau = batch + (min(ratio * expected, float(verified)) if expected > 0 else 0.0)
         tokens = tau / batch   # a request's tokens a round, before the straggler's share
-        tau *= self._straggler_factor(batch)   # (1.0 unless a batch drains: `judge_stragglers`)
+        self.judged_straggler = self._straggler_factor(batch)   # (1.0 unless a batch drains: `judge_stragglers`)
+        tau *= self.judged_straggler
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)
