@@ -1,3 +1,5 @@
+# Session 69: `LEDGER=1 PIN=1 ... low` on an H100 with a retrained drafter (out-h100-s69-low: 1.010 of fixed-7 at 1
+# request by geometric means, 1.068 of fixed-6 at 8, 1.63x at 32).
 # Session 60: `PIN=1 ... high` on an H200 (out-h200-s60-high: the faster engine of session 59); `low` was cut off when the lease was taken back.
 # Session 61: `PIN=1 ... low` on an H100 (out-h100-s61-low: at 1 request the default 0.986 of fixed-7 round by round).
 # Session 64: `LEDGER=1 PIN=1 ... high` on an H100 ran out of GPU memory while building its engines (the 64-256 engines' 6 GiB KV caches): `high` needs the H200.

@@ -1,3 +1,5 @@
+# Session 69: rebuilt (same recipe) with session 69's drafter (held-out 3.06; drafter.tar.gz sha256 5cd4ea32...c8ec, tar
+# sha256 8d4c24bd...2534), five 29.1 MiB parts: with the 33.2 MiB tree, ~62.3 of the 64 MiB carry.
 # Session 48: the GGUF and the drafter in five calls instead of ten. `.cache/bundle/part_00`..`_04` are
 # `split -n 5` of a tar holding SmolLM2-135M-Instruct.Q4_1.gguf (sha256 b179c952...db53) and drafter.tar.gz (the
 # drafter stash's four parts joined, sha256 fd3ae479...e924; tar sha256 db5a6ba4...edea), 29.1 MiB a part: with the

@@ -1,3 +1,5 @@
+# Session 69 on an H100 (a drafter retrained, held-out 3.06): `CAND=confidence-probe-transition WARM=4 CONC=8 SETS=12
+# TMO=100` three times (out-h100-s69-a..c): the default 1.003 / 0.994 / 0.947 of plain decoding again.
 # Session 68 on an H100: `CAND=confidence-probe-transition WARM=4 CONC=8 SETS=12 TMO=170` eight times (out-h100-s68-a..h,
 # ~80 s each): 0.996 (0.976-1.016) of the default, not adopted; the default 0.987 of plain decoding again over the eight.
 # Session 67 on an H100: `CAND="confidence-young-runs confidence-young-share" WARM=4 CONC=8 SETS=12 TMO=400` four
