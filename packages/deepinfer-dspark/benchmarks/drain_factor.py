@@ -13,18 +13,28 @@ every round, so its traced calls give that sample directly:
 Both columns are sorted apart, as `factor` treats them. This prints the factor the model computes
 from those calls at the concurrency (uncapped: `factor` caps it at 1), with its inputs (the mean
 tokens a round, sum L / sum needs, and a round's cost in plain steps at 1 and B requests, from
-the profiles next to the log), beside what the calls realized:
+the profiles next to the log: a round of B requests at B (1 + `--profile-k`) tokens, as
+`DraftCosts.round_rate` reads the k = 7 profile), beside what the same calls realized:
 - `rounds`: the engine's rounds per mean request, priced in the baseline's median decode step at
   each running count (`judged_rounds.py`'s realized gain);
 - `calls`: the geometric mean of the baseline's summed step ms over the engine's, call by call
   (`drafted_calls.py`'s pairing);
 - `kept`: calls / rounds, the share of the rounds' gain the calls kept.
 A model factor near `kept` says the straggler model holds where the sample is whole. Session 69
-read it on the H100 at 8 requests: 0.836 against 0.81 kept.
+read it on the H100 at 8 requests: 0.834 against 0.81 kept.
+
+Where this differs from the engine's own `Stragglers`: the engine's sample holds only requests
+that drafted `MIN_ROUNDS` rounds or more, reads 1.0 before `MIN_SAMPLE` of them, is asked at
+`ledger_bucket(B)`, takes L as output tokens and needs as output x rounds / emitted over the rounds
+it drafted; here every request counts, at B, with L in plain decoding's decode steps and needs in
+the engine's drafted steps. L and needs come from two engines' replies to the same prompts, which
+may differ (greedy batches are not batch-invariant in the benchmark): read the columns as
+distributions, as `factor` does. A call whose running count never shows all B requests (chunked
+prefill admits them over several steps) is left out.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/drain_factor.py OUT/steps.jsonl.xz --concurrency 8 \\
-        [--engine fixed-7] [--baseline none] [--profiles DIR]
+        [--engine fixed-7] [--baseline none] [--profiles DIR] [--profile-k 7]
 """
 
 from __future__ import annotations
@@ -51,25 +61,27 @@ def finished_at(steps: list[dict], drafted: bool) -> list[int]:
     out: list[int] = []
     lowest, count = None, 0
     for row in steps:
+        before = count   # the steps the requests missing from this row's count had run
         if (row["kind"].startswith("drafted") if drafted
                 else row["kind"] == "plain" and row["running"] and not row["prefill_tokens"]):
             count += 1
         running = row["running"]
         if running and lowest is not None and running < lowest:
-            out += [count - 1] * (lowest - running)
+            out += [before] * (lowest - running)
         if running and (lowest is None or running < lowest):
             lowest = running
     return out + [count] * (lowest or 0)
 
 
-def drain_sample(rows: list[dict], concurrency: int, engine: str, baseline: str) -> tuple[list[int], list[int]]:
-    """(lengths, needs) over the rounds both engines traced at `concurrency` with every request
-    accounted for in both (see the module docstring)."""
+def drain_sample(rows: list[dict], concurrency: int, engine: str,
+                 baseline: str) -> tuple[list[int], list[int], list[int]]:
+    """(lengths, needs, rounds) over the rounds both engines traced at `concurrency` with every
+    request accounted for in both (see the module docstring); `rounds`: those rounds."""
     calls: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for row in rows:
         if row["concurrency"] == concurrency and row["engine"] in (engine, baseline):
             calls[(row["engine"], row["round"])].append(row)
-    lengths, needs = [], []
+    lengths, needs, used = [], [], []
     for (name, round_), steps in sorted(calls.items()):
         if name != baseline or (engine, round_) not in calls:
             continue
@@ -77,13 +89,15 @@ def drain_sample(rows: list[dict], concurrency: int, engine: str, baseline: str)
         if len(plain) == len(drafted) == concurrency:
             lengths += plain
             needs += drafted
-    return lengths, needs
+            used.append(round_)
+    return lengths, needs, used
 
 
 def model_factor(lengths: list[int], needs: list[int], plain: SPSProfile, spec: SPSProfile, k: int,
                  batch: int) -> dict[str, float]:
     """`Stragglers.factor(batch)`'s value on this sample, uncapped (`factor`: `min(1, value)`),
-    with `mean` (tokens a round), `r1` / `rb` (a round's cost in plain steps at 1 / `batch`)."""
+    with `mean` (tokens a round), `r1` / `rb` (a round's cost in plain steps at 1 / `batch`); a
+    round of b requests costs the `spec` profile's round at b (1 + `k`) tokens."""
     lengths, needs = sorted(lengths), sorted(max(n, 1) for n in needs)
     mean = sum(lengths) / sum(needs)
     steps = [0.0] + [1.0 / plain.at(b) for b in range(1, batch + 1)]
@@ -93,11 +107,14 @@ def model_factor(lengths: list[int], needs: list[int], plain: SPSProfile, spec: 
             "r1": rounds[1] / steps[1], "rb": rounds[batch] / steps[batch]}
 
 
-def realized_calls(rows: list[dict], concurrency: int, engine: str, baseline: str) -> float | None:
-    """Geometric mean over the traced rounds of the baseline's summed step ms over the engine's."""
+def realized_calls(rows: list[dict], concurrency: int, engine: str, baseline: str,
+                   rounds: list[int] | None = None) -> float | None:
+    """Geometric mean over the traced rounds (only `rounds`, if given) of the baseline's summed
+    step ms over the engine's."""
     ms: dict[tuple[str, int], float] = defaultdict(float)
     for row in rows:
-        if row["concurrency"] == concurrency and row["engine"] in (engine, baseline):
+        if row["concurrency"] == concurrency and row["engine"] in (engine, baseline) \
+                and (rounds is None or row["round"] in rounds):
             ms[(row["engine"], row["round"])] += row["ms"]
     ratios = [ms[(baseline, r)] / ms[(engine, r)] for (name, r) in ms if name == engine and (baseline, r) in ms]
     return math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
@@ -107,31 +124,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log", type=Path, help="steps.jsonl, .jsonl.xz or .jsonl.gz from bench_dspark.py --step-log")
     parser.add_argument("--concurrency", type=int, required=True)
-    parser.add_argument("--engine", default="fixed-7", help="a fixed-k engine (k from its name, else --k)")
+    parser.add_argument("--engine", default="fixed-7", help="a fixed-k engine (it drafts every round)")
     parser.add_argument("--baseline", default="none")
-    parser.add_argument("--k", type=int, default=None)
+    parser.add_argument("--profile-k", type=int, default=7,
+                        help="the drafts a request of the round profile's rounds verified (bench_dspark.py: 7)")
     parser.add_argument("--profiles", type=Path, default=None,
                         help="folder with sps_batch.json and spec_sps_batch.json (default: the log's folder)")
     args = parser.parse_args()
-    k = args.k if args.k is not None else int(args.engine.rsplit("-", 1)[-1]) if args.engine[-1].isdigit() else None
-    if k is None or k < 1:
-        parser.error(f"--k: a positive number of drafts is needed for engine {args.engine!r}")
+    if args.profile_k < 1:
+        parser.error(f"--profile-k: must be >= 1, got {args.profile_k}")
     folder = args.profiles or args.log.parent
     plain, spec = SPSProfile.load(folder / "sps_batch.json"), SPSProfile.load(folder / "spec_sps_batch.json")
     rows = load(args.log)
-    lengths, needs = drain_sample(rows, args.concurrency, args.engine, args.baseline)
+    lengths, needs, used = drain_sample(rows, args.concurrency, args.engine, args.baseline)
     if not lengths:
-        sys.exit(f"no round traced by both {args.engine!r} and {args.baseline!r} at {args.concurrency} requests")
-    model = model_factor(lengths, needs, plain, spec, k, args.concurrency)
-    cell = next((r for r in judged_rounds([rows], args.baseline)
+        sys.exit(f"no round traced by both {args.engine!r} and {args.baseline!r} with all {args.concurrency} "
+                 "requests accounted for in each")
+    model = model_factor(lengths, needs, plain, spec, args.profile_k, args.concurrency)
+    sampled = [r for r in rows if r["concurrency"] != args.concurrency or r["round"] in used]   # the same calls
+    cell = next((r for r in judged_rounds([sampled], args.baseline)
                  if r["engine"] == args.engine and r["concurrency"] == args.concurrency), None)
     rounds = (cell or {}).get("realized")
-    calls = realized_calls(rows, args.concurrency, args.engine, args.baseline)
+    calls = realized_calls(rows, args.concurrency, args.engine, args.baseline, used)
     kept = calls / rounds if rounds and calls else None
 
     def num(value):
         return "-" if value is None else f"{value:.3f}"
-    print("| requests | engine | calls | model factor | tokens a round | round / plain step at 1, B "
+    print("| requests | engine | sampled calls | model factor | tokens a round | round / plain step at 1, B "
           "| realized: rounds | calls | kept |")
     print("|---:|---|---:|---:|---:|---|---:|---:|---:|")
     print(f"| {args.concurrency} | {args.engine} | {len(lengths) // args.concurrency} | {num(model['factor'])} "

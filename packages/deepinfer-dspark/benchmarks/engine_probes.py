@@ -148,8 +148,8 @@ class StepTimes:
         after which the pause policy priced a round also holds it (`judged`: opening or not, the
         expected accepted drafts, the drafts verified, the acceptance ratio and the gain before an
         opening's `worth_skipping`: `DSparkProposer.judged`, cleared when read), and the straggler
-        factor that gain carries (`straggler`: `DSparkProposer.judged_straggler`, 1.0 unless a batch
-        drains with `judge_stragglers`; session 69)."""
+        factor that gain carries (`straggler`: `DSparkProposer.judged_straggler`, what
+        `PausePolicy._straggler_factor` returned for the round; session 69)."""
         pauses, openings = getattr(self.proposer, "pauses", None), getattr(self.proposer, "openings", None)
         if pauses is None or openings is None or not batch:
             return {}

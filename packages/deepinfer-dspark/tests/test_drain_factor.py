@@ -41,6 +41,10 @@ def test_finishes_are_read_from_the_running_count(benchmark_script) -> None:
     assert module.finished_at([r for r in rows if r["engine"] == "fixed-3"], drafted=True) == [1, 3]
     bumpy = [step("none", "plain", n) for n in (3, 3, 2, 3, 2, 1, 1)]
     assert module.finished_at(bumpy, drafted=False) == [2, 5, 7]
+    # a drop logged on a step that does not count (the verification after the last round): the
+    # finished request ran every counted step before it
+    tail = [step("f", "drafted", 2), step("f", "drafted", 2), step("f", "plain", 1), step("f", "drafted", 1)]
+    assert module.finished_at(tail, drafted=True) == [2, 3]
 
 
 def test_the_model_is_stragglers_factor_uncapped_on_the_calls_sample(benchmark_script) -> None:
@@ -74,7 +78,8 @@ def test_main_prints_the_model_beside_what_the_calls_kept(benchmark_script, tmp_
     spec = SPSProfile([4, 8], [450.0, 400.0])
     plain.save(tmp_path / "sps_batch.json")
     spec.save(tmp_path / "spec_sps_batch.json")
-    monkeypatch.setattr("sys.argv", ["drain_factor.py", str(path), "--concurrency", "2", "--engine", "fixed-3"])
+    monkeypatch.setattr("sys.argv", ["drain_factor.py", str(path), "--concurrency", "2", "--engine", "fixed-3",
+                                     "--profile-k", "3"])
     module.main()
     printed = capsys.readouterr().out.splitlines()[-1]
     model = module.model_factor([2, 4, 2, 4], [1, 3, 1, 3], plain, spec, 3, 2)
@@ -86,13 +91,13 @@ def test_main_prints_the_model_beside_what_the_calls_kept(benchmark_script, tmp_
     assert rounds > 0 and cells[8] == f"{calls_ratio / rounds:.3f}"
 
 
-def test_an_engine_without_k_or_a_common_round_is_an_error(benchmark_script, tmp_path, monkeypatch) -> None:
+def test_a_bad_profile_k_or_no_common_round_is_an_error(benchmark_script, tmp_path, monkeypatch) -> None:
     module = benchmark_script("drain_factor")
     path = tmp_path / "steps.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in calls(0, 1.0, 1.0)))
     SPSProfile([1, 2], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
     SPSProfile([4, 8], [450.0, 400.0]).save(tmp_path / "spec_sps_batch.json")
-    monkeypatch.setattr("sys.argv", ["drain_factor.py", str(path), "--concurrency", "2", "--engine", "confidence"])
+    monkeypatch.setattr("sys.argv", ["drain_factor.py", str(path), "--concurrency", "2", "--profile-k", "0"])
     with pytest.raises(SystemExit, match="2"):
         module.main()
     monkeypatch.setattr("sys.argv", ["drain_factor.py", str(path), "--concurrency", "2", "--engine", "fixed-5"])

@@ -27,11 +27,13 @@ def test_runs_are_priced_in_the_baselines_plain_steps(benchmark_script, tmp_path
     rows = [step("none", "plain", 9.0, 4, prefill=40), step("none", "plain", 1.0, 4), step("none", "plain", 1.2, 4),
             step("none", "plain", 1.4, 4), step("none", "plain", 2.0, 8), step("none", "plain", 3.0, 6),
             step("c", "plain", 3.0, 8, prefill=40),
-            step("c", "drafted", 6.0, 8, 24, verified=30, judged=[True, 9.0, 40, 1.2, 1.1], round_time=1.1, reply=20),
+            step("c", "drafted", 6.0, 8, 24, verified=30, judged=[True, 9.0, 40, 1.2, 1.1], round_time=1.1, reply=20,
+                 straggler=0.5),   # an opening's factor: not the bodies' mean
             step("c", "drafted+flush", 5.0, 8, 16, verified=30, round_time=1.3),
             step("c", "plain", 2.0, 5, 10, verified=12),     # verifies the run's last drafts; 5: 4's and 6's tie -> 4
             step("c", "plain", 1.0, 5, 5, judged=[False, 7.0, 40, 0.9, 0.8], straggler=0.75),   # not in the run
-            step("c", "drafted", 4.0, 4, 8, round_=1, verified=8),   # a call's last step: a run of one
+            step("c", "drafted", 4.0, 4, 8, round_=1, verified=8),   # a run of one
+            step("c", "plain", 1.0, 4, 4, round_=1, judged=[False, 5.0, 40, 1.2, 1.0], straggler=0.85),
             step("fixed", "drafted", 4.0, 8, 16, verified=56), step("fixed", "plain", 1.0, 8, 0)]   # nothing verified
     out = {r["engine"]: r for r in module.judged_rounds([rows])}
     c, fixed = out["c"], out["fixed"]
@@ -39,9 +41,9 @@ def test_runs_are_priced_in_the_baselines_plain_steps(benchmark_script, tmp_path
     assert c["rounds"] == 3 and c["realized"] == pytest.approx(plain / (6.0 + 5.0 + 2.0 + 4.0))
     assert c["realized_opening"] == pytest.approx(24 / 8 * 2.0 / 6.0)   # the one step logged within 32 tokens
     assert c["realized_body"] == pytest.approx((plain - 24 / 8 * 2.0) / (5.0 + 2.0 + 4.0))
-    assert c["opening"] == (1, 1.1) and c["body"] == (1, 0.8) and c["ratio"] == pytest.approx(1.05)
+    assert c["opening"] == (1, 1.1) and c["body"] == (2, pytest.approx(0.9)) and c["ratio"] == pytest.approx(1.1)
     assert c["round_ms"] == 5.0 and c["correction"] == pytest.approx(1.2)
-    assert c["straggler"] == 0.75 and fixed["straggler"] is None   # bodies only; none logged before session 69
+    assert c["straggler"] == pytest.approx(0.8) and fixed["straggler"] is None   # bodies' mean; none before session 69
     assert fixed["rounds"] == 1 and fixed["realized"] == pytest.approx(16 / 8 * 2.0 / 4.0)
     assert fixed["opening"] == (0, None) and fixed["correction"] is None and "none" not in out
     assert module.judged_rounds([rows], baseline="missing")[0]["realized"] is None   # judged, but not priced
@@ -51,6 +53,6 @@ def test_runs_are_priced_in_the_baselines_plain_steps(benchmark_script, tmp_path
     monkeypatch.setattr("sys.argv", ["judged_rounds.py", str(path), "--concurrency", "8"])
     module.main()
     printed = capsys.readouterr().out
-    assert (f"| 8 | c | 3 | {plain / 17:.3f} (1.000 / {(plain - 6.0) / 11:.3f}) | 1 (1.100) | 1 (0.800) | 1.050 "
-            "| 5.00 | 1.200 | 0.750 |") in printed
+    assert (f"| 8 | c | 3 | {plain / 17:.3f} (1.000 / {(plain - 6.0) / 11:.3f}) | 1 (1.100) | 2 (0.900) | 1.100 "
+            "| 5.00 | 1.200 | 0.800 |") in printed
     assert "| 8 | fixed | 1 | 1.000 (- / 1.000) | 0 (-) | 0 (-) | - | - | - | - |" in printed

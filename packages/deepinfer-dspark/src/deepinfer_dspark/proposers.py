@@ -191,8 +191,8 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         self.pauses = PauseLedger(probe_every, self.max_probe_every)   # per batch bucket (the replies' bodies)
         self.openings = OpeningPhase(probe_every, self.max_probe_every, opening_tokens)   # their openings
         self.judged: tuple | None = None   # the last round `_plan_pause` priced: (opening, expected
-        # accepted drafts, verified, acceptance ratio, gain before the opening's `worth_skipping`), and
-        self.judged_straggler = 1.0   # the straggler factor it applied (`judge_stragglers`; logged)
+        # accepted drafts, verified, acceptance ratio, gain before the opening's `worth_skipping`)
+        self.judged_straggler = 1.0   # the straggler factor that round's gain carries (read by the step log)
         self._last_batch = 0                 # requests in the last round (or the last `dormant_rounds` ask)
         self._cleared = 0                    # a batch size `idle_rounds` found worth drafting at
         self._running = 0                    # requests running in the coming round, when more than asked
