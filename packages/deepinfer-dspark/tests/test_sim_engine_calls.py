@@ -302,3 +302,16 @@ def test_max_probe_every_reaches_the_proposer(sim) -> None:
     assert default == sim.simulate(args(**losing, max_probe_every=256), DECODE, SPEC, 0.9, seed=0)
     eager = sim.simulate(args(**losing, max_probe_every=8), DECODE, SPEC, 0.9, seed=0)
     assert eager[2][0] < default[2][0] and eager[2][1] == default[2][1], (default, eager)
+
+
+def test_capped_replies_reach_the_limit_at_their_share(benchmark_script) -> None:
+    """`--capped SHARE`: about that share of the replies is 128 tokens, the others 18-127; `--equal`
+    gives 128 throughout and the default draws 30-128 (the lengths every policy of a run shares)."""
+    sim = benchmark_script("sim_engine_calls")
+    capped = sim.reply_lengths(types.SimpleNamespace(equal=False, capped=0.7), random.Random(5), 4000)
+    at_limit = sum(n == 128 for n in capped) / len(capped)
+    assert 0.67 < at_limit < 0.73 and min(capped) >= 18 and max(capped) == 128
+    assert min(n for n in capped if n < 128) < 30   # below the default range's floor
+    assert sim.reply_lengths(types.SimpleNamespace(equal=True, capped=None), random.Random(5), 5) == [128] * 5
+    plain = sim.reply_lengths(types.SimpleNamespace(equal=False), random.Random(5), 2000)
+    assert min(plain) >= 30 and sum(n == 128 for n in plain) / len(plain) < 0.05
