@@ -1,3 +1,5 @@
+# Session 70: the tree grew past what a 29.1 MiB part leaves (the limit seems to count disk blocks: ~41 MiB of
+# tracked files), so the same tar is now `split -n 6 -d` into six 24.3 MiB parts, part_00..part_05; the last joins.
 # Session 69: rebuilt (same recipe) with session 69's drafter (held-out 3.06; drafter.tar.gz sha256 5cd4ea32...c8ec, tar
 # sha256 8d4c24bd...2534), five 29.1 MiB parts: with the 33.2 MiB tree, ~62.3 of the 64 MiB carry.
 # Session 48: the GGUF and the drafter in five calls instead of ten. `.cache/bundle/part_00`..`_04` are
@@ -12,12 +14,12 @@
 # unpacks: the GGUF under ~/.cache/deepinfer/models, the drafter as ~/drafter_real (what `ready.sh` looks for).
 P=$1; mkdir -p ~/bundle
 case $P in
-  part_0[0-4]) cp .cache/bundle/$P ~/bundle/ || exit 3 ;;
+  part_0[0-5]) cp .cache/bundle/$P ~/bundle/ || exit 3 ;;
   *) echo "unknown part $P"; exit 2 ;;
 esac
 ls -la ~/bundle
-if [ "$P" = part_04 ]; then
-  ls ~/bundle/part_00 ~/bundle/part_01 ~/bundle/part_02 ~/bundle/part_03 || exit 3
+if [ "$P" = part_05 ]; then
+  ls ~/bundle/part_00 ~/bundle/part_01 ~/bundle/part_02 ~/bundle/part_03 ~/bundle/part_04 || exit 3
   rm -rf ~/bundle_x && mkdir -p ~/bundle_x ~/.cache/deepinfer/models
   cat ~/bundle/part_0? | tee >(sha256sum >&2) | tar -x -C ~/bundle_x || exit 3
   mv ~/bundle_x/SmolLM2-135M-Instruct.Q4_1.gguf ~/.cache/deepinfer/models/ || exit 3
