@@ -43,6 +43,8 @@
   with `probe_share` 0.005;
 - `confidence-probe-transition` (by name only, session 68): a probe's overhead also counts its run's
   transition, a round's time (`probe_transition`): a settled loss pauses longer (up to ~2x at 8 on the H100's profiles);
+- `confidence-run-noise` (by name only, session 70): a draining batch's round is also scaled by what its
+  slowest request keeps of the run it starts (`run_noise`: openings' short runs judged below their mean);
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -78,7 +80,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-opening-runs", "confidence-drained", "confidence-hurdle-15",
          "confidence-alone-hurdle-15", "confidence-probe-share",
          "confidence-age8k", "confidence-young-runs", "confidence-young-share",
-         "confidence-probe-transition")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-probe-transition", "confidence-run-noise")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -185,7 +187,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs",
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
-                "confidence-probe-transition")
+                "confidence-probe-transition", "confidence-run-noise")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -235,6 +237,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-young-share"] = {**variants["confidence-young-runs"], "probe_share": 0.005}
     # ... and a probe's overhead counting its run's transition (session 68: settled losses re-probe less often).
     variants["confidence-probe-transition"] = {**variants["confidence"], "probe_transition": True}
+    # ... and a round judged by what the slowest request keeps of its run (session 70: short runs at 8 lose).
+    variants["confidence-run-noise"] = {**variants["confidence"], "run_noise": True}
     # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
     variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
     # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).

@@ -131,6 +131,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           until its ledger settles, `PausePolicy.young_runs`; False: its first loss pauses it),
           probe_transition (False; True: with timed rounds a probe's overhead also counts its run's
           transition, a round's time, `PausePolicy.probe_transition`; session 68: 0.996 of the default at 8),
+          run_noise (False; True: with judge_stragglers a draining batch's round is also scaled by what
+          its slowest request keeps of its run, `StragglerJudgement`, `run_noise.py`; session 70's candidate),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
@@ -245,11 +247,12 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
-    young_runs, transition = settings.pop("young_runs"), settings.pop("probe_transition")
+    young_runs, transition, noise = settings.pop("young_runs"), settings.pop("probe_transition"), settings.pop("run_noise")
     drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
     age = settings.pop("acceptance_age_rounds")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs, proposer.young_runs, proposer.probe_transition = opening_runs, young_runs, transition
+    proposer.run_noise = noise
     proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
     if share is not None and proposer.costs is not None:   # (`DraftCosts.probe_share`)
         proposer.costs.probe_share = share
@@ -300,7 +303,8 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 "opening_tokens", "prompt_lookup_min", "measure_plain_steps", "min_gain", "tail_rounds",
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
                 "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
-                "drained_batches", "probe_share", "acceptance_age_rounds", "young_runs", "probe_transition"):
+                "drained_batches", "probe_share", "acceptance_age_rounds", "young_runs", "probe_transition",
+                "run_noise"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -350,6 +354,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 opening_runs=_bool_key(spec_config, "opening_runs", False),
                 young_runs=_bool_key(spec_config, "young_runs", YOUNG_RUNS_DEFAULT),
                 probe_transition=_bool_key(spec_config, "probe_transition", False),
+                run_noise=_bool_key(spec_config, "run_noise", False),
                 drained_batches=_bool_key(spec_config, "drained_batches", False),
                 probe_share=_probe_share(spec_config),
                 acceptance_age_rounds=_int_key(spec_config, "acceptance_age_rounds", AGE_ROUNDS, 1),

@@ -64,8 +64,8 @@ class LateBookkeeping:
             self._verdict = None   # (priced during the draft, before this judgement: price live)
 
     def _plan(self, plan: tuple) -> None:
-        expected, lengths, batch, partial, opening, _ = plan
-        self._plan_pause(expected, lengths, batch, partial=partial, opening=opening)
+        expected, lengths, batch, partial, opening, ids = plan
+        self._plan_pause(expected, lengths, batch, partial=partial, opening=opening, ids=ids)
         self._grant_lease(plan)   # (`DraftingLease`)
 
     def _commit_round(self, request_id: str, num_tokens: int) -> int:

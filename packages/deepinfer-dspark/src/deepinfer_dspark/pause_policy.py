@@ -13,7 +13,8 @@ the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `m
   (`PauseLedger`), the pause after a loss priced by `DraftCosts.probe_pause`; rounds in the
   replies' openings in a ledger of their own (`OpeningPhase`: paused apart, never declined);
   with `judge_stragglers`, a draining batch's rounds scaled by what its last request keeps of
-  their gain (`Stragglers`, also in `expected_loss`);
+  their gain (`Stragglers`, also in `expected_loss`), with `run_noise` also by a short run's noise
+  (`run_noise.py`);
 - `_spread_loss`: a settled loss pauses the larger buckets that cannot gain more;
 - `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
   a young bucket's loss decline them where that exceeds the probe share (`DraftCosts.probe_share`);
@@ -30,6 +31,7 @@ from __future__ import annotations
 from deepinfer_dspark.draft_costs import probe_overhead
 from deepinfer_dspark.drained_batches import DrainedBatches
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
+from deepinfer_dspark.straggler_judgement import StragglerJudgement
 
 # Rounds' worth of time a drafted run pays besides its rounds: its first step drafts twice, the step
 # after its last round only verifies. On an H100 at 8 requests (session 63, run34's traced calls) the
@@ -47,7 +49,7 @@ CAPTURE_SHARE = 0.02          # a step's feature capture, in plain steps (H200, 
 # 8-32 requests, 3-5% at 64-256): what a step declined after a measured loss saves, at least
 
 
-class PausePolicy:
+class PausePolicy(StragglerJudgement):
     """The load-judging half of `DSparkProposer` (see the module docstring).
 
     Attributes:
@@ -90,6 +92,7 @@ class PausePolicy:
         probe_transition: with `_rounds_timed`, a probe's overhead (`_probe_overhead`) also counts
             its run's transition, `RUN_TRANSITION_ROUNDS` rounds' time (session 66 traced a lone probe
             at 8 requests on an H100 at ~9 plain steps, priced at ~2.6; `speculative_config.probe_transition`).
+        run_noise: see `StragglerJudgement` (`speculative_config.run_noise`).
     """
 
     settled_requests: int = 0
@@ -170,7 +173,7 @@ class PausePolicy:
             self._ruled_out.discard(bucket)
 
     def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False,
-                    opening: bool = False) -> None:
+                    opening: bool = False, ids: frozenset = frozenset()) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
@@ -223,7 +226,7 @@ class PausePolicy:
         ratio = self.acceptance.ratio(batch, opening)
         tau = batch + (min(ratio * expected, float(verified)) if expected > 0 else 0.0)
         tokens = tau / batch   # a request's tokens a round, before the straggler's share
-        self.judged_straggler = self._straggler_factor(batch)   # (1.0 unless a batch drains: `judge_stragglers`)
+        self.judged_straggler = self._judged_straggler(batch, tokens, opening, ids)   # (1.0 unless a batch drains)
         tau *= self.judged_straggler
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:
@@ -271,23 +274,6 @@ class PausePolicy:
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
-
-    def _straggler_factor(self, batch: int) -> float:
-        """What the last request to finish keeps of a round's gain at `batch`'s ledger bucket
-        (`Stragglers.factor` at `ledger_bucket(batch)` requests: a drained batch then computes it again
-        at ~2 log2(B) sizes, not B) while the engine drains what it holds and no request waits;
-        else 1.0."""
-        if not self.draining_batch or self.stragglers.waiting(batch):
-            return 1.0
-        return self.stragglers.factor(ledger_bucket(batch))
-
-    def _plain_seconds(self, batch: int) -> float:
-        """A plain step's seconds at `batch` requests (the decode profile)."""
-        return 1.0 / self.decode.at(batch)
-
-    def _round_seconds(self, batch: int) -> float:
-        """A drafted round's seconds at `batch` requests (`DraftCosts.round_rate`)."""
-        return 1.0 / self.costs.round_rate(batch)
 
     def _opening_run_share(self, tokens: float) -> float:
         """The share of an opening run's time its rounds take, a request gaining `tokens` a round:

@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from deepinfer_dspark.batch_tail import known_tokens
+from deepinfer_dspark.run_noise import RoundSpread, run_factor
 
 MIN_ROUNDS = 4      # drafted rounds a finished request needs to join the sample (fewer: t_i is noise)
 MIN_SAMPLE = 8      # finished requests in the sample before the factor departs from 1 (H200, session 41:
@@ -69,6 +70,7 @@ class Stragglers:
         self._factors: dict[int, float] = {}           # B -> factor, until `_stale`
         self._running: dict[tuple[int, int], torch.Tensor] = {}   # (sample size, B) -> `running_counts`
         self._joined = 0                               # requests joined since the factors were computed
+        self.spread = RoundSpread()                    # every request-round's tokens (`run_factor`)
 
     def __len__(self) -> int:
         return len(self._sample)
@@ -101,6 +103,7 @@ class Stragglers:
         if not before < num_tokens <= before + most + 1:
             return
         counts = self._live.setdefault(request_id, [0, 0, 0])
+        self.spread.add(num_tokens - before)
         counts[0] += 1
         counts[1] += num_tokens - before
         counts[2] = output + num_tokens - before
@@ -149,6 +152,13 @@ class Stragglers:
             self._joined = 0
         self._factors[batch] = value
         return value
+
+    def run_factor(self, batch: int, request_ids, rounds: float, tokens: float) -> float:
+        """`run_noise.run_factor` for a run of `rounds` more drafted rounds of the `batch` requests
+        `request_ids` (each request's drafted rounds so far counted from its commits, the fewest
+        taken), a request judged to gain `tokens` a round."""
+        before = min((self._live[rid][0] if rid in self._live else 0 for rid in request_ids), default=0)
+        return run_factor(batch, tokens, self.spread, before, rounds)
 
     def _running_counts(self, size: int, batch: int) -> torch.Tensor:
         """`running_counts(size, batch)`, kept while the sample's size holds (it only grows, to `SAMPLE`)."""

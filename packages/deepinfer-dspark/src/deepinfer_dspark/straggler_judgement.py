@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""StragglerJudgement: the share of a drafted round's judged gain a draining batch keeps.
+
+A mixin of `DSparkProposer` (through `PausePolicy`): it reads the proposer's `draining_batch`,
+`stragglers` (`Stragglers`), `openings`, `decode` and `costs`. While the engine drains what it
+holds and no request waits, a round's gain is scaled by what the batch's last request to finish
+keeps of it (`Stragglers.factor`, with `judge_stragglers`), and with `run_noise` also by what
+the slowest request keeps of the run the round starts (`Stragglers.run_factor`, `run_noise.py`):
+an opening run over the opening's rounds, a body run over `RUN_NOISE_ROUNDS`; the smaller factor
+is taken. Device-free.
+"""
+
+from __future__ import annotations
+
+from deepinfer_dspark.pause_ledger import ledger_bucket
+
+RUN_NOISE_ROUNDS = 8   # a body run's rounds for `run_noise` (`LEASE_DEFAULT`'s rounds: a judgement's horizon)
+
+
+class StragglerJudgement:
+    """The straggler factors of `PausePolicy`'s judgements.
+
+    Attributes:
+        run_noise: scale a draining batch's round by `Stragglers.run_factor` too (False here;
+            `speculative_config.run_noise`).
+    """
+
+    run_noise: bool = False
+
+    def _straggler_factor(self, batch: int) -> float:
+        """What the last request to finish keeps of a round's gain at `batch`'s ledger bucket
+        (`Stragglers.factor` at `ledger_bucket(batch)` requests: a drained batch then computes it again
+        at ~2 log2(B) sizes, not B) while the engine drains what it holds and no request waits;
+        else 1.0."""
+        if not self.draining_batch or self.stragglers.waiting(batch):
+            return 1.0
+        return self.stragglers.factor(ledger_bucket(batch))
+
+    def _judged_straggler(self, batch: int, tokens: float, opening: bool, ids: frozenset) -> float:
+        """The straggler factor a round of the requests `ids` judged at `tokens` a request carries:
+        `_straggler_factor`, with `run_noise` at most `Stragglers.run_factor` over its run's rounds."""
+        factor = self._straggler_factor(batch)
+        if not self.run_noise or not self.draining_batch or self.stragglers.waiting(batch):
+            return factor
+        rounds = self.openings.tokens / max(tokens, 1.0) if opening else RUN_NOISE_ROUNDS
+        return min(factor, self.stragglers.run_factor(batch, ids, max(rounds, 1.0), tokens))
+
+    def _plain_seconds(self, batch: int) -> float:
+        """A plain step's seconds at `batch` requests (the decode profile)."""
+        return 1.0 / self.decode.at(batch)
+
+    def _round_seconds(self, batch: int) -> float:
+        """A drafted round's seconds at `batch` requests (`DraftCosts.round_rate`)."""
+        return 1.0 / self.costs.round_rate(batch)
