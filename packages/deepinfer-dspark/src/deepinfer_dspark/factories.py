@@ -247,7 +247,8 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     runner = DSparkDraftRunner(drafter, temperatures, block_size=POOL_BLOCK_SIZE, num_blocks=1)   # `_prepare` sizes it
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
-    young_runs, transition, noise = settings.pop("young_runs"), settings.pop("probe_transition"), settings.pop("run_noise")
+    young_runs, transition = settings.pop("young_runs"), settings.pop("probe_transition")
+    noise = settings.pop("run_noise")
     drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
     age = settings.pop("acceptance_age_rounds")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
