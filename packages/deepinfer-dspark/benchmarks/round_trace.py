@@ -49,7 +49,7 @@ def trace(llm, batches: list, generate) -> list[dict]:
                            expected=None, ratio=None, gain_before=None, gain=None, pause=None, opening=None,
                            round_gain=None, tau=None, round_ms=None, plain_ms=None))
 
-    def traced_plan(expected, lengths, batch, partial=False, opening=False):
+    def traced_plan(expected, lengths, batch, partial=False, opening=False, ids=None):
         ledger = proposer.openings.ledger if opening else proposer.pauses
         before = ledger.gain(batch)
         costs, seen = proposer.costs, {}
@@ -60,7 +60,7 @@ def trace(llm, batches: list, generate) -> list[dict]:
                 return type(costs).gain(costs, b, tokens, rate)
             costs.gain = traced_gain
         try:
-            plan(expected, lengths, batch, partial, opening=opening)
+            plan(expected, lengths, batch, partial, opening=opening, ids=ids)
         finally:
             if costs is not None:
                 del costs.gain

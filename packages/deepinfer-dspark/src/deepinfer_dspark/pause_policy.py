@@ -173,7 +173,7 @@ class PausePolicy(StragglerJudgement):
             self._ruled_out.discard(bucket)
 
     def _plan_pause(self, expected: float, lengths: list[int], batch: int, partial: bool = False,
-                    opening: bool = False, ids: frozenset = frozenset()) -> None:
+                    opening: bool = False, ids: frozenset | None = None) -> None:
         """Pauses drafting at this batch bucket for the next rounds when drafting does not pay
         there (`PauseLedger`: per bucket, so a pause decided at one load never holds at another).
 
@@ -226,7 +226,7 @@ class PausePolicy(StragglerJudgement):
         ratio = self.acceptance.ratio(batch, opening)
         tau = batch + (min(ratio * expected, float(verified)) if expected > 0 else 0.0)
         tokens = tau / batch   # a request's tokens a round, before the straggler's share
-        self.judged_straggler = self._judged_straggler(batch, tokens, opening, ids)   # (1.0 unless a batch drains)
+        self.judged_straggler = self._judged_straggler(batch, tokens, ids)   # (1.0 unless a batch drains)
         tau *= self.judged_straggler
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:

@@ -24,8 +24,10 @@ its batch 4.35 tokens a request a round on average, and the call ended 7 plain s
 (2.75 tokens a round for the request that ended it, 0.63 of the mean), so the run lost.
 
 Over few rounds the sums are skewed and the normal approximation reads low (0.52 against a
-simulated 0.55 at 8 requests and 4 rounds of k = 7 drafts accepted at 0.74; within 0.01 from 8
-rounds on: `tests/test_run_noise.py`): a short run is judged a little too harshly.
+simulated 0.55 at 8 requests and 4 rounds of k = 7 drafts accepted at 0.74, ~0.015 low at 8
+rounds: `tests/test_run_noise.py`): a short run is judged a little too harshly. The spread pools
+every request-round (all loads, openings and bodies, a reply's capped last round): it holds the
+variation between requests as well as between rounds, so it reads s high rather than low.
 
 `RoundSpread` measures t and s over every request-round committed (Welford's online variance,
 Welford 1962). Device-free.
@@ -36,7 +38,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-MIN_ROUNDS = 32   # request-rounds measured before the factor departs from 1
+MIN_REQUEST_ROUNDS = 32   # request-rounds measured before the factor departs from 1
 
 
 class RoundSpread:
@@ -80,10 +82,10 @@ def run_factor(batch: int, tokens: float, spread: RoundSpread, before: int, roun
     Args:
         batch: requests that would end the call together (>= 1; 1.0 below 2).
         tokens: a request's judged tokens a round (the round's tau over the batch).
-        spread: the measured request-rounds; 1.0 until it holds `MIN_ROUNDS`.
+        spread: the measured request-rounds; 1.0 until it holds `MIN_REQUEST_ROUNDS`.
         before: drafted rounds every request of the batch already had in this call (their fewest).
         rounds: the run's expected rounds (> 0)."""
-    if batch < 2 or spread.count < MIN_ROUNDS or tokens <= 1.0 or rounds <= 0:
+    if batch < 2 or spread.count < MIN_REQUEST_ROUNDS or tokens <= 1.0 or rounds <= 0:
         return 1.0
     lag = expected_max_normal(batch) * spread.std * (math.sqrt(before + rounds) - math.sqrt(before)) / rounds
     return max(1.0 / tokens, 1.0 - lag / tokens)

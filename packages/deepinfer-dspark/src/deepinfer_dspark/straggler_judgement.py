@@ -3,19 +3,21 @@
 """StragglerJudgement: the share of a drafted round's judged gain a draining batch keeps.
 
 A mixin of `DSparkProposer` (through `PausePolicy`): it reads the proposer's `draining_batch`,
-`stragglers` (`Stragglers`), `openings`, `decode` and `costs`. While the engine drains what it
+`stragglers` (`Stragglers`), `decode` and `costs`. While the engine drains what it
 holds and no request waits, a round's gain is scaled by what the batch's last request to finish
 keeps of it (`Stragglers.factor`, with `judge_stragglers`), and with `run_noise` also by what
-the slowest request keeps of the run the round starts (`Stragglers.run_factor`, `run_noise.py`):
-an opening run over the opening's rounds, a body run over `RUN_NOISE_ROUNDS`; the smaller factor
-is taken. Device-free.
+the slowest request keeps of the run the round starts (`Stragglers.run_factor`, `run_noise.py`),
+a run of `RUN_NOISE_ROUNDS`; the smaller factor is taken (the sample's factor already holds the
+noise of whole drains: a product would count it twice). Device-free.
 """
 
 from __future__ import annotations
 
 from deepinfer_dspark.pause_ledger import ledger_bucket
 
-RUN_NOISE_ROUNDS = 8   # a body run's rounds for `run_noise` (`LEASE_DEFAULT`'s rounds: a judgement's horizon)
+# A run's rounds for `run_noise`: an opening's 32 tokens at ~4 tokens a round (`OPENING_TOKENS`; the H100's
+# opening runs at 8 requests, session 70: 4.35) and a lease's rounds (`LEASE_DEFAULT`), one horizon for both.
+RUN_NOISE_ROUNDS = 8
 
 
 class StragglerJudgement:
@@ -37,14 +39,14 @@ class StragglerJudgement:
             return 1.0
         return self.stragglers.factor(ledger_bucket(batch))
 
-    def _judged_straggler(self, batch: int, tokens: float, opening: bool, ids: frozenset) -> float:
+    def _judged_straggler(self, batch: int, tokens: float, ids: frozenset | None) -> float:
         """The straggler factor a round of the requests `ids` judged at `tokens` a request carries:
-        `_straggler_factor`, with `run_noise` at most `Stragglers.run_factor` over its run's rounds."""
+        `_straggler_factor`, with `run_noise` at most `Stragglers.run_factor` over `RUN_NOISE_ROUNDS`
+        (`ids` None: the round's requests are not known, no run noise)."""
         factor = self._straggler_factor(batch)
-        if not self.run_noise or not self.draining_batch or self.stragglers.waiting(batch):
+        if not self.run_noise or ids is None or not self.draining_batch or self.stragglers.waiting(batch):
             return factor
-        rounds = self.openings.tokens / max(tokens, 1.0) if opening else RUN_NOISE_ROUNDS
-        return min(factor, self.stragglers.run_factor(batch, ids, max(rounds, 1.0), tokens))
+        return min(factor, self.stragglers.run_factor(batch, ids, RUN_NOISE_ROUNDS, tokens))
 
     def _plain_seconds(self, batch: int) -> float:
         """A plain step's seconds at `batch` requests (the decode profile)."""

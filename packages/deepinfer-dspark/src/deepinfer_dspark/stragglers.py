@@ -156,8 +156,11 @@ class Stragglers:
     def run_factor(self, batch: int, request_ids, rounds: float, tokens: float) -> float:
         """`run_noise.run_factor` for a run of `rounds` more drafted rounds of the `batch` requests
         `request_ids` (each request's drafted rounds so far counted from its commits, the fewest
-        taken), a request judged to gain `tokens` a round."""
-        before = min((self._live[rid][0] if rid in self._live else 0 for rid in request_ids), default=0)
+        taken over those still tracked: a round judged late, `overlap_bookkeeping`, may name a
+        request that has finished since, and its own commits may be counted already), a request
+        judged to gain `tokens` a round."""
+        alive = [self._live[rid][0] if rid in self._live else 0 for rid in request_ids if rid in self._views]
+        before = min(alive, default=0)
         return run_factor(batch, tokens, self.spread, before, rounds)
 
     def _running_counts(self, size: int, batch: int) -> torch.Tensor:
