@@ -1,3 +1,5 @@
+# Session 70: `SETS=5 KV=2.5 LEDGER=1 PIN=1 ... high` on an H100 (out-h100-s70-high, 283 s: 2.2-3.5x the best fixed k
+# at 64-256; the dormant default 0.992 / 0.927 / 1.49 of plain decoding at 64 / 128 / 256, 256 noise).
 # Session 69: `LEDGER=1 PIN=1 ... low` on an H100 with a retrained drafter (out-h100-s69-low: 1.010 of fixed-7 at 1
 # request by geometric means, 1.068 of fixed-6 at 8, 1.63x at 32).
 # Session 60: `PIN=1 ... high` on an H200 (out-h200-s60-high: the faster engine of session 59); `low` was cut off when the lease was taken back.

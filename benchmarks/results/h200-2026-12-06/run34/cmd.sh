@@ -1,3 +1,7 @@
+# Session 70 on an H100: `CAND=confidence-probe-transition WARM=4 CONC=8 SETS=12 TMO=100` three times (out-h100-s70-a..c:
+# the default 0.985 / 0.974 / 0.954 of plain decoding again), then `CAND=confidence-run-noise` seven times at 74724e8
+# (d-f timed out at TMO=100 in their profile calls, the first after a fresh setup: use TMO=160; g-j: `run_noise`
+# 1.006 (0.938-1.078) of the default, not adopted); the default 0.984 (0.972-0.997) over sessions 67-70's 27 processes.
 # Session 69 on an H100 (a drafter retrained, held-out 3.06): `CAND=confidence-probe-transition WARM=4 CONC=8 SETS=12
 # TMO=100` three times (out-h100-s69-a..c): the default 1.003 / 0.994 / 0.947 of plain decoding again.
 # Session 68 on an H100: `CAND=confidence-probe-transition WARM=4 CONC=8 SETS=12 TMO=170` eight times (out-h100-s68-a..h,
