@@ -74,7 +74,8 @@ def test_run_factor_is_one_where_nothing_straggles() -> None:
     assert run_factor(1, 4.0, spread, 0, 4) == 1.0                          # one request: its own mean
     assert run_factor(8, 4.0, spread_of([1, 8] * (MIN_REQUEST_ROUNDS // 2)), 0, 4) < 1.0
     assert run_factor(8, 4.0, spread_of([1, 8] * (MIN_REQUEST_ROUNDS // 2) + [1]), 0, 4) < 1.0
-    assert run_factor(8, 4.0, spread_of(([1, 8] * MIN_REQUEST_ROUNDS)[:MIN_REQUEST_ROUNDS - 1]), 0, 4) == 1.0   # too few
+    too_few = spread_of(([1, 8] * MIN_REQUEST_ROUNDS)[:MIN_REQUEST_ROUNDS - 1])
+    assert run_factor(8, 4.0, too_few, 0, 4) == 1.0   # one request-round short of the threshold
     assert run_factor(8, 1.0, spread, 0, 4) == 1.0                          # nothing but bonus tokens
     assert run_factor(8, 4.0, spread_of([4] * MIN_REQUEST_ROUNDS), 0, 4) == 1.0     # no spread
     assert run_factor(8, 4.0, spread, 0, 4) < 1.0
