@@ -453,7 +453,7 @@ def main() -> None:
     parser.add_argument("--young-runs", action="store_true",
                         help="speculative_config.young_runs: a young bucket drafts on until its ledger settles")
     parser.add_argument("--run-noise", action="store_true",
-                        help="speculative_config.run_noise: a draining batch's round scaled by its run's slowest request")
+                        help="speculative_config.run_noise: a draining round scaled by its run's slowest request")
     parser.add_argument("--probe-transition", action="store_true",
                         help="speculative_config.probe_transition: a timed probe's overhead counts its run's transition")
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",
