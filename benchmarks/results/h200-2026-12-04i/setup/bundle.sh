@@ -1,5 +1,4 @@
-# Session 70: the tree grew past what a 29.1 MiB part leaves (the limit seems to count disk blocks: ~41 MiB of
-# tracked files), so the same tar is now `split -n 6 -d` into six 24.3 MiB parts, part_00..part_05; the last joins.
+# Session 70: a 29.1 MiB part beside the 33.2 MiB tracked tree was refused as over the 64 MiB carry, so the same tar is now `split -n 6 -d` into six 24.3 MiB parts, part_00..part_05; the last joins.
 # Session 69: rebuilt (same recipe) with session 69's drafter (held-out 3.06; drafter.tar.gz sha256 5cd4ea32...c8ec, tar
 # sha256 8d4c24bd...2534), five 29.1 MiB parts: with the 33.2 MiB tree, ~62.3 of the 64 MiB carry.
 # Session 48: the GGUF and the drafter in five calls instead of ten. `.cache/bundle/part_00`..`_04` are
