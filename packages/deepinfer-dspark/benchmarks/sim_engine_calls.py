@@ -455,7 +455,7 @@ def main() -> None:
     parser.add_argument("--run-noise", action="store_true",
                         help="speculative_config.run_noise: a draining round scaled by its run's slowest request")
     parser.add_argument("--probe-transition", action="store_true",
-                        help="speculative_config.probe_transition: a timed probe's overhead counts its run's transition")
+                        help="speculative_config.probe_transition: a timed probe's overhead counts its transition")
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",
                         help="speculative_config.max_probe_every: the longest backoff after losses, in rounds "
                              "(the factory's default 256)")

@@ -27,8 +27,9 @@ turns to losing drafts one more round, and its loss, judged while the bucket is 
 doubles the backoff once more than without the option (a longer pause where drafting lost twice).
 A round that does not draft settles at its end (`_settle`); `idle_round`, the dormant and quiet
 stretches settle first. Every decision is made one round later than without the option, from
-earlier rounds only (it governs the round after the next), so verification stays lossless. A mixin of `DSparkProposer`: it reads its `acceptance`,
-`openings`, `_last_batch`, `cannot_pay`, `expected_loss` and `_plan_pause`. Device-free.
+earlier rounds only (it governs the round after the next), so verification stays lossless. A mixin
+of `DSparkProposer`: it reads its `acceptance`, `openings`, `_last_batch`, `cannot_pay`,
+`expected_loss` and `_plan_pause`. Device-free.
 """
 
 from __future__ import annotations
