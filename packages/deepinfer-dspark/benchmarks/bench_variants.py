@@ -45,6 +45,9 @@
   transition, a round's time (`probe_transition`): a settled loss pauses longer (up to ~2x at 8 on the H100's profiles);
 - `confidence-run-noise` (by name only, session 70): a draining batch's round is also scaled by what its
   slowest request keeps of the run it starts (`run_noise`: openings' short runs judged below their mean);
+- `confidence-rescale` (by name only, session 71): a ledger's average is rescaled to the straggler factor
+  its bucket reads now before a round is judged (`rescale_stragglers`: rounds judged before the factor
+  existed no longer hold a losing load's average above 1);
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -80,7 +83,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-opening-runs", "confidence-drained", "confidence-hurdle-15",
          "confidence-alone-hurdle-15", "confidence-probe-share",
          "confidence-age8k", "confidence-young-runs", "confidence-young-share",
-         "confidence-probe-transition", "confidence-run-noise")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-probe-transition", "confidence-run-noise", "confidence-rescale")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -187,7 +190,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs",
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
-                "confidence-probe-transition", "confidence-run-noise")
+                "confidence-probe-transition", "confidence-run-noise", "confidence-rescale")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -239,6 +242,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-probe-transition"] = {**variants["confidence"], "probe_transition": True}
     # ... and a round judged by what the slowest request keeps of its run (session 70: short runs at 8 lose).
     variants["confidence-run-noise"] = {**variants["confidence"], "run_noise": True}
+    # ... and the ledgers' averages held at the straggler factor read now (session 71: stale averages at 8).
+    variants["confidence-rescale"] = {**variants["confidence"], "rescale_stragglers": True}
     # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
     variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
     # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).

@@ -294,6 +294,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer.young_runs = getattr(args, "young_runs", False)   # (`--young-runs`)
     proposer.probe_transition = getattr(args, "probe_transition", False)   # (`--probe-transition`)
     proposer.run_noise = getattr(args, "run_noise", False)   # (`--run-noise`)
+    proposer.rescale_stragglers = getattr(args, "rescale", False)   # (`--rescale`)
     if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)
         proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch)
     if getattr(args, "age_rounds", None) is not None:   # (`--age-rounds`: `FullAcceptance.age_rounds`)
@@ -454,6 +455,9 @@ def main() -> None:
                         help="speculative_config.young_runs: a young bucket drafts on until its ledger settles")
     parser.add_argument("--run-noise", action="store_true",
                         help="speculative_config.run_noise: a draining round scaled by its run's slowest request")
+    parser.add_argument("--rescale", action="store_true",
+                        help="speculative_config.rescale_stragglers: a ledger's average held at its bucket's straggler "
+                             "factor now")
     parser.add_argument("--probe-transition", action="store_true",
                         help="speculative_config.probe_transition: a timed probe's overhead counts its transition")
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",

@@ -133,6 +133,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           transition, a round's time, `PausePolicy.probe_transition`; session 68: 0.996 of the default at 8),
           run_noise (False; True: with judge_stragglers a draining batch's round is also scaled by what
           its slowest request keeps of its run, `StragglerJudgement`, `run_noise.py`; session 70's candidate),
+          rescale_stragglers (False; True: with judge_stragglers a ledger's average is rescaled to the
+          straggler factor its bucket reads now before a round is judged, `PauseLedger.rescale`; session 71's candidate),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
@@ -248,12 +250,12 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     lookup, tail_rounds = settings.pop("prompt_lookup_min"), settings.pop("tail_rounds")
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
     young_runs, transition = settings.pop("young_runs"), settings.pop("probe_transition")
-    noise = settings.pop("run_noise")
+    noise, rescale = settings.pop("run_noise"), settings.pop("rescale_stragglers")
     drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
     age = settings.pop("acceptance_age_rounds")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs, proposer.young_runs, proposer.probe_transition = opening_runs, young_runs, transition
-    proposer.run_noise = noise
+    proposer.run_noise, proposer.rescale_stragglers = noise, rescale
     proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
     if share is not None and proposer.costs is not None:   # (`DraftCosts.probe_share`)
         proposer.costs.probe_share = share
@@ -305,7 +307,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
                 "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
                 "drained_batches", "probe_share", "acceptance_age_rounds", "young_runs", "probe_transition",
-                "run_noise"):
+                "run_noise", "rescale_stragglers"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -356,6 +358,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 young_runs=_bool_key(spec_config, "young_runs", YOUNG_RUNS_DEFAULT),
                 probe_transition=_bool_key(spec_config, "probe_transition", False),
                 run_noise=_bool_key(spec_config, "run_noise", False),
+                rescale_stragglers=_bool_key(spec_config, "rescale_stragglers", False),
                 drained_batches=_bool_key(spec_config, "drained_batches", False),
                 probe_share=_probe_share(spec_config),
                 acceptance_age_rounds=_int_key(spec_config, "acceptance_age_rounds", AGE_ROUNDS, 1),

@@ -80,6 +80,7 @@ class PauseLedger:
         self._left: dict[int, int] = {}      # bucket -> rounds still to skip
         self._backoff: dict[int, int] = {}   # bucket -> the next pause after a loss
         self._gain: dict[int, tuple[float, int]] = {}   # bucket -> (smoothed expected gain, rounds)
+        self._scale: dict[int, float] = {}   # bucket -> the straggler factor its average holds (`rescale`)
 
     def left(self, batch: int) -> int:
         """Rounds still to skip at `batch`'s bucket."""
@@ -108,6 +109,20 @@ class PauseLedger:
         mean += max(SMOOTH, 1.0 / rounds) * (gain - mean)
         self._gain[bucket] = (mean, rounds)
         return mean <= 1.0
+
+    def rescale(self, batch: int, factor: float) -> None:
+        """The rounds at `batch`'s bucket are judged at straggler factor `factor` (> 0) from now on:
+        the average, which holds the factor last given (1.0 before the first), is scaled by the new
+        factor over it. A round's gain is linear in its tokens (`DraftCosts.gain`), so the average then
+        reads as if every earlier round had carried `factor` (`PausePolicy.rescale_stragglers`)."""
+        bucket = ledger_bucket(batch)
+        old = self._scale.get(bucket, 1.0)
+        if factor == old:
+            return
+        self._scale[bucket] = factor
+        entry = self._gain.get(bucket)
+        if entry is not None:
+            self._gain[bucket] = (entry[0] * factor / old, entry[1])
 
     def rounds(self, batch: int) -> int:
         """Drafted rounds judged at `batch`'s bucket so far."""

@@ -92,7 +92,8 @@ class PausePolicy(StragglerJudgement):
         probe_transition: with `_rounds_timed`, a probe's overhead (`_probe_overhead`) also counts
             its run's transition, `RUN_TRANSITION_ROUNDS` rounds' time (session 66 traced a lone probe
             at 8 requests on an H100 at ~9 plain steps, priced at ~2.6; `speculative_config.probe_transition`).
-        run_noise: see `StragglerJudgement` (`speculative_config.run_noise`).
+        run_noise, rescale_stragglers: see `StragglerJudgement` (`speculative_config.run_noise`,
+            `speculative_config.rescale_stragglers`).
     """
 
     settled_requests: int = 0
@@ -228,6 +229,7 @@ class PausePolicy(StragglerJudgement):
         tokens = tau / batch   # a request's tokens a round, before the straggler's share
         self.judged_straggler = self._judged_straggler(batch, tokens, ids)   # (1.0 unless a batch drains)
         tau *= self.judged_straggler
+        self._rescale_ledger(ledger, batch)   # (`rescale_stragglers`)
         rate = None   # the full round's rate, unless the round's own is known (`VerifyRates`)
         if self.verify_rates.short is not None and lengths:
             rate = self.verify_rates.for_batch(len(lengths)).at(len(lengths) + verified)

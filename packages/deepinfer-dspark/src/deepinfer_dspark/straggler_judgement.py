@@ -8,7 +8,8 @@ holds and no request waits, a round's gain is scaled by what the batch's last re
 keeps of it (`Stragglers.factor`, with `judge_stragglers`), and with `run_noise` also by what
 the slowest request keeps of the run the round starts (`Stragglers.run_factor`, `run_noise.py`),
 a run of `RUN_NOISE_ROUNDS`; the smaller factor is taken (the sample's factor already holds the
-noise of whole drains: a product would count it twice). Device-free.
+noise of whole drains: a product would count it twice). With `rescale_stragglers` a ledger's average
+is kept at the factor its bucket reads now (`PauseLedger.rescale`). Device-free.
 """
 
 from __future__ import annotations
@@ -26,9 +27,17 @@ class StragglerJudgement:
     Attributes:
         run_noise: scale a draining batch's round by `Stragglers.run_factor` too (False here;
             `speculative_config.run_noise`).
+        rescale_stragglers: before a round is judged, its ledger's average at the bucket is
+            rescaled to the bucket's straggler factor now (`_rescale_ledger`; False here;
+            `speculative_config.rescale_stragglers`). Without it the rounds judged before the
+            sample existed (factor 1.0) or at another factor keep their old value: on the H100 at 8
+            requests (session 70, run34 b, round 6) the openings' average read 1.23 while the
+            rounds then judged carried 0.77, and a run of 5 rounds judged 0.70-0.89 drafted on
+            (the average fell 1.23 -> 1.14), where at the factor then read it was 0.95.
     """
 
     run_noise: bool = False
+    rescale_stragglers: bool = False
 
     def _straggler_factor(self, batch: int) -> float:
         """What the last request to finish keeps of a round's gain at `batch`'s ledger bucket
@@ -47,6 +56,13 @@ class StragglerJudgement:
         if not self.run_noise or ids is None or not self.draining_batch or self.stragglers.waiting(batch):
             return factor
         return min(factor, self.stragglers.run_factor(batch, ids, RUN_NOISE_ROUNDS, tokens))
+
+    def _rescale_ledger(self, ledger, batch: int) -> None:
+        """With `rescale_stragglers`, `ledger` (a `PauseLedger`) holds its average at `batch`'s
+        bucket at `_straggler_factor(batch)` (1.0 while no batch drains): rounds are judged at the
+        factor the drain reads now, so earlier rounds count as if they had carried it."""
+        if self.rescale_stragglers:
+            ledger.rescale(batch, self._straggler_factor(batch))
 
     def _plain_seconds(self, batch: int) -> float:
         """A plain step's seconds at `batch` requests (the decode profile)."""
