@@ -134,7 +134,8 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           run_noise (False; True: with judge_stragglers a draining batch's round is also scaled by what
           its slowest request keeps of its run, `StragglerJudgement`, `run_noise.py`; session 70's candidate),
           rescale_stragglers (False; True: with judge_stragglers a ledger's average is rescaled to the
-          straggler factor its bucket reads now before a round is judged, `PauseLedger.rescale`; session 71's candidate),
+          straggler factor its bucket reads now before a round is judged, `PauseLedger.rescale`;
+          session 71's candidate),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
