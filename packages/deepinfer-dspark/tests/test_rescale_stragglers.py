@@ -18,7 +18,7 @@ def test_rescaling_equals_judging_every_round_at_the_new_factor() -> None:
     """The average is linear in the rounds' gains (the first rounds' mean, then the moving average),
     so rounds judged at one factor and rescaled to another read as rounds judged at the other, at
     any count of rounds; other buckets keep theirs; the factor is remembered per bucket."""
-    rng = random.Random()
+    rng = random.Random(71)
     for count in (1, 5, 70, 200):
         gains = [rng.uniform(0.5, 1.6) for _ in range(count)]
         first, second = rng.uniform(0.3, 1.0), rng.uniform(0.3, 1.0)
@@ -41,6 +41,9 @@ def test_rescaling_equals_judging_every_round_at_the_new_factor() -> None:
 
 def test_a_bucket_without_rounds_only_remembers_the_factor() -> None:
     ledger = PauseLedger(8, 256)
+    for bad in (0.0, -0.5, float("nan")):
+        with pytest.raises(ValueError, match="factor"):
+            ledger.rescale(4, bad)
     ledger.rescale(4, 0.5)
     assert ledger.gain(4) is None and ledger.rounds(4) == 0
     ledger.judge(4, 0.8)
@@ -98,3 +101,22 @@ def test_the_rescale_stragglers_key(folders, kit, benchmark_script) -> None:
     assert configs["confidence-rescale"]["rescale_stragglers"] is True
     assert "rescale_stragglers" not in configs["confidence"]
     assert "confidence-rescale" in set(variants.NAMED) & set(variants.BY_NAME_ONLY)
+
+
+def test_other_decisions_read_the_body_average_at_the_factor_now(fake_runner) -> None:
+    """`_body_loses` (read while openings are judged) sees the settled body average at the factor
+    read now, not as last judged; when the drain ends (factor 1.0) the average reads as judged again."""
+    loses = {}
+    for rescale in (False, True):
+        p = proposer(fake_runner, rescale)
+        for _ in range(8):   # `SETTLED_ROUNDS` body rounds at factor 1.0
+            p._plan_pause(12.0, [4] * 4, 4)
+        judged = p.pauses.gain(4)
+        assert judged > 1.0 and not p._body_loses(4)
+        p.stragglers.factor = lambda batch: 0.9 / judged
+        loses[rescale] = p._body_loses(4)
+        if rescale:
+            assert p.pauses.gain(4) == pytest.approx(0.9)
+            p.draining(False)
+            assert not p._body_loses(4) and p.pauses.gain(4) == pytest.approx(judged)
+    assert loses == {False: False, True: True}

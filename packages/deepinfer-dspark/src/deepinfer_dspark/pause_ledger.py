@@ -114,7 +114,10 @@ class PauseLedger:
         """The rounds at `batch`'s bucket are judged at straggler factor `factor` (> 0) from now on:
         the average, which holds the factor last given (1.0 before the first), is scaled by the new
         factor over it. A round's gain is linear in its tokens (`DraftCosts.gain`), so the average then
-        reads as if every earlier round had carried `factor` (`PausePolicy.rescale_stragglers`)."""
+        reads as if every earlier round had carried `factor` (`PausePolicy.rescale_stragglers`).
+        Raises ValueError unless `factor` > 0 (a zero would lose the average for good)."""
+        if not factor > 0:
+            raise ValueError(f"factor: must be > 0, got {factor}")
         bucket = ledger_bucket(batch)
         old = self._scale.get(bucket, 1.0)
         if factor == old:

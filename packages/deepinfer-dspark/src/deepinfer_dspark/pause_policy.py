@@ -337,7 +337,7 @@ class PausePolicy(StragglerJudgement):
         without the transition `OpeningPhase.worth_skipping` prices."""
         if ledger_bucket(batch) in self._inferred:
             return True
-        gain = self.pauses.gain(batch)
+        gain = self._ledger_gain(self.pauses, batch)   # (`rescale_stragglers`: at the factor read now)
         return gain is not None and gain <= 1 and self._settled(self.pauses, batch)
 
     def _spread_loss(self, batch: int, rounds: int) -> None:
@@ -350,7 +350,7 @@ class PausePolicy(StragglerJudgement):
         The buckets paused are marked `_inferred`: their next losing round is priced as settled."""
         factor = self.costs.gain_factor(batch)
         for bucket in buckets_above(batch, self.max_batch):
-            own = self.pauses.gain(bucket)   # a settled average of its own that wins overrules
+            own = self._ledger_gain(self.pauses, bucket)   # a settled average of its own that wins overrules
             if own is not None and own > 1 and self._settled(self.pauses, bucket):
                 continue
             if self.costs.gain_factor(bucket) <= factor:
@@ -376,7 +376,7 @@ class PausePolicy(StragglerJudgement):
         good: 0.930x of plain decoding at 8 (weighed: 0.947x; no regret from dormant batches:
         0.954x). The gap's cause is not known beyond a step declined after a loss: one left by the
         outright declines counts too."""
-        gain = self.pauses.gain(batch)
+        gain = self._ledger_gain(self.pauses, batch)   # (`rescale_stragglers`: at the factor read now)
         if gain is None or gain <= 1 or not self._settled(self.pauses, batch):
             return
         self._gap_cost += (gain - 1.0) * share * rounds

@@ -27,13 +27,16 @@ class StragglerJudgement:
     Attributes:
         run_noise: scale a draining batch's round by `Stragglers.run_factor` too (False here;
             `speculative_config.run_noise`).
-        rescale_stragglers: before a round is judged, its ledger's average at the bucket is
-            rescaled to the bucket's straggler factor now (`_rescale_ledger`; False here;
+        rescale_stragglers: before a round is judged, and before another decision reads a
+            body average (`_ledger_gain`), the ledger's average at the bucket is rescaled to the
+            bucket's straggler factor now (`_rescale_ledger`; False here;
             `speculative_config.rescale_stragglers`). Without it the rounds judged before the
             sample existed (factor 1.0) or at another factor keep their old value: on the H100 at 8
             requests (session 70, run34 b, round 6) the openings' average read 1.23 while the
-            rounds then judged carried 0.77, and a run of 5 rounds judged 0.70-0.89 drafted on
-            (the average fell 1.23 -> 1.14), where at the factor then read it was 0.95.
+            rounds then judged carried 0.77, and the run's traced rounds, judged 0.82-0.89, drafted
+            on (BENCHMARKS.md, sixty-seventh session). With `run_noise` a round carries the smaller
+            of the factor and its run's (`_judged_straggler`) while the rescale moves the average
+            by the factor alone: an approximation there.
     """
 
     run_noise: bool = False
@@ -59,10 +62,16 @@ class StragglerJudgement:
 
     def _rescale_ledger(self, ledger, batch: int) -> None:
         """With `rescale_stragglers`, `ledger` (a `PauseLedger`) holds its average at `batch`'s
-        bucket at `_straggler_factor(batch)` (1.0 while no batch drains): rounds are judged at the
-        factor the drain reads now, so earlier rounds count as if they had carried it."""
+        bucket at `_straggler_factor(batch)` (1.0 while no batch drains, while requests wait, below
+        2 requests or before the sample fills): rounds are judged at the factor read now, so
+        earlier rounds count as if they had carried it."""
         if self.rescale_stragglers:
             ledger.rescale(batch, self._straggler_factor(batch))
+
+    def _ledger_gain(self, ledger, batch: int) -> float | None:
+        """`ledger.gain(batch)`, with `rescale_stragglers` at the factor read now (`_rescale_ledger`)."""
+        self._rescale_ledger(ledger, batch)
+        return ledger.gain(batch)
 
     def _plain_seconds(self, batch: int) -> float:
         """A plain step's seconds at `batch` requests (the decode profile)."""
