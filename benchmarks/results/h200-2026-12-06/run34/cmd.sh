@@ -1,4 +1,5 @@
 # Session 71: no device came. Next: `CAND=confidence-rescale WARM=4 CONC=8 SETS=12 TMO=160` four times or more
+# (several a call: `multi.sh` beside this)
 # (`rescale_stragglers`: a ledger's average held at the straggler factor its bucket reads now; session 70's drafted
 # runs at 8 were kept going by averages formed at factor 1.0), pooled with `--engine confidence-rescale --against
 # confidence` and `--against none-again`.
