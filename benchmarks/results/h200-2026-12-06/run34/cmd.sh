@@ -1,8 +1,6 @@
-# Session 71: no device came. Next: `CAND=confidence-rescale WARM=4 CONC=8 SETS=12 TMO=160` four times or more
-# (several a call: `multi.sh` beside this)
-# (`rescale_stragglers`: a ledger's average held at the straggler factor its bucket reads now; session 70's drafted
-# runs at 8 were kept going by averages formed at factor 1.0), pooled with `--engine confidence-rescale --against
-# confidence` and `--against none-again`.
+# Session 71 on an H100: `N=4 TMO_FIRST=160 TMO=105 CAND=confidence-rescale WARM=4 CONC=8 SETS=12 bash multi.sh`
+# (beside this: several processes in one call; out-h100-s71-a..d): `rescale_stragglers` 0.994 (0.956-1.034) of the
+# default, not adopted; the default 0.974 of plain decoding again over the four, 0.983 (0.972-0.994) over sessions 67-71.
 # Session 70 on an H100: `CAND=confidence-probe-transition WARM=4 CONC=8 SETS=12 TMO=100` three times (out-h100-s70-a..c:
 # the default 0.985 / 0.974 / 0.954 of plain decoding again), then `CAND=confidence-run-noise` seven times at 74724e8
 # (d-f timed out at TMO=100 in their profile calls, the first after a fresh setup: use TMO=160; g-j: `run_noise`
