@@ -48,6 +48,8 @@
 - `confidence-rescale` (by name only, session 71): a ledger's average is rescaled to the straggler factor
   its bucket reads now before a round is judged (`rescale_stragglers`: rounds judged before the factor
   existed no longer hold a losing load's average above 1);
+- `confidence-share-floor` (by name only, session 72): each settled loss in a row at a bucket halves the share
+  of the time its probes may lose, from `probe_share` down to 0.005 (`probe_share_floor`), until a round there wins;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -245,6 +247,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-run-noise"] = {**variants["confidence"], "run_noise": True}
     # ... and the ledgers' averages held at the straggler factor read now (session 71: stale averages at 8).
     variants["confidence-rescale"] = {**variants["confidence"], "rescale_stragglers": True}
+    # ... and the probes' share halved per settled loss in a row at a bucket, down to 0.005 (session 72).
+    variants["confidence-share-floor"] = {**variants["confidence"], "probe_share_floor": 0.005}
     # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
     variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
     # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).

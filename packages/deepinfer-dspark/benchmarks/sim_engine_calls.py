@@ -295,6 +295,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer.probe_transition = getattr(args, "probe_transition", False)   # (`--probe-transition`)
     proposer.run_noise = getattr(args, "run_noise", False)   # (`--run-noise`)
     proposer.rescale_stragglers = getattr(args, "rescale", False)   # (`--rescale`)
+    if getattr(args, "share_floor", None) is not None:   # (`--share-floor`: `PausePolicy.probe_share_floor`)
+        proposer.probe_share_floor = check_probe_share(args.share_floor, "probe_share_floor")
     if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)
         proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch)
     if getattr(args, "age_rounds", None) is not None:   # (`--age-rounds`: `FullAcceptance.age_rounds`)
@@ -458,6 +460,9 @@ def main() -> None:
     parser.add_argument("--rescale", action="store_true",
                         help="speculative_config.rescale_stragglers: a ledger's average held at its bucket's straggler "
                              "factor now")
+    parser.add_argument("--share-floor", type=float, default=None, metavar="SHARE",
+                        help="speculative_config.probe_share_floor: repeated settled losses halve the probes' share "
+                             "down to this")
     parser.add_argument("--probe-transition", action="store_true",
                         help="speculative_config.probe_transition: a timed probe's overhead counts its transition")
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",

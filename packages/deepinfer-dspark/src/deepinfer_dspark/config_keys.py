@@ -23,7 +23,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping",
                          "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs", "drained_batches",
                          "probe_share", "acceptance_age_rounds", "young_runs",
-                         "probe_transition", "run_noise", "rescale_stragglers"})
+                         "probe_transition", "run_noise", "rescale_stragglers", "probe_share_floor"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -87,10 +87,11 @@ def _min_gain(spec_config: dict) -> float:
     return float(value)
 
 
-def _probe_share(spec_config: dict) -> float | None:
-    """`probe_share` (absent or None: None, `draft_costs.PROBE_SHARE`): a number in (0, 1]."""
-    value = spec_config.get("probe_share")
-    return None if value is None else check_probe_share(value)
+def _probe_share(spec_config: dict, key: str = "probe_share") -> float | None:
+    """`probe_share` (absent or None: None, `draft_costs.PROBE_SHARE`), or `probe_share_floor` (absent
+    or None: None, off): a number in (0, 1]."""
+    value = spec_config.get(key)
+    return None if value is None else check_probe_share(value, key)
 
 
 def _bool_key(spec_config: dict, key: str, default: bool) -> bool:

@@ -32,11 +32,11 @@ PROBE_OVERHEAD_STEPS = 2.0
 SMALL_BATCH_OVERHEAD_STEPS = 4.0
 
 
-def check_probe_share(value: float) -> float:
+def check_probe_share(value: float, key: str = "probe_share") -> float:
     """`value` as a float if it is a number in (0, 1] (a share of the time), else ValueError
-    naming `speculative_config.probe_share`."""
+    naming `speculative_config.<key>`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
-        raise ValueError(f"speculative_config.probe_share: must be a number in (0, 1] (the share of the time "
+        raise ValueError(f"speculative_config.{key}: must be a number in (0, 1] (the share of the time "
                          f"probes may lose at a losing load), got {value!r}")
     return float(value)
 
@@ -128,7 +128,8 @@ class DraftCosts:
         plain decoding (`gain` <= 1)."""
         return batch * (1 + accepted) * self.round_rate(batch) <= self.plain_rate(batch)
 
-    def probe_pause(self, batch: int, gain: float, overhead: float | None = None) -> int:
+    def probe_pause(self, batch: int, gain: float, overhead: float | None = None,
+                    share: float | None = None) -> int:
         """Rounds to pause at `batch` after a drafted round of expected `gain` (<= 1) lost, so
         that such probes lose at most `probe_share` of the time there: the round took
         1 / `round_rate(B)` seconds for what plain decoding emits in gain times that, a loss of
@@ -136,10 +137,12 @@ class DraftCosts:
         next probe follows a pause; default `PROBE_OVERHEAD_STEPS`), spread over the pause. With the
         doubling backoff alone (8, 16, 32, ... rounds) the first probes could cost a third of the
         time: on the H200 profiles of session 11 (BENCHMARKS.md) a probe at 32 requests loses ~2.5
-        plain steps, against a first pause of 8. At most `LONGEST_PROBE_PAUSE`."""
+        plain steps, against a first pause of 8. At most `LONGEST_PROBE_PAUSE`. `share`: the share
+        this pause keeps the probes to instead of `probe_share` (`PausePolicy.probe_share_floor`)."""
         overhead = probe_overhead(batch) if overhead is None else overhead
+        share = self.probe_share if share is None else share
         lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0) \
             + overhead
-        if not math.isfinite(lost_steps) or lost_steps / self.probe_share >= LONGEST_PROBE_PAUSE:
+        if not math.isfinite(lost_steps) or lost_steps / share >= LONGEST_PROBE_PAUSE:
             return LONGEST_PROBE_PAUSE   # also a NaN gain: the longest pause, never an exception
-        return math.ceil(lost_steps / self.probe_share)
+        return math.ceil(lost_steps / share)

@@ -81,6 +81,7 @@ class PauseLedger:
         self._backoff: dict[int, int] = {}   # bucket -> the next pause after a loss
         self._gain: dict[int, tuple[float, int]] = {}   # bucket -> (smoothed expected gain, rounds)
         self._scale: dict[int, float] = {}   # bucket -> the straggler factor its average holds (`rescale`)
+        self._repeats: dict[int, int] = {}   # bucket -> settled losses since its last win (`lost(settled=True)`)
 
     def left(self, batch: int) -> int:
         """Rounds still to skip at `batch`'s bucket."""
@@ -136,11 +137,14 @@ class PauseLedger:
         entry = self._gain.get(ledger_bucket(batch))
         return None if entry is None else entry[0]
 
-    def lost(self, batch: int, double: bool = True, at_least: int = 0) -> int:
+    def lost(self, batch: int, double: bool = True, at_least: int = 0, settled: bool = False) -> int:
         """Drafting lost at `batch`'s bucket: pause there for the bucket's backoff (or `at_least`
         rounds when longer), and double the backoff (capped) unless `double` is False (then the
-        next pause is `probe_every` again). Returns the pause set, in rounds."""
+        next pause is `probe_every` again); `settled`: a loss of a settled average, counted in
+        `repeats` until the bucket's next win. Returns the pause set, in rounds."""
         bucket = ledger_bucket(batch)
+        if settled:
+            self._repeats[bucket] = self._repeats.get(bucket, 0) + 1
         backoff = self._backoff.get(bucket, self.probe_every)
         self._left[bucket] = max(backoff, int(at_least))
         self._backoff[bucket] = min(2 * backoff, self.max_probe_every) if double else self.probe_every
@@ -153,5 +157,12 @@ class PauseLedger:
         self._left[bucket] = max(self._left.get(bucket, 0), int(rounds))
 
     def won(self, batch: int) -> None:
-        """Drafting won at `batch`'s bucket: the next loss there pauses for `probe_every`."""
-        self._backoff[ledger_bucket(batch)] = self.probe_every
+        """Drafting won at `batch`'s bucket: the next loss there pauses for `probe_every`, and
+        its settled losses in a row (`repeats`) start again from 0."""
+        bucket = ledger_bucket(batch)
+        self._backoff[bucket] = self.probe_every
+        self._repeats.pop(bucket, None)
+
+    def repeats(self, batch: int) -> int:
+        """Settled losses at `batch`'s bucket (`lost(settled=True)`) since its last win (`won`)."""
+        return self._repeats.get(ledger_bucket(batch), 0)

@@ -94,6 +94,12 @@ class PausePolicy(StragglerJudgement):
             at 8 requests on an H100 at ~9 plain steps, priced at ~2.6; `speculative_config.probe_transition`).
         run_noise, rescale_stragglers: see `StragglerJudgement` (`speculative_config.run_noise`,
             `speculative_config.rescale_stragglers`).
+        probe_share_floor: None (the default) or a share in (0, 1]: after the n-th settled loss in a
+            row at a bucket (no round there won since), the pause keeps the next probe's loss to
+            `DraftCosts.probe_share` / 2^(n-1) of the time, at least this share (`_settled_pause`).
+            A flat 0.005 read 1.000 (0.981-1.018) of plain decoding again at 8 requests on the H100
+            over nine processes (session 67) and slowed recovery from transient losses fourfold
+            (`speculative_config.probe_share_floor`).
     """
 
     settled_requests: int = 0
@@ -103,6 +109,7 @@ class PausePolicy(StragglerJudgement):
     drained: DrainedBatches | None = None
     young_runs: bool = False
     probe_transition: bool = False
+    probe_share_floor: float | None = None
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -254,8 +261,9 @@ class PausePolicy(StragglerJudgement):
                 self.judged = (*self.judged[:4], gain)   # (logged as the ledger reads it)
             if ledger.judge(batch, gain) and gain <= 1 and batch > self.bound_only:   # (`bound_only`: averaged only)
                 settled = self._settled(ledger, batch)
-                overhead = self._probe_overhead(batch) if settled else 0.0
-                ledger.lost(batch, at_least=self.costs.probe_pause(batch, gain, overhead))
+                at_least = self._settled_pause(ledger, batch, gain) if settled \
+                    else self.costs.probe_pause(batch, gain, 0.0)
+                ledger.lost(batch, at_least=at_least, settled=settled)
             else:
                 ledger.won(batch)
             return
@@ -264,8 +272,9 @@ class PausePolicy(StragglerJudgement):
             settled = self._settled(self.pauses, batch) or bucket in self._inferred   # else short pauses
             if self.young_runs and not settled:
                 return   # drafts on until the ledger settles (`young_runs`)
-            at_least = self.costs.probe_pause(batch, gain, self._probe_overhead(batch) if settled else 0.0)
-            rounds = self.pauses.lost(batch, at_least=at_least)
+            at_least = self._settled_pause(self.pauses, batch, gain) if settled \
+                else self.costs.probe_pause(batch, gain, 0.0)
+            rounds = self.pauses.lost(batch, at_least=at_least, settled=settled)
             if settled:
                 self._spread_loss(batch, rounds)
             if self.ledger_decline and settled:
@@ -276,6 +285,17 @@ class PausePolicy(StragglerJudgement):
         else:
             self.pauses.won(batch)
             self._inferred.discard(bucket)
+
+    def _settled_pause(self, ledger, batch: int, gain: float) -> int:
+        """The pause after a settled loss of `gain` at `batch` (`DraftCosts.probe_pause`, the next
+        probe's overhead included). With `probe_share_floor`, the share the probes may lose is
+        halved for each settled loss in a row before it at the bucket (`PauseLedger.repeats`),
+        down to the floor: a transient loss pauses as before, a repeated one ever longer."""
+        share = None
+        if self.probe_share_floor is not None:
+            base = self.costs.probe_share
+            share = min(base, max(self.probe_share_floor, base / 2 ** min(ledger.repeats(batch), 30)))
+        return self.costs.probe_pause(batch, gain, self._probe_overhead(batch), share=share)
 
     def _opening_run_share(self, tokens: float) -> float:
         """The share of an opening run's time its rounds take, a request gaining `tokens` a round:
