@@ -86,7 +86,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-alone-hurdle-15", "confidence-probe-share",
          "confidence-age8k", "confidence-young-runs", "confidence-young-share",
          "confidence-probe-transition", "confidence-run-noise",
-         "confidence-rescale")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-rescale", "confidence-share-floor")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -193,7 +193,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs",
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
-                "confidence-probe-transition", "confidence-run-noise", "confidence-rescale")
+                "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:

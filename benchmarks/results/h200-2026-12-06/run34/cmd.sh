@@ -1,3 +1,7 @@
+# Session 72 on an H100 (a drafter retrained, held-out 3.03): `N=5 TMO_FIRST=150 TMO=100 CAND=confidence-share-floor WARM=4
+# CONC=8 SETS=12 bash multi.sh`: process 1 ran in 119 s (out-h100-s72-a, a noisy lease: plain decoding run again 0.945),
+# processes 2-5 hit TMO=100 in their profile calls: give each process TMO=150. The default 0.980 (0.968-0.992) of plain
+# decoding again over sessions 67-72's 32 processes.
 # Session 71 on an H100: `N=4 TMO_FIRST=160 TMO=105 CAND=confidence-rescale WARM=4 CONC=8 SETS=12 bash multi.sh`
 # (beside this: several processes in one call; out-h100-s71-a..d): `rescale_stragglers` 0.994 (0.956-1.034) of the
 # default, not adopted; the default 0.974 of plain decoding again over the four, 0.983 (0.972-0.994) over sessions 67-71.
