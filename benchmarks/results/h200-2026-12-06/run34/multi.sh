@@ -1,13 +1,13 @@
 # Several run34 processes in one device call (session 71: a call's start and transfers cost ~30-60 s of device time,
 # a start refused 90-180 s): `N=3 CAND=confidence-rescale WARM=4 CONC=8 SETS=12 bash .../run34/multi.sh`, carrying
 # what cmd.sh needs (.cache/gpu_wheels; after a fresh setup it may follow `setup/bundle.sh part_05` in the same call).
-# The first process gets `TMO_FIRST` (160 s: the first profile calls after a setup compile), the others `TMO` (120 s;
+# The first process gets `TMO_FIRST` (160 s: the first profile calls after a setup compile), the others `TMO` (150 s;
 # session 72: processes took 100-120 s, give them 150).
 # Each process's tar lands as $OUT/run34_<i>.tar.gz and its log as $OUT/run34_<i>.txt; the call's output keeps each
 # process's two pooled lines. Pool them here with `paired_pool.py OUT/bench_batch.log ... --by-log` as in cmd.sh.
 D=benchmarks/results/h200-2026-12-06/run34
 for i in $(seq 1 ${N:-3}); do
-  [ "$i" = 1 ] && T=${TMO_FIRST:-160} || T=${TMO:-120}
+  [ "$i" = 1 ] && T=${TMO_FIRST:-160} || T=${TMO:-150}
   TMO=$T bash $D/cmd.sh > $OUT/run34_$i.txt 2>&1
   [ -f $OUT/run34.tar.gz ] && mv $OUT/run34.tar.gz $OUT/run34_$i.tar.gz
   echo "== process $i (TMO=$T)"; grep -E "^rc |\| confidence" $OUT/run34_$i.txt | cut -c1-200 | head -6
