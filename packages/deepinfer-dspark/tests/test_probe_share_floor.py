@@ -112,3 +112,41 @@ def test_the_engine_passes_the_floor_to_the_pause_policy(folders, kit) -> None:
     spec = kit.confidence_spec(drafter)
     assert kit.dspark_proposer(target, spec).probe_share_floor is None
     assert kit.dspark_proposer(target, {**spec, "probe_share_floor": 0.005}).probe_share_floor == 0.005
+
+
+MIXED = SPSProfile([5, 40], [500.0, 400.0])   # 8 requests: a full round of accepted drafts wins, two drafts lose
+
+
+@pytest.mark.parametrize("opening", [False, True])
+def test_a_winning_round_resets_the_count_in_its_own_ledger(fake_runner, opening: bool) -> None:
+    """A round judged a win through `_plan_pause` (not `won` called by hand) resets the count of
+    the ledger it was judged in, and only that one: the next settled loss there is priced at the
+    full share again."""
+    p = DSparkProposer(fake_runner(4, 0.3), 4, MIXED, decode=DECODE)
+    p.probe_share_floor = 0.005
+    ledger = p.openings.ledger if opening else p.pauses
+    other = p.pauses if opening else p.openings.ledger
+    first, second = pauses_after_losses(p, 2, opening)
+    assert second > first and ledger.repeats(8) == 2
+    assert p._repeat_share(ledger, 8) == pytest.approx(0.005)
+    other.lost(8, settled=True)
+    p._plan_pause(32.0, [4] * 8, 8, opening=opening)   # every draft expected accepted: a win
+    assert p.judged[4] > 1.0 and ledger.repeats(8) == 0 and other.repeats(8) == 1
+    assert p._repeat_share(ledger, 8) == PROBE_SHARE and p._repeat_share(other, 8) == PROBE_SHARE / 2
+
+
+def test_a_partial_round_pauses_at_the_share_the_count_gives_and_counts_nothing(fake_runner) -> None:
+    """A partial losing round (some requests could not draft) is no evidence: it adds no loss to the
+    count, but its pause is priced at the share the bucket's settled losses so far give."""
+    floored, plain = losing_proposer(fake_runner, 0.005), losing_proposer(fake_runner, None)
+    pauses_after_losses(floored, 2)
+    pauses_after_losses(plain, 2)
+    assert floored.pauses.repeats(8) == 2
+    for p in (floored, plain):
+        p._plan_pause(2.0, [2] * 8, 8, partial=True)
+    assert floored.pauses.repeats(8) == 2
+    gain = floored.judged[4]
+    overhead = floored._probe_overhead(8)
+    assert floored.pauses.left(8) == max(32, floored.costs.probe_pause(8, gain, overhead, share=0.005))
+    assert plain.pauses.left(8) == max(32, plain.costs.probe_pause(8, gain, overhead))
+    assert floored.pauses.left(8) > plain.pauses.left(8)

@@ -138,7 +138,8 @@ class DraftCosts:
         doubling backoff alone (8, 16, 32, ... rounds) the first probes could cost a third of the
         time: on the H200 profiles of session 11 (BENCHMARKS.md) a probe at 32 requests loses ~2.5
         plain steps, against a first pause of 8. At most `LONGEST_PROBE_PAUSE`. `share`: the share
-        this pause keeps the probes to instead of `probe_share` (`PausePolicy.probe_share_floor`)."""
+        of the time, in (0, 1], this pause keeps the probes to instead of `probe_share` (None:
+        `probe_share`; `PausePolicy.probe_share_floor`, which checks it)."""
         overhead = probe_overhead(batch) if overhead is None else overhead
         share = self.probe_share if share is None else share
         lost_steps = self.plain_rate(batch) / batch / self.round_rate(batch) * max(1.0 - gain, 0.0) \

@@ -140,8 +140,9 @@ class PauseLedger:
     def lost(self, batch: int, double: bool = True, at_least: int = 0, settled: bool = False) -> int:
         """Drafting lost at `batch`'s bucket: pause there for the bucket's backoff (or `at_least`
         rounds when longer), and double the backoff (capped) unless `double` is False (then the
-        next pause is `probe_every` again); `settled`: a loss of a settled average, counted in
-        `repeats` until the bucket's next win. Returns the pause set, in rounds."""
+        next pause is `probe_every` again); `settled`: a loss the caller prices as settled (a
+        settled average, or a bucket whose loss a smaller one implied), counted in `repeats` until
+        the bucket's next win. Returns the pause set, in rounds."""
         bucket = ledger_bucket(batch)
         if settled:
             self._repeats[bucket] = self._repeats.get(bucket, 0) + 1

@@ -96,10 +96,12 @@ class PausePolicy(StragglerJudgement):
             `speculative_config.rescale_stragglers`).
         probe_share_floor: None (the default) or a share in (0, 1]: after the n-th settled loss in a
             row at a bucket (no round there won since), the pause keeps the next probe's loss to
-            `DraftCosts.probe_share` / 2^(n-1) of the time, at least this share (`_settled_pause`).
-            A flat 0.005 read 1.000 (0.981-1.018) of plain decoding again at 8 requests on the H100
-            over nine processes (session 67) and slowed recovery from transient losses fourfold
-            (`speculative_config.probe_share_floor`).
+            `DraftCosts.probe_share` / 2^(n-1) of the time, at least this share (`_repeat_share`; a
+            floor at or above `probe_share` changes nothing); a partial round's pause takes the share
+            the bucket's count gives, counting nothing; as the backoff, the count outlives a drained
+            batch's lifted pauses (`_lift_drained`). Session 72's candidate (0.005; a flat
+            `probe_share` 0.005 slowed recovery from transient losses fourfold, session 66;
+            `speculative_config.probe_share_floor`).
     """
 
     settled_requests: int = 0
@@ -244,7 +246,8 @@ class PausePolicy(StragglerJudgement):
         self.judged = (opening, expected, verified, ratio, gain)   # (read by the benchmarks' step log)
         if partial:
             if gain <= 1:   # priced as a probe: the next one pays a flush and a sync too
-                rounds = max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain, self._probe_overhead(batch)))
+                rounds = max(NOTHING_READY_PAUSE, self.costs.probe_pause(batch, gain, self._probe_overhead(batch),
+                                                                         share=self._repeat_share(ledger, batch)))
                 if not opening and self.ledger_decline and self._body_loses(batch):
                     self._pause_for(rounds, batch, ruled_out=True)   # the settled loss still holds
                     self._ledger_ruled.add(ledger_bucket(batch))
@@ -288,14 +291,20 @@ class PausePolicy(StragglerJudgement):
 
     def _settled_pause(self, ledger, batch: int, gain: float) -> int:
         """The pause after a settled loss of `gain` at `batch` (`DraftCosts.probe_pause`, the next
-        probe's overhead included). With `probe_share_floor`, the share the probes may lose is
-        halved for each settled loss in a row before it at the bucket (`PauseLedger.repeats`),
-        down to the floor: a transient loss pauses as before, a repeated one ever longer."""
-        share = None
-        if self.probe_share_floor is not None:
-            base = self.costs.probe_share
-            share = min(base, max(self.probe_share_floor, base / 2 ** min(ledger.repeats(batch), 30)))
+        probe's overhead included), at `_repeat_share`: a transient loss pauses as before, a
+        repeated one ever longer."""
+        share = self._repeat_share(ledger, batch)
         return self.costs.probe_pause(batch, gain, self._probe_overhead(batch), share=share)
+
+    def _repeat_share(self, ledger, batch: int) -> float | None:
+        """With `probe_share_floor`, the share of the time probes may lose at `batch`'s bucket of
+        `ledger`: `DraftCosts.probe_share` halved for each settled loss in a row there so far
+        (`PauseLedger.repeats`), at least the floor, at most `probe_share`; None (the costs' own
+        share) without it. Also prices a partial round's pause, which counts no loss."""
+        if self.probe_share_floor is None:
+            return None
+        base = self.costs.probe_share
+        return min(base, max(self.probe_share_floor, base / 2 ** min(ledger.repeats(batch), 30)))
 
     def _opening_run_share(self, tokens: float) -> float:
         """The share of an opening run's time its rounds take, a request gaining `tokens` a round:
