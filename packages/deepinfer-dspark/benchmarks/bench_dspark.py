@@ -169,6 +169,10 @@ def main() -> None:
     parser.add_argument("--step-log-ledger", action="store_true",
                         help="with --step-log: also the confidence proposer's pause ledgers each step (~20 us "
                              "of host time a step on a CPU, which only DSpark engines pay: their ratios read low)")
+    parser.add_argument("--step-log-phases", action="store_true",
+                        help="with --step-log: also each step's host ms by phase (schedule, launch, wait, resolve, "
+                             "sample, update, spec, gc: `step_phases.StepPhases`; ~1 us a wrapped call, more calls "
+                             "in a speculative engine): where a slow step's time went")
     parser.add_argument("--step-times", action="store_true",
                         help="print each engine's median step time by running requests, drafted or plain, "
                              "after each concurrency and each profile size (`StepTimes`; with --step-log-every, of the "
@@ -201,8 +205,8 @@ def main() -> None:
     if args.step_log is not None:
         if args.interleave <= 0:
             parser.error("--step-log: needs --interleave")
-    elif args.step_log_ledger or args.step_log_every != 1:
-        parser.error("--step-log-ledger, --step-log-every: need --step-log")
+    elif args.step_log_ledger or args.step_log_every != 1 or args.step_log_phases:
+        parser.error("--step-log-ledger, --step-log-every, --step-log-phases: need --step-log")
     if args.step_log_every < 1:
         parser.error(f"--step-log-every: must be >= 1, got {args.step_log_every}")
     if args.step_log_every > 1 and args.interleave < 2:
@@ -299,7 +303,8 @@ def run_interleaved(variants: dict, args, engine_kw: dict, pool: list) -> list:
     llms = {name: built(name, LLM(args.target, speculative_config=spec, **variant_engine_kw(name, engine_kw)))
             for name, spec in variants.items()}
     logs = {name: [] for name in llms} if args.step_log is not None else {}
-    traces = ({name: StepTimes(llm, logs.get(name), ledger=args.step_log_ledger) for name, llm in llms.items()}
+    traces = ({name: StepTimes(llm, logs.get(name), ledger=args.step_log_ledger,
+                                     phases=getattr(args, "step_log_phases", False)) for name, llm in llms.items()}
               if args.step_times or logs else {})
     rows = []
     heap = HeapOutside(not getattr(args, "gc_in_calls", False))   # (one clock for every concurrency)

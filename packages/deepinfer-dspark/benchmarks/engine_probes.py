@@ -47,9 +47,15 @@ class StepTimes:
 
     NOTE: on the CPU every draft runs eagerly, so CPU rounds read `drafted+eager`."""
 
-    def __init__(self, llm, log: list | None = None, ledger: bool = False) -> None:
+    def __init__(self, llm, log: list | None = None, ledger: bool = False, phases: bool = False) -> None:
         self.engine = llm.engine
         self.ledger = ledger
+        # `--step-log-phases`: each logged step's host time by phase (`step_phases.StepPhases`, wrapped
+        # innermost, before this wrapper's own: its work lands in no phase)
+        self.phases = None
+        if phases and log is not None:
+            from step_phases import StepPhases   # (a sibling script: on the path when a benchmark runs)
+            self.phases = StepPhases(self.engine)
         self.harness = 0.0   # seconds of the wrapper's own work (`take_harness`)
         self.active = True   # False: a step is the engine's own, untimed and unlogged
         proposer = getattr(getattr(self.engine, "speculative", None), "proposer", None)
@@ -85,6 +91,8 @@ class StepTimes:
                 if self.ledger and getattr(self.proposer, "judged", None) is not None:
                     self.proposer.judged = None   # (as `_ledger` clears it: no stale judgement later)
                 return original()
+            if self.phases is not None:
+                self.phases.take()   # (what ran between steps, e.g. an untraced call's, is not this step's)
             enter = time.perf_counter()
             # (read again, not carried from the last step: an abort between steps moves them too)
             running, before = len(self.engine.scheduler.running), self._counters()
@@ -105,7 +113,8 @@ class StepTimes:
                                  "buffered": before[1], **totals, "t": round(time.time(), 4),
                                  "emitted": sum(len(o.new_token_ids) for o in out), "reply": reply,
                                  "accepted": sum(c[2] for c in counts), "verified": sum(c[1] for c in counts),
-                                 **self._stretch(stretch), **(self._ledger(running) if self.ledger else {})})
+                                 **self._stretch(stretch), **(self._ledger(running) if self.ledger else {}),
+                                 **({} if self.phases is None else {"phases": self.phases.take()})})
             self.harness += (start - enter) + (time.perf_counter() - end)
             return out
 

@@ -1,3 +1,5 @@
+# Session 73: `PHASES=1` adds `--step-log-phases` (`step_phases.py`: each traced step's host ms by phase; read with
+# `slow_step_phases.py OUT/steps.jsonl.xz --quiet`): where the default's slow steps in calls that drafted nothing go.
 # Session 72 on an H100 (a drafter retrained, held-out 3.03): `N=5 TMO_FIRST=150 TMO=100 CAND=confidence-share-floor WARM=4
 # CONC=8 SETS=12 bash multi.sh`: process 1 ran in 119 s (out-h100-s72-a, a noisy lease: plain decoding run again 0.945),
 # processes 2-5 hit TMO=100 in their profile calls: give each process TMO=150. The default 0.980 (0.968-0.992) of plain
@@ -52,11 +54,12 @@
 # first; carry the GPU wheels (.cache/gpu_wheels/gguf-0.19.0-py3-none-any.whl .cache/gpu_wheels/build). ~200 s.
 source benchmarks/results/h200-2026-12-04i/setup/ready.sh; T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
 B=packages/deepinfer-dspark/benchmarks
+PH=""; [ "${PHASES:-0}" = 1 ] && PH="--step-log-phases"   # session 73: each traced step's host ms by phase
 export OMP_NUM_THREADS=2; W=~/o34; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency ${CONC:-1 8} --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 --sps-warmup 3 \
   --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none confidence ${CAND:-confidence-rounds-hurdle} none-again \
-  --interleave ${SETS:-8} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every 2 --step-log-ledger \
+  --interleave ${SETS:-8} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every 2 --step-log-ledger $PH \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out
