@@ -31,8 +31,10 @@ class StepTimes:
     features (`features`) and whether it ran in a stretch the proposer declared (`stretch`: "d"
     dormant, "q" quiet, "" asked; `deepinfer_core`'s `DormantSteps`: session 51, where a default
     at 64 requests kept features it could not use; counted by a wrapper of `execute_model`, one
-    more Python call a step of a logging speculative engine, traced round or not: ~0.3 us) and, with `ledger`, the confidence proposer's
-    pause ledgers after the step (`_ledger`): `--step-log` (`--step-log-ledger`).
+    more Python call a step of a logging speculative engine, traced round or not: ~0.3 us), with
+    `ledger`, the confidence proposer's pause ledgers after the step (`_ledger`), and with `phases`
+    the step's host ms by phase (`phases`: `step_phases.StepPhases`, session 73): `--step-log`
+    (`--step-log-ledger`, `--step-log-phases`).
 
     The wrapper's own work around the steps is the harness's, not the engine's, yet it lands in a
     call's wall time: `harness` sums it (seconds, `take_harness`; the plan's composition is read
