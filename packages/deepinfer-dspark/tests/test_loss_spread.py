@@ -12,8 +12,9 @@ import math
 from deepinfer_core.interfaces import DraftRequest
 
 from deepinfer_dspark.draft_costs import PROBE_OVERHEAD_STEPS, PROBE_SHARE
+from deepinfer_dspark.feature_keeping import CAPTURE_SHARE
 from deepinfer_dspark.pause_ledger import PauseLedger, buckets_above
-from deepinfer_dspark.pause_policy import CAPTURE_SHARE, NOTHING_READY_PAUSE, SETTLED_ROUNDS
+from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, SETTLED_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
 
