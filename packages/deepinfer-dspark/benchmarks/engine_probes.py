@@ -93,17 +93,18 @@ class StepTimes:
                 if self.ledger and getattr(self.proposer, "judged", None) is not None:
                     self.proposer.judged = None   # (as `_ledger` clears it: no stale judgement later)
                 return original()
-            if self.phases is not None:
-                self.phases.take()   # (what ran between steps, e.g. an untraced call's, is not this step's)
             enter = time.perf_counter()
             # (read again, not carried from the last step: an abort between steps moves them too)
             running, before = len(self.engine.scheduler.running), self._counters()
             reply = min((r.num_output_tokens for r in self.engine.scheduler.running), default=0)
             planned.clear()
             stretch = self._stretches() if self.log is not None else None
+            if self.phases is not None:
+                self.phases.take()   # (what ran before, e.g. an untraced call or this wrapper, is not this step's)
             start = time.perf_counter()
             out = original()
             end = time.perf_counter()
+            phases = None if self.phases is None else self.phases.take()   # (before this wrapper's work)
             elapsed = end - start
             kind = self._kind(before, self._counters())
             self.times[(running, kind)].append(elapsed)
@@ -116,7 +117,7 @@ class StepTimes:
                                  "emitted": sum(len(o.new_token_ids) for o in out), "reply": reply,
                                  "accepted": sum(c[2] for c in counts), "verified": sum(c[1] for c in counts),
                                  **self._stretch(stretch), **(self._ledger(running) if self.ledger else {}),
-                                 **({} if self.phases is None else {"phases": self.phases.take()})})
+                                 **({} if phases is None else {"phases": phases})})
             self.harness += (start - enter) + (time.perf_counter() - end)
             return out
 

@@ -18,9 +18,12 @@ less that of the wrapped calls inside it) to its phase:
 - `spec`: the speculative decoder's hooks (`propose`, `idle_rounds`, `wants_features`, `observe`,
   `track`, `draining`, `commit`, `forget`, `remove`) and its dormant stretches' (`step`, `ran`);
 - `gc`: the garbage collector's passes (`gc.callbacks`), whatever phase they interrupt;
-- the step's `ms` less their sum is the engine's own code between them (`other`, by the reader).
+- the step's `ms` less their sum is the rest (`other`, by the reader): the engine's own code between
+  them, and in a synchronous step (one that verifies drafts: `_run`, neither `_sample` nor
+  `_resolve`) its sampler, its verification and its wait on the device too.
 
-Each wrapper costs ~1 us of host time a call (~10-20 calls a step), in traced and untraced rounds
+Only the thread that built it is timed: the grammar mask thread also waits on the ids' event, while
+the engine's thread launches the next step (that wait is not the step's host time). Each wrapper costs ~1 us of host time a call (~10-20 calls a step), in traced and untraced rounds
 alike and more in a speculative engine (its hooks): a reading of where a slow step's time went,
 not of the engines' relative speed. Device-free: runs on the CPU (no `wait` there).
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 import time
 
 PHASES = ("schedule", "launch", "wait", "resolve", "sample", "update", "spec", "gc")
@@ -63,6 +67,7 @@ class StepPhases:
     def __init__(self, engine) -> None:
         self.totals = dict.fromkeys(PHASES, 0.0)   # seconds since the last `take`
         self._stack: list[list] = []   # [phase, start, seconds of wrapped calls inside]
+        self._thread = threading.get_ident()   # the engine's thread: the only one timed
         self._wrap(engine.scheduler, "schedule", "schedule")
         self._wrap(engine.scheduler, "update_from_output", "update")
         self._wrap(engine.runner, "execute_model", "launch")
@@ -108,6 +113,8 @@ class StepPhases:
             self._stack[-1][2] += elapsed
 
     def _on_gc(self, event: str, info: dict) -> None:
+        if threading.get_ident() != self._thread:
+            return
         if event == "start":
             self._enter("gc")
         elif self._stack and self._stack[-1][0] == "gc":
@@ -130,10 +137,13 @@ class _Span:
     __slots__ = ("_phases", "_phase")
 
     def __init__(self, phases: StepPhases, phase: str) -> None:
-        self._phases, self._phase = phases, phase
+        self._phases = phases if threading.get_ident() == phases._thread else None   # (another thread: untimed)
+        self._phase = phase
 
     def __enter__(self) -> None:
-        self._phases._enter(self._phase)
+        if self._phases is not None:
+            self._phases._enter(self._phase)
 
     def __exit__(self, *exc) -> None:
-        self._phases._exit()
+        if self._phases is not None:
+            self._phases._exit()
