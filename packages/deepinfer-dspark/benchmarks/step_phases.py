@@ -23,7 +23,9 @@ less that of the wrapped calls inside it) to its phase:
   `_resolve`) its sampler, its verification and its wait on the device too.
 
 Only the thread that built it is timed: the grammar mask thread also waits on the ids' event, while
-the engine's thread launches the next step (that wait is not the step's host time). Each wrapper costs ~1 us of host time a call (~10-20 calls a step), in traced and untraced rounds
+the engine's thread launches the next step (that wait is not the step's host time).
+
+Each wrapper costs ~1 us of host time a call (~10-20 calls a step), in traced and untraced rounds
 alike and more in a speculative engine (its hooks): a reading of where a slow step's time went,
 not of the engines' relative speed. Device-free: runs on the CPU (no `wait` there).
 """

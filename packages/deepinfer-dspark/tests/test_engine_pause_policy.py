@@ -24,7 +24,7 @@ def test_decode_profile_pauses_drafting_with_backoff_and_stays_lossless(folders,
     context features observed while paused are projected on resume, equal to eager projection.
     (The pause a loss's size sets, `DraftCosts.probe_pause`, is switched off here: test_pause_ledger.py. The
     patched `PROBE_SHARE` reaches the proposer as its costs' default `probe_share` when the engine is built
-    after it, so the keep cost's decline, `PausePolicy._dear_to_keep`, is off too.)"""
+    after it, so the keep cost's decline, `FeatureKeeping._dear_to_keep`, is off too.)"""
     import deepinfer_dspark.draft_costs as draft_costs
 
     monkeypatch.setattr(draft_costs, "PROBE_SHARE", math.inf)

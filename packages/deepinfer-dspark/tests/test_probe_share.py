@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """`speculative_config.probe_share`: the share of the time probes may lose at a losing load. It
 sets the pause after a losing probe (`DraftCosts.probe_pause`: the probe's loss over the share)
-and the keep cost above which a young loss declines the features (`PausePolicy._dear_to_keep`)."""
+and the keep cost above which a young loss declines the features (`FeatureKeeping._dear_to_keep`)."""
 
 from __future__ import annotations
 

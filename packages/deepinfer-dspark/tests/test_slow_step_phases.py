@@ -22,7 +22,8 @@ def test_slow_steps_by_phase(benchmark_script, tmp_path, capsys, monkeypatch) ->
             _row("none", 0, 1.0, {"launch": 0.4}, running=0),   # a prefill-only step: left out
             _row("confidence", 0, 1.0, {"launch": 0.5, "spec": 0.1}),
             _row("confidence", 0, 3.0, {"launch": 0.5, "spec": 0.1, "gc": 2.0}),
-            _row("confidence", 1, 5.0, {"launch": 4.0}), _row("confidence", 1, 1.0, {}, kind="drafted")]
+            _row("confidence", 1, 5.0, {"launch": 4.0}), _row("confidence", 1, 1.0, {}, kind="drafted"),
+            {**_row("none", 2, 9.0, {"launch": 9.5}), "concurrency": 32}]   # another concurrency: left out
     path = tmp_path / "steps.jsonl.xz"
     with lzma.open(path, "wt") as f:
         f.write("".join(json.dumps(r) + "\n" for r in rows))
@@ -36,6 +37,8 @@ def test_slow_steps_by_phase(benchmark_script, tmp_path, capsys, monkeypatch) ->
     by_phase = dict(zip(script.PHASES, cells[3:]))
     assert by_phase["gc"] == "2.000 / 0.000" and by_phase["other"] == "0.400 / 0.400"
     assert len(script.steps_of([str(path)], 8, quiet=False)["confidence"]) == 4
+    at_32 = script.steps_of([str(path)], 32, quiet=True)
+    assert list(at_32) == ["none"] and script.split(at_32["none"][0])["other"] == 0.0   # phases over ms: 0, not < 0
     monkeypatch.setattr("sys.argv", ["slow_step_phases.py", str(path), "--quiet"])
     script.main()
     assert "| none | 2 | 0.500 |" in capsys.readouterr().out

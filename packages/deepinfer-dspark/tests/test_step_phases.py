@@ -70,6 +70,30 @@ def test_phases_are_exclusive(benchmark_script, monkeypatch) -> None:
         phases._wrap(owner, "forward", "launch")
         owner.forward()
         assert phases.take() == {"launch": 3.0, "gc": 4.0}
+        # a call that raises still ends its span: the caller's phase goes on as before
+        def failing():
+            clock.now += 0.002
+            raise RuntimeError("boom")
+        owner = SimpleNamespace(fail=failing, outer=None)
+        phases._wrap(owner, "fail", "spec")
+
+        def outer():
+            clock.now += 0.001
+            try:
+                owner.fail()
+            except RuntimeError:
+                pass
+            clock.now += 0.001
+        owner.outer = outer
+        phases._wrap(owner, "outer", "schedule")
+        owner.outer()
+        assert phases.take() == {"schedule": 2.0, "spec": 2.0} and phases._stack == []
+        # another thread's calls (the mask thread waiting on the ids' event) are not timed
+        import threading
+        worker = threading.Thread(target=lambda: step[1].synchronize())
+        worker.start()
+        worker.join()
+        assert phases.take() == {} and phases._stack == []
     finally:
         phases.close()
     assert phases._on_gc not in gc.callbacks
@@ -86,7 +110,8 @@ def test_logged_steps_carry_their_phases(benchmark_script, monkeypatch, folders,
     llm = kit.build(target, spec)
     log: list[dict] = []
     trace = probes.StepTimes(llm, log, phases=True)
-    schedule = llm.engine.scheduler.schedule   # (the phase wrapper's: a pass inside it is the collector's)
+    schedule = llm.engine.scheduler.schedule   # (StepTimes's wrapper, around the phase wrapper: the pass
+    # below runs inside the step, outside every phase, and is still the collector's)
     collected = []
 
     def scheduling():

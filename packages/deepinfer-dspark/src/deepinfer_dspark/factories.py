@@ -125,7 +125,7 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           measured on a GPU; on an H100 in session 65 1.009 / 0.970 / 0.966 of the default at 8),
           probe_share (0.02, `draft_costs.PROBE_SHARE`: at a losing load, the share of the time its
           probes may lose: the pause after a losing probe, `DraftCosts.probe_pause`, and the keep cost
-          above which a young loss declines the features, `PausePolicy._dear_to_keep`; in (0, 1]; needs
+          above which a young loss declines the features, `FeatureKeeping._dear_to_keep`; in (0, 1]; needs
           decode_profile; on an H100 0.005 read 1.001 of the default at 8 over five processes),
           young_runs (True, `YOUNG_RUNS_DEFAULT`: above bound_only requests a young bucket drafts on
           until its ledger settles, `PausePolicy.young_runs`; False: its first loss pauses it),

@@ -4,8 +4,9 @@
 
 A mixin of `PausePolicy` (so of `DSparkProposer`): it reads the proposer's `flush_costs`,
 `decode`, `costs`, `acceptance`, `pauses` and the bookkeeping `_ledger_saved`, `_gap_cost`,
-`_ledger_ruled`, `_ruled_out` and calls `_rounds_timed` (`StepTiming`), `_ledger_gain`, `_settled`,
-`cannot_pay` and `expected_loss` (`PausePolicy`); it turns `ledger_decline` off:
+`_ledger_ruled`, `_ruled_out` and calls `_rounds_timed` (`StepTiming`), `_ledger_gain`
+(`StragglerJudgement`), `_settled`, `cannot_pay` and `expected_loss` (`PausePolicy`); it turns
+`ledger_decline` off:
 
 - `_keep_cost`: what keeping the features costs a paused step (the flush it grows), which makes
   a young bucket's loss decline them where that exceeds the probe share (`_dear_to_keep`,
