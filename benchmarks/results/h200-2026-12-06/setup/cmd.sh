@@ -6,6 +6,8 @@
 # Each call: `bash benchmarks/results/h200-2026-12-06/setup/cmd.sh part_0X` (X = 0..3, one call after the other at
 # once: ~ survives only while the machine stays warm), carrying .cache/gguf4/part_0X alone; the last also carries
 # .cache/gpu_wheels (the train needs the GPU environment).
+# Session 73 (~900 s of device time left after refused starts): `TRAIN_S=150 STASH=0 bash .../cmd.sh part_03` trains
+# for 150 s (a weaker drafter, for one lease's diagnosis) and returns no stash.
 P=$1; mkdir -p ~/gguf4
 case $P in
   part_0[0-3]) cp .cache/gguf4/$P ~/gguf4/ || exit 3 ;;
@@ -23,6 +25,7 @@ timeout 500 deepinfer-dspark train --target $T --out $HOME/drafter_real --num-pr
 echo "train rc $? at ${SECONDS} s"
 grep " step " $OUT/train.log | awk 'NR % 10 == 1' | tail -4; grep -v " step " $OUT/train.log | grep -v GGUF | tail -6
 cp ~/drafter_real/training.json ~/drafter_real/calibration.json $OUT/ 2>/dev/null
+[ "${STASH:-1}" = 1 ] || exit 0   # session 73: STASH=0 returns no drafter parts (a short train for one lease)
 S=~/stash/drafter_bf16; rm -rf ~/stash; mkdir -p $S ~/stash/parts
 python3 - <<'PY'
 import json, os, torch
