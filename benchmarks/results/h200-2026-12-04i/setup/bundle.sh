@@ -1,3 +1,5 @@
+# Session 74: rebuilt with session 74's drafter (held-out 3.05; drafter.tar.gz sha256 489dc447...7287, bundle tar sha256
+# 0ebfdc01...a8e7), six 24.3 MiB parts as in session 70.
 # Session 72: rebuilt with session 72's drafter (held-out 3.03; drafter.tar.gz sha256 d8e13c1b...741f, bundle tar sha256
 # b910b0cd...e897), six 24.3 MiB parts as in session 70; the tree is 33.8 MiB.
 # Session 70: a 29.1 MiB part beside the 33.2 MiB tracked tree was refused as over the 64 MiB carry, so the same tar is now `split -n 6 -d` into six 24.3 MiB parts, part_00..part_05; the last joins.

@@ -1,3 +1,10 @@
+# Session 74 on an H100 (a drafter retrained, held-out 3.05): `PHASES=1 N=3 TMO_FIRST=170 TMO=160
+# CAND="confidence-share-floor dormant-stub" WARM=4 CONC=8 SETS=12 bash multi.sh` (out-h100-s74-a..c), then the same
+# without PHASES, N=3 and N=2 (-d..h): the floor 0.992 (0.914-1.076) of the default over the eight, not adopted; the
+# default 0.977 (0.964-0.990) of plain decoding again over sessions 67-74's 37 processes without phases. The phase
+# logs put a spike of 0.13-0.16 ms in the default's `spec` phase every 8 steps of its dormant calls: the
+# prompt-lookup wrapper's searches at each stretch's end (dspark BENCHMARKS "seventieth session").
+# Next: `N=3 TMO_FIRST=190 TMO=180 CAND="confidence-alone confidence-search-quarter" WARM=4 CONC=8 SETS=12 bash multi.sh`.
 # Session 73: `PHASES=1` adds `--step-log-phases` (`step_phases.py`: each traced step's host ms by phase; read with
 # `slow_step_phases.py OUT/steps.jsonl.xz --quiet`): where the default's slow steps in calls that drafted nothing go.
 # Session 72 on an H100 (a drafter retrained, held-out 3.03): `N=5 TMO_FIRST=150 TMO=100 CAND=confidence-share-floor WARM=4
@@ -64,6 +71,8 @@ timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --draf
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out
 python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every 2 | grep -v "| none |"
-python3 $B/paired_pool.py $W/out/bench_batch.log --engine ${CAND:-confidence-rounds-hurdle} --against confidence --drop-every 2 | tail -3
+for C in ${CAND:-confidence-rounds-hurdle}; do   # (session 74: one line per candidate; two names broke the pooling)
+  python3 $B/paired_pool.py $W/out/bench_batch.log --engine $C --against confidence --drop-every 2 | tail -3
+done
 grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-300
 grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
