@@ -86,7 +86,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-alone-hurdle-15", "confidence-probe-share",
          "confidence-age8k", "confidence-young-runs", "confidence-young-share",
          "confidence-probe-transition", "confidence-run-noise",
-         "confidence-rescale", "confidence-share-floor")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-rescale", "confidence-share-floor",
+         "confidence-search-quarter")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -162,7 +163,10 @@ def built(name: str, llm):
     `lease_rounds` 0; `confidence-timed1` sets `bound_only_untimed` False.) `dormant-stub`: the
     default's engine (its drafter loaded) with its proposer replaced by `AlwaysDormant`;
     `confidence-search-all` the default with its prompt-lookup wrapper searching every request
-    every step (`LookupAssist.search_budget` inf: until session 54). (`confidence-preflush` sets
+    every step (`LookupAssist.search_budget` inf: until session 54); `confidence-search-quarter` the default
+    with a quarter of its search budget (`search_budget` 0.25: each request searched every 4 x its batch
+    tokens, every 32 at 8 requests; session 74's candidate: at 8 requests on an H100 the searches at each
+    8-step stretch's end cost 0.13-0.16 ms, ~1.5% of a step). (`confidence-preflush` sets
     `pre_flush` in its config, the default since session 62, when it was the candidate;
     `confidence-late-flush` turns it off: the default before.)"""
     if base_name(name) == "dormant-stub":
@@ -171,6 +175,8 @@ def built(name: str, llm):
         decoder.dormant.__init__(decoder.proposer)   # (core's `DormantSteps` holds the methods it found)
     if base_name(name) == "confidence-search-all":
         llm.engine.speculative.proposer.search_budget = math.inf   # (the wrapper's own attribute)
+    if base_name(name) == "confidence-search-quarter":
+        llm.engine.speculative.proposer.search_budget = 0.25
     if base_name(name) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -193,7 +199,8 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-search-all", "confidence-preflush", "confidence-late-flush", "confidence-opening-runs",
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
-                "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor")
+                "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor",
+                "confidence-search-quarter")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -294,6 +301,7 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["dormant-stub"] = {**variants["confidence"]}
     # ... and the default's prompt-lookup wrapper searching every request every step (`built`: until session 54).
     variants["confidence-search-all"] = {**variants["confidence"]}
+    variants["confidence-search-quarter"] = {**variants["confidence"]}   # (`built`: session 74)
     for k in fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": drafter, "num_speculative_tokens": k}
         variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only

@@ -259,7 +259,8 @@ def test_the_dormant_stub_is_the_defaults_engine_asking_nothing(folders, kit, be
 
 def test_search_all_is_the_default_wrapper_searching_every_request(folders, kit, benchmark_script,
                                                                      monkeypatch) -> None:
-    """`confidence-search-all` (session 54): the default with `LookupAssist.search_budget` inf."""
+    """`confidence-search-all` (session 54): the default with `LookupAssist.search_budget` inf;
+    `confidence-search-quarter` (session 74) with 0.25."""
     from deepinfer_dspark.lookup_assist import SEARCH_BUDGET
     from deepinfer_dspark.sps import SPSProfile
 
@@ -274,8 +275,14 @@ def test_search_all_is_the_default_wrapper_searching_every_request(folders, kit,
     assert default.engine.speculative.proposer.search_budget == SEARCH_BUDGET
     wrapper = everything.engine.speculative.proposer
     assert wrapper.search_budget == float("inf") and wrapper._every(64) == wrapper.check_every
+    assert configs["confidence-search-quarter"] == configs["confidence"]   # session 74: a quarter of the budget
+    quarter = variants.built("confidence-search-quarter", kit.build(target, configs["confidence-search-quarter"]))
+    sparse = quarter.engine.speculative.proposer
+    assert sparse.search_budget == 0.25 and sparse._every(8) == 32 > default.engine.speculative.proposer._every(8)
+    assert "confidence-search-quarter" in variants.BY_NAME_ONLY
     default.close()
     everything.close()
+    quarter.close()
 
 
 def test_closed_loop_warm_ups_run_the_first_set_under_the_cap(benchmark_script, monkeypatch) -> None:
