@@ -97,11 +97,16 @@ def continue_period(ids: list[int], start: int, n: int, k: int) -> list[int]:
     text read as repeating with period d = len(ids) - n - start, each draft the token d
     positions before it (from `ids`, then from the drafts themselves). With d >= k that is
     `ids[start + n:start + n + k]`."""
-    period = len(ids) - n - start
+    size = len(ids)
+    period = size - n - start
+    if k <= 0:
+        return []
+    if period >= k:   # (the common case, a slice: session 74)
+        return list(ids[start + n:start + n + k])
     drafts: list[int] = []
     for i in range(k):
-        back = len(ids) - period + i
-        drafts.append(ids[back] if back < len(ids) else drafts[back - len(ids)])
+        back = size - period + i
+        drafts.append(ids[back] if back < size else drafts[back - size])
     return drafts
 
 

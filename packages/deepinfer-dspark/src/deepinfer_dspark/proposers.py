@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from deepinfer_core.interfaces import Draft, DraftRequest
 
@@ -34,6 +32,7 @@ from deepinfer_dspark.opening_phase import OPENING_TOKENS, OpeningPhase
 from deepinfer_dspark.pause_ledger import PauseLedger, ledger_bucket
 from deepinfer_dspark.pause_policy import NOTHING_READY_PAUSE, PausePolicy
 from deepinfer_dspark.paused_steps import PausedSteps
+from deepinfer_dspark.request_hooks import RequestHooks
 from deepinfer_dspark.scheduler import schedule_round
 from deepinfer_dspark.sps import SPSProfile
 from deepinfer_dspark.step_timing import StepTiming
@@ -41,10 +40,10 @@ from deepinfer_dspark.stragglers import Stragglers
 from deepinfer_dspark.verify_rates import VerifyRates
 
 
-class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, StepTiming, LateBookkeeping,
-                     DraftingLease):
+class DSparkProposer(RequestHooks, ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, StepTiming,
+                     LateBookkeeping, DraftingLease):
     """DSpark drafts with fixed-length or confidence-scheduled verification lengths (the
-    decisions that judge a load: `PausePolicy`).
+    decisions that judge a load: `PausePolicy`; the per-request hooks: `RequestHooks`).
 
     Args:
         runner: the drafter with its per-request context caches.
@@ -365,42 +364,3 @@ class DSparkProposer(ObservedFeatures, PausedSteps, PausePolicy, BoundPauses, St
         self._count(PLAIN, batch)
         self._settle()
         return drafts
-
-    def commit(self, request_id: str, num_tokens: int) -> None:
-        """After a verification: the request's realized accepted drafts (`acceptance`). The
-        context cache needs nothing: it only ever holds committed positions (see observe). A lean
-        round's commit counts in its lease only (`DraftingLease`)."""
-        if self._lean_open is not None and self._lean_commit(request_id, num_tokens):
-            return
-        self.openings.advanced(self._commit_round(request_id, num_tokens))
-        if self.judge_stragglers:
-            self.stragglers.commit(request_id, num_tokens)
-
-    def track(self, request_id: str, token_ids: Sequence[int]) -> None:
-        """The request's live token list (see `deepinfer_core.Proposer`): with `judge_stragglers`,
-        its output length when it finishes and whether requests wait (`Stragglers`)."""
-        if self.judge_stragglers:
-            self.stragglers.track(request_id, token_ids)
-        if self.drained is not None:   # (`PausePolicy.drained`)
-            self.drained.track(request_id, token_ids, self.drafted_rounds)
-
-    def draining(self, flag: bool) -> None:
-        """The engine only drains the requests it holds (True, `LLM.generate`) or may be given more
-        (False): while draining, rounds are judged by the batch's straggler (`Stragglers`), unless
-        `judge_stragglers` is off."""
-        self.draining_batch = bool(flag) and self.judge_stragglers
-        if self.drained is not None:
-            self.drained.draining(flag, self.rates.clock())   # (the clock the rates read)
-
-    def remove(self, request_id: str) -> None:
-        if self._lease is not None and request_id in self._lease.ids:
-            self._end_lease()
-        if self.judge_stragglers:
-            self.stragglers.finish(request_id)
-        self._forget_commit(request_id)
-        self.acceptance.drop(request_id)
-        self.feed.remove(request_id)
-        self.runner.remove(request_id)
-        if self.drained is not None and self.drained.finish(request_id, self.drafted_rounds, self.rates.clock()):
-            self._lift_drained()
-
