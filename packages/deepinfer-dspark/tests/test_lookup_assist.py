@@ -251,7 +251,8 @@ def test_token_bytes_match_the_window_searched_from_scratch(seed: int) -> None:
 def test_repeats_is_an_exact_filter_for_match(seed: int) -> None:
     """`TokenBytes.repeats` (the per-step filter) is True exactly where the suffix occurred
     earlier anywhere in the context (a search from scratch over all of it, after a start-over of
-    the set, over the span it covers), so False always means `match` finds nothing; requests
+    the set, over the span it covers), so False always means `match` finds nothing, and
+    `match_view` (read from what `repeats` indexed, over a live list) is `match`; requests
     growing by 1-40 tokens, with loops, a change of n, and past 3 `WINDOW` (the set rebuilt)."""
     import random
 
@@ -268,12 +269,14 @@ def test_repeats_is_an_exact_filter_for_match(seed: int) -> None:
             ids += [rng.randrange(60) for _ in range(rng.randint(1, 40))]
         if rng.random() < 0.01:
             n = {2: 3, 3: 1, 1: 2}[n]   # (1-grams too: `repeats` zips n shifted slices, session 74)
-        repeats = ctx.repeats(ids, len(ids), n)
+        live = ids + [-1] * rng.randint(0, 2)   # (a live list: the in-flight step's placeholders past the known)
+        repeats = ctx.repeats(live, len(ids), n)
         assert repeats == (latest_occurrence(ids[ctx._seen_from:], n) >= 0), (len(ids), n)
+        viewed = ctx.match_view(live, len(ids), n, 5)   # session 74: read from the n-grams just indexed
         ctx.sync(ids, len(ids))
         found, _ = ctx.match(n, 5)
         assert not found or repeats, (len(ids), n)   # a match is never filtered out
-        assert (found, _) == match(ids[-WINDOW:], n, 5)
+        assert (found, _) == match(ids[-WINDOW:], n, 5) == viewed
         hits += bool(found)
     assert hits > 50 and ctx._seen_from > 0   # loops were found; the set started over past 3 WINDOW
 

@@ -374,8 +374,7 @@ class LookupAssist(LookupPricing):
             if not ctx.repeats(view, known, n):   # (no earlier occurrence: nothing to match)
                 self._matched.pop(request_id, None)
                 continue
-            ctx.sync(view, known)
-            found, length = ctx.match(self.min_n, self.inner.num_tokens)
+            found, length = ctx.match_view(view, known, n, self.inner.num_tokens)   # (the n-grams just indexed)
             if found:
                 self._matched[request_id] = (len(found), self.classes.of(length))
             else:

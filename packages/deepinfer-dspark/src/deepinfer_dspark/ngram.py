@@ -92,12 +92,13 @@ def latest_continuation(ids: list[int], n: int, k: int, data: bytes | None = Non
     return continue_period(ids, start, n, k) if start >= 0 else []
 
 
-def continue_period(ids: list[int], start: int, n: int, k: int) -> list[int]:
+def continue_period(ids: list[int], start: int, n: int, k: int, size: int | None = None) -> list[int]:
     """The `k` tokens after the occurrence of the last `n` tokens of `ids` at `start`: the
     text read as repeating with period d = len(ids) - n - start, each draft the token d
     positions before it (from `ids`, then from the drafts themselves). With d >= k that is
-    `ids[start + n:start + n + k]`."""
-    size = len(ids)
+    `ids[start + n:start + n + k]`. `size`: read `ids` as its first `size` tokens (a live list
+    with placeholders past them)."""
+    size = len(ids) if size is None else size
     period = size - n - start
     if k <= 0:
         return []

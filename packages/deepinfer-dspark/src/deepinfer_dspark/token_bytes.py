@@ -27,11 +27,13 @@ def match(ids: Sequence[int], n: int, k: int, lo: int = 0, data: bytes | bytearr
     return ([], 0) if start < 0 else _extend(ids, start, n, k, lo)
 
 
-def _extend(ids: Sequence[int], start: int, n: int, k: int, lo: int) -> tuple[list[int], int]:
-    length, here, there = n, start - 1, len(ids) - n - 1
+def _extend(ids: Sequence[int], start: int, n: int, k: int, lo: int, size: int | None = None
+            ) -> tuple[list[int], int]:
+    size = len(ids) if size is None else size   # (a live list: its first `size` tokens)
+    length, here, there = n, start - 1, size - n - 1
     while length < LONGEST_MATCH and here >= lo and ids[here] == ids[there]:
         length, here, there = length + 1, here - 1, there - 1
-    return continue_period(ids, start, n, k), length
+    return continue_period(ids, start, n, k, size), length
 
 
 class TokenBytes:
@@ -44,31 +46,45 @@ class TokenBytes:
 
     def __init__(self) -> None:
         self.data, self.base, self.count = bytearray(), 0, 0
-        self._seen: set[tuple[int, ...]] = set()   # n-grams followed by a token (`repeats`)
+        self._seen: dict[tuple[int, ...], int] = {}   # n-gram followed by a token -> its latest start (`repeats`)
         self._seen_n, self._seen_upto, self._seen_from = 0, 0, 0   # their n, next start, first start
 
     def repeats(self, view: Sequence[int], known: int, n: int) -> bool:
         """Whether the last `n` of `view[:known]` occurred earlier, followed by a token: False
         means `match` (after `sync(view, known)`) finds nothing, True that it may (the
         occurrence may lie before the window). A filter for a search at every decoding step:
-        each n-gram is added to a set once, as the request grows past it, and the suffix looked
-        up (~0.5 us on this repository's CPU, where `sync` and `match` cost ~2 us, and the H200's
-        host is several times slower: +0.08-0.11 ms a step at 1-2 requests in session 34, when
-        `LookupAssist` synced and matched every request every step). The set starts over when
-        `n` changes, when `view` holds fewer tokens than were added, and from the last `WINDOW`
-        tokens once it spans 3 `WINDOW` (so it stays small and its hits mostly lie in the window)."""
+        each n-gram is recorded once, as the request grows past it (with its latest start, for
+        `match_view`), and the suffix looked up (~0.5 us on this repository's CPU, where `sync`
+        and `match` cost ~2 us, and the H200's host is several times slower: +0.08-0.11 ms a
+        step at 1-2 requests in session 34, when `LookupAssist` synced and matched every
+        request every step). The record starts over when `n` changes, when `view` holds fewer
+        tokens than were added, and from the last `WINDOW` tokens once it spans 3 `WINDOW` (so
+        it stays small and its hits mostly lie in the window)."""
         last, upto, seen = known - n, self._seen_upto, self._seen   # last: the suffix's start
         if n != self._seen_n or last < upto or last - self._seen_from > 3 * WINDOW:
             seen.clear()
             self._seen_n = n
             self._seen_from = self._seen_upto = upto = max(0, known - WINDOW)
         if last == upto + 1:   # the n-grams starting before the suffix are followed by a token:
-            seen.add(tuple(view[upto:known - 1]))   # one (a request searched every step) ...
+            seen[tuple(view[upto:known - 1])] = upto   # one (a request searched every step) ...
             self._seen_upto = last
-        elif last > upto:   # ... or those at upto .. last - 1, zipped from n shifted slices at C
-            seen.update(zip(*[view[upto + i:last + i] for i in range(n)]))   # speed (session 74)
-            self._seen_upto = last
+        elif last > upto:   # ... or those at upto .. last - 1, zipped from n shifted slices at C speed
+            seen.update(zip(zip(*[view[upto + i:last + i] for i in range(n)]), range(upto, last)))   # (session 74;
+            self._seen_upto = last   # later starts overwrite earlier ones: each n-gram keeps its latest)
         return last > 0 and tuple(view[last:known]) in seen
+
+    def match_view(self, view: Sequence[int], known: int, n: int, k: int) -> tuple[list[int], int]:
+        """What `sync(view, known)` then `match(n, k)` return, read from the n-grams that
+        `repeats(view, known, n)` indexed (it must be the last call, with the same arguments):
+        the suffix's latest earlier start is the one `repeats` recorded, kept where it lies in the
+        last `WINDOW` tokens, and the match is extended and continued over `view` itself, no bytes
+        converted or searched (session 74: ~4 -> ~1.5 us a matched search on this repository's
+        CPU)."""
+        lo = max(0, known - WINDOW)
+        start = self._seen.get(tuple(view[known - n:known]), -1)
+        if start < lo:
+            return [], 0
+        return _extend(view, start, n, k, lo, known)
 
     def sync(self, view: Sequence[int], known: int) -> None:
         """Covers `view[:known]` (tokens already covered are taken as unchanged; fewer than
