@@ -87,7 +87,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-age8k", "confidence-young-runs", "confidence-young-share",
          "confidence-probe-transition", "confidence-run-noise",
          "confidence-rescale", "confidence-share-floor",
-         "confidence-search-quarter")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-search-quarter", "confidence-search-sparse8")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -166,7 +166,10 @@ def built(name: str, llm):
     every step (`LookupAssist.search_budget` inf: until session 54); `confidence-search-quarter` the default
     with a quarter of its search budget (`search_budget` 0.25: each request searched every 4 x its batch
     tokens, every 32 at 8 requests; session 74's candidate: at 8 requests on an H100 the searches at each
-    8-step stretch's end cost 0.13-0.16 ms, ~1.5% of a step). (`confidence-preflush` sets
+    8-step stretch's end cost 0.13-0.16 ms, ~1.5% of a step); `confidence-search-sparse8` the default with
+    that quarter from 8 requests up only (`LookupAssist.sparse_from` 8; below 8 the default's budget;
+    session 75's candidate: the quarter read 1.012 of the default at 8 on an H100, where the replay
+    prices a quarter at 0.6-4 points lost at 1-2 requests). (`confidence-preflush` sets
     `pre_flush` in its config, the default since session 62, when it was the candidate;
     `confidence-late-flush` turns it off: the default before.)"""
     if base_name(name) == "dormant-stub":
@@ -177,6 +180,8 @@ def built(name: str, llm):
         llm.engine.speculative.proposer.search_budget = math.inf   # (the wrapper's own attribute)
     if base_name(name) == "confidence-search-quarter":
         llm.engine.speculative.proposer.search_budget = 0.25
+    if base_name(name) == "confidence-search-sparse8":
+        llm.engine.speculative.proposer.sparse_from = 8   # (`sparse_budget` 0.25 from 8 requests up)
     if base_name(name) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -200,7 +205,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
                 "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor",
-                "confidence-search-quarter")
+                "confidence-search-quarter", "confidence-search-sparse8")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -302,6 +307,7 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     # ... and the default's prompt-lookup wrapper searching every request every step (`built`: until session 54).
     variants["confidence-search-all"] = {**variants["confidence"]}
     variants["confidence-search-quarter"] = {**variants["confidence"]}   # (`built`: session 74)
+    variants["confidence-search-sparse8"] = {**variants["confidence"]}   # (`built`: session 75)
     for k in fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": drafter, "num_speculative_tokens": k}
         variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only

@@ -18,8 +18,9 @@ decoding's, and (for the default) the calls its proposer heard a step, by name.
 
 Engines: `none` (plain decoding), `stub` (the same speculative engine over a proposer that
 declares every step dormant and does nothing: the engine's side of a dormant step), `default` and
-`alone` (the default without its prompt-lookup wrapper: `prompt_lookup_min` 0), and `none-again` (plain decoding
-once more, built alike: the noise floor of the timed rows; session 60).
+`alone` (the default without its prompt-lookup wrapper: `prompt_lookup_min` 0), `quarter` (the default with a
+quarter of the wrapper's search budget, `confidence-search-quarter`: its stretches 4x as long at 8 requests;
+session 75), and `none-again` (plain decoding once more, built alike: the noise floor of the timed rows; session 60).
 `--by-running` adds the median host microseconds a step by the requests running as it began:
 where in a batch's drain an engine's host work goes (a step of a prompt-lookup round counts
 as any step: its work is a drafted step's, not overhead). A call's prefill step is filed under
@@ -69,7 +70,7 @@ from bench_variants import AlwaysDormant
 from engine_host_cost import Clock
 from gc_passes import TARGET, prompts
 
-ENGINES = ("none", "none-again", "stub", "default", "alone")
+ENGINES = ("none", "none-again", "stub", "default", "alone", "quarter")
 ASKED = ("dormant_rounds", "dormant_floor", "dormant_passed", "quiet_rounds", "quiet_passed", "wants_features",
          "idle_rounds", "idle_round", "propose", "observe_step", "track", "remove")
 
@@ -208,6 +209,8 @@ def build(engines, profiles: Path, concurrency: int) -> dict:
         llms[name] = LLM(str(target), speculative_config=configs.get(name, dspark), load_format="dummy",
                          dtype="float32", max_model_len=512, block_size=16, kv_cache_memory=1 << 30, seed=11,
                          max_num_seqs=concurrency)
+        if name == "quarter":   # (session 75: the wrapper's own attribute, as bench_variants sets it)
+            llms[name].engine.speculative.proposer.search_budget = 0.25
         if name == "stub":
             decoder = llms[name].engine.speculative
             decoder.proposer = AlwaysDormant()

@@ -52,9 +52,11 @@ def test_a_closed_loop_run_and_the_engine_without_prompt_lookup(benchmark_script
     script = benchmark_script("dormant_host_cost")
     SPSProfile([1, 8], [1000.0, 900.0]).save(tmp_path / "sps_batch.json")
     SPSProfile([1, 64], [400.0, 300.0]).save(tmp_path / "spec_sps_batch.json")
-    llms = script.build(("default", "alone"), tmp_path, 2)
+    llms = script.build(("default", "alone", "quarter"), tmp_path, 2)
     assert hasattr(llms["default"].engine.speculative.proposer, "lookup_rounds")   # `LookupAssist`
     assert not hasattr(llms["alone"].engine.speculative.proposer, "lookup_rounds")
+    default, quarter = (llms[name].engine.speculative.proposer for name in ("default", "quarter"))
+    assert quarter.search_budget == 0.25 and quarter._every(8) == 4 * default._every(8) == 32   # session 75
     from deepinfer_core import LLM
 
     seen, generate = [], LLM.generate
