@@ -50,6 +50,9 @@
   existed no longer hold a losing load's average above 1);
 - `confidence-share-floor` (by name only, session 72): each settled loss in a row at a bucket halves the share
   of the time its probes may lose, from `probe_share` down to 0.005 (`probe_share_floor`), until a round there wins;
+- `confidence-probe16` (by name only, session 75): a loss's first pause, and the stretch after which a load the
+  bounds keep ruling out is judged again, 16 rounds instead of 8 (`probe_every`): at 5-8 running requests on
+  the H100 each re-judgement spent 0.10-0.16 ms of host in the step (session 74's phase logs);
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -87,7 +90,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-age8k", "confidence-young-runs", "confidence-young-share",
          "confidence-probe-transition", "confidence-run-noise",
          "confidence-rescale", "confidence-share-floor",
-         "confidence-search-quarter", "confidence-search-sparse8")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-search-quarter", "confidence-probe16")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -166,10 +169,7 @@ def built(name: str, llm):
     every step (`LookupAssist.search_budget` inf: until session 54); `confidence-search-quarter` the default
     with a quarter of its search budget (`search_budget` 0.25: each request searched every 4 x its batch
     tokens, every 32 at 8 requests; session 74's candidate: at 8 requests on an H100 the searches at each
-    8-step stretch's end cost 0.13-0.16 ms, ~1.5% of a step); `confidence-search-sparse8` the default with
-    that quarter from 8 requests up only (`LookupAssist.sparse_from` 8; below 8 the default's budget;
-    session 75's candidate: the quarter read 1.012 of the default at 8 on an H100, where the replay
-    prices a quarter at 0.6-4 points lost at 1-2 requests). (`confidence-preflush` sets
+    8-step stretch's end cost 0.13-0.16 ms, ~1.5% of a step). (`confidence-preflush` sets
     `pre_flush` in its config, the default since session 62, when it was the candidate;
     `confidence-late-flush` turns it off: the default before.)"""
     if base_name(name) == "dormant-stub":
@@ -180,8 +180,6 @@ def built(name: str, llm):
         llm.engine.speculative.proposer.search_budget = math.inf   # (the wrapper's own attribute)
     if base_name(name) == "confidence-search-quarter":
         llm.engine.speculative.proposer.search_budget = 0.25
-    if base_name(name) == "confidence-search-sparse8":
-        llm.engine.speculative.proposer.sparse_from = 8   # (`sparse_budget` 0.25 from 8 requests up)
     if base_name(name) == "confidence-unheld":   # (other engines, fake ones too, are not read)
         proposer = llm.engine.speculative.proposer
         proposer.__dict__["_held"].report_quiet = None   # (a quiet declaration then holds nothing)
@@ -205,7 +203,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
                 "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor",
-                "confidence-search-quarter", "confidence-search-sparse8")
+                "confidence-search-quarter", "confidence-probe16")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -261,6 +259,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-rescale"] = {**variants["confidence"], "rescale_stragglers": True}
     # ... and the probes' share halved per settled loss in a row at a bucket, down to 0.005 (session 72).
     variants["confidence-share-floor"] = {**variants["confidence"], "probe_share_floor": 0.005}
+    # ... and judged again every 16 rounds where paused or ruled out, instead of 8 (session 75).
+    variants["confidence-probe16"] = {**variants["confidence"], "probe_every": 16}
     # ... and the rounds timed with a smaller hurdle (session 36: rounds timed at last; min_gain 1.1).
     variants["confidence-rounds-hurdle"] = {**variants["confidence-rounds"], "min_gain": 1.1}
     # ... and the default until session 36: rounds priced on the profile alone (`measure_round_times` false).
@@ -307,7 +307,6 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     # ... and the default's prompt-lookup wrapper searching every request every step (`built`: until session 54).
     variants["confidence-search-all"] = {**variants["confidence"]}
     variants["confidence-search-quarter"] = {**variants["confidence"]}   # (`built`: session 74)
-    variants["confidence-search-sparse8"] = {**variants["confidence"]}   # (`built`: session 75)
     for k in fixed:
         variants[f"fixed-{k}"] = {"method": "dspark", "model": drafter, "num_speculative_tokens": k}
         variants[f"ngram-{k}"] = {"method": "ngram", "num_speculative_tokens": k}   # by name only

@@ -260,8 +260,7 @@ def test_the_dormant_stub_is_the_defaults_engine_asking_nothing(folders, kit, be
 def test_search_all_is_the_default_wrapper_searching_every_request(folders, kit, benchmark_script,
                                                                      monkeypatch) -> None:
     """`confidence-search-all` (session 54): the default with `LookupAssist.search_budget` inf;
-    `confidence-search-quarter` (session 74) with 0.25; `confidence-search-sparse8` (session 75) with
-    0.25 from 8 requests up only."""
+    `confidence-search-quarter` (session 74) with 0.25."""
     from deepinfer_dspark.lookup_assist import SEARCH_BUDGET
     from deepinfer_dspark.sps import SPSProfile
 
@@ -281,16 +280,9 @@ def test_search_all_is_the_default_wrapper_searching_every_request(folders, kit,
     sparse = quarter.engine.speculative.proposer
     assert sparse.search_budget == 0.25 and sparse._every(8) == 32 > default.engine.speculative.proposer._every(8)
     assert "confidence-search-quarter" in variants.BY_NAME_ONLY
-    tiered = variants.built("confidence-search-sparse8", kit.build(target, configs["confidence-search-sparse8"]))
-    wrapper, plain = tiered.engine.speculative.proposer, default.engine.speculative.proposer   # session 75
-    assert configs["confidence-search-sparse8"] == configs["confidence"] and wrapper.sparse_from == 8
-    assert [wrapper._every(b) for b in (1, 2, 4, 7)] == [plain._every(b) for b in (1, 2, 4, 7)] == [1, 2, 4, 7]
-    assert [wrapper._every(b) for b in (8, 16)] == [32, 64] and plain.sparse_from == 0
-    assert "confidence-search-sparse8" in variants.BY_NAME_ONLY
     default.close()
     everything.close()
     quarter.close()
-    tiered.close()
 
 
 def test_closed_loop_warm_ups_run_the_first_set_under_the_cap(benchmark_script, monkeypatch) -> None:

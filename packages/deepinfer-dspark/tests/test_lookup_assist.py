@@ -109,36 +109,6 @@ def test_above_the_search_budget_each_request_is_searched_less_often(fake_runner
     for bad in (0, -1.0, math.nan, 1e-320):   # (1e-320: its inverse overflows)
         with pytest.raises(ValueError, match="search_budget"):
             LookupAssist(lookup.inner, 2, search_budget=bad)
-        with pytest.raises(ValueError, match="sparse_budget"):
-            LookupAssist(lookup.inner, 2, sparse_from=8, sparse_budget=bad)
-    for bad in (-1, 2.5, True, "8"):
-        with pytest.raises(ValueError, match="sparse_from"):
-            LookupAssist(lookup.inner, 2, sparse_from=bad)
-
-
-def test_from_sparse_from_requests_up_the_sparse_budget_applies(fake_runner) -> None:
-    """`sparse_from` (session 75): from that many requests up each request is searched every
-    ceil(batch / `sparse_budget`) tokens, below it every ceil(batch / `search_budget`); the
-    dormant stretch the wrapper declares is capped by the same count."""
-    inner = DSparkProposer(fake_runner(K, 0.9), K, SLOW_SPS, decode=DECODE)
-    tiered = LookupAssist(inner, 2, 1, sparse_from=4, sparse_budget=0.5)
-    assert [tiered._every(b) for b in (1, 2, 3, 4, 5, 8)] == [1, 2, 3, 8, 10, 16]
-    assert [LookupAssist(inner, 2, 1)._every(b) for b in (3, 4, 8)] == [3, 4, 8]   # 0: never
-    assert LookupAssist(inner, 2, 12, sparse_from=4, sparse_budget=0.5)._every(4) == 12   # check_every is the least
-    tiered = LookupAssist(inner, 2, 1, sparse_from=2, sparse_budget=0.5)   # (a lookup round pays at 1-2 here)
-    tiered.classes.sums = [[0.5 * 4, 4.0] for _ in range(3)]
-    lives = {"r0": [1, 2, 3], "r1": [10, 11, 12]}
-    for rid, live in lives.items():
-        tiered.track(rid, live)
-    tiered.propose([ask(rid, list(live)) for rid, live in lives.items()])   # DSpark: ruled out
-    assert tiered._could_pay(2) and tiered.inner.dormant_rounds(2) > 4
-    assert tiered.dormant_rounds(2) == 4   # capped at ceil(2 / 0.5), not at 2
-    tiered.dormant_passed(2, 4)
-    lives["r0"] += [1, 2]                   # "1 2" repeats, grown 2 tokens: not yet searched at 2 requests
-    assert not tiered._due(2) and "r0" not in tiered._matched
-    lives["r0"] += [3, 1]                   # "3 1" repeats, grown 4 tokens: searched
-    tiered._due(2)
-    assert "r0" in tiered._matched
 
 
 def test_nothing_is_searched_where_a_lookup_round_cannot_pay(fake_runner) -> None:

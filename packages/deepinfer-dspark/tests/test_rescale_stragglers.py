@@ -101,6 +101,10 @@ def test_the_rescale_stragglers_key(folders, kit, benchmark_script) -> None:
     assert configs["confidence-rescale"]["rescale_stragglers"] is True
     assert "rescale_stragglers" not in configs["confidence"]
     assert "confidence-rescale" in set(variants.NAMED) & set(variants.BY_NAME_ONLY)
+    assert configs["confidence-probe16"] == {**configs["confidence"], "probe_every": 16}   # session 75's candidate
+    assert "probe_every" not in configs["confidence"] and "confidence-probe16" in variants.BY_NAME_ONLY
+    assert kit.dspark_proposer(target, configs["confidence-probe16"]).probe_every == 16
+    assert kit.dspark_proposer(target, configs["confidence"]).probe_every == 8
 
 
 def test_other_decisions_read_the_body_average_at_the_factor_now(fake_runner) -> None:

@@ -1,10 +1,10 @@
 # Session 75 on an H100 (session 74's drafter, the bundle): `N=3 TMO_FIRST=190 TMO=180 CAND="confidence-alone
 # confidence-search-quarter" WARM=4 CONC=8 SETS=12 bash multi.sh`, then N=5, N=4, N=3 with TMO=140/120 (~95 s a process;
 # out-h100-s75-a..n, the second call's fifth process lost: eight files a call): without the wrapper 0.993 (0.975-1.012)
-# of the default, a quarter of its search budget 1.012 (0.994-1.030); the default 0.971 (0.956-0.985) of plain decoding
-# again over the 14 (dspark BENCHMARKS "seventy-first session").
-# Next: `N=6 TMO_FIRST=150 TMO=120 CAND=confidence-search-sparse8 WARM=4 CONC=8 SETS=12 bash multi.sh` (the quarter
-# from 8 requests up only; at 8 the same engine as `confidence-search-quarter`).
+# of the default, a quarter of its search budget 1.012 (0.994-1.030) untraced but 0.999 over all rounds; the default
+# 0.971 (0.956-0.985) of plain decoding again over the 14 (dspark BENCHMARKS "seventy-first session"). At 5-8 running
+# requests no lookup round can pay: session 74's `spec` spike is DSpark's re-judgement every `probe_every` rounds.
+# Next: `N=6 TMO_FIRST=150 TMO=120 CAND=confidence-probe16 WARM=4 CONC=8 SETS=12 bash multi.sh` (`probe_every` 16).
 # Session 74 on an H100 (a drafter retrained, held-out 3.05): `PHASES=1 N=3 TMO_FIRST=170 TMO=160
 # CAND="confidence-share-floor dormant-stub" WARM=4 CONC=8 SETS=12 bash multi.sh` (out-h100-s74-a..c), then the same
 # without PHASES, N=3 and N=2 (-d..h): the floor 0.992 (0.914-1.076) of the default over the eight, not adopted; the

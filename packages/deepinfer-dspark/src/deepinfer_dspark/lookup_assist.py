@@ -72,11 +72,6 @@ class LookupAssist(LookupPricing):
             ceil(requests / search_budget) tokens where that is more than `check_every` (its
             count runs from its own last search, the engine's asks every `_every` steps: after a
             lookup round up to twice that).
-        sparse_from: from this many requests up, `sparse_budget` replaces `search_budget` (0, the
-            default: never). Session 75 on an H100 at 8 requests: a quarter of the budget read 1.012
-            (0.994-1.030) of the default over 14 processes (fewer searches at the ends of the dormant
-            stretches the wrapper caps), where the replay prices it at 0.6-4 points lost at 1-2.
-        sparse_budget: the budget from `sparse_from` requests up (> 0, its inverse finite).
         costs: what a round costs beyond a plain step (`RoundCosts`; the H200's by default).
         tail: weigh drafts in a batch's tail (`_tail`), which the engine's `draining` call
             marks (`LLM.generate`); False counts every request's fully.
@@ -86,27 +81,22 @@ class LookupAssist(LookupPricing):
             (`LookupPricing.loops`; DSpark then drafts for the others, or hears an idle round).
 
     Raises:
-        ValueError: `min_n`, `check_every`, `search_budget`, `sparse_from` or `sparse_budget` out of
-            range (named).
+        ValueError: `min_n`, `check_every` or `search_budget` out of range (named).
     """
 
     def __init__(self, inner, min_n: int, check_every: int = CHECK_EVERY, costs: RoundCosts = H200_ROUND_COSTS,
                  tail: bool = True, tail_rounds: bool = False, prefer_loops: bool = False,
-                 search_budget: float = SEARCH_BUDGET, sparse_from: int = 0, sparse_budget: float = 0.25) -> None:
+                 search_budget: float = SEARCH_BUDGET) -> None:
         if not 1 <= min_n < WINDOW:
             raise ValueError(f"speculative_config.prompt_lookup_min: must be in [1, {WINDOW - 1}] "
                              f"(the tokens searched), got {min_n}")
         if check_every < 1:
             raise ValueError(f"check_every: must be >= 1, got {check_every}")
-        for name, budget in (("search_budget", search_budget), ("sparse_budget", sparse_budget)):
-            if not (budget > 0 and math.isfinite(1.0 / budget)):
-                raise ValueError(f"{name}: must be > 0 (and its inverse finite), got {budget}")
-        if isinstance(sparse_from, bool) or not isinstance(sparse_from, int) or sparse_from < 0:
-            raise ValueError(f"sparse_from: must be an int >= 0 (0: never), got {sparse_from!r}")
+        if not (search_budget > 0 and math.isfinite(1.0 / search_budget)):
+            raise ValueError(f"search_budget: must be > 0 (and its inverse finite), got {search_budget}")
         self.__dict__.update(   # the wrapper's own attributes (later writes to them stay here)
             inner=inner, min_n=min_n, check_every=check_every, costs=costs, tail=tail, tail_rounds=tail_rounds,
-            prefer_loops=prefer_loops, search_budget=search_budget, sparse_from=sparse_from,
-            sparse_budget=sparse_budget,
+            prefer_loops=prefer_loops, search_budget=search_budget,
             _views={},      # request -> its live tokens (`track`)
             _ctx={},        # request -> its known tokens as bytes (`TokenBytes`)
             _prompt={},     # request -> tokens when tracked: the search starts past them

@@ -2,9 +2,8 @@
 # SPDX-FileCopyrightText: DeepInfer contributors
 """LookupPricing: how `LookupAssist` prices a prompt-lookup round, and which requests it takes
 from DSpark (`loops`). A mixin: it reads the wrapper's `inner` (DSpark: `decode`, `num_tokens`),
-`costs`, `classes`, `tail`, `prefer_loops`, `check_every`, `search_budget`, `sparse_from`,
-`sparse_budget`, `_views`, `_prompt`, `_now`, `_could` and `_matched`, and searches with its
-`_search`. Device-free."""
+`costs`, `classes`, `tail`, `prefer_loops`, `check_every`, `search_budget`, `_views`, `_prompt`,
+`_now`, `_could` and `_matched`, and searches with its `_search`. Device-free."""
 
 from __future__ import annotations
 
@@ -52,10 +51,8 @@ class LookupPricing:
 
     def _every(self, batch: int) -> int:
         """Tokens a request grows between two searches at `batch` requests: `check_every`, or
-        ceil(batch / `search_budget`) where more (a step then searches ~`search_budget` requests);
-        from `sparse_from` requests up (when not 0) by `sparse_budget` instead."""
-        budget = self.sparse_budget if 0 < self.sparse_from <= batch else self.search_budget
-        return max(self.check_every, math.ceil(batch / budget))
+        ceil(batch / `search_budget`) where more (a step then searches ~`search_budget` requests)."""
+        return max(self.check_every, math.ceil(batch / self.search_budget))
 
     def _priced_drafts(self, batch: int, matched: dict[str, tuple[int, int]]) -> list[tuple[int, float]]:
         """(drafts, expected accepted share) for `pays`, from request -> (drafts, match class),
