@@ -288,7 +288,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
                               overlap_bookkeeping=getattr(args, "overlap_bookkeeping", False),
                               lease_rounds=getattr(args, "lease_rounds", 0),
                               bound_only_untimed=getattr(args, "bound_only_untimed", False),
-                              max_probe_every=getattr(args, "max_probe_every", 256))
+                              max_probe_every=getattr(args, "max_probe_every", 256),
+                              probe_every=getattr(args, "probe_every", 8))
     proposer.settled_requests = getattr(args, "settled_requests", 0)   # (`--settled-requests`)
     proposer.min_replies = getattr(args, "min_replies", 0)   # (`--min-replies`)
     proposer.young_runs = getattr(args, "young_runs", False)   # (`--young-runs`)
@@ -468,6 +469,9 @@ def main() -> None:
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",
                         help="speculative_config.max_probe_every: the longest backoff after losses, in rounds "
                              "(the factory's default 256)")
+    parser.add_argument("--probe-every", type=int, default=8, metavar="N",
+                        help="speculative_config.probe_every: a loss's first pause and the bounds' re-judgement, in "
+                             "rounds (the factory's default 8; session 75's candidate 16)")
     parser.add_argument("--drained", action="store_true",
                         help="drafting ruled out where drained batches that drafted lost (`drained_batches`, "
                              "session 64's candidate)")

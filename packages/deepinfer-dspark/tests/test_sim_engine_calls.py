@@ -304,6 +304,17 @@ def test_max_probe_every_reaches_the_proposer(sim) -> None:
     assert eager[2][0] < default[2][0] and eager[2][1] == default[2][1], (default, eager)
 
 
+def test_probe_every_reaches_the_proposer(sim) -> None:
+    """`--probe-every` (session 75): where drafting loses, first pauses twice as long probe less
+    often and lose less; the factory's 8 given explicitly is the default's run; fixed-k is charged
+    alike."""
+    losing = dict(round_cost=2.0, plan=[(2, 24)])
+    default = sim.simulate(args(**losing), DECODE, SPEC, 0.9, seed=0)
+    assert default == sim.simulate(args(**losing, probe_every=8), DECODE, SPEC, 0.9, seed=0)
+    patient = sim.simulate(args(**losing, probe_every=64), DECODE, SPEC, 0.9, seed=0)
+    assert patient[2][0] > default[2][0] and patient[2][1] == default[2][1], (default, patient)
+
+
 def test_capped_replies_reach_the_limit_at_their_share(benchmark_script) -> None:
     """`--capped SHARE`: about that share of the replies is 128 tokens, the others 18-127; `--equal`
     gives 128 throughout and the default draws 30-128 (the lengths every policy of a run shares)."""
