@@ -124,3 +124,25 @@ def test_logs_taken_as_the_sample(benchmark_script, tmp_path, capsys, monkeypatc
     assert f"- run/out-0: confidence/none-again {first:.3f} (2 rounds)" in out
     assert f"- run/out-1: confidence/none-again {second:.3f} (2 rounds)" in out
     assert f"Across 2 logs: confidence/none-again {math.sqrt(first * second):.3f}" in out and "1 of 2 below 1" in out
+
+
+def test_quantiles_by_nearest_rank_and_printed_per_ratio(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
+    """`quantiles`: the value of rank ceil(q * n) of the sorted values (hand-checked ranks on a
+    shuffled list); `--quantiles` prints one row per pooled ratio, the lower tail included."""
+    pool = benchmark_script("paired_pool")
+    values = [x / 20 for x in range(1, 21)]   # 0.05 .. 1.00
+    random.Random(3).shuffle(values)
+    assert pool.quantiles(values, (0.05, 0.5, 0.51, 1.0)) == [0.05, 0.5, 0.55, 1.0]
+    assert pool.quantiles([2.0], (0.1, 0.9)) == [2.0, 2.0]
+    for bad, at in (([], (0.5,)), ([1.0], (0.0,)), ([1.0], (1.5,))):
+        with pytest.raises(ValueError, match="quantiles"):
+            pool.quantiles(bad, at)
+    path = tmp_path / "run/out-a/bench_batch.log"
+    path.parent.mkdir(parents=True)
+    ratios = [0.7, 0.95, 1.0, 1.0, 1.02]
+    _log(path, [(8, "confidence", ratios), (8, "none-again", [1.0] * 5)])
+    monkeypatch.setattr("sys.argv", ["paired_pool.py", str(path), "--quantiles"])
+    pool.main()
+    out = capsys.readouterr().out
+    row = "| confidence/none-again | " + " | ".join(f"{x:.3f}" for x in pool.quantiles(ratios)) + " |"
+    assert row in out and row.startswith("| confidence/none-again | 0.700 | 0.700 | 0.700 | 1.000 |")
