@@ -20,9 +20,19 @@ Session 64 read it on the H100 at 8 requests (run34, five processes): every trac
 default that drafted (16 calls) ran below plain decoding's same call (0.68-0.995, mean 0.883),
 the calls that drafted nothing at ~1.0.
 
+`--budget` splits each drafted call's loss in ms against its baseline call exactly (`budget`): the
+prefill step's difference (a call's first); the drafted steps (every later step that drafted or verified)
+against the baseline's mean decode step times the steps they stand for (the baseline's decode steps
+less the call's plain ones: the steps drafted and the steps saved), with their realized gain (that
+plain time over theirs); the plain steps that kept the target features, and those that did not,
+each against the same mean step. Session 76 read it over every run34 process of sessions 63-75 at 8
+requests on an H100 (152 drafted calls of the default against plain decoding again): +8.1 ms a
+drafted call, the drafted steps realizing 0.83 of plain decoding where the pause policy had judged
+them 0.95-0.98 (`judged_rounds.py`), the calls that drafted nothing -0.1 ms.
+
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/drafted_calls.py STEPS.jsonl.xz [...] [--concurrency 8]
-        [--baseline none] [--calls]
+        [--baseline none] [--calls] [--budget]
 """
 
 from __future__ import annotations
@@ -78,7 +88,66 @@ def drafted_calls(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
             flushes = [r["ms"] for r in steps if "flush" in r["kind"]]
             cell["flushes"], cell["flush_ms"] = len(flushes), max(flushes, default=0.0)
             cell["tail_loss"] = cell["ms_by"]["D1"] - lone_ms * cell["tokens_by"]["D1"] if lone_ms else 0.0
+            cell["budget"] = budget(steps, base)
             out.append(cell)
+    return out
+
+
+BUDGET = ("prefill", "drafted", "plain_features", "plain_other")
+
+
+def budget(steps: list[dict], base: list[dict]) -> dict[str, float]:
+    """A call's ms over its baseline call's (each a call's steps in order, the first its prefill),
+    split exactly (the parts add up to `loss`): `prefill` (the first step's ms less the baseline's),
+    `drafted` (the later steps that drafted or verified drafts, less the baseline's mean decode
+    step `mean_ms` times the steps they stand for: the baseline's decode steps less the call's
+    plain ones), `plain_features` / `plain_other` (the
+    plain steps that kept the target features / the others, each less `mean_ms` a step); also
+    `realized` (that stood-for time over the drafted steps' ms; None without drafted steps) and the
+    counts `drafted_steps`, `plain_steps`, `base_steps` (and `stood_for`, `drafted_ms`).
+
+    Raises:
+        ValueError: a call without steps or a baseline without decode steps.
+    """
+    if not steps or len(base) < 2:
+        raise ValueError("budget: each call needs its first step and the baseline decode steps")
+    first, later, base_first, decode = steps[:1], steps[1:], base[:1], base[1:]
+    mean_ms = sum(r["ms"] for r in decode) / len(decode)
+    drafted = [r for r in later if r["kind"] != "plain" or r.get("verified", 0) > 0]
+    plain = [r for r in later if r["kind"] == "plain" and not r.get("verified", 0) > 0]
+    stood_for = mean_ms * (len(decode) - len(plain))
+    drafted_ms = sum(r["ms"] for r in drafted)
+    out = {"prefill": sum(r["ms"] for r in first) - sum(r["ms"] for r in base_first),
+           "drafted": drafted_ms - stood_for,
+           "plain_features": sum(r["ms"] - mean_ms for r in plain if r.get("features")),
+           "plain_other": sum(r["ms"] - mean_ms for r in plain if not r.get("features")),
+           "realized": stood_for / drafted_ms if drafted_ms > 0 else None,
+           "stood_for": stood_for, "drafted_ms": drafted_ms,
+           "drafted_steps": len(drafted), "plain_steps": len(plain), "base_steps": len(decode)}
+    out["loss"] = sum(out[k] for k in BUDGET)
+    return out
+
+
+def budget_rows(calls: list[dict]) -> list[dict]:
+    """Per (concurrency, engine) with calls that drafted: `calls` (those), the mean of each `budget`
+    part and of `loss` over them (ms a call), `realized` (their drafted steps' summed stood-for time
+    over their summed ms) and `quiet_loss` (the mean loss of the calls that drafted nothing; None
+    without any)."""
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for call in calls:
+        cells[(call["concurrency"], call["engine"])].append(call["budget"])
+    out = []
+    for (concurrency, engine), group in sorted(cells.items()):
+        drafted = [b for b in group if b["drafted_steps"]]
+        quiet = [b["loss"] for b in group if not b["drafted_steps"]]
+        if not drafted:
+            continue
+        row = {"concurrency": concurrency, "engine": engine, "calls": len(drafted),
+               "quiet_loss": statistics.fmean(quiet) if quiet else None,
+               "realized": sum(b["stood_for"] for b in drafted) / sum(b["drafted_ms"] for b in drafted)}
+        for key in (*BUDGET, "loss"):
+            row[key] = statistics.fmean(b[key] for b in drafted)
+        out.append(row)
     return out
 
 
@@ -115,6 +184,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="*", help="only these concurrencies")
     parser.add_argument("--baseline", default="none", help="the engine each call is paired with")
     parser.add_argument("--calls", action="store_true", help="also one row per call that drafted")
+    parser.add_argument("--budget", action="store_true",
+                        help="also the drafted calls' loss split by part (`budget`), ms a call")
     args = parser.parse_args()
     calls = drafted_calls([load(path) for path in args.logs], args.baseline)
     if args.concurrency:
@@ -125,6 +196,15 @@ def main() -> None:
     for row in summary(calls):
         print(f"| {row['concurrency']} | {row['engine']} | {row['drafted']} | {_ratio(row['realized_drafted'])} "
               f"| {row['plain']} | {_ratio(row['realized_plain'])} | {row['tail_loss']:.1f} | {row['flushes']} |")
+    if args.budget:
+        print("\n| requests | engine | drafted calls | loss ms a call | prefill | drafted steps (realized) "
+              "| plain steps keeping features | other plain steps | calls that drafted nothing: loss ms |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+        for row in budget_rows(calls):
+            quiet = "-" if row["quiet_loss"] is None else f"{row['quiet_loss']:+.2f}"
+            print(f"| {row['concurrency']} | {row['engine']} | {row['calls']} | {row['loss']:+.2f} "
+                  f"| {row['prefill']:+.2f} | {row['drafted']:+.2f} ({row['realized']:.3f}) "
+                  f"| {row['plain_features']:+.2f} | {row['plain_other']:+.2f} | {quiet} |")
     if args.calls:
         print("\n| log | requests | engine | round | realized | drafted | "
               + " | ".join(f"{p} ms/tokens" for p in PHASES) + " | flushes (largest ms) |")

@@ -56,3 +56,39 @@ def test_calls_are_paired_with_the_baselines_same_round_by_phase(benchmark_scrip
     printed = capsys.readouterr().out
     assert f"| 8 | c | 1 | {4.0 / 12.5:.3f} | 1 | {4.4 / 5.2:.3f} | {6.0 - lone * 2:.1f} | 1 |" in printed
     assert "| 0 | 8 | c | 0 | 0.320 | 2 | 3.5/24 | 6.0/2 | 2.0/0 | 1.0/1 | 1 (6.0) |" in printed
+
+
+def test_budget_splits_a_calls_loss_exactly(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
+    """`budget`: the prefill's difference, the drafted (or verifying) steps against the baseline's
+    mean decode step times the steps they stand for, the plain steps with and without features
+    against the same mean; the parts add up to the call's ms less the baseline's. `--budget` prints
+    the drafted calls' means, the pooled realized gain and the quiet calls' loss."""
+    module = benchmark_script("drafted_calls")
+    base = [step("none", "plain", 2.0, 0, prefill=40)]
+    base += [step("none", "plain", ms, 8, 8) for ms in (1.0, 1.2, 1.1, 0.9, 1.3)]
+    mean = (1.0 + 1.2 + 1.1 + 0.9 + 1.3) / 5
+    spec = [step("c", "plain", 2.5, 0, prefill=40), {**step("c", "plain", 1.4, 8, 8), "features": 1},
+            step("c", "drafted", 3.0, 8, 24), {**step("c", "plain", 1.5, 8, 8), "verified": 8},
+            step("c", "plain", 0.8, 8, 8)]
+    got = module.budget(spec, base)
+    assert got["prefill"] == pytest.approx(0.5)
+    stood = mean * (5 - 2)   # five baseline decode steps, two plain ones here
+    assert got["drafted"] == pytest.approx(3.0 + 1.5 - stood) and got["realized"] == pytest.approx(stood / 4.5)
+    assert got["plain_features"] == pytest.approx(1.4 - mean) and got["plain_other"] == pytest.approx(0.8 - mean)
+    assert got["loss"] == pytest.approx(sum(r["ms"] for r in spec) - sum(r["ms"] for r in base))
+    assert (got["drafted_steps"], got["plain_steps"], got["base_steps"]) == (2, 2, 5)
+    quiet = module.budget([step("c", "plain", 2.0, 0), step("c", "plain", 1.0, 8, 8)], base[:3])
+    assert quiet["realized"] is None and quiet["drafted_steps"] == 0
+    assert quiet["loss"] == pytest.approx(3.0 - 4.2) and quiet["drafted"] == pytest.approx(-1.1)
+    for bad in (([], base), (spec, base[:1])):
+        with pytest.raises(ValueError, match="budget"):
+            module.budget(*bad)
+    slower = [{**r, "round": 1, "engine": "c", "ms": r["ms"] + 0.1} for r in base]   # a quiet call
+    rows = base + spec + [{**r, "round": 1} for r in base] + slower
+    path = tmp_path / "steps.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr("sys.argv", ["drafted_calls.py", str(path), "--budget"])
+    module.main()
+    printed = capsys.readouterr().out
+    assert (f"| 8 | c | 1 | {got['loss']:+.2f} | +0.50 | {got['drafted']:+.2f} ({stood / 4.5:.3f}) "
+            f"| {1.4 - mean:+.2f} | {0.8 - mean:+.2f} | +0.60 |") in printed
