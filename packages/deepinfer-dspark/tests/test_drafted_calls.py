@@ -65,8 +65,8 @@ def test_budget_splits_a_calls_loss_exactly(benchmark_script, tmp_path, capsys, 
     the drafted calls' means, the pooled realized gain and the quiet calls' loss."""
     module = benchmark_script("drafted_calls")
     base = [step("none", "plain", 2.0, 0, prefill=40)]
-    base += [step("none", "plain", ms, 8, 8) for ms in (1.0, 1.2, 1.1, 0.9, 1.3)]
-    mean = (1.0 + 1.2 + 1.1 + 0.9 + 1.3) / 5
+    base += [step("none", "plain", ms, 8, 8) for ms in (1.0, 1.2, 1.1, 0.9, 1.8)]
+    mean = (1.0 + 1.2 + 1.1 + 0.9 + 1.8) / 5   # (1.2: not the median, 1.1)
     spec = [step("c", "plain", 2.5, 0, prefill=40), {**step("c", "plain", 1.4, 8, 8), "features": 1},
             step("c", "drafted", 3.0, 8, 24), {**step("c", "plain", 1.5, 8, 8), "verified": 8},
             step("c", "plain", 0.8, 8, 8)]
@@ -79,16 +79,21 @@ def test_budget_splits_a_calls_loss_exactly(benchmark_script, tmp_path, capsys, 
     assert (got["drafted_steps"], got["plain_steps"], got["base_steps"]) == (2, 2, 5)
     quiet = module.budget([step("c", "plain", 2.0, 0), step("c", "plain", 1.0, 8, 8)], base[:3])
     assert quiet["realized"] is None and quiet["drafted_steps"] == 0
-    assert quiet["loss"] == pytest.approx(3.0 - 4.2) and quiet["drafted"] == pytest.approx(-1.1)
+    assert quiet["loss"] == pytest.approx(3.0 - 4.2) and quiet["drafted"] == pytest.approx(-1.1)   # 2 decode steps
     for bad in (([], base), (spec, base[:1])):
         with pytest.raises(ValueError, match="budget"):
             module.budget(*bad)
     slower = [{**r, "round": 1, "engine": "c", "ms": r["ms"] + 0.1} for r in base]   # a quiet call
-    rows = base + spec + [{**r, "round": 1} for r in base] + slower
+    dearer = [{**r, "round": 2, "ms": r["ms"] * 2 if r["kind"] == "drafted" else r["ms"]} for r in spec]
+    again = module.budget(dearer, base)   # a second drafted call: its drafted step twice as dear
+    rows = base + spec + [{**r, "round": 1} for r in base] + slower + [{**r, "round": 2} for r in base] + dearer
     path = tmp_path / "steps.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.setattr("sys.argv", ["drafted_calls.py", str(path), "--budget"])
     module.main()
     printed = capsys.readouterr().out
-    assert (f"| 8 | c | 1 | {got['loss']:+.2f} | +0.50 | {got['drafted']:+.2f} ({stood / 4.5:.3f}) "
+    pooled = 2 * stood / (4.5 + 7.5)   # summed stood-for time over summed drafted ms, not a mean of ratios
+    assert again["realized"] == pytest.approx(stood / 7.5)
+    assert (f"| 8 | c | 2 | {(got['loss'] + again['loss']) / 2:+.2f} | +0.50 "
+            f"| {(got['drafted'] + again['drafted']) / 2:+.2f} ({pooled:.3f}) "
             f"| {1.4 - mean:+.2f} | {0.8 - mean:+.2f} | +0.60 |") in printed
