@@ -86,6 +86,9 @@ def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace
                              "down to this")
     parser.add_argument("--probe-transition", action="store_true",
                         help="speculative_config.probe_transition: a timed probe's overhead counts its transition")
+    parser.add_argument("--opening-runs", action="store_true",
+                        help="speculative_config.opening_runs: where the body loses, an opening round's gain scaled "
+                             "by its run's share of time (session 63's candidate)")
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",
                         help="speculative_config.max_probe_every: the longest backoff after losses, in rounds "
                              "(the factory's default 256)")

@@ -21,6 +21,11 @@ from deepinfer_dspark.sps import SPSProfile
 SPEC = SPSProfile([8, 32], [400.0, 100.0])
 DECODE = SPSProfile([1, 4], [1000.0, 950.0])
 
+# An H100's profiles, session 61 (benchmarks/results/h200-2026-12-04i/run2-table/out-h100-s61-low, rounded): plain
+# steps a second by requests, k = 7 rounds a second by requests x 8 tokens.
+H100_DECODE = SPSProfile([1, 2, 4, 8, 16, 32], [983.1, 971.1, 983.2, 917.9, 888.5, 879.5])
+H100_ROUNDS = SPSProfile([8, 16, 32, 64, 128, 256], [390.8, 348.7, 349.5, 298.7, 239.4, 184.2])
+
 
 @pytest.fixture
 def sim(benchmark_script):
@@ -326,3 +331,16 @@ def test_capped_replies_reach_the_limit_at_their_share(benchmark_script) -> None
     assert sim.reply_lengths(types.SimpleNamespace(equal=True, capped=None), random.Random(5), 5) == [128] * 5
     plain = sim.reply_lengths(types.SimpleNamespace(equal=False), random.Random(5), 2000)
     assert min(plain) >= 30 and sum(n == 128 for n in plain) / len(plain) < 0.05
+
+
+def test_opening_runs_reaches_the_proposer(sim) -> None:
+    """`--opening-runs` (session 76): on an H100's measured profiles at 8 requests, where the body
+    loses, openings priced with their run's transition move the policy's time; False given
+    explicitly is the default's run; fixed-k is charged alike."""
+    decode, spec = H100_DECODE, H100_ROUNDS
+    eight = dict(plan=[(8, 48)], equal=False, capped=0.7, round_cost=1.1, bound_only=1, young_runs=True,
+                 stragglers=True)
+    default = sim.simulate(args(**eight), decode, spec, 0.7, seed=1)
+    assert default == sim.simulate(args(**eight, opening_runs=False), decode, spec, 0.7, seed=1)
+    runs = sim.simulate(args(**eight, opening_runs=True), decode, spec, 0.7, seed=1)
+    assert runs[8][0] != default[8][0] and runs[8][1] == default[8][1], (default, runs)
