@@ -3,8 +3,9 @@
 # first round the openings drafted while the openings' ledger still averaged above 1. Then on an H100: `N=3
 # TMO_FIRST=170 TMO=140 CAND="confidence-opening-runs confidence-probe16" WARM=4 CONC=8 SETS=12 bash multi.sh` and N=1
 # (out-h100-s76-a..d, 92-104 s a process): `opening_runs` 1.015 (0.985-1.047), `probe_every` 16 1.006 (0.955-1.061) of
-# the default, neither adopted. Next: `N=4 TMO_FIRST=170 TMO=130 CAND=confidence-opening-runs WARM=4 CONC=8 SETS=12
-# bash multi.sh`, as many calls as a lease allows.
+# the default, neither adopted. Next: `N=4 TMO_FIRST=170 TMO=140 CAND="confidence-rounds-hurdle
+# confidence-opening-runs" WARM=4 CONC=8 SETS=12 bash multi.sh` (`min_gain` 1.1: the simulator's pick, dspark
+# BENCHMARKS "seventy-second session"), as many calls as a lease allows.
 # Session 75 on an H100 (session 74's drafter, the bundle): `N=3 TMO_FIRST=190 TMO=180 CAND="confidence-alone
 # confidence-search-quarter" WARM=4 CONC=8 SETS=12 bash multi.sh`, then N=5, N=4, N=3 with TMO=140/120 (~95 s a process;
 # out-h100-s75-a..n, the second call's fifth process lost: eight files a call): without the wrapper 0.993 (0.975-1.012)
