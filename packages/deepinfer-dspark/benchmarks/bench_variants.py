@@ -53,6 +53,8 @@
 - `confidence-probe16` (by name only, session 75): a loss's first pause, and the stretch after which a load the
   bounds keep ruling out is judged again, 16 rounds instead of 8 (`probe_every`): at 5-8 running requests on
   the H100 each re-judgement spent 0.10-0.16 ms of host in the step (session 74's phase logs);
+- `confidence-resume-bound` (by name only, session 77): above `bound_only` requests the measured acceptance's
+  bound also pays a resumption over a 32-round run (`resume_bound`);
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -85,7 +87,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-now", "confidence-replies4", "confidence-unleased",
          "confidence-timed1", "dormant-stub", "confidence-search-all",
          "confidence-preflush", "confidence-late-flush",
-         "confidence-opening-runs", "confidence-drained", "confidence-hurdle-15",
+         "confidence-opening-runs", "confidence-drained", "confidence-hurdle-15", "confidence-resume-bound",
          "confidence-alone-hurdle-15", "confidence-probe-share",
          "confidence-age8k", "confidence-young-runs", "confidence-young-share",
          "confidence-probe-transition", "confidence-run-noise",
@@ -203,7 +205,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-drained", "confidence-hurdle-15", "confidence-alone-hurdle-15",
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
                 "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor",
-                "confidence-search-quarter", "confidence-probe16")
+                "confidence-search-quarter", "confidence-probe16", "confidence-resume-bound")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -284,6 +286,7 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-preflush"] = {**variants["confidence"], "pre_flush": True}   # (session 62's candidate)
     variants["confidence-late-flush"] = {**variants["confidence"], "pre_flush": False}   # (the default before it)
     variants["confidence-opening-runs"] = {**variants["confidence"], "opening_runs": True}   # (session 63's candidate)
+    variants["confidence-resume-bound"] = {**variants["confidence"], "resume_bound": True}   # (session 77's candidate)
     variants["confidence-drained"] = {**variants["confidence"], "drained_batches": True}   # (session 64's candidate)
     # ... and the ledgers pausing nothing at 1 request (`bound_only` 1: session 45's candidate, the default
     # since), with `lookup_loops` too, up to 2 requests, and at no load (`bound_only` 0: until session 45).

@@ -89,6 +89,9 @@ def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace
     parser.add_argument("--opening-runs", action="store_true",
                         help="speculative_config.opening_runs: where the body loses, an opening round's gain scaled "
                              "by its run's share of time (session 63's candidate)")
+    parser.add_argument("--resume-bound", action="store_true",
+                        help="speculative_config.resume_bound: above bound_only the acceptance bound also pays a "
+                             "resumption over a young run (session 77's candidate)")
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",
                         help="speculative_config.max_probe_every: the longest backoff after losses, in rounds "
                              "(the factory's default 256)")

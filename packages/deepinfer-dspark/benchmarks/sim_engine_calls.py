@@ -296,6 +296,7 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer.young_runs = getattr(args, "young_runs", False)   # (`--young-runs`)
     proposer.probe_transition = getattr(args, "probe_transition", False)   # (`--probe-transition`)
     proposer.opening_runs = getattr(args, "opening_runs", False)   # (`--opening-runs`)
+    proposer.resume_bound = getattr(args, "resume_bound", False)   # (`--resume-bound`)
     proposer.run_noise = getattr(args, "run_noise", False)   # (`--run-noise`)
     proposer.rescale_stragglers = getattr(args, "rescale", False)   # (`--rescale`)
     if getattr(args, "share_floor", None) is not None:   # (`--share-floor`: `PausePolicy.probe_share_floor`)

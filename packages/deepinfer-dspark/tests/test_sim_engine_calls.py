@@ -344,3 +344,16 @@ def test_opening_runs_reaches_the_proposer(sim) -> None:
     assert default == sim.simulate(args(**eight, opening_runs=False), decode, spec, 0.7, seed=1)
     runs = sim.simulate(args(**eight, opening_runs=True), decode, spec, 0.7, seed=1)
     assert runs[8][0] != default[8][0] and runs[8][1] == default[8][1], (default, runs)
+
+
+def test_resume_bound_reaches_the_proposer(sim) -> None:
+    """`--resume-bound` (session 77): on an H100's measured profiles at 8 requests and p 0.75, where
+    the default loses, the bound that pays a resumption runs nearer plain decoding; False given
+    explicitly is the default's run; fixed-k is charged alike."""
+    decode, spec = H100_DECODE, H100_ROUNDS
+    eight = dict(plan=[(8, 48)], equal=False, capped=0.7, round_cost=1.1, bound_only=1, young_runs=True,
+                 stragglers=True)
+    default = sim.simulate(args(**eight), decode, spec, 0.75, seed=1)
+    assert default == sim.simulate(args(**eight, resume_bound=False), decode, spec, 0.75, seed=1)
+    resumed = sim.simulate(args(**eight, resume_bound=True), decode, spec, 0.75, seed=1)
+    assert default[8][0] < resumed[8][0] < 1.0 and resumed[8][1] == default[8][1], (default, resumed)

@@ -23,7 +23,8 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping",
                          "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs", "drained_batches",
                          "probe_share", "acceptance_age_rounds", "young_runs",
-                         "probe_transition", "run_noise", "rescale_stragglers", "probe_share_floor"})
+                         "probe_transition", "run_noise", "rescale_stragglers", "probe_share_floor",
+                         "resume_bound"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

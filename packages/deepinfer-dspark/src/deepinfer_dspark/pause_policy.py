@@ -44,6 +44,10 @@ MIN_MEASURED_REQUESTS = 16   # drafted requests (per round, decayed; once) befor
 NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request could draft
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
 SYNC_STEPS = 1.0              # plain steps a probe's next step loses waiting for its tokens (besides the flush)
+# Rounds a resumed run is priced over by `resume_bound` (session 77, `sim_engine_calls.py --resume-bound` on an
+# H100's profiles, p 0.7-0.9: 24-32 lifted 8 requests at p 0.75 from 0.963 to 0.988 of plain decoding and left 2
+# requests where they were; 8, a young run, stopped drafting at 2 requests where it won 3-13%).
+RESUMED_RUN_ROUNDS = 32
 
 
 class PausePolicy(FeatureKeeping, StragglerJudgement):
@@ -99,6 +103,11 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
             batch's lifted pauses (`_lift_drained`). Session 72's candidate (0.005; a flat
             `probe_share` 0.005 slowed recovery from transient losses fourfold, session 66;
             `speculative_config.probe_share_floor`).
+        resume_bound: above `bound_only` requests, `expected_loss`'s bound also pays a resumption: its
+            tokens scaled by the share of a `RESUMED_RUN_ROUNDS`-round run's time the rounds take
+            (`_resumed_share`). Session 76's simulator put the default's loss at 8 requests in the
+            resumptions (capture, sync, flush), not in the rounds. False: as until session 77
+            (`speculative_config.resume_bound`).
     """
 
     settled_requests: int = 0
@@ -109,6 +118,7 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
     young_runs: bool = False
     probe_transition: bool = False
     probe_share_floor: float | None = None
+    resume_bound: bool = False
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -137,7 +147,8 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
         decayed count fell to 54 at 64 requests, and features were kept and flushed there). While
         the engine drains what it holds, the bound's tokens a round are scaled as `_plan_pause`
         scales a round's (`Stragglers.factor`). True at any load while `drained` rules the drained
-        batch running out (`DrainedBatches.rules_out`), profiles or not."""
+        batch running out (`DrainedBatches.rules_out`), profiles or not. With `resume_bound`, above
+        `bound_only` requests the bound's tokens also pay a resumption (`_resumed_share`)."""
         if self.drained is not None and self.drained.rules_out():
             return True
         if self.costs is None or self.acceptance.full.most < MIN_MEASURED_REQUESTS \
@@ -146,7 +157,23 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
         upper = self.acceptance.full.upper()
         if upper is None:
             return False
-        return self.costs.loses(batch, (1.0 + upper) * self._straggler_factor(batch) - 1.0)
+        tokens = (1.0 + upper) * self._straggler_factor(batch)
+        if self.resume_bound and batch > self.bound_only:
+            tokens *= self._resumed_share(batch)
+        return self.costs.loses(batch, tokens - 1.0)
+
+    def _resumed_share(self, batch: int) -> float:
+        """The share of a resumed run's time its rounds take at `batch` requests (`resume_bound`):
+        R / (R + O / s) for a run of R = `RESUMED_RUN_ROUNDS` rounds, s plain steps
+        a round (the decode profile's rate over `DraftCosts.round_rate`) and O plain steps of
+        resumption (`_probe_overhead`, plus `RUN_TRANSITION_ROUNDS` rounds' time unless
+        `probe_transition` already counts it there). In (0, 1)."""
+        round_steps = self.decode.at(batch) / self.costs.round_rate(batch)
+        overhead = self._probe_overhead(batch)
+        if not (self.probe_transition and self._rounds_timed(batch)):
+            overhead += RUN_TRANSITION_ROUNDS * round_steps
+        run = RESUMED_RUN_ROUNDS * round_steps
+        return run / (run + overhead)
 
     def _lift_drained(self) -> None:
         """A batch `drained` ruled out has ended: the pauses, declined features and bound backoffs
