@@ -91,7 +91,7 @@ def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace
                              "by its run's share of time (session 63's candidate)")
     parser.add_argument("--resume-bound", action="store_true",
                         help="speculative_config.resume_bound: above bound_only the acceptance bound also pays a "
-                             "resumption over a young run (session 77's candidate)")
+                             "resumption over a 32-round run (session 77's candidate)")
     parser.add_argument("--max-probe-every", type=int, default=256, metavar="N",
                         help="speculative_config.max_probe_every: the longest backoff after losses, in rounds "
                              "(the factory's default 256)")

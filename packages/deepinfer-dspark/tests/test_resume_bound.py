@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from deepinfer_dspark.draft_costs import probe_overhead
+from deepinfer_dspark.factories import dspark_factory
 from deepinfer_dspark.pause_policy import RESUMED_RUN_ROUNDS, RUN_TRANSITION_ROUNDS
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
@@ -31,12 +32,36 @@ def proposer(fake_runner, upper: float, resume: bool, bound_only: int = 1) -> DS
 
 
 def test_the_share_is_a_run_over_the_run_and_its_resumption(fake_runner) -> None:
-    """R s / (R s + O + T s): s plain steps a round, O the probe's modelled overhead, T the
-    transition (rounds untimed here, so `probe_overhead` is the overhead)."""
-    s = DECODE.at(8) / ROUND_RATE   # 2.5 plain steps a round
-    expected = RESUMED_RUN_ROUNDS * s / (RESUMED_RUN_ROUNDS * s + probe_overhead(8) + RUN_TRANSITION_ROUNDS * s)
-    share = proposer(fake_runner, 1.0, True)._resumed_share(8)
-    assert share == pytest.approx(expected, rel=1e-12) and 0.9 < share < 1.0
+    """R s / (R s + O + T s) = 80 / (80 + 2.5 + 2.5): s = 2.5 plain steps a round, R = 32 rounds, O
+    the probe's modelled overhead at 8 requests (rounds untimed here), T one round."""
+    assert (RESUMED_RUN_ROUNDS, RUN_TRANSITION_ROUNDS, probe_overhead(8)) == (32, 1.0, 2.5)
+    assert proposer(fake_runner, 1.0, True)._resumed_share(8) == pytest.approx(80 / 85, rel=1e-12)
+
+
+@pytest.mark.parametrize("transition", [False, True])
+def test_timed_rounds_count_the_measured_flush_and_the_transition_once(fake_runner, transition) -> None:
+    """With the rounds timed and a measured flush of 4 ms (capped at a round, 2.5 plain steps), O =
+    `SYNC_STEPS` + 2.5 = 3.5 plain steps, and the transition counts once with or without
+    `probe_transition` (which adds it to `_probe_overhead`): 80 / (80 + 3.5 + 2.5)."""
+    p = proposer(fake_runner, 1.0, True)
+    p.probe_transition = transition
+    p._rounds_timed = lambda batch: True
+    p.flush_costs.extra = lambda batch: 0.004
+    assert p._probe_overhead(8) == pytest.approx(3.5 + (2.5 if transition else 0.0))
+    assert p._resumed_share(8) == pytest.approx(80 / 86, rel=1e-12)
+
+
+def test_a_draining_batch_pays_its_straggler_and_the_resumption(fake_runner) -> None:
+    """At 2.0 accepted drafts the bound's gain is 1.2: a straggler factor of 0.9 leaves 1.08, and 1.016
+    with the resumption (x 80 / 85): both pay; 0.85 leaves 1.02, and 0.96 with the resumption: ruled
+    out only with it. `_bound_gain` reads the same bound."""
+    for factor, plain, resumed in ((0.9, False, False), (0.85, False, True)):
+        for resume, expected in ((False, plain), (True, resumed)):
+            p = proposer(fake_runner, 2.0, resume)
+            p._straggler_factor = lambda batch, f=factor: f
+            assert p.expected_loss(8) is expected, (factor, resume)
+            share = 80 / 85 if resume else 1.0
+            assert p._bound_gain(8) == pytest.approx(ROUND_RATE / DECODE.at(8) * 3.0 * factor * share)
 
 
 @pytest.mark.parametrize("upper,plain,resumed", [(1.6, False, True), (2.0, False, False), (1.4, True, True)])
@@ -61,6 +86,9 @@ def test_the_resume_bound_key(folders, kit, benchmark_script) -> None:
     assert kit.dspark_proposer(target, spec).resume_bound is False
     assert kit.dspark_proposer(target, {**spec, "resume_bound": True}).resume_bound is True
     kit.rejects_bool_key(target, drafter, "resume_bound")
+    with pytest.raises(ValueError, match="^speculative_config.resume_bound: prices .*decode_profile"):
+        dspark_factory.validate({"model": str(drafter), "scheduling": "confidence", "sps_profile": ROUNDS,
+                                 "resume_bound": True})
     variants = benchmark_script("bench_variants")
     configs = variants.variant_configs(str(drafter), [4], spec["sps_profile"], spec["decode_profile"])
     assert configs["confidence-resume-bound"] == {**configs["confidence"], "resume_bound": True}

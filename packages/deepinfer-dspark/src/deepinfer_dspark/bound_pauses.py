@@ -21,7 +21,7 @@ out since. A mixin of `DSparkProposer` for those three:
 
 It reads the proposer's `pauses`, `probe_every`, `decline_features`, `measure_plain_steps`,
 `skipped_rounds`, `drafted_rounds`, `num_tokens`, `costs`, `acceptance`, `_ruled_out`,
-`_gapped_stretch`, `draining_batch`, `stragglers`, `_pause_for`, `_straggler_factor`, `cannot_pay` and
+`_gapped_stretch`, `draining_batch`, `stragglers`, `_pause_for`, `_bound_tokens`, `cannot_pay` and
 `expected_loss`, and keeps `_bound_backoff`, `_hopeless_checked` and `_hopeless_until`.
 Device-free.
 """
@@ -85,13 +85,13 @@ class BoundPauses:
     def _bound_gain(self, batch: int) -> float:
         """The most a full round at `batch` could gain over plain decoding by the bounds
         (`DraftCosts.gain_factor` times the tokens a request emits): each request accepting the
-        measured acceptance's upper bound, scaled as `expected_loss` scales it, once measured;
+        measured acceptance's upper bound, scaled as `expected_loss` scales it (`_bound_tokens`), once measured;
         every draft accepted before. 0.0 without both profiles (no bound rules anything out)."""
         if self.costs is None:
             return 0.0
         upper = self.acceptance.full.upper() if self.acceptance.full.most >= MIN_MEASURED_REQUESTS else None
         accepted = float(self.num_tokens) if upper is None else \
-            min(float(self.num_tokens), (1.0 + upper) * self._straggler_factor(batch) - 1.0)
+            min(float(self.num_tokens), self._bound_tokens(batch, upper) - 1.0)
         return self.costs.gain_factor(batch) * (1.0 + accepted)
 
     def _hopeless(self, batch: int) -> bool:

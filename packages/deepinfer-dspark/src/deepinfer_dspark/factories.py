@@ -141,8 +141,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           pause keeps the probes to half the last one's share, down to this floor, until a round there
           wins, `PausePolicy.probe_share_floor`; needs decode_profile; session 72's candidate, 0.005),
           resume_bound (False; True: above bound_only requests the measured acceptance's bound also pays
-          a resumption over a 32-round run, `PausePolicy.resume_bound`; session 77's candidate: in the
-          simulator 0.963 -> 0.988 at 8 requests where the default lost, unchanged where it won),
+          a resumption over a 32-round run, `PausePolicy.resume_bound`; needs decode_profile; session
+          77's candidate: in the simulator 0.964 -> 0.978 at 8 requests and p 0.75 on an H100's profiles,
+          1.017 -> 0.995 at 2 requests and p 0.76 on an H200's),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
@@ -283,10 +284,10 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
         decode = _profile("decode_profile", decode)
     else:
         for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain", "drained_batches",
-                    "probe_share", "probe_share_floor"):
+                    "probe_share", "probe_share_floor", "resume_bound"):
             if spec_config.get(key):
                 verbs = {"min_gain": "scales", "drained_batches": "predicts", "probe_share": "prices",
-                         "probe_share_floor": "prices"}
+                         "probe_share_floor": "prices", "resume_bound": "prices"}
                 verb = verbs.get(key, "corrects")
                 raise ValueError(f"speculative_config.{key}: {verb} the comparison with plain decoding, "
                                  f"so it needs decode_profile")

@@ -45,8 +45,8 @@ NOTHING_READY_PAUSE = 32      # rounds skipped after a round in which no request
 SETTLED_ROUNDS = 8            # drafted rounds at a bucket before its losses are priced as settled
 SYNC_STEPS = 1.0              # plain steps a probe's next step loses waiting for its tokens (besides the flush)
 # Rounds a resumed run is priced over by `resume_bound` (session 77, `sim_engine_calls.py --resume-bound` on an
-# H100's profiles, p 0.7-0.9: 24-32 lifted 8 requests at p 0.75 from 0.963 to 0.988 of plain decoding and left 2
-# requests where they were; 8, a young run, stopped drafting at 2 requests where it won 3-13%).
+# H100's profiles, p 0.7-0.9: 32 lifted 8 requests at p 0.75 from 0.964 to 0.978 of plain decoding (24: 0.984) and
+# left 2 requests where they were; 8, a young run, stopped drafting at 2 requests where it won 4-13%).
 RESUMED_RUN_ROUNDS = 32
 
 
@@ -157,21 +157,27 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
         upper = self.acceptance.full.upper()
         if upper is None:
             return False
+        return self.costs.loses(batch, self._bound_tokens(batch, upper) - 1.0)
+
+    def _bound_tokens(self, batch: int, upper: float) -> float:
+        """The tokens a request emits in a full round at `batch` by the bound, each accepting `upper`
+        drafts: 1 + `upper`, scaled while a batch drains by `_straggler_factor`, and with
+        `resume_bound` above `bound_only` requests by `_resumed_share`. Read by `expected_loss` and
+        `BoundPauses._bound_gain`. Re-judged every round, so a run already going is charged a
+        resumption it will not pay."""
         tokens = (1.0 + upper) * self._straggler_factor(batch)
         if self.resume_bound and batch > self.bound_only:
             tokens *= self._resumed_share(batch)
-        return self.costs.loses(batch, tokens - 1.0)
+        return tokens
 
     def _resumed_share(self, batch: int) -> float:
         """The share of a resumed run's time its rounds take at `batch` requests (`resume_bound`):
-        R / (R + O / s) for a run of R = `RESUMED_RUN_ROUNDS` rounds, s plain steps
-        a round (the decode profile's rate over `DraftCosts.round_rate`) and O plain steps of
-        resumption (`_probe_overhead`, plus `RUN_TRANSITION_ROUNDS` rounds' time unless
-        `probe_transition` already counts it there). In (0, 1)."""
+        R s / (R s + O + T s) for a run of R = `RESUMED_RUN_ROUNDS` rounds, s plain steps a round (the
+        decode profile's rate over `DraftCosts.round_rate`), O plain steps of a probe's overhead
+        without its transition (`_probe_overhead(batch, transition=False)`) and T =
+        `RUN_TRANSITION_ROUNDS` rounds of transition. In (0, 1)."""
         round_steps = self.decode.at(batch) / self.costs.round_rate(batch)
-        overhead = self._probe_overhead(batch)
-        if not (self.probe_transition and self._rounds_timed(batch)):
-            overhead += RUN_TRANSITION_ROUNDS * round_steps
+        overhead = self._probe_overhead(batch, transition=False) + RUN_TRANSITION_ROUNDS * round_steps
         run = RESUMED_RUN_ROUNDS * round_steps
         return run / (run + overhead)
 
@@ -338,19 +344,21 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
         rounds = max(self.openings.tokens / max(tokens, 1.0), 1.0)
         return rounds / (rounds + RUN_TRANSITION_ROUNDS)
 
-    def _probe_overhead(self, batch: int) -> float:
+    def _probe_overhead(self, batch: int, transition: bool = True) -> float:
         """Plain steps a probe at `batch` loses besides its round's own loss: `probe_overhead`, or
         with `measure_round_times` (`_rounds_timed`) the larger of it and `SYNC_STEPS` plus the flush
         measured there (`FlushCosts`, at most one round's time: a flush grows with the pause before
-        it) plus, with `probe_transition`, `RUN_TRANSITION_ROUNDS` rounds' time at the profiles."""
+        it) plus, with `probe_transition` (and `transition`), `RUN_TRANSITION_ROUNDS` rounds' time at
+        the profiles."""
         modelled = probe_overhead(batch)   # (untimed: every decision stays a function of the rounds' tokens)
+        transition = transition and self.probe_transition
         flush = self.flush_costs.extra(batch) if self._rounds_timed(batch) else None
-        if flush is None and not (self.probe_transition and self._rounds_timed(batch)):
+        if flush is None and not (transition and self._rounds_timed(batch)):
             return modelled
         plain_rate = self.decode.at(batch)
         round_steps = plain_rate / self.costs.round_rate(batch)
         measured = SYNC_STEPS + (0.0 if flush is None else min(flush * plain_rate, round_steps))
-        if self.probe_transition:
+        if transition:
             measured += RUN_TRANSITION_ROUNDS * round_steps
         return max(modelled, measured)
 
