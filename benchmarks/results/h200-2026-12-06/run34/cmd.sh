@@ -1,3 +1,10 @@
+# Session 77 on an H100 (the bundle, first start granted): three calls of `N=4 TMO_FIRST=170 TMO=140
+# CAND="confidence-rounds-hurdle confidence-opening-runs" WARM=4 CONC=8 SETS=12 bash multi.sh` (the third TMO=150;
+# 103-151 s a process, one process of each of the last two calls over its limit; out-h100-s77-a..j): `min_gain` 1.1
+# 0.999 (0.971-1.028), `opening_runs` 0.997 (0.970-1.025) of the default, neither adopted; the default 0.975
+# (0.965-0.985) of plain decoding again over sessions 75-77's 28 processes. Next: `N=4 TMO_FIRST=170 TMO=150
+# CAND="confidence-resume-bound confidence-rounds-hurdle" WARM=4 CONC=8 SETS=12 bash multi.sh` (`resume_bound`, new:
+# the bound also pays a resumption; dspark BENCHMARKS "seventy-third session").
 # Session 76: over sessions 63-75's 75 processes (on the CPU) the default's traced calls that drafted nothing read
 # 1.001 of plain decoding again, those that drafted 0.950 (`drafted_calls.py --budget`, new); after each process's
 # first round the openings drafted while the openings' ledger still averaged above 1. Then on an H100: `N=3
