@@ -333,27 +333,25 @@ def test_capped_replies_reach_the_limit_at_their_share(benchmark_script) -> None
     assert min(plain) >= 30 and sum(n == 128 for n in plain) / len(plain) < 0.05
 
 
-def test_opening_runs_reaches_the_proposer(sim) -> None:
-    """`--opening-runs` (session 76): on an H100's measured profiles at 8 requests, where the body
-    loses, openings priced with their run's transition move the policy's time; False given
-    explicitly is the default's run; fixed-k is charged alike."""
-    decode, spec = H100_DECODE, H100_ROUNDS
+def at_eight(sim, p: float, flag: str) -> tuple[dict, dict]:
+    """Session 67's flags at 8 requests on an H100's profiles, seed 1: the default's run, checked to
+    equal the run with `flag` False given explicitly, and the run with `flag` True."""
     eight = dict(plan=[(8, 48)], equal=False, capped=0.7, round_cost=1.1, bound_only=1, young_runs=True,
                  stragglers=True)
-    default = sim.simulate(args(**eight), decode, spec, 0.7, seed=1)
-    assert default == sim.simulate(args(**eight, opening_runs=False), decode, spec, 0.7, seed=1)
-    runs = sim.simulate(args(**eight, opening_runs=True), decode, spec, 0.7, seed=1)
+    default = sim.simulate(args(**eight), H100_DECODE, H100_ROUNDS, p, seed=1)
+    assert default == sim.simulate(args(**eight, **{flag: False}), H100_DECODE, H100_ROUNDS, p, seed=1)
+    return default, sim.simulate(args(**eight, **{flag: True}), H100_DECODE, H100_ROUNDS, p, seed=1)
+
+
+def test_opening_runs_reaches_the_proposer(sim) -> None:
+    """`--opening-runs` (session 76): at 8 requests, where the body loses, openings priced with their
+    run's transition move the policy's time; fixed-k is charged alike."""
+    default, runs = at_eight(sim, 0.7, "opening_runs")
     assert runs[8][0] != default[8][0] and runs[8][1] == default[8][1], (default, runs)
 
 
 def test_resume_bound_reaches_the_proposer(sim) -> None:
-    """`--resume-bound` (session 77): on an H100's measured profiles at 8 requests and p 0.75, where
-    the default loses, the bound that pays a resumption runs nearer plain decoding; False given
-    explicitly is the default's run; fixed-k is charged alike."""
-    decode, spec = H100_DECODE, H100_ROUNDS
-    eight = dict(plan=[(8, 48)], equal=False, capped=0.7, round_cost=1.1, bound_only=1, young_runs=True,
-                 stragglers=True)
-    default = sim.simulate(args(**eight), decode, spec, 0.75, seed=1)
-    assert default == sim.simulate(args(**eight, resume_bound=False), decode, spec, 0.75, seed=1)
-    resumed = sim.simulate(args(**eight, resume_bound=True), decode, spec, 0.75, seed=1)
+    """`--resume-bound` (session 77): at 8 requests and p 0.75, where the default loses, the bound that
+    pays a resumption runs nearer plain decoding; fixed-k is charged alike."""
+    default, resumed = at_eight(sim, 0.75, "resume_bound")
     assert default[8][0] < resumed[8][0] < 1.0 and resumed[8][1] == default[8][1], (default, resumed)
