@@ -161,7 +161,9 @@ class StepTimes:
         expected accepted drafts, the drafts verified, the acceptance ratio and the gain before an
         opening's `worth_skipping`: `DSparkProposer.judged`, cleared when read), and the straggler
         factor that gain carries (`straggler`: `DSparkProposer.judged_straggler`, what
-        `PausePolicy._straggler_factor` returned for the round; session 69)."""
+        `PausePolicy._straggler_factor` returned for the round; session 69). `bound`: the most a full
+        round could gain there by the bounds (`BoundPauses._bound_gain`: the measured acceptance's
+        upper bound as `expected_loss` reads it, `resume_bound` included; session 77)."""
         pauses, openings = getattr(self.proposer, "pauses", None), getattr(self.proposer, "openings", None)
         if pauses is None or openings is None or not batch:
             return {}
@@ -174,6 +176,7 @@ class StepTimes:
                 "gain": None if gain is None else round(gain, 3),
                 "opening_gain": None if opening is None else round(opening, 3),
                 "round_time": round(self.proposer.rates.correction(SPEC, batch, least=ROUND_SAMPLES), 3),
+                "bound": round(self.proposer._bound_gain(batch), 3),
                 **({} if judged is None else {"judged": [judged[0], *(round(float(x), 3) for x in judged[1:])],
                                               "straggler": round(straggler, 3)})}
 

@@ -128,10 +128,18 @@ def test_the_log_carries_the_pause_ledgers(benchmark_script, monkeypatch, fake_r
         proposer.rates.windows.setdefault((SPEC, 2), []).append(1.5)
     proposer.rates._medians[(SPEC, 2)] = 1.5
     log = types.SimpleNamespace(proposer=proposer)
+    # `bound` before any evidence: every draft accepted, 5 tokens a request at a full round's rate
+    bound = {b: 5 * b * proposer.costs.round_rate(b) / (b * 1000.0) for b in (2, 5)}
     assert probes.StepTimes._ledger(log, 5) == {"pause": 30, "opening_pause": 0, "gain": 0.8, "opening_gain": None,
-                                                "round_time": 1.0}
+                                                "round_time": 1.0, "bound": round(bound[5], 3)}
     assert probes.StepTimes._ledger(log, 2) == {"pause": 0, "opening_pause": 7, "gain": None, "opening_gain": 1.3,
-                                                "round_time": 1.5}
+                                                "round_time": 1.5, "bound": round(bound[2], 3)}
+    full, proposer.acceptance.full = proposer.acceptance.full, types.SimpleNamespace(most=100.0, upper=lambda: 2.0)
+    measured = bound[5] * 3 / 5   # measured: 3 tokens a request, not 5
+    assert probes.StepTimes._ledger(log, 5)["bound"] == round(measured, 3)
+    proposer.resume_bound = True   # above `bound_only` (0 here) the measured bound also pays a resumption
+    assert probes.StepTimes._ledger(log, 5)["bound"] == round(measured * proposer._resumed_share(5), 3) < measured
+    proposer.resume_bound, proposer.acceptance.full = False, full
     assert probes.StepTimes._ledger(log, 0) == {}
     assert probes.StepTimes._ledger(types.SimpleNamespace(proposer=object()), 5) == {}
     proposer._plan_pause(1.5, [4], 2, opening=True)   # a round priced: logged once, with its inputs
