@@ -126,7 +126,10 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
 
     `heap` (`HeapOutside`, enabled by default) keeps the garbage collector's passes out of the
     timed calls. Each row also carries `paired rounds`: the ratio of every round (the traced
-    ones too), in round order, so that two engines can be compared round by round later.
+    ones too), in round order, so that two engines can be compared round by round later, and its
+    printed line `call drafts` before it: each round's call's verification steps (the most
+    `RequestMetrics.spec_rounds` of its requests; 0: it drafted nothing), read from the outputs, so
+    also in untraced rounds (session 78: `paired_pool.py --split-drafted`).
 
     Raises:
         ValueError: `log_every` < 1, or > 1 with `logs` but without `traces` (the steps of an
@@ -206,24 +209,27 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
                       flush=True)
         rows.append((c, name, {**row, "paired rounds": rounded}))
         print(c, name, {k: round(v, 3) for k, v in row.items()}, proposer_state(llms[name], c),
-              f"paired rounds {rounded}", flush=True)
+              f"call drafts {calls.drafts[name]}", f"paired rounds {rounded}", flush=True)
     return rows
 
 
 class _Calls:
     """Per engine, in round order: each call's numbers (`_numbers`), every request's metrics, each
-    call's reply token ids, and the harness seconds of the traced calls."""
+    call's reply token ids, its verification steps (`drafts`: the most `spec_rounds` of its
+    requests), and the harness seconds of the traced calls."""
 
     def __init__(self, names: list[str]) -> None:
         self.runs = {name: [] for name in names}
         self.metrics = {name: [] for name in names}
         self.replies = {name: [] for name in names}
         self.harness = {name: [] for name in names}
+        self.drafts = {name: [] for name in names}
         self.drafted = {name: 0 for name in names}   # lockstep calls with a drafted round
 
     def add(self, name: str, outs: list, wall: float, queued: bool, harness: float | None) -> None:
         self.runs[name].append(_numbers(outs, wall, queued=queued))
         self.metrics[name].extend(o.metrics for o in outs)
+        self.drafts[name].append(max((o.metrics.spec_rounds for o in outs), default=0))
         self.replies[name].append([list(o.outputs[0].token_ids) for o in outs])
         if harness is not None:
             self.harness[name].append(harness)

@@ -37,6 +37,12 @@ default over plain decoding again 0.868 / 0.929 / 0.988 / 1.003 at the 10th / 20
 percentiles, plain decoding again over plain decoding 0.944 / 0.991 / 1.001 / 1.010: a median ~1%
 low and a lower tail far below the floor's (the calls that drafted; `drafted_calls.py`).
 
+`--split-drafted` (session 78) splits the pooled A/B rounds by whether A's call of the round drafted
+(the row's `call drafts [...]`, logged from session 78 on: each round's verification steps, read
+from the outputs, so untraced rounds too): the rounds, their share, their geometric mean with its
+bootstrap interval, and their part of the pooled mean's log (share x mean log ratio), so an
+untraced loss is placed in the calls that drafted or in those that did not.
+
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/paired_pool.py LOG [LOG ...] --engine confidence \
         --against none-again [--concurrency 8 32 64 128 256] [--drop-every 0 3 ...] [--by-log]
@@ -53,6 +59,7 @@ import statistics
 from pathlib import Path
 
 ROW = re.compile(r"^(\d+) (\S+) \{.*paired rounds (\[[^\]]*\])\s*$")
+DRAFTS = re.compile(r"call drafts (\[[^\]]*\]) paired rounds")
 
 
 def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[float]]:
@@ -85,6 +92,56 @@ def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[f
     if not rounds:
         raise ValueError(f"{path}: no `paired rounds` rows (a bench_dspark.py log from session 55 on?)")
     return rounds
+
+
+def read_drafts(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[int]]:
+    """(concurrency, engine) -> each kept round's call drafts (the verification steps of the
+    engine's call in that round, `paired_calls`' `call drafts`), rounds kept as `read_rounds`
+    keeps them.
+
+    Raises:
+        ValueError: `drop_every` < 0 or 1; a row without `call drafts` (a log from before session
+            78), or whose list is not non-negative integers. Each names the path (and line).
+    """
+    if drop_every < 0 or drop_every == 1:
+        raise ValueError(f"drop_every: must be 0 (keep all) or >= 2 (1 drops every round), got {drop_every}")
+    drafts = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        m = ROW.match(line)
+        if not m:
+            continue
+        found = DRAFTS.search(line)
+        if found is None:
+            raise ValueError(f"{path}:{number}: no `call drafts` (a bench_dspark.py log from session 78 on?)")
+        try:
+            counts = ast.literal_eval(found[1])
+        except (ValueError, SyntaxError) as exc:
+            raise ValueError(f"{path}:{number}: call drafts: not a list of integers ({exc})") from None
+        if not isinstance(counts, list) or any(not isinstance(x, int) or x < 0 for x in counts):
+            raise ValueError(f"{path}:{number}: call drafts: every count must be a non-negative integer")
+        drafts[(int(m[1]), m[2])] = [x for r, x in enumerate(counts) if not drop_every or r % drop_every]
+    return drafts
+
+
+def split_drafted(cells: list[dict], drafts: list[dict], engine: str, against: str,
+                  concurrency: list[int] | None) -> dict[str, list[float]]:
+    """`engine`/`against` round ratios pooled over the logs' cells (as `pooled`), split by whether
+    `engine`'s call of the round drafted: {"drafted": [...], "plain": [...]}.
+
+    Raises:
+        ValueError: a cell's call drafts are not one per kept round of its ratios.
+    """
+    out = {"drafted": [], "plain": []}
+    for rounds, counts in zip(cells, drafts):
+        for (c, name), values in rounds.items():
+            if name != engine or (concurrency and c not in concurrency) or (c, against) not in rounds:
+                continue
+            mine = counts.get((c, name), [])
+            if len(mine) != len(values):
+                raise ValueError(f"{c} requests, {engine!r}: {len(mine)} call drafts for {len(values)} rounds")
+            for count, a, b in zip(mine, values, rounds[(c, against)]):
+                out["drafted" if count else "plain"].append(a / b)
+    return out
 
 
 def geomean(values: list[float]) -> float:
@@ -180,6 +237,8 @@ def main() -> None:
                         help="also each log's A/B and a t interval across the logs (the processes)")
     parser.add_argument("--quantiles", action="store_true",
                         help="also the pooled rounds' quantiles of each ratio (the lower tail against the floor's)")
+    parser.add_argument("--split-drafted", action="store_true",
+                        help="also the A/B rounds split by whether A's call drafted (logs from session 78 on)")
     args = parser.parse_args()
     drops = args.drop_every * len(args.logs) if len(args.drop_every) == 1 else args.drop_every
     if len(drops) != len(args.logs):
@@ -187,6 +246,8 @@ def main() -> None:
     try:
         cells = [read_rounds(p, m) for p, m in zip(args.logs, drops)]
         pool = pooled(cells, args.engine, args.against, args.concurrency)
+        split = split_drafted(cells, [read_drafts(p, m) for p, m in zip(args.logs, drops)], args.engine,
+                              args.against, args.concurrency) if args.split_drafted else None
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
     print("| log | requests | engine | rounds | geometric mean | median |")
@@ -207,6 +268,18 @@ def main() -> None:
         print("|---|" + "---:|" * len(QUANTILES))
         for name, values in pool.items():
             print(f"| {name} | " + " | ".join(f"{x:.3f}" for x in quantiles(values)) + " |")
+    if split is not None:
+        total = sum(map(len, split.values()))
+        print(f"\n| {args.engine}'s call | rounds | share | {args.engine}/{args.against} (95% bootstrap) | "
+              "part of the pooled log mean |\n|---|---:|---:|---:|---:|")
+        for kind, values in split.items():
+            if not values:
+                print(f"| {kind} | 0 | 0.000 | - | - |")
+                continue
+            low, high = bootstrap(values)
+            part = sum(math.log(x) for x in values) / total
+            print(f"| {kind} | {len(values)} | {len(values) / total:.3f} | {geomean(values):.3f} "
+                  f"({low:.3f}-{high:.3f}) | {part:+.4f} |")
     if args.by_log:
         ratio, means = f"{args.engine}/{args.against}", []
         for path, rounds in zip(args.logs, cells):

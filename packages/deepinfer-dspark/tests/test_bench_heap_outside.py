@@ -132,6 +132,37 @@ def test_rows_carry_every_rounds_ratio(paired) -> None:
     assert a["paired geomean"] == a["paired low"] == a["paired high"] == pytest.approx(1.0)
 
 
+class _Drafting(_Fake):
+    """A fake whose calls ran these verification steps (one request's `spec_rounds`, another's fewer)."""
+
+    def __init__(self, tokens: list[int], rounds: list[int]) -> None:
+        super().__init__(tokens)
+        self.rounds = rounds
+
+    def chat(self, prompts, params):
+        outs = super().chat(prompts, params) * 2
+        n = self.rounds[self.calls - 1]
+        return [SimpleNamespace(outputs=o.outputs, metrics=SimpleNamespace(**{**vars(o.metrics), "spec_rounds": k}))
+                for o, k in zip(outs, (n, n // 2))]
+
+
+def test_the_printed_rows_carry_each_calls_drafts(paired, capsys) -> None:
+    """`call drafts`: each round's most `spec_rounds` of its requests, printed before `paired
+    rounds` (what `paired_pool.py --split-drafted` reads), untraced rounds included."""
+    clock = iter(range(1000))
+    paired.time = SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=lambda: 0.0)
+    try:
+        paired.paired_rows({"a": _Fake([10, 10, 10]), "b": _Drafting([20, 5, 30], [3, 0, 7])}, ["p"], None, 3, 1,
+                           heap=paired.HeapOutside(enabled=False))
+    finally:
+        import time
+        paired.time = time
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("1 a ") and "call drafts [0, 0, 0] paired rounds [1.0, 1.0, 1.0]" in line
+               for line in lines)
+    assert any(line.startswith("1 b ") and "call drafts [3, 0, 7] paired rounds" in line for line in lines)
+
+
 def test_a_frozen_heap_or_a_disabled_collector_is_left_alone(paired) -> None:
     """Another freezer (an engine's call in another thread) or a collector switched off: the
     harness neither collects nor freezes."""

@@ -146,3 +146,44 @@ def test_quantiles_by_nearest_rank_and_printed_per_ratio(benchmark_script, tmp_p
     out = capsys.readouterr().out
     row = "| confidence/none-again | " + " | ".join(f"{x:.3f}" for x in pool.quantiles(ratios)) + " |"
     assert row in out and row.startswith("| confidence/none-again | 0.700 | 0.700 | 0.700 | 1.000 |")
+
+
+def _drafts_log(path, rows) -> None:
+    """A session-78 log: each row also carries `call drafts` before `paired rounds`."""
+    lines = ["1 none {'tok/s': 900.0} so far drafted 0 call drafts [0, 0, 0, 0] paired rounds [1.0, 1.0, 1.0, 1.0]"]
+    for c, name, drafts, ratios in rows:
+        lines.append(f"{c} {name} {{'tok/s': 1.0}} so far drafted 3 call drafts {drafts} paired rounds {ratios}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_rounds_split_by_whether_the_engines_call_drafted(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
+    """`read_drafts` keeps the rounds `read_rounds` keeps; `split_drafted` files each A/B round by A's
+    call drafts; `--split-drafted` prints each side's share, geometric mean and part of the log mean;
+    a log from before session 78 is named."""
+    pool = benchmark_script("paired_pool")
+    path = tmp_path / "run/out-a/bench_batch.log"
+    path.parent.mkdir(parents=True)
+    a, b = [0.8, 1.0, 0.9, 1.05], [1.0, 1.0, 1.0, 1.0]
+    _drafts_log(path, [(8, "confidence", [2, 0, 5, 0], a), (8, "none-again", [0, 0, 0, 0], b)])
+    assert pool.read_drafts(path)[(8, "confidence")] == [2, 0, 5, 0]
+    assert pool.read_drafts(path, drop_every=2)[(8, "confidence")] == [0, 0]   # rounds 1 and 3 kept
+    split = pool.split_drafted([pool.read_rounds(path)], [pool.read_drafts(path)], "confidence", "none-again", None)
+    assert split == {"drafted": pytest.approx([0.8, 0.9]), "plain": pytest.approx([1.0, 1.05])}
+    monkeypatch.setattr("sys.argv", ["paired_pool.py", str(path), "--split-drafted"])
+    pool.main()
+    out = capsys.readouterr().out
+    part = (math.log(0.8) + math.log(0.9)) / 4
+    assert f"| drafted | 2 | 0.500 | {math.sqrt(0.72):.3f} (" in out and f"| {part:+.4f} |" in out
+    assert f"| plain | 2 | 0.500 | {math.sqrt(1.05):.3f} (" in out
+    old = tmp_path / "old.log"
+    _log(old, [(8, "confidence", a), (8, "none-again", b)])
+    with pytest.raises(ValueError, match="no `call drafts`"):
+        pool.read_drafts(old)
+    bad = tmp_path / "bad.log"
+    _drafts_log(bad, [(8, "confidence", [1, -2, 0, 0], a)])
+    with pytest.raises(ValueError, match="non-negative"):
+        pool.read_drafts(bad)
+    short = tmp_path / "short.log"
+    _drafts_log(short, [(8, "confidence", [1, 0], a), (8, "none-again", [0, 0], b)])
+    with pytest.raises(ValueError, match="2 call drafts for 4 rounds"):
+        pool.split_drafted([pool.read_rounds(short)], [pool.read_drafts(short)], "confidence", "none-again", None)
