@@ -11,6 +11,9 @@ requests running as the step began; prefill steps left out), over every given lo
 the steps carrying a bound, its median and 90th percentile, the share above 1, and for the steps
 above 1 and those at or below it the share whose next step in the same call was a DSpark round (kind
 "drafted", with or without a flush, capture or eager draft; a prompt-lookup round is not the bound's).
+The field is read after its step, at the bucket of the requests running before it, and with
+asynchronous scheduling the next step's drafts may have been decided before that read, at another
+count: "next step" places a bound beside what followed it, not the decision it made.
 Session 78 read its sixteen H100 processes at 8 requests so: the default's bound at 8 running had
 median 0.945, 12% of its steps above 1.
 
@@ -22,6 +25,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from collections import defaultdict
@@ -33,10 +37,15 @@ from step_log_report import load  # noqa: E402
 
 def bounds_by_running(rows: list[dict], concurrency: int) -> dict[tuple[str, int], dict]:
     """{(engine, running): {"steps", "median", "p90", "above", "drafted_above", "drafted_below"}} over
-    one log's decode steps at `concurrency` that carry a numeric `bound` (shares in [0, 1]; a
-    `drafted_*` share is None where no step of that side has a next step in its call). Steps are
-    read in (round, step) order per engine; a call is a round (`paired_calls` runs one call an
-    engine a round)."""
+    the decode steps at `concurrency` that carry a finite numeric `bound` (shares in [0, 1]; "p90"
+    by upper nearest rank: the largest bound of a cell of 10 steps or fewer; a `drafted_*` share is
+    None where no step of that side has a next step in its call). Steps are read in step order per
+    (engine, round): a call is a round (`paired_calls` runs one call an engine a round; `main`
+    makes the rounds of several logs distinct).
+
+    Raises:
+        KeyError: a row of `concurrency` without "engine", "round", "step", "running" or "kind".
+    """
     seen: dict[tuple[str, int], list[tuple[float, bool | None]]] = defaultdict(list)
     calls: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for r in rows:
@@ -46,7 +55,8 @@ def bounds_by_running(rows: list[dict], concurrency: int) -> dict[tuple[str, int
         steps.sort(key=lambda r: r["step"])
         for here, after in zip(steps, [*steps[1:], None]):
             bound = here.get("bound")
-            if here.get("prefill_tokens") or not isinstance(bound, (int, float)):
+            if (here.get("prefill_tokens") or isinstance(bound, bool) or not isinstance(bound, (int, float))
+                    or not math.isfinite(bound)):
                 continue
             drafted = None if after is None else after["kind"].startswith("drafted")
             seen[(engine, here["running"])].append((float(bound), drafted))

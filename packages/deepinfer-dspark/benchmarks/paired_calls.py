@@ -127,9 +127,11 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
     `heap` (`HeapOutside`, enabled by default) keeps the garbage collector's passes out of the
     timed calls. Each row also carries `paired rounds`: the ratio of every round (the traced
     ones too), in round order, so that two engines can be compared round by round later, and its
-    printed line `call drafts` before it: each round's call's verification steps (the most
-    `RequestMetrics.spec_rounds` of its requests; 0: it drafted nothing), read from the outputs, so
-    also in untraced rounds (session 78: `paired_pool.py --split-drafted`).
+    printed line `call drafts [...] call dspark [...]` before it, one int >= 0 a round in round
+    order, untraced rounds too (session 78: `paired_pool.py --split-drafted`): `call drafts` the
+    most `RequestMetrics.spec_rounds` of the call's requests (verification steps, prompt-lookup
+    rounds included: a lower bound on the call's verification steps, > 0 exactly when it verified
+    any drafts), `call dspark` the DSpark rounds it drafted (`dspark_rounds`; 0 in other engines).
 
     Raises:
         ValueError: `log_every` < 1, or > 1 with `logs` but without `traces` (the steps of an
@@ -161,7 +163,7 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
                     done = lockstep_calls({name: llms[name] for name in order},
                                           lambda llm, hook: llm.chat(chats, params, on_progress=hook),
                                           context=lockstep_context)
-                for name in order:
+                for name in order:   # (the DSpark rounds of a lockstep call are not told apart: 0)
                     calls.add(name, done[name][0], done[name][1], False, None)
                     calls.runs[name][-1]["per-user tok/s"] = math.nan   # (timestamps span the others' turns)
                     calls.drafted[name] += any(o.metrics.spec_rounds for o in done[name][0])
@@ -170,12 +172,13 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
                 trace = traces.get(name) if traces else None
                 if trace is not None:
                     trace.active = traced[r]
+                before = dspark_rounds(llms[name])
                 with concurrency_cap(llms[name], cap) if cap else contextlib.nullcontext(), heap.call():
                     start = time.perf_counter()
                     outs = llms[name].chat(sets[r % len(sets)], params)
                     wall = time.perf_counter() - start
                 harness = trace.take_harness() if trace is not None and traced[r] else None
-                calls.add(name, outs, wall, cap is not None, harness)
+                calls.add(name, outs, wall, cap is not None, harness, dspark_rounds(llms[name]) - before)
                 if logs and log_path is not None and traced[r]:
                     append_steps(log_path, logs[name], name, c, r, wall, harness)
     finally:
@@ -209,14 +212,16 @@ def paired_rows(llms: dict, prompts: list, params, rounds: int, c: int, logs: di
                       flush=True)
         rows.append((c, name, {**row, "paired rounds": rounded}))
         print(c, name, {k: round(v, 3) for k, v in row.items()}, proposer_state(llms[name], c),
-              f"call drafts {calls.drafts[name]}", f"paired rounds {rounded}", flush=True)
+              f"call drafts {calls.drafts[name]} call dspark {calls.dspark[name]}", f"paired rounds {rounded}",
+              flush=True)
     return rows
 
 
 class _Calls:
     """Per engine, in round order: each call's numbers (`_numbers`), every request's metrics, each
     call's reply token ids, its verification steps (`drafts`: the most `spec_rounds` of its
-    requests), and the harness seconds of the traced calls."""
+    requests, prompt-lookup rounds included), its DSpark rounds (`dspark`) and the harness seconds
+    of the traced calls."""
 
     def __init__(self, names: list[str]) -> None:
         self.runs = {name: [] for name in names}
@@ -224,15 +229,25 @@ class _Calls:
         self.replies = {name: [] for name in names}
         self.harness = {name: [] for name in names}
         self.drafts = {name: [] for name in names}
+        self.dspark = {name: [] for name in names}
         self.drafted = {name: 0 for name in names}   # lockstep calls with a drafted round
 
-    def add(self, name: str, outs: list, wall: float, queued: bool, harness: float | None) -> None:
+    def add(self, name: str, outs: list, wall: float, queued: bool, harness: float | None, dspark: int = 0) -> None:
         self.runs[name].append(_numbers(outs, wall, queued=queued))
         self.metrics[name].extend(o.metrics for o in outs)
         self.drafts[name].append(max((o.metrics.spec_rounds for o in outs), default=0))
+        self.dspark[name].append(dspark)
         self.replies[name].append([list(o.outputs[0].token_ids) for o in outs])
         if harness is not None:
             self.harness[name].append(harness)
+
+
+def dspark_rounds(llm) -> int:
+    """The DSpark rounds `llm`'s proposer has drafted so far (`DSparkProposer.drafted_rounds`;
+    under a prompt-lookup wrapper its inner proposer's, lookup rounds not counted); 0 for an
+    engine without one."""
+    proposer = getattr(getattr(getattr(llm, "engine", None), "speculative", None), "proposer", None)
+    return int(getattr(getattr(proposer, "inner", proposer), "drafted_rounds", 0))
 
 
 def same_replies(replies: list[list[list[int]]], reference: list[list[list[int]]]) -> dict:

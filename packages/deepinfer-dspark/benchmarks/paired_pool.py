@@ -37,15 +37,17 @@ default over plain decoding again 0.868 / 0.929 / 0.988 / 1.003 at the 10th / 20
 percentiles, plain decoding again over plain decoding 0.944 / 0.991 / 1.001 / 1.010: a median ~1%
 low and a lower tail far below the floor's (the calls that drafted; `drafted_calls.py`).
 
-`--split-drafted` (session 78) splits the pooled A/B rounds by whether A's call of the round drafted
-(the row's `call drafts [...]`, logged from session 78 on: each round's verification steps, read
-from the outputs, so untraced rounds too): the rounds, their share, their geometric mean with its
-bootstrap interval, and their part of the pooled mean's log (share x mean log ratio), so an
-untraced loss is placed in the calls that drafted or in those that did not.
+`--split-drafted` (session 78) splits the pooled A/B rounds by what A's call of the round did (the
+row's `call drafts [...] call dspark [...]`, logged from session 78 on, untraced rounds too): drafted
+a DSpark round, verified prompt-lookup drafts alone, or neither; for each, the rounds, their share,
+their geometric mean with its bootstrap interval, and their part of the pooled mean's log (share x
+mean log ratio; the parts add up to it), so an untraced loss is placed in the calls that drafted or
+in those that did not.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/paired_pool.py LOG [LOG ...] --engine confidence \
-        --against none-again [--concurrency 8 32 64 128 256] [--drop-every 0 3 ...] [--by-log]
+        --against none-again [--concurrency 8 32 64 128 256] [--drop-every 0 3 ...] [--by-log] [--quantiles] \
+        [--split-drafted]
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ import statistics
 from pathlib import Path
 
 ROW = re.compile(r"^(\d+) (\S+) \{.*paired rounds (\[[^\]]*\])\s*$")
-DRAFTS = re.compile(r"call drafts (\[[^\]]*\]) paired rounds")
+DRAFTS = re.compile(r"call drafts (\[[^\]]*\]) call dspark (\[[^\]]*\]) paired rounds")
 
 
 def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[float]]:
@@ -94,14 +96,16 @@ def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[f
     return rounds
 
 
-def read_drafts(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[int]]:
-    """(concurrency, engine) -> each kept round's call drafts (the verification steps of the
-    engine's call in that round, `paired_calls`' `call drafts`), rounds kept as `read_rounds`
+def read_drafts(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[tuple[int, int]]]:
+    """(concurrency, engine) -> each kept round's (call drafts, call dspark): the verification steps
+    of the engine's call in that round (prompt-lookup rounds included) and the DSpark rounds in it
+    (`paired_calls`' `call drafts [...] call dspark [...]`, ints >= 0), rounds kept as `read_rounds`
     keeps them.
 
     Raises:
-        ValueError: `drop_every` < 0 or 1; a row without `call drafts` (a log from before session
-            78), or whose list is not non-negative integers. Each names the path (and line).
+        ValueError: `drop_every` < 0 or 1; a row without them (a log from before session 78), with a
+            list that is not ints >= 0, or with two lists of different lengths; a second row of the
+            same (concurrency, engine); no row at all. Each names the path (and line).
     """
     if drop_every < 0 or drop_every == 1:
         raise ValueError(f"drop_every: must be 0 (keep all) or >= 2 (1 drops every round), got {drop_every}")
@@ -112,26 +116,44 @@ def read_drafts(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[i
             continue
         found = DRAFTS.search(line)
         if found is None:
-            raise ValueError(f"{path}:{number}: no `call drafts` (a bench_dspark.py log from session 78 on?)")
+            raise ValueError(f"{path}:{number}: no `call drafts ... call dspark` (a bench_dspark.py log from "
+                             "session 78 on?)")
         try:
-            counts = ast.literal_eval(found[1])
+            lists = [ast.literal_eval(found[1]), ast.literal_eval(found[2])]
         except (ValueError, SyntaxError) as exc:
             raise ValueError(f"{path}:{number}: call drafts: not a list of integers ({exc})") from None
-        if not isinstance(counts, list) or any(not isinstance(x, int) or x < 0 for x in counts):
-            raise ValueError(f"{path}:{number}: call drafts: every count must be a non-negative integer")
-        drafts[(int(m[1]), m[2])] = [x for r, x in enumerate(counts) if not drop_every or r % drop_every]
+        if any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for counts in lists for x in counts):
+            raise ValueError(f"{path}:{number}: call drafts, call dspark: every count must be an integer >= 0")
+        if len(lists[0]) != len(lists[1]):
+            raise ValueError(f"{path}:{number}: call drafts and call dspark: lists of different lengths")
+        key = (int(m[1]), m[2])
+        if key in drafts:
+            raise ValueError(f"{path}:{number}: a second row for {key[0]} requests, engine {key[1]!r}")
+        drafts[key] = [x for r, x in enumerate(zip(*lists)) if not drop_every or r % drop_every]
+    if not drafts:
+        raise ValueError(f"{path}: no `paired rounds` rows")
     return drafts
+
+
+SPLIT = ("dspark", "lookup only", "plain")
 
 
 def split_drafted(cells: list[dict], drafts: list[dict], engine: str, against: str,
                   concurrency: list[int] | None) -> dict[str, list[float]]:
-    """`engine`/`against` round ratios pooled over the logs' cells (as `pooled`), split by whether
-    `engine`'s call of the round drafted: {"drafted": [...], "plain": [...]}.
+    """`engine`/`against` round ratios pooled over the logs' cells (as `pooled`), split by what
+    `engine`'s call of the round did: {"dspark": drafted a DSpark round, "lookup only": verified
+    prompt-lookup drafts alone, "plain": verified none}. `cells` from `read_rounds`, `drafts` from
+    `read_drafts`, one per log, with the same `drop_every`.
 
     Raises:
-        ValueError: a cell's call drafts are not one per kept round of its ratios.
+        ValueError: `engine` equals `against`; `cells` and `drafts` of different lengths; a cell's
+            drafts not one per kept round of its ratios.
     """
-    out = {"drafted": [], "plain": []}
+    if engine == against:
+        raise ValueError(f"--against: must differ from --engine ({engine!r})")
+    if len(cells) != len(drafts):
+        raise ValueError(f"{len(cells)} logs of rounds against {len(drafts)} of call drafts")
+    out = {kind: [] for kind in SPLIT}
     for rounds, counts in zip(cells, drafts):
         for (c, name), values in rounds.items():
             if name != engine or (concurrency and c not in concurrency) or (c, against) not in rounds:
@@ -139,8 +161,8 @@ def split_drafted(cells: list[dict], drafts: list[dict], engine: str, against: s
             mine = counts.get((c, name), [])
             if len(mine) != len(values):
                 raise ValueError(f"{c} requests, {engine!r}: {len(mine)} call drafts for {len(values)} rounds")
-            for count, a, b in zip(mine, values, rounds[(c, against)]):
-                out["drafted" if count else "plain"].append(a / b)
+            for (verified, dspark), a, b in zip(mine, values, rounds[(c, against)]):
+                out[SPLIT[0] if dspark else SPLIT[1] if verified else SPLIT[2]].append(a / b)
     return out
 
 

@@ -133,34 +133,40 @@ def test_rows_carry_every_rounds_ratio(paired) -> None:
 
 
 class _Drafting(_Fake):
-    """A fake whose calls ran these verification steps (one request's `spec_rounds`, another's fewer)."""
+    """A fake whose calls ran these verification steps (one request's `spec_rounds`, another's
+    fewer) and these DSpark rounds (its proposer's `drafted_rounds`, behind a wrapper's `inner`)."""
 
-    def __init__(self, tokens: list[int], rounds: list[int]) -> None:
+    def __init__(self, tokens: list[int], rounds: list[int], dspark: list[int]) -> None:
         super().__init__(tokens)
-        self.rounds = rounds
+        self.rounds, self.dspark = rounds, dspark
+        self.inner = SimpleNamespace(drafted_rounds=5)
+        self.engine = SimpleNamespace(speculative=SimpleNamespace(proposer=SimpleNamespace(inner=self.inner)))
 
     def chat(self, prompts, params):
         outs = super().chat(prompts, params) * 2
         n = self.rounds[self.calls - 1]
+        self.inner.drafted_rounds += self.dspark[self.calls - 1]
         return [SimpleNamespace(outputs=o.outputs, metrics=SimpleNamespace(**{**vars(o.metrics), "spec_rounds": k}))
                 for o, k in zip(outs, (n, n // 2))]
 
 
 def test_the_printed_rows_carry_each_calls_drafts(paired, capsys) -> None:
-    """`call drafts`: each round's most `spec_rounds` of its requests, printed before `paired
+    """`call drafts`: each round's most `spec_rounds` of its requests; `call dspark`: the DSpark
+    rounds of the call (the proposer's count before and after); both printed before `paired
     rounds` (what `paired_pool.py --split-drafted` reads), untraced rounds included."""
     clock = iter(range(1000))
     paired.time = SimpleNamespace(perf_counter=lambda: float(next(clock)), monotonic=lambda: 0.0)
     try:
-        paired.paired_rows({"a": _Fake([10, 10, 10]), "b": _Drafting([20, 5, 30], [3, 0, 7])}, ["p"], None, 3, 1,
-                           heap=paired.HeapOutside(enabled=False))
+        paired.paired_rows({"a": _Fake([10, 10, 10]), "b": _Drafting([20, 5, 30], [3, 2, 7], [3, 0, 4])}, ["p"],
+                           None, 3, 1, heap=paired.HeapOutside(enabled=False))
     finally:
         import time
         paired.time = time
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("1 a ") and "call drafts [0, 0, 0] paired rounds [1.0, 1.0, 1.0]" in line
+    assert any(line.startswith("1 a ") and line.endswith("call drafts [0, 0, 0] call dspark [0, 0, 0] "
+                                                         "paired rounds [1.0, 1.0, 1.0]") for line in lines)
+    assert any(line.startswith("1 b ") and "call drafts [3, 2, 7] call dspark [3, 0, 4] paired rounds" in line
                for line in lines)
-    assert any(line.startswith("1 b ") and "call drafts [3, 0, 7] paired rounds" in line for line in lines)
 
 
 def test_a_frozen_heap_or_a_disabled_collector_is_left_alone(paired) -> None:

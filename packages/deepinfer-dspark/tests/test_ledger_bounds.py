@@ -35,6 +35,8 @@ def rows():
             step("confidence", 1, 0, 8, 1.3),                              # next: lookup (not the bound's)
             step("confidence", 1, 1, 8, None, kind="lookup"),              # no bound: left out
             step("confidence", 1, 2, 7, 0.95),                             # last of its call
+            step("confidence", 1, 3, 7, float("nan")),                     # not finite: left out
+            step("confidence", 1, 4, 7, True),                             # not a number: left out
             step("confidence", 0, 5, 8, 5.0, concurrency=1)]               # another concurrency
 
 
@@ -47,12 +49,13 @@ def test_cells_read_median_share_above_and_the_next_step_by_call(ledger_bounds) 
     assert at8["drafted_above"] == pytest.approx(1 / 3)   # 1.2 -> plain, 1.1 -> drafted, 1.3 -> lookup
     assert at8["drafted_below"] == pytest.approx(0.0)     # 0.9 -> plain; 0.8 ends its call
     at7 = cells[("confidence", 7)]
-    assert at7["steps"] == 1 and at7["drafted_above"] is None and at7["drafted_below"] is None
+    assert at7["steps"] == 1 and at7["median"] == pytest.approx(0.95)
+    assert at7["drafted_above"] is None and at7["drafted_below"] == pytest.approx(0.0)   # next: the nan step, plain
 
 
 def test_table_rows_per_engine_and_running(ledger_bounds) -> None:
     lines = ledger_bounds.table(ledger_bounds.bounds_by_running(rows(), 8), ["confidence"])
-    assert lines[2] == "| confidence | 7 | 1 | 0.950 | 0.950 | 0.000 | - / - |"
+    assert lines[2] == "| confidence | 7 | 1 | 0.950 | 0.950 | 0.000 | - / 0.000 |"
     assert lines[3] == "| confidence | 8 | 5 | 1.100 | 1.300 | 0.600 | 0.333 / 0.000 |"
 
 

@@ -149,41 +149,56 @@ def test_quantiles_by_nearest_rank_and_printed_per_ratio(benchmark_script, tmp_p
 
 
 def _drafts_log(path, rows) -> None:
-    """A session-78 log: each row also carries `call drafts` before `paired rounds`."""
-    lines = ["1 none {'tok/s': 900.0} so far drafted 0 call drafts [0, 0, 0, 0] paired rounds [1.0, 1.0, 1.0, 1.0]"]
-    for c, name, drafts, ratios in rows:
-        lines.append(f"{c} {name} {{'tok/s': 1.0}} so far drafted 3 call drafts {drafts} paired rounds {ratios}")
+    """A session-78 log: each row also carries `call drafts [...] call dspark [...]` before `paired rounds`."""
+    lines = ["1 none {'tok/s': 900.0} so far drafted 0 call drafts [0, 0, 0, 0] call dspark [0, 0, 0, 0] "
+             "paired rounds [1.0, 1.0, 1.0, 1.0]"]
+    for c, name, drafts, dspark, ratios in rows:
+        lines.append(f"{c} {name} {{'tok/s': 1.0}} so far lookup 2 rounds call drafts {drafts} call dspark {dspark} "
+                     f"paired rounds {ratios}")
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_rounds_split_by_whether_the_engines_call_drafted(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
+def test_rounds_split_by_what_the_engines_call_drafted(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
     """`read_drafts` keeps the rounds `read_rounds` keeps; `split_drafted` files each A/B round by A's
-    call drafts; `--split-drafted` prints each side's share, geometric mean and part of the log mean;
-    a log from before session 78 is named."""
+    call: a DSpark round, prompt-lookup drafts alone, or none; `--split-drafted` prints each side's
+    share, geometric mean and part of the pooled log mean (the parts add up to it), `--drop-every`
+    applied to both readers alike."""
     pool = benchmark_script("paired_pool")
     path = tmp_path / "run/out-a/bench_batch.log"
     path.parent.mkdir(parents=True)
-    a, b = [0.8, 1.0, 0.9, 1.05], [1.0, 1.0, 1.0, 1.0]
-    _drafts_log(path, [(8, "confidence", [2, 0, 5, 0], a), (8, "none-again", [0, 0, 0, 0], b)])
-    assert pool.read_drafts(path)[(8, "confidence")] == [2, 0, 5, 0]
-    assert pool.read_drafts(path, drop_every=2)[(8, "confidence")] == [0, 0]   # rounds 1 and 3 kept
+    a, b = [0.8, 1.0, 0.9, 1.05, 0.7, 1.2], [1.0, 0.9, 1.1, 1.0, 1.4, 0.8]
+    drafts, dspark = [2, 0, 5, 3, 1, 0], [2, 0, 0, 3, 0, 0]
+    _drafts_log(path, [(8, "confidence", drafts, dspark, a), (8, "none-again", [0] * 6, [0] * 6, b)])
+    assert pool.read_drafts(path)[(8, "confidence")] == list(zip(drafts, dspark))
+    assert pool.read_drafts(path, drop_every=2)[(8, "confidence")] == [(0, 0), (3, 3), (0, 0)]   # rounds 1, 3, 5
     split = pool.split_drafted([pool.read_rounds(path)], [pool.read_drafts(path)], "confidence", "none-again", None)
-    assert split == {"drafted": pytest.approx([0.8, 0.9]), "plain": pytest.approx([1.0, 1.05])}
-    monkeypatch.setattr("sys.argv", ["paired_pool.py", str(path), "--split-drafted"])
+    ratio = [x / y for x, y in zip(a, b)]
+    assert split == {"dspark": pytest.approx([ratio[0], ratio[3]]), "lookup only": pytest.approx([ratio[2], ratio[4]]),
+                     "plain": pytest.approx([ratio[1], ratio[5]])}
+    monkeypatch.setattr("sys.argv", ["paired_pool.py", str(path), "--split-drafted", "--drop-every", "2"])
     pool.main()
     out = capsys.readouterr().out
-    part = (math.log(0.8) + math.log(0.9)) / 4
-    assert f"| drafted | 2 | 0.500 | {math.sqrt(0.72):.3f} (" in out and f"| {part:+.4f} |" in out
-    assert f"| plain | 2 | 0.500 | {math.sqrt(1.05):.3f} (" in out
+    kept = [ratio[1], ratio[3], ratio[5]]   # plain, dspark, plain
+    assert f"| dspark | 1 | 0.333 | {ratio[3]:.3f} (" in out and f"| {math.log(ratio[3]) / 3:+.4f} |" in out
+    assert "| lookup only | 0 | 0.000 | - | - |" in out
+    plain = math.log(kept[0]) + math.log(kept[2])
+    assert f"| plain | 2 | 0.667 | {math.exp(plain / 2):.3f} (" in out and f"| {plain / 3:+.4f} |" in out
     old = tmp_path / "old.log"
     _log(old, [(8, "confidence", a), (8, "none-again", b)])
-    with pytest.raises(ValueError, match="no `call drafts`"):
+    with pytest.raises(ValueError, match="no `call drafts"):
         pool.read_drafts(old)
-    bad = tmp_path / "bad.log"
-    _drafts_log(bad, [(8, "confidence", [1, -2, 0, 0], a)])
-    with pytest.raises(ValueError, match="non-negative"):
-        pool.read_drafts(bad)
+    for bad_drafts, bad_dspark, message in (([1, -2, 0, 0, 0, 0], [0] * 6, "integer >= 0"),
+                                            ([1, True, 0, 0, 0, 0], [0] * 6, "integer >= 0"),
+                                            ([1, 0, 0, 0, 0, 0], [0] * 5, "different lengths")):
+        bad = tmp_path / "bad.log"
+        _drafts_log(bad, [(8, "confidence", bad_drafts, bad_dspark, a)])
+        with pytest.raises(ValueError, match=message):
+            pool.read_drafts(bad)
     short = tmp_path / "short.log"
-    _drafts_log(short, [(8, "confidence", [1, 0], a), (8, "none-again", [0, 0], b)])
-    with pytest.raises(ValueError, match="2 call drafts for 4 rounds"):
+    _drafts_log(short, [(8, "confidence", [1, 0], [1, 0], a), (8, "none-again", [0, 0], [0, 0], b)])
+    with pytest.raises(ValueError, match="2 call drafts for 6 rounds"):
         pool.split_drafted([pool.read_rounds(short)], [pool.read_drafts(short)], "confidence", "none-again", None)
+    with pytest.raises(ValueError, match="1 logs of rounds against 2"):
+        pool.split_drafted([pool.read_rounds(path)], [pool.read_drafts(path)] * 2, "confidence", "none-again", None)
+    with pytest.raises(ValueError, match="must differ"):
+        pool.split_drafted([pool.read_rounds(path)], [pool.read_drafts(path)], "confidence", "confidence", None)

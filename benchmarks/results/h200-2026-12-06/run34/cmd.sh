@@ -1,3 +1,12 @@
+# Session 78 on an H100 (the bundle, first start granted): four calls of `N=4 TMO_FIRST=170 TMO=150
+# CAND="confidence-resume-bound confidence-rounds-hurdle" WARM=4 CONC=8 SETS=12 bash multi.sh` (TMO_FIRST=150 after
+# the first; 90-125 s a process, none over its limit; out-h100-s78-a..p): `resume_bound` 0.997 (0.977-1.019) of the
+# default (not adopted), `min_gain` 1.1 1.014 (1.002-1.027), 1.008 (0.996-1.021) over sessions 77-78's 26 and still
+# 0.990 of plain decoding again (not adopted); the default 0.977 (0.968-0.987) of plain decoding again over sessions
+# 75-78's 44. From session 78 each row also prints `call drafts [...]` (each round's verification steps, untraced
+# rounds too) and the call's pooled line splits the default's untraced rounds by whether its call drafted
+# (`paired_pool.py --split-drafted`). Next: `N=5 TMO_FIRST=150 TMO=130 CAND=confidence-rounds-hurdle WARM=4 CONC=8
+# SETS=12 bash multi.sh` (one candidate: ~80 s a process).
 # Session 77 on an H100 (the bundle, first start granted): three calls of `N=4 TMO_FIRST=170 TMO=140
 # CAND="confidence-rounds-hurdle confidence-opening-runs" WARM=4 CONC=8 SETS=12 bash multi.sh` (the third TMO=150;
 # 103-151 s a process, one process of each of the last two calls over its limit; out-h100-s77-a..j): `min_gain` 1.1
@@ -92,7 +101,7 @@ timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --draf
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out
-python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every 2 | grep -v "| none |"
+python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every 2 --split-drafted | grep -v "| none |"
 for C in ${CAND:-confidence-rounds-hurdle}; do   # (session 74: one line per candidate; two names broke the pooling)
   python3 $B/paired_pool.py $W/out/bench_batch.log --engine $C --against confidence --drop-every 2 | tail -3
 done

@@ -10,5 +10,5 @@ for i in $(seq 1 ${N:-3}); do
   [ "$i" = 1 ] && T=${TMO_FIRST:-160} || T=${TMO:-150}
   TMO=$T bash $D/cmd.sh > $OUT/run34_$i.txt 2>&1
   [ -f $OUT/run34.tar.gz ] && mv $OUT/run34.tar.gz $OUT/run34_$i.tar.gz
-  echo "== process $i (TMO=$T)"; grep -E "^rc |\| confidence" $OUT/run34_$i.txt | cut -c1-200 | head -6
+  echo "== process $i (TMO=$T)"; grep -E "^rc |\| confidence|^\| (drafted|plain) \|" $OUT/run34_$i.txt | cut -c1-200 | head -9
 done
