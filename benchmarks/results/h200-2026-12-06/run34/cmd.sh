@@ -5,8 +5,10 @@
 # 0.990 of plain decoding again (not adopted); the default 0.977 (0.968-0.987) of plain decoding again over sessions
 # 75-78's 44. From session 78 each row also prints `call drafts [...]` (each round's verification steps, untraced
 # rounds too) and the call's pooled line splits the default's untraced rounds by whether its call drafted
-# (`paired_pool.py --split-drafted`). Next: `N=5 TMO_FIRST=150 TMO=130 CAND=confidence-rounds-hurdle WARM=4 CONC=8
-# SETS=12 bash multi.sh` (one candidate: ~80 s a process).
+# (`paired_pool.py --split-drafted`); `EVERY` (new) sets `--step-log-every` (2 by default; `EVERY=12`: round 0 traced
+# alone, to tell the tracing from the prompt sets: each untraced round read the default below the traced one before
+# it over sessions 75-78). Next: `N=5 TMO_FIRST=150 TMO=130 CAND=confidence-rounds-hurdle WARM=4 CONC=8 SETS=12 bash
+# multi.sh` (one candidate: ~80 s a process), then the same with `EVERY=12`.
 # Session 77 on an H100 (the bundle, first start granted): three calls of `N=4 TMO_FIRST=170 TMO=140
 # CAND="confidence-rounds-hurdle confidence-opening-runs" WARM=4 CONC=8 SETS=12 bash multi.sh` (the third TMO=150;
 # 103-151 s a process, one process of each of the last two calls over its limit; out-h100-s77-a..j): `min_gain` 1.1
@@ -97,13 +99,13 @@ export OMP_NUM_THREADS=2; W=~/o34; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency ${CONC:-1 8} --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 --sps-warmup 3 \
   --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none confidence ${CAND:-confidence-rounds-hurdle} none-again \
-  --interleave ${SETS:-8} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every 2 --step-log-ledger $PH \
+  --interleave ${SETS:-8} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every ${EVERY:-2} --step-log-ledger $PH \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out
-python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every 2 --split-drafted | grep -v "| none |"
+python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every ${EVERY:-2} --split-drafted | grep -v "| none |"
 for C in ${CAND:-confidence-rounds-hurdle}; do   # (session 74: one line per candidate; two names broke the pooling)
-  python3 $B/paired_pool.py $W/out/bench_batch.log --engine $C --against confidence --drop-every 2 | tail -3
+  python3 $B/paired_pool.py $W/out/bench_batch.log --engine $C --against confidence --drop-every ${EVERY:-2} | tail -3
 done
 grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-300
 grep -E "rror|Trace" $W/out/bench_batch.log | tail -5
