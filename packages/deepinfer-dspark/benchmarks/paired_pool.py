@@ -64,6 +64,17 @@ ROW = re.compile(r"^(\d+) (\S+) \{.*paired rounds (\[[^\]]*\])\s*$")
 DRAFTS = re.compile(r"call drafts (\[[^\]]*\]) call dspark (\[[^\]]*\]) paired rounds")
 
 
+def _rows(path: Path, drop_every: int):
+    """(line number, line, `ROW` match) of each benchmark row of `path`, once `drop_every` is
+    checked (ValueError: < 0 or 1)."""
+    if drop_every < 0 or drop_every == 1:
+        raise ValueError(f"drop_every: must be 0 (keep all) or >= 2 (1 drops every round), got {drop_every}")
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        m = ROW.match(line)
+        if m:
+            yield number, line, m
+
+
 def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[float]]:
     """(concurrency, engine) -> the paired ratios (positive floats, engine over the log's first
     engine) of the rounds kept, in round order; a cell can be left empty by `drop_every`.
@@ -73,13 +84,8 @@ def read_rounds(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[f
             row of the same (concurrency, engine) (e.g. two processes' logs concatenated: pass
             them as two logs); no `paired rounds` row at all. Each names the path (and line).
     """
-    if drop_every < 0 or drop_every == 1:
-        raise ValueError(f"drop_every: must be 0 (keep all) or >= 2 (1 drops every round), got {drop_every}")
     rounds = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        m = ROW.match(line)
-        if not m:
-            continue
+    for number, line, m in _rows(path, drop_every):
         key = (int(m[1]), m[2])
         try:
             ratios = [float(x) for x in ast.literal_eval(m[3])]
@@ -107,13 +113,8 @@ def read_drafts(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[t
             list that is not ints >= 0, or with two lists of different lengths; a second row of the
             same (concurrency, engine); no row at all. Each names the path (and line).
     """
-    if drop_every < 0 or drop_every == 1:
-        raise ValueError(f"drop_every: must be 0 (keep all) or >= 2 (1 drops every round), got {drop_every}")
     drafts = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        m = ROW.match(line)
-        if not m:
-            continue
+    for number, line, m in _rows(path, drop_every):
         found = DRAFTS.search(line)
         if found is None:
             raise ValueError(f"{path}:{number}: no `call drafts ... call dspark` (a bench_dspark.py log from "
