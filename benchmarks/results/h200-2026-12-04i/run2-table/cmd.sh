@@ -1,3 +1,6 @@
+# Session 79: `LEDGER=1 PIN=1 ... low` (274 s) and `... high` (331 s, KV 6 GiB) on an H200 (out-h200-s79-low, -high): the
+# default 0.951 (0.934-0.964) of fixed-7 at 1 request, 1.17x the best fixed k at 8, 1.6-2.2x at 32-256 (dspark BENCHMARKS
+# "seventy-fifth session"); at 32-256 no plain-again control: goal 1 there is run24 `high`'s.
 # Session 70: `SETS=5 KV=2.5 LEDGER=1 PIN=1 ... high` on an H100 (out-h100-s70-high, 283 s: 2.2-3.5x the best fixed k
 # at 64-256; the dormant default 0.992 / 0.927 / 1.49 of plain decoding at 64 / 128 / 256, 256 noise).
 # Session 69: `LEDGER=1 PIN=1 ... low` on an H100 with a retrained drafter (out-h100-s69-low: 1.010 of fixed-7 at 1
