@@ -105,6 +105,10 @@ def test_the_rescale_stragglers_key(folders, kit, benchmark_script) -> None:
     assert "probe_every" not in configs["confidence"] and "confidence-probe16" in variants.BY_NAME_ONLY
     assert kit.dspark_proposer(target, configs["confidence-probe16"]).probe_every == 16
     assert kit.dspark_proposer(target, configs["confidence"]).probe_every == 8
+    assert configs["confidence-lease32"] == {**configs["confidence"], "lease_rounds": 32}   # session 79's candidate
+    assert "lease_rounds" not in configs["confidence"] and "confidence-lease32" in variants.BY_NAME_ONLY
+    assert kit.dspark_proposer(target, configs["confidence-lease32"]).lease_rounds == 32
+    assert kit.dspark_proposer(target, configs["confidence"]).lease_rounds == 8
 
 
 def test_other_decisions_read_the_body_average_at_the_factor_now(fake_runner) -> None:
