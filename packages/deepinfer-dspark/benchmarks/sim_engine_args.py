@@ -81,6 +81,9 @@ def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace
     parser.add_argument("--rescale", action="store_true",
                         help="speculative_config.rescale_stragglers: a ledger's average held at its bucket's straggler "
                              "factor now")
+    parser.add_argument("--frontier", action="store_true",
+                        help="speculative_config.judge_frontier: with --stragglers the factor capped by the least "
+                             "advanced request's measured share (session 80's candidate)")
     parser.add_argument("--share-floor", type=float, default=None, metavar="SHARE",
                         help="speculative_config.probe_share_floor: repeated settled losses halve the probes' share "
                              "down to this")

@@ -82,6 +82,7 @@ from deepinfer_core.interfaces import DraftRequest  # noqa: E402
 from deepinfer_dspark.draft_costs import check_probe_share  # noqa: E402
 from deepinfer_dspark.drained_batches import DrainedBatches  # noqa: E402
 from deepinfer_dspark.flush_costs import FlushCosts  # noqa: E402
+from deepinfer_dspark.frontier import Frontier  # noqa: E402
 from deepinfer_dspark.full_acceptance import FullAcceptance  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
@@ -299,6 +300,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
     proposer.resume_bound = getattr(args, "resume_bound", False)   # (`--resume-bound`)
     proposer.run_noise = getattr(args, "run_noise", False)   # (`--run-noise`)
     proposer.rescale_stragglers = getattr(args, "rescale", False)   # (`--rescale`)
+    if getattr(args, "frontier", False):   # (`--frontier`: `judge_frontier`, fed by `Stragglers`)
+        proposer.judge_frontier, proposer.stragglers.frontier = True, Frontier()
     if getattr(args, "share_floor", None) is not None:   # (`--share-floor`: `PausePolicy.probe_share_floor`)
         proposer.probe_share_floor = check_probe_share(args.share_floor, "probe_share_floor")
     if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)

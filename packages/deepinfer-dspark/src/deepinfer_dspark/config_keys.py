@@ -24,7 +24,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs", "drained_batches",
                          "probe_share", "acceptance_age_rounds", "young_runs",
                          "probe_transition", "run_noise", "rescale_stragglers", "probe_share_floor",
-                         "resume_bound"})
+                         "resume_bound", "judge_frontier"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:
@@ -102,6 +102,16 @@ def _bool_key(spec_config: dict, key: str, default: bool) -> bool:
         return default
     if not isinstance(value, bool):
         raise ValueError(f"speculative_config.{key}: must be a bool, got {value!r}")
+    return value
+
+
+def _frontier_key(spec_config: dict, stragglers_default: bool) -> bool:
+    """`judge_frontier` (absent or None: False), a bool; True needs `judge_stragglers` on (its
+    `Stragglers` feeds the `Frontier`)."""
+    value = _bool_key(spec_config, "judge_frontier", False)
+    if value and not _bool_key(spec_config, "judge_stragglers", stragglers_default):
+        raise ValueError("speculative_config.judge_frontier: caps the straggler factor of judge_stragglers, "
+                         "so it needs judge_stragglers true")
     return value
 
 

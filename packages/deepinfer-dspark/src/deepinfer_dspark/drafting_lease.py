@@ -189,7 +189,8 @@ class DraftingLease:
             else:
                 self.acceptance.begin(*begin)
         if self.judge_stragglers:
-            self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in requests])
+            self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in requests],
+                                  self._rounds_seen())
         self._lean_open = (lease, {r.request_id: len(r.token_ids) for r in requests})
         self.lengths, self._in_run, self._run_ids = lengths, True, lease.ids
         self.drafted_rounds += 1

@@ -137,6 +137,10 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           rescale_stragglers (False; True: with judge_stragglers a ledger's average is rescaled to the
           straggler factor its bucket reads now before a round is judged, `PauseLedger.rescale`;
           session 71's candidate),
+          judge_frontier (False; True: with judge_stragglers a draining batch's straggler factor is at
+          most what its bucket's drafted rounds moved the least advanced request over the mean
+          request, `Frontier`; session 80's candidate: on the GPUs' step logs 0.51-0.56 at 8 running
+          where the straggler factor read ~0.8),
           probe_share_floor (None; a share in (0, 1]: after repeated settled losses at a bucket, each
           pause keeps the probes to half the last one's share, down to this floor, until a round there
           wins, `PausePolicy.probe_share_floor`; needs decode_profile; session 72's candidate, 0.005),
@@ -167,10 +171,11 @@ from deepinfer_dspark.calibration import SequentialTemperatureScaling
 from deepinfer_dspark.checkpoint import load_checkpoint
 from deepinfer_dspark.config_keys import (DSPARK_KEYS, ENGINE_KEYS, NGRAM_KEYS, _bool_key, _check_keys,  # noqa: F401
                                           _info_int, _int_key, _is_dir, _load, _lookup_min, _min_gain, _probe_share,
-                                          _needs_lookup, _profile)
+                                          _frontier_key, _needs_lookup, _profile)
 from deepinfer_dspark.context_pool import reserve_blocks
 from deepinfer_dspark.draft_runner import DSparkDraftRunner
 from deepinfer_dspark.drained_batches import DrainedBatches
+from deepinfer_dspark.frontier import Frontier
 from deepinfer_dspark.full_acceptance import AGE_ROUNDS, FullAcceptance
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram_entry import ngram_factory  # noqa: F401 (the `ngram` entry point, named here before)
@@ -219,13 +224,16 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     loops, opening_runs = settings.pop("lookup_loops"), settings.pop("opening_runs")
     young_runs, transition = settings.pop("young_runs"), settings.pop("probe_transition")
     noise, rescale = settings.pop("run_noise"), settings.pop("rescale_stragglers")
+    frontier = settings.pop("judge_frontier")
     drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
     floor, resume = settings.pop("probe_share_floor"), settings.pop("resume_bound")
     age = settings.pop("acceptance_age_rounds")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs, proposer.young_runs, proposer.probe_transition = opening_runs, young_runs, transition
     proposer.run_noise, proposer.rescale_stragglers, proposer.probe_share_floor = noise, rescale, floor
-    proposer.resume_bound = resume
+    proposer.resume_bound, proposer.judge_frontier = resume, frontier
+    if frontier:   # (fed by `Stragglers`, itself fed only with judge_stragglers: checked with the keys)
+        proposer.stragglers.frontier = Frontier()
     proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
     if share is not None and proposer.costs is not None:   # (`DraftCosts.probe_share`)
         proposer.costs.probe_share = share
@@ -277,7 +285,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
                 "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
                 "drained_batches", "probe_share", "acceptance_age_rounds", "young_runs", "probe_transition",
-                "run_noise", "rescale_stragglers", "probe_share_floor", "resume_bound"):
+                "run_noise", "rescale_stragglers", "probe_share_floor", "resume_bound", "judge_frontier"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
@@ -334,6 +342,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 probe_share=_probe_share(spec_config),
                 probe_share_floor=_probe_share(spec_config, "probe_share_floor"),
                 resume_bound=_bool_key(spec_config, "resume_bound", False),
+                judge_frontier=_frontier_key(spec_config, STRAGGLERS_DEFAULT),
                 acceptance_age_rounds=_int_key(spec_config, "acceptance_age_rounds", AGE_ROUNDS, 1),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
                 lookup_loops=_needs_lookup(spec_config, "lookup_loops", lookup))

@@ -338,7 +338,8 @@ class DSparkProposer(RequestHooks, ObservedFeatures, PausedSteps, PausePolicy, B
                 expected = tail_expected(expected, [self.round_weights.get(r.request_id, 1.0) for r in asks])
                 self._judge_round((expected, lengths, batch, len(asks) < batch, opening, ids), in_run)   # (maybe late)
         if self.judge_stragglers:   # every request asked: lookup drafts may ride along (`LookupAssist`)
-            self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks])
+            self.stragglers.begin([(r.request_id, len(r.token_ids), r.step, r.max_tokens) for r in asks],
+                                  self._rounds_seen())
         self.lengths, self._in_run, self._run_ids = lengths, True, ids
         if timed:
             self._record(began, batch, sum(lengths), len(asks))   # the drafter ran: a drafted round

@@ -9,7 +9,9 @@ keeps of it (`Stragglers.factor`, with `judge_stragglers`), and with `run_noise`
 the slowest request keeps of the run the round starts (`Stragglers.run_factor`, `run_noise.py`),
 a run of `RUN_NOISE_ROUNDS`; the smaller factor is taken (the sample's factor already holds the
 noise of whole drains: a product would count it twice). With `rescale_stragglers` a ledger's average
-is kept at the factor its bucket reads now (`PauseLedger.rescale`). Device-free.
+is kept at the factor its bucket reads now (`PauseLedger.rescale`). With `judge_frontier` the factor is at
+most what the bucket's drafted rounds moved the least advanced request over the mean request
+(`Frontier.ratio`). Device-free.
 """
 
 from __future__ import annotations
@@ -37,19 +39,30 @@ class StragglerJudgement:
             on (BENCHMARKS.md, sixty-seventh session). With `run_noise` a round carries the smaller
             of the factor and its run's (`_judged_straggler`) while the rescale moves the average
             by the factor alone: an approximation there.
+        judge_frontier: the factor is at most `Stragglers.frontier`'s ratio at the bucket (the least
+            advanced request's tokens a drafted round over the mean request's, measured; False here;
+            `speculative_config.judge_frontier`, session 80's candidate).
     """
 
     run_noise: bool = False
     rescale_stragglers: bool = False
+    judge_frontier: bool = False
 
     def _straggler_factor(self, batch: int) -> float:
         """What the last request to finish keeps of a round's gain at `batch`'s ledger bucket
         (`Stragglers.factor` at `ledger_bucket(batch)` requests: a drained batch then computes it again
         at ~2 log2(B) sizes, not B) while the engine drains what it holds and no request waits;
-        else 1.0."""
+        else 1.0. With `judge_frontier`, at most `Frontier.ratio` there once it reads."""
         if not self.draining_batch or self.stragglers.waiting(batch):
             return 1.0
-        return self.stragglers.factor(ledger_bucket(batch))
+        bucket = ledger_bucket(batch)
+        factor = self.stragglers.factor(bucket)
+        frontier = self.stragglers.frontier
+        if self.judge_frontier and frontier is not None:
+            front = frontier.ratio(bucket, self._rounds_seen())
+            if front is not None:
+                return min(factor, front)
+        return factor
 
     def _judged_straggler(self, batch: int, tokens: float, ids: frozenset | None) -> float:
         """The straggler factor a round of the requests `ids` judged at `tokens` a request carries:

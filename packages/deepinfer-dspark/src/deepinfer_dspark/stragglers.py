@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from deepinfer_dspark.batch_tail import known_tokens
+from deepinfer_dspark.frontier import Frontier
 from deepinfer_dspark.run_noise import RoundSpread, run_factor
 
 MIN_ROUNDS = 4      # drafted rounds a finished request needs to join the sample (fewer: t_i is noise)
@@ -71,6 +72,7 @@ class Stragglers:
         self._running: dict[tuple[int, int], torch.Tensor] = {}   # (sample size, B) -> `running_counts`
         self._joined = 0                               # requests joined since the factors were computed
         self.spread = RoundSpread()                    # every request-round's tokens (`run_factor`)
+        self.frontier: Frontier | None = None          # the least advanced request's share (`judge_frontier`)
 
     def __len__(self) -> int:
         return len(self._sample)
@@ -85,11 +87,14 @@ class Stragglers:
         the batch is refilled rather than drained."""
         return len(self._views) > batch
 
-    def begin(self, rounds: list[tuple[str, int, int, int]]) -> None:
+    def begin(self, rounds: list[tuple[str, int, int, int]], now: int = 0) -> None:
         """A drafted round: `(request id, tokens before it (prompt + output), output tokens before
         it, the most drafts it may accept)` per request asked. A request not committed by the next
-        `begin` (nor finished) counts nothing for that round."""
+        `begin` (nor finished) counts nothing for that round. `now`: the engine rounds seen (the
+        `frontier`'s clock, when there is one)."""
         self._open = {rid: (before, output, most) for rid, before, output, most in rounds}
+        if self.frontier is not None:
+            self.frontier.begin([(rid, before) for rid, before, _, _ in rounds], now)
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """The request holds `num_tokens` tokens after the round's verification (a count outside
@@ -97,6 +102,8 @@ class Stragglers:
         entry = self._open.pop(request_id, None)
         if entry is not None:
             self._count(request_id, entry, num_tokens)
+        if self.frontier is not None:
+            self.frontier.commit(request_id, num_tokens)
 
     def _count(self, request_id: str, entry: tuple[int, int, int], num_tokens: int) -> None:
         before, output, most = entry
@@ -113,6 +120,8 @@ class Stragglers:
         after `MIN_ROUNDS` drafted rounds, with its output length from that list."""
         entry, view = self._open.pop(request_id, None), self._views.pop(request_id, None)
         prompt = self._prompt.pop(request_id, None)
+        if self.frontier is not None:
+            self.frontier.finish(request_id)
         if entry is not None and view is not None:
             self._count(request_id, entry, known_tokens(view))
         counts = self._live.pop(request_id, None)

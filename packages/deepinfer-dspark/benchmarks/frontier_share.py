@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: DeepInfer contributors
+"""How far drafted steps move a batch's least advanced request, against the mean request, from
+`bench_dspark.py --step-log` logs (`Frontier`, `judge_frontier`).
+
+A step log's `reply` is the least advanced running request's output length as the step begins.
+For a drafted step (`drafted`, `drafted+flush`) followed by a step of the same call at the same
+running count (no request finished in between), the frontier moved `reply` (next) - `reply`
+tokens, the mean request `emitted` / `running`. Per (concurrency, engine, running requests): the
+steps, the two means, their ratio (sum over sum: what a draining batch whose least advanced
+request ends last keeps of the mean request's tokens), the drafted steps' median ms, the baseline's
+median plain decode step there (`none`), and the speed of each over plain decoding's one token a
+plain step (tokens / drafted ms * plain ms); with the default's logged straggler factor beside it
+(`straggler`, logs from session 69 on; its mean over the steps that carry one).
+
+Session 80 read it over the H100's and H200's logs at 8 requests: fixed-7's frontier kept 0.51-0.56
+of the mean request at 8 running, 0.63 at 6, 0.81 at 4, 0.99 at 1 request, where the default's
+straggler factor read ~0.8; the frontier's speed at 8 running 0.59-0.64 of plain decoding's while
+the mean request's read 1.15.
+
+Usage (repository root):
+    python3 packages/deepinfer-dspark/benchmarks/frontier_share.py STEPS.jsonl.xz [...] [--engine fixed-7]
+        [--concurrency 8] [--baseline none] [--min-steps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # (loaded by path in the tests)
+from step_log_report import load  # noqa: E402
+
+
+def frontier_share(logs: list[list[dict]], baseline: str = "none") -> list[dict]:
+    """One dict per (concurrency, engine, running) with a drafted step followed by one at the same
+    count: `steps`, `frontier` and `mean` (tokens a step, means), `ratio` (their sums' ratio),
+    `ms` (the drafted steps' median), `plain_ms` (the baseline's median decode step at that
+    concurrency and running count, None without one), `frontier_speed`, `mean_speed` (over plain
+    decoding; None without `plain_ms`) and `straggler` (the logged factors' mean, None without)."""
+    moves: dict[tuple, list[tuple]] = defaultdict(list)
+    plain: dict[tuple, list[float]] = defaultdict(list)
+    for rows in logs:
+        for i, row in enumerate(rows):
+            if row["engine"] == baseline and row["kind"] == "plain" and not row["prefill_tokens"] and row["running"]:
+                plain[(row["concurrency"], row["running"])].append(row["ms"])
+            if not row["kind"].startswith("drafted") or i + 1 == len(rows) or not row["running"]:
+                continue
+            after = rows[i + 1]
+            if (after["engine"], after["concurrency"], after["round"], after["running"]) != \
+                    (row["engine"], row["concurrency"], row["round"], row["running"]):
+                continue
+            moves[(row["concurrency"], row["engine"], row["running"])].append(
+                (after["reply"] - row["reply"], row["emitted"] / row["running"], row["ms"], row.get("straggler")))
+    out = []
+    for (concurrency, engine, running), steps in sorted(moves.items()):
+        front, mean = sum(s[0] for s in steps), sum(s[1] for s in steps)
+        ms = statistics.median(s[2] for s in steps)
+        base = plain.get((concurrency, running))
+        plain_ms = statistics.median(base) if base else None
+        factors = [s[3] for s in steps if s[3] is not None]
+        speed = (lambda tokens: tokens / len(steps) / ms * plain_ms) if plain_ms else (lambda tokens: None)
+        out.append(dict(concurrency=concurrency, engine=engine, running=running, steps=len(steps),
+                        frontier=front / len(steps), mean=mean / len(steps), ratio=front / mean if mean else None,
+                        ms=ms, plain_ms=plain_ms, frontier_speed=speed(front), mean_speed=speed(mean),
+                        straggler=statistics.fmean(factors) if factors else None))
+    return out
+
+
+def _fmt(value, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("logs", nargs="+", type=Path, help="bench_dspark.py --step-log files")
+    parser.add_argument("--engine", nargs="*", default=None, help="engines to print (default: all that drafted)")
+    parser.add_argument("--concurrency", type=int, nargs="*", default=None)
+    parser.add_argument("--baseline", default="none")
+    parser.add_argument("--min-steps", type=int, default=5, help="rows with fewer drafted steps are left out")
+    args = parser.parse_args()
+    rows = frontier_share([load(path) for path in args.logs], args.baseline)
+    print("| requests | engine | running | steps | frontier tokens a step | mean request's | ratio | drafted ms "
+          "| plain ms | frontier speed / plain | mean speed / plain | straggler factor |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if r["steps"] < args.min_steps or (args.engine and r["engine"] not in args.engine) \
+                or (args.concurrency and r["concurrency"] not in args.concurrency):
+            continue
+        print(f"| {r['concurrency']} | {r['engine']} | {r['running']} | {r['steps']} | {r['frontier']:.2f} "
+              f"| {r['mean']:.2f} | {_fmt(r['ratio'])} | {r['ms']:.2f} | {_fmt(r['plain_ms'])} "
+              f"| {_fmt(r['frontier_speed'])} | {_fmt(r['mean_speed'])} | {_fmt(r['straggler'])} |")
+
+
+if __name__ == "__main__":
+    main()
