@@ -13,10 +13,11 @@ median plain decode step there (`none`), and the speed of each over plain decodi
 plain step (tokens / drafted ms * plain ms); with the default's logged straggler factor beside it
 (`straggler`, logs from session 69 on; its mean over the steps that carry one).
 
-Session 80 read it over the H100's and H200's logs at 8 requests: fixed-7's frontier kept 0.51-0.56
-of the mean request at 8 running, 0.63 at 6, 0.81 at 4, 0.99 at 1 request, where the default's
-straggler factor read ~0.8; the frontier's speed at 8 running 0.59-0.64 of plain decoding's while
-the mean request's read 1.15.
+Session 80 read it over the issue table's traced rounds at 8 requests (`run2-table/out-*-low`):
+fixed-7's frontier kept 0.57 (H100, nine runs) and 0.51 (H200) of the mean request at 8 running,
+0.64-0.65 at 5-7 and 0.82 at 4 (H100), 0.99 at 1 request; its speed at 8 running 0.66 / 0.59 of
+plain decoding's where the mean request's read 1.17 / 1.16. The default's drafted steps at 8 in
+run34 (H100, sessions 75-80): 0.45-0.86 at 5-8 running, its straggler factor 0.82-0.86 there.
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/frontier_share.py STEPS.jsonl.xz [...] [--engine fixed-7]

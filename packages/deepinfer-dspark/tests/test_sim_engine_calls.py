@@ -355,3 +355,11 @@ def test_resume_bound_reaches_the_proposer(sim) -> None:
     pays a resumption runs nearer plain decoding; fixed-k is charged alike."""
     default, resumed = at_eight(sim, 0.75, "resume_bound")
     assert default[8][0] < resumed[8][0] < 1.0 and resumed[8][1] == default[8][1], (default, resumed)
+
+
+def test_frontier_reaches_the_proposer(sim) -> None:
+    """`--frontier` (session 80): at 8 requests and p 0.75, where the default loses, the straggler factor
+    capped by the least advanced request's measured share runs nearer plain decoding; fixed-k is charged
+    alike."""
+    default, front = at_eight(sim, 0.75, "frontier")
+    assert default[8][0] < front[8][0] and front[8][1] == default[8][1], (default, front)

@@ -12,12 +12,19 @@ so the ratio of the two sums over a bucket's rounds is what a draining batch kee
 request's gain while its least advanced request decides when it ends.
 
 Measured on the GPUs' step logs (`bench_dspark.py --step-log`, the `reply` column: the least
-advanced request's output length; session 80, BENCHMARKS.md): fixed-7 at 8 requests, its rounds at
-8 running requests moved the frontier 0.56 of the mean request (H100, 500 rounds) and 0.51 (H200),
-at 6 0.63, at 4 0.81; at 1 request 0.99 (the request is the frontier). The straggler factor the
-default judges with (`Stragglers.factor`, from per-request means over whole replies) read
-0.78-0.83 at 5-8 running in the same logs. It is pessimistic where the replies' lengths differ
-(a short reply may hold the frontier and then finish): it errs towards plain decoding.
+advanced request's output length; `benchmarks/frontier_share.py`, session 80, BENCHMARKS.md): fixed-7
+at 8 requests, its steps at 8 running requests moved the frontier 0.57 of the mean request (H100,
+408 steps) and 0.51 (H200, 46), at 5-7 0.64-0.65, at 4 0.82; at 1 request 0.99 (the request is the
+frontier). The default's own drafted steps at 5-8 running read 0.45-0.86, where the straggler factor
+it judged them with (`Stragglers.factor`, from per-request means over whole replies) read 0.82-0.86.
+
+A per-round ratio is pessimistic twice over: where the replies' lengths differ (a short reply may
+hold the frontier, then finish) and early in a batch, where the least advanced request falls
+behind the mean fastest (for independent rounds its deficit grows as the square root of the rounds:
+a batch's first rounds carry most of it, yet the ratio prices it into every round at their
+bucket). In `sim_engine_calls.py --frontier` (H100 profiles, replies 70% capped) it moved 8
+requests from 0.959 to 0.992 of plain decoding at an acceptance where fixed-7 reads 0.846 there,
+and cost 5-7 points at 2 and 4 requests, where drafting wins (1.092 / 1.042 -> 1.019 / 0.992).
 
 `begin` opens a round with each request's tokens before it; `commit` gives a request's tokens after
 it; `finish` drops a request that left. The round is closed at the next `begin`: every request still
