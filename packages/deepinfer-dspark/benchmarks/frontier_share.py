@@ -19,9 +19,15 @@ fixed-7's frontier kept 0.57 (H100, nine runs) and 0.51 (H200) of the mean reque
 plain decoding's where the mean request's read 1.17 / 1.16. The default's drafted steps at 8 in
 run34 (H100, sessions 75-80): 0.45-0.86 at 5-8 running, its straggler factor 0.82-0.86 there.
 
+`--runs` prints the drafted runs instead (consecutive drafted steps of one call, followed by a step of
+that call): by length (1-7 steps, 8 or more), the runs, the frontier's move over the run (`reply` at the
+step after it less at its first) over the mean request's tokens summed over its steps, and the median
+running count at its start. Session 80: the default's runs at 8 on the H100 (sessions 75-80, 52 runs)
+kept 0.31-0.57 of the mean request over 1-7 steps, 0.76 over 8 or more (`Frontier` files runs whole).
+
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/frontier_share.py STEPS.jsonl.xz [...] [--engine fixed-7]
-        [--concurrency 8] [--baseline none] [--min-steps 5]
+        [--concurrency 8] [--baseline none] [--min-steps 5] [--runs]
 """
 
 from __future__ import annotations
@@ -71,6 +77,33 @@ def frontier_share(logs: list[list[dict]], baseline: str = "none") -> list[dict]
     return out
 
 
+def drafted_runs(logs: list[list[dict]]) -> list[dict]:
+    """One dict per (concurrency, engine, run length: 1-7, 8 for 8 or more) with a drafted run followed
+    by a step of its call: `runs`, `ratio` (the frontier's moves over the mean request's tokens, sums
+    over the runs) and `running` (the median running count at the runs' first steps)."""
+    runs: dict[tuple, list[tuple]] = defaultdict(list)
+    for rows in logs:
+        i = 0
+        while i < len(rows):
+            first = rows[i]
+            if not first["kind"].startswith("drafted") or not first["running"]:
+                i += 1
+                continue
+            call = (first["engine"], first["concurrency"], first["round"])
+            j = i
+            while j + 1 < len(rows) and rows[j + 1]["kind"].startswith("drafted") \
+                    and (rows[j + 1]["engine"], rows[j + 1]["concurrency"], rows[j + 1]["round"]) == call:
+                j += 1
+            if j + 1 < len(rows) and (rows[j + 1]["engine"], rows[j + 1]["concurrency"], rows[j + 1]["round"]) == call:
+                mean = sum(rows[k]["emitted"] / rows[k]["running"] for k in range(i, j + 1) if rows[k]["running"])
+                runs[(first["concurrency"], first["engine"], min(j - i + 1, 8))].append(
+                    (rows[j + 1]["reply"] - first["reply"], mean, first["running"]))
+            i = j + 1
+    return [dict(concurrency=c, engine=e, length=n, runs=len(v),
+                 ratio=sum(r[0] for r in v) / sum(r[1] for r in v) if sum(r[1] for r in v) else None,
+                 running=statistics.median(r[2] for r in v)) for (c, e, n), v in sorted(runs.items())]
+
+
 def _fmt(value, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -82,8 +115,21 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="*", default=None)
     parser.add_argument("--baseline", default="none")
     parser.add_argument("--min-steps", type=int, default=5, help="rows with fewer drafted steps are left out")
+    parser.add_argument("--runs", action="store_true", help="the drafted runs by length instead")
     args = parser.parse_args()
-    rows = frontier_share([load(path) for path in args.logs], args.baseline)
+    logs = [load(path) for path in args.logs]
+    if args.runs:
+        print("| requests | engine | run steps | runs | least advanced / mean request | running at its start |")
+        print("|---:|---|---:|---:|---:|---:|")
+        for r in drafted_runs(logs):
+            if (args.engine and r["engine"] not in args.engine) or (args.concurrency and r["concurrency"] not in
+                                                                    args.concurrency):
+                continue
+            length = "8+" if r["length"] == 8 else r["length"]
+            print(f"| {r['concurrency']} | {r['engine']} | {length} | {r['runs']} | {_fmt(r['ratio'])} "
+                  f"| {r['running']:g} |")
+        return
+    rows = frontier_share(logs, args.baseline)
     print("| requests | engine | running | steps | frontier tokens a step | mean request's | ratio | drafted ms "
           "| plain ms | frontier speed / plain | mean speed / plain | straggler factor |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

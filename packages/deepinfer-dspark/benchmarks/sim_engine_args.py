@@ -84,6 +84,9 @@ def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace
     parser.add_argument("--frontier", action="store_true",
                         help="speculative_config.judge_frontier: with --stragglers the factor capped by the least "
                              "advanced request's measured share (session 80's candidate)")
+    parser.add_argument("--frontier-by-round", action="store_true",
+                        help="with --frontier, each round filed at its own bucket instead of each run at the bucket "
+                             "it began at (`Frontier.by_run` False)")
     parser.add_argument("--share-floor", type=float, default=None, metavar="SHARE",
                         help="speculative_config.probe_share_floor: repeated settled losses halve the probes' share "
                              "down to this")

@@ -16,8 +16,8 @@ from deepinfer_dspark.sps import SPSProfile
 
 
 def run_rounds(front: Frontier, gains: dict[str, list[int]], start: dict[str, int], now: int = 0) -> None:
-    """Drafted rounds of the requests in `gains` (each round's tokens per request), every request
-    committed, then one more `begin` to close the last."""
+    """A run of drafted rounds (`now`, `now` + 1, ...) of the requests in `gains` (each round's tokens per
+    request), every request committed, then one more `begin` after a gap (a plain round) to close it."""
     lengths = dict(start)
     rounds = len(next(iter(gains.values())))
     for r in range(rounds):
@@ -25,20 +25,22 @@ def run_rounds(front: Frontier, gains: dict[str, list[int]], start: dict[str, in
         for rid, tokens in gains.items():
             lengths[rid] += tokens[r]
             front.commit(rid, lengths[rid])
-    front.begin([], now + rounds)
+    front.begin([], now + rounds + 1)
 
 
-def reference_ratio(gains: dict[str, list[int]], start: dict[str, int], age: float = 1.0) -> float:
+def reference_ratio(gains: dict[str, list[int]], start: dict[str, int], age: float = 1.0,
+                    by_run: bool = False) -> float:
     """The module docstring's formula, computed apart: per round the frontier's move and the mean
-    request's, decayed sums, the prior at 1."""
+    request's, decayed sums (one run: its plain sums), the prior at 1."""
     lengths, front, mean = dict(start), 0.0, 0.0
     for r in range(len(next(iter(gains.values())))):
         before = min(lengths.values())
         moved = [tokens[r] for tokens in gains.values()]
         for rid, tokens in gains.items():
             lengths[rid] += tokens[r]
-        front = front * fr.DECAY + (min(lengths.values()) - before)
-        mean = mean * fr.DECAY + sum(moved) / len(moved)
+        decay = 1.0 if by_run else fr.DECAY
+        front = front * decay + (min(lengths.values()) - before)
+        mean = mean * decay + sum(moved) / len(moved)
     return min(1.0, (age * front + fr.PRIOR) / (age * mean + fr.PRIOR))
 
 
@@ -51,16 +53,18 @@ def test_the_ratio_follows_the_least_advanced_request() -> None:
         rounds = rng.randint(fr.MIN_SAMPLES, 60)
         gains = {f"r{i}": [rng.randint(1, 8) for _ in range(rounds)] for i in range(count)}
         start = {rid: rng.randint(5, 40) for rid in gains}
-        front = Frontier()
-        run_rounds(front, gains, start)
         bucket = {2: 2, 3: 3, 4: 4, 5: 6, 6: 6, 7: 8, 8: 8}[count]
-        assert front.samples(bucket) == rounds
-        assert front.ratio(bucket, rounds - 1) == pytest.approx(reference_ratio(gains, start), rel=1e-12)
-        assert front.ratio(bucket * 2, rounds) is None   # another bucket: nothing measured
+        for by_run in (False, True):
+            front = Frontier(by_run)
+            run_rounds(front, gains, start)
+            assert front.samples(bucket) == rounds
+            want = reference_ratio(gains, start, by_run=by_run)
+            assert front.ratio(bucket, rounds - 1) == pytest.approx(want, rel=1e-12)
+            assert front.ratio(bucket * 2, rounds) is None   # another bucket: nothing measured
 
 
 def test_a_slow_request_pulls_the_ratio_down_and_equal_ones_read_one() -> None:
-    slow = Frontier()
+    slow = Frontier(by_run=False)
     run_rounds(slow, {"a": [1] * 40, "b": [5] * 40}, {"a": 10, "b": 10})
     ratio = slow.ratio(2, 40)
     assert ratio is not None and 0.33 < ratio < 0.45   # 1 token a round against a mean of 3, the prior at 1
@@ -76,7 +80,7 @@ def test_rounds_that_are_no_sample() -> None:
     """One request is its own frontier; a request not committed by the next round leaves the round
     without a sample (its verification lags); a finished request no longer holds the frontier; a
     count not above the tokens before is some other step's."""
-    front = Frontier()
+    front = Frontier(by_run=False)
     front.begin([("a", 10)])
     front.commit("a", 14)
     front.begin([("a", 14), ("b", 30)])
@@ -104,8 +108,50 @@ def test_rounds_that_are_no_sample() -> None:
                                                               {"b": 40, "c": 50}), rel=1e-12)
 
 
-def test_old_evidence_fades_towards_one() -> None:
+def test_a_run_is_filed_whole_at_the_bucket_it_began_at() -> None:
+    """With `by_run` (the default) consecutive rounds (`now` one more each) form a run; it is filed,
+    when a round does not follow it, at the bucket of its first round, its rounds summed, requests that
+    finished on the way included up to their last round; an open run counts nothing yet; two runs
+    decay as their rounds would."""
     front = Frontier()
+    lengths = {f"r{i}": 20 for i in range(8)}
+    fronts, means = [], []
+    for r in range(12):
+        alive = sorted(lengths)[: 8 if r < 4 else 2]   # six finish in the fourth round's verification
+        for rid in set(lengths) - set(alive):
+            front.finish(rid)
+            del lengths[rid]
+        front.begin([(rid, lengths[rid]) for rid in alive], 100 + r)
+        before = dict(lengths)
+        gains = {rid: 1 + (i * 3 + r) % 7 for i, rid in enumerate(alive)}
+        for rid, gain in gains.items():
+            lengths[rid] += gain
+            front.commit(rid, lengths[rid])
+        survivors = alive if r != 3 else sorted(lengths)[:2]   # (the fourth round counts those still running)
+        fronts.append(min(lengths[rid] for rid in survivors) - min(before[rid] for rid in survivors))
+        means.append(sum(gains[rid] for rid in survivors) / len(survivors))
+    assert front.samples(8) == front.samples(2) == 0   # open: nothing filed
+    front.begin([("x", 5), ("y", 5)], 120)   # not 112: a plain round between, a new run (at 2 requests)
+    assert front.samples(8) == 12 and front.samples(2) == 0
+    first = (sum(fronts), sum(means))
+    assert front.ratio(8, 111) == pytest.approx(min(1.0, (first[0] + fr.PRIOR) / (first[1] + fr.PRIOR)), rel=1e-12)
+    front.commit("x", 6)
+    front.commit("y", 12)
+    front.begin([("a", 1), ("b", 1), ("c", 1), ("d", 1), ("e", 1), ("f", 1), ("g", 1), ("h", 1)], 125)
+    assert front.samples(2) == 1 and front.ratio(2, 120) is None   # (one round: below `MIN_SAMPLES`)
+    for r, moved in enumerate(([2] * 8, [3] * 8)):
+        for i, rid in enumerate("abcdefgh"):
+            front.commit(rid, 1 + moved[i] * (r + 1))
+        front.begin([(rid, 1 + moved[0] * (r + 1)) for rid in "abcdefgh"], 126 + r)
+    front.begin([], 200)   # (the round begun at 127 has no commits: no sample)
+    assert front.samples(8) == 14   # 12 rounds, then 2 more (even ones: 2 and 4 tokens each) decayed by 0.98 ** 2
+    decay = fr.DECAY ** 2
+    front_sum, mean_sum = first[0] * decay + 2 + 4, first[1] * decay + 2 + 4
+    assert front.ratio(8, 127) == pytest.approx(min(1.0, (front_sum + fr.PRIOR) / (mean_sum + fr.PRIOR)), rel=1e-12)
+
+
+def test_old_evidence_fades_towards_one() -> None:
+    front = Frontier(by_run=False)
     run_rounds(front, {"a": [1] * 30, "b": [7] * 30}, {"a": 0, "b": 0})
     fresh = front.ratio(2, 30)
     aged = front.ratio(2, 29 + fr.AGE_ROUNDS)   # (the last sample: the round begun at 29)
@@ -214,3 +260,32 @@ def test_frontier_share_reads_the_least_advanced_request(benchmark_script, tmp_p
     monkeypatch.setattr("sys.argv", ["frontier_share.py", str(path), "--min-steps", "2"])
     module.main()
     assert "| 8 | c | 4 | 2 | 3.50 | 5.50 | 0.64 | 3.50 | 1.20 | 1.20 | 1.89 | 0.80 |" in capsys.readouterr().out
+
+
+def test_frontier_share_runs(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
+    """`frontier_share.py --runs`: consecutive drafted steps of one call followed by a step of it form a
+    run, filed by length; its frontier move is `reply` at the step after it less at its first step."""
+    import json
+    import lzma
+
+    module = benchmark_script("frontier_share")
+
+    def step(kind, running, reply, emitted=0, round_=0, engine="c"):
+        return {"engine": engine, "concurrency": 8, "round": round_, "kind": kind, "ms": 1.0, "running": running,
+                "reply": reply, "emitted": emitted, "prefill_tokens": 0}
+
+    rows = [step("plain", 4, 0), step("drafted", 4, 1, 16), step("drafted+flush", 4, 3, 12), step("plain", 3, 9),
+            step("drafted", 2, 10, 8), step("plain", 2, 11),        # a run of one: 1 against 4
+            step("drafted", 2, 12, 6, round_=1),                     # the call's last step: no step after it
+            step("drafted", 2, 0, 4, round_=2, engine="d")]
+    out = {(r["engine"], r["length"]): r for r in module.drafted_runs([rows])}
+    assert set(out) == {("c", 2), ("c", 1)}
+    assert out[("c", 2)]["ratio"] == pytest.approx(8 / 7) and out[("c", 2)]["running"] == 4
+    assert out[("c", 1)]["ratio"] == pytest.approx(1 / 4) and out[("c", 1)]["runs"] == 1
+    path = tmp_path / "steps.jsonl.xz"
+    with lzma.open(path, "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    monkeypatch.setattr("sys.argv", ["frontier_share.py", str(path), "--runs"])
+    module.main()
+    printed = capsys.readouterr().out
+    assert "| 8 | c | 1 | 1 | 0.25 | 2 |" in printed and "| 8 | c | 2 | 1 | 1.14 | 4 |" in printed

@@ -18,18 +18,24 @@ at 8 requests, its steps at 8 running requests moved the frontier 0.57 of the me
 frontier). The default's own drafted steps at 5-8 running read 0.45-0.86, where the straggler factor
 it judged them with (`Stragglers.factor`, from per-request means over whole replies) read 0.82-0.86.
 
-A per-round ratio is pessimistic twice over: where the replies' lengths differ (a short reply may
-hold the frontier, then finish) and early in a batch, where the least advanced request falls
-behind the mean fastest (for independent rounds its deficit grows as the square root of the rounds:
-a batch's first rounds carry most of it, yet the ratio prices it into every round at their
-bucket). In `sim_engine_calls.py --frontier` (H100 profiles, replies 70% capped) it moved 8
-requests from 0.959 to 0.992 of plain decoding at an acceptance where fixed-7 reads 0.846 there,
-and cost 5-7 points at 2 and 4 requests, where drafting wins (1.092 / 1.042 -> 1.019 / 0.992).
+Filed by run (`by_run`, the default). The least advanced request falls behind the mean most at a
+run's start: for independent rounds its deficit grows as the square root of the rounds, so a run's
+first rounds carry most of it, and a short run keeps least (the default's runs at 8 requests on the
+H100, sessions 75-80: 0.31-0.57 of the mean request over runs of 1-7 rounds, 0.76 over runs of 8 or
+more). A run is consecutive drafted rounds (`begin`'s `now` one more each); it is filed whole, as
+its rounds' sums, at the bucket of its first round (where the decision to draft it was taken),
+when a round begins that does not follow it. Filed round by round at each round's own bucket
+(`by_run` False), a long run's first rounds at 8 running price its early deficit into every
+round there: in `sim_engine_calls.py --frontier` (H100 profiles, replies 70% capped, p 0.9, where
+drafting wins) that cost 4 and 8 requests 11-15 points (1.291 / 1.212 -> 1.144 / 1.096); by run
+it costs nothing there (1.289 / 1.215) and moves 8 requests from 0.959 to 0.981 of plain decoding
+at p 0.78, where fixed-7 reads 0.846 (the GPUs' ~0.83-0.91). Still pessimistic where the replies'
+lengths differ: a short reply may hold the frontier, then finish.
 
 `begin` opens a round with each request's tokens before it; `commit` gives a request's tokens after
 it; `finish` drops a request that left. The round is closed at the next `begin`: every request still
 running must have committed (else the round is no sample: its verification lags), and at least two
-(one request is its own frontier). A bucket's sums decay by `DECAY` a sample, and their weight
+(one request is its own frontier). A bucket's sums decay by `DECAY` a round, and their weight
 halves every `AGE_ROUNDS` engine rounds without a sample (`ratio`'s `now`), so a load ruled out on
 old evidence is judged towards 1 again: `PRIOR` mean tokens at a ratio of 1 always count.
 Device-free.
@@ -39,27 +45,39 @@ from __future__ import annotations
 
 from deepinfer_dspark.pause_ledger import ledger_bucket
 
-MIN_SAMPLES = 8      # closed rounds at a bucket before `ratio` reads anything
-DECAY = 0.98         # each sample's weight relative to the next one's (~50 rounds of memory)
+MIN_SAMPLES = 8      # rounds filed at a bucket before `ratio` reads anything
+DECAY = 0.98         # each round's weight relative to the next one's (~50 rounds of memory)
 AGE_ROUNDS = 2048    # engine rounds over which a bucket's evidence halves without new samples
 PRIOR = 4.0          # mean tokens a round (one round's worth) counted at a ratio of 1
 
 
 class Frontier:
     """Per ledger bucket, the least advanced request's tokens per drafted round over the mean
-    request's (see the module docstring). Fed by `Stragglers`."""
+    request's (see the module docstring). Fed by `Stragglers`.
 
-    def __init__(self) -> None:
+    Args:
+        by_run: file each run of consecutive drafted rounds whole at the bucket it began at (True),
+            or each round at its own bucket.
+    """
+
+    def __init__(self, by_run: bool = True) -> None:
+        self.by_run = by_run
         self._before: dict[str, int] = {}   # the open round: id -> tokens before it
         self._after: dict[str, int] = {}    # id -> tokens after it (committed)
         self._bucket = 0
         self._sums: dict[int, list[float]] = {}   # bucket -> [frontier tokens, mean tokens, samples, last round]
-        self._now = 0
+        self._run = [0.0, 0.0, 0]           # the open run's [frontier tokens, mean tokens, samples]
+        self._run_bucket = 0
+        self._now = -2
 
     def begin(self, rounds: list[tuple[str, int]], now: int = 0) -> None:
         """A drafted round of `(request id, tokens before it)`; closes the round before.
-        `now`: the engine rounds seen (for the ageing)."""
+        `now`: the engine rounds seen (for the ageing; with `by_run`, a round that does not follow
+        the last one, `now` not one more than its, begins a new run)."""
         self._close()
+        if self.by_run and now != self._now + 1:   # a new run: the last one is filed
+            self._file_run()
+            self._run_bucket = ledger_bucket(len(rounds))
         self._now = now
         self._before = dict(rounds)
         self._after = {}
@@ -78,25 +96,44 @@ class Frontier:
         self._after.pop(request_id, None)
 
     def _close(self) -> None:
+        """Closes the open round: its frontier's and mean request's tokens go to its bucket, or
+        with `by_run` to the open run."""
         before, after = self._before, self._after
         if len(after) < 2 or len(after) != len(before):
             return
         mean = sum(after[rid] - before[rid] for rid in after) / len(after)
         front = min(after.values()) - min(before.values())
-        sums = self._sums.setdefault(self._bucket, [0.0, 0.0, 0, 0])
-        sums[0] = sums[0] * DECAY + front
-        sums[1] = sums[1] * DECAY + mean
-        sums[2] += 1
+        if self.by_run:
+            self._run[0] += front
+            self._run[1] += mean
+            self._run[2] += 1
+        else:
+            self._add(self._bucket, front, mean, 1)
+
+    def _file_run(self) -> None:
+        """Files the open run at the bucket it began at, as one sample of its rounds."""
+        front, mean, rounds = self._run
+        if rounds:
+            self._add(self._run_bucket, front, mean, int(rounds))
+        self._run = [0.0, 0.0, 0]
+
+    def _add(self, bucket: int, front: float, mean: float, rounds: int) -> None:
+        """Adds `rounds` rounds' frontier and mean tokens to `bucket`'s sums (decayed per round)."""
+        sums = self._sums.setdefault(bucket, [0.0, 0.0, 0, 0])
+        decay = DECAY ** rounds
+        sums[0] = sums[0] * decay + front
+        sums[1] = sums[1] * decay + mean
+        sums[2] += rounds
         sums[3] = self._now
 
     def samples(self, bucket: int) -> int:
-        """Rounds closed at `bucket` so far."""
+        """Rounds filed at `bucket` so far (with `by_run`, of runs that ended)."""
         sums = self._sums.get(bucket)
         return 0 if sums is None else int(sums[2])
 
     def ratio(self, bucket: int, now: int) -> float | None:
         """The frontier's tokens over the mean request's at `bucket`, in (0, 1]; None before
-        `MIN_SAMPLES` rounds closed there. The evidence's weight halves every `AGE_ROUNDS` rounds
+        `MIN_SAMPLES` rounds were filed there. The evidence's weight halves every `AGE_ROUNDS` rounds
         since its last sample (`now`: the engine rounds seen), against `PRIOR` tokens at 1."""
         sums = self._sums.get(bucket)
         if sums is None or sums[2] < MIN_SAMPLES:
