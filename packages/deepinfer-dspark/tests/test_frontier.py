@@ -13,6 +13,7 @@ from deepinfer_dspark import frontier as fr
 from deepinfer_dspark.frontier import Frontier
 from deepinfer_dspark.proposers import DSparkProposer
 from deepinfer_dspark.sps import SPSProfile
+from deepinfer_dspark.stragglers import Stragglers
 
 
 def run_rounds(front: Frontier, gains: dict[str, list[int]], start: dict[str, int], now: int = 0) -> None:
@@ -21,7 +22,7 @@ def run_rounds(front: Frontier, gains: dict[str, list[int]], start: dict[str, in
     lengths = dict(start)
     rounds = len(next(iter(gains.values())))
     for r in range(rounds):
-        front.begin([(rid, lengths[rid]) for rid in gains], now + r)
+        front.begin([(rid, lengths[rid], 8) for rid in gains], now + r)
         for rid, tokens in gains.items():
             lengths[rid] += tokens[r]
             front.commit(rid, lengths[rid])
@@ -76,36 +77,45 @@ def test_a_slow_request_pulls_the_ratio_down_and_equal_ones_read_one() -> None:
     assert few.samples(2) == fr.MIN_SAMPLES - 1 and few.ratio(2, 100) is None
 
 
-def test_rounds_that_are_no_sample() -> None:
-    """One request is its own frontier; a request not committed by the next round leaves the round
-    without a sample (its verification lags); a finished request no longer holds the frontier; a
-    count not above the tokens before is some other step's."""
+def test_which_rounds_and_commits_count() -> None:
+    """One request is its own frontier; a round nobody committed was not verified (no sample); a
+    request that did not commit verified no drafts and gained one token; a finished request no longer
+    holds the frontier; only a request's first commit within the round's reach (1 to most + 1 tokens
+    more) counts (a later one is some other step's, e.g. a prompt-lookup step's)."""
     front = Frontier(by_run=False)
-    front.begin([("a", 10)])
+    front.begin([("a", 10, 7)])
     front.commit("a", 14)
-    front.begin([("a", 14), ("b", 30)])
-    front.commit("a", 15)   # b never commits
-    front.begin([("a", 15), ("b", 30), ("c", 12)])
-    front.commit("a", 18)
-    front.commit("b", 35)
-    front.commit("c", 12)   # not above its tokens before: ignored, so c has not committed
-    front.begin([])
-    assert front.samples(1) == front.samples(2) == front.samples(3) == 0
-    front.begin([("a", 10), ("b", 40), ("c", 50)])
+    front.begin([("a", 14, 7), ("b", 30, 7)])   # closes a's lone round: no sample
+    front.begin([("a", 15, 7), ("b", 31, 7)])   # closes a round nobody committed: no sample
+    assert front.samples(1) == front.samples(2) == 0
+    front.commit("a", 15)   # not above a's tokens before: ignored
+    front.commit("b", 40)   # beyond b's reach (31 + 7 + 1): ignored
+    front.commit("a", 19)   # a's first commit in reach counts ...
+    front.commit("a", 23)   # ... and no later one
+    front.begin([("a", 10, 3), ("b", 40, 3), ("c", 50, 3)])   # a +4 and b +1 (no commit: no drafts verified)
+    assert front.samples(2) == 1
     front.commit("a", 11)   # a is the frontier, then finishes: b and c remain
     front.commit("b", 44)
-    front.commit("c", 56)
+    front.commit("c", 53)
     front.finish("a")
     front.begin([])
-    assert front.samples(3) == 1 and front.ratio(3, 0) is None   # (one sample: b 40 -> 44 and c 50 -> 56)
-    for _ in range(fr.MIN_SAMPLES):
-        front.begin([("b", 40), ("c", 50)])
+    assert front.samples(3) == 1 and front.ratio(3, 0) is None   # (one sample: b 40 -> 44, c 50 -> 53)
+    for _ in range(fr.MIN_SAMPLES - 2):
+        front.begin([("b", 40, 7), ("c", 50, 7)])
         front.commit("b", 44)
         front.commit("c", 56)
     front.begin([])
-    assert front.samples(2) == fr.MIN_SAMPLES
-    assert front.ratio(2, 0) == pytest.approx(reference_ratio({"b": [4] * fr.MIN_SAMPLES, "c": [6] * fr.MIN_SAMPLES},
-                                                              {"b": 40, "c": 50}), rel=1e-12)
+    assert front.samples(2) == fr.MIN_SAMPLES - 1 and front.ratio(2, 0) is None
+    front.begin([("b", 40, 7), ("c", 50, 7)])
+    front.commit("c", 56)   # b verified no drafts: 40 -> 41, the frontier moves 1
+    front.begin([])
+    # bucket 2's rounds: a 15 -> 19 with b 31 -> 32 (front 4, mean 2.5), six of b +4 and c +6, then b +1 and c +6
+    fronts = [4.0] + [4.0] * (fr.MIN_SAMPLES - 2) + [1.0]
+    means = [2.5] + [5.0] * (fr.MIN_SAMPLES - 2) + [3.5]
+    f_sum = m_sum = 0.0
+    for f, m in zip(fronts, means):
+        f_sum, m_sum = f_sum * fr.DECAY + f, m_sum * fr.DECAY + m
+    assert front.ratio(2, 0) == pytest.approx(min(1.0, (f_sum + fr.PRIOR) / (m_sum + fr.PRIOR)), rel=1e-12)
 
 
 def test_a_run_is_filed_whole_at_the_bucket_it_began_at() -> None:
@@ -121,7 +131,7 @@ def test_a_run_is_filed_whole_at_the_bucket_it_began_at() -> None:
         for rid in set(lengths) - set(alive):
             front.finish(rid)
             del lengths[rid]
-        front.begin([(rid, lengths[rid]) for rid in alive], 100 + r)
+        front.begin([(rid, lengths[rid], 7) for rid in alive], 100 + r)
         before = dict(lengths)
         gains = {rid: 1 + (i * 3 + r) % 7 for i, rid in enumerate(alive)}
         for rid, gain in gains.items():
@@ -131,18 +141,18 @@ def test_a_run_is_filed_whole_at_the_bucket_it_began_at() -> None:
         fronts.append(min(lengths[rid] for rid in survivors) - min(before[rid] for rid in survivors))
         means.append(sum(gains[rid] for rid in survivors) / len(survivors))
     assert front.samples(8) == front.samples(2) == 0   # open: nothing filed
-    front.begin([("x", 5), ("y", 5)], 120)   # not 112: a plain round between, a new run (at 2 requests)
+    front.begin([("x", 5, 7), ("y", 5, 7)], 120)   # not 112: a plain round between, a new run (at 2 requests)
     assert front.samples(8) == 12 and front.samples(2) == 0
     first = (sum(fronts), sum(means))
     assert front.ratio(8, 111) == pytest.approx(min(1.0, (first[0] + fr.PRIOR) / (first[1] + fr.PRIOR)), rel=1e-12)
     front.commit("x", 6)
     front.commit("y", 12)
-    front.begin([("a", 1), ("b", 1), ("c", 1), ("d", 1), ("e", 1), ("f", 1), ("g", 1), ("h", 1)], 125)
+    front.begin([(rid, 1, 7) for rid in "abcdefgh"], 125)
     assert front.samples(2) == 1 and front.ratio(2, 120) is None   # (one round: below `MIN_SAMPLES`)
     for r, moved in enumerate(([2] * 8, [3] * 8)):
         for i, rid in enumerate("abcdefgh"):
             front.commit(rid, 1 + moved[i] * (r + 1))
-        front.begin([(rid, 1 + moved[0] * (r + 1)) for rid in "abcdefgh"], 126 + r)
+        front.begin([(rid, 1 + moved[0] * (r + 1), 7) for rid in "abcdefgh"], 126 + r)
     front.begin([], 200)   # (the round begun at 127 has no commits: no sample)
     assert front.samples(8) == 14   # 12 rounds, then 2 more (even ones: 2 and 4 tokens each) decayed by 0.98 ** 2
     decay = fr.DECAY ** 2
@@ -159,6 +169,21 @@ def test_old_evidence_fades_towards_one() -> None:
     assert fresh < aged < old <= 1.0 and old > 0.99
     gains = {"a": [1] * 30, "b": [7] * 30}
     assert aged == pytest.approx(reference_ratio(gains, {"a": 0, "b": 0}, age=0.5), rel=1e-12)
+
+
+def test_stragglers_feed_the_frontier(monkeypatch) -> None:
+    """`Stragglers` hands the frontier each round's requests (tokens before, most drafts) with the
+    clock, each commit, and each finish: a request that finished leaves the round's frontier."""
+    monkeypatch.setattr(fr, "MIN_SAMPLES", 1)
+    stragglers = Stragglers(lambda b: 0.001, lambda b: 0.003)
+    stragglers.frontier = Frontier(by_run=False)
+    stragglers.begin([("a", 10, 0, 7), ("b", 20, 0, 7), ("c", 15, 0, 7)], 41)
+    for rid, tokens in (("a", 18), ("b", 26), ("c", 16)):
+        stragglers.commit(rid, tokens)
+    stragglers.finish("a")   # (b and c remain: the frontier moved 15 -> 16, their mean 3.5)
+    stragglers.begin([], 43)
+    assert stragglers.frontier.now == 43 and stragglers.frontier.samples(3) == 1
+    assert stragglers.frontier.ratio(3, 41) == pytest.approx((1 + fr.PRIOR) / (3.5 + fr.PRIOR))   # (read at its round)
 
 
 def proposer(fake_runner, frontier: bool, draining: bool = True) -> DSparkProposer:
@@ -217,7 +242,7 @@ def test_an_engine_feeds_the_frontier_and_stays_lossless(folders, kit) -> None:
         batch = kit.prompts(4, seed)
         assert kit.greedy(llm, batch) == kit.greedy(plain, batch)
     front = inner.stragglers.frontier
-    assert inner.drafted_rounds > 0
+    assert inner.drafted_rounds > 0 and 0 < front.now <= inner._rounds_seen()   # (the proposer's clock)
     assert sum(front.samples(b) for b in (2, 3, 4)) > 0
 
 

@@ -141,7 +141,7 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           most what the drafted runs begun at its bucket moved the least advanced request over the
           mean request, `Frontier`; session 80's candidate: the default's runs at 8 on an H100 kept
           0.31-0.57 of the mean request over 1-7 rounds where the factor read ~0.83; in the simulator
-          +1 to +2 points at 8 requests where drafting loses, within 2 at 2 and 4),
+          +1 to +3 points at 8 requests where drafting loses, within 2.5 at 2 and 4),
           probe_share_floor (None; a share in (0, 1]: after repeated settled losses at a bucket, each
           pause keeps the probes to half the last one's share, down to this floor, until a round there
           wins, `PausePolicy.probe_share_floor`; needs decode_profile; session 72's candidate, 0.005),

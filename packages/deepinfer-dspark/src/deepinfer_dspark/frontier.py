@@ -29,13 +29,16 @@ when a round begins that does not follow it. Filed round by round at each round'
 round there: in `sim_engine_calls.py --frontier` (H100 profiles, replies 70% capped, p 0.9, where
 drafting wins) that cost 4 and 8 requests 11-15 points (1.291 / 1.212 -> 1.144 / 1.096); by run
 it costs nothing there (1.289 / 1.215) and moves 8 requests from 0.959 to 0.981 of plain decoding
-at p 0.78, where fixed-7 reads 0.846 (the GPUs' ~0.83-0.91). Still pessimistic where the replies'
+at p 0.78, where fixed-7 reads 0.846 (the H200's 0.83; neutral at p 0.8, nearer the H100's 0.91),
+within 2.5 points either way at 2 and 4 requests. Still pessimistic where the replies'
 lengths differ: a short reply may hold the frontier, then finish.
 
 `begin` opens a round with each request's tokens before it; `commit` gives a request's tokens after
-it; `finish` drops a request that left. The round is closed at the next `begin`: every request still
-running must have committed (else the round is no sample: its verification lags), and at least two
-(one request is its own frontier). A bucket's sums decay by `DECAY` a round, and their weight
+it; `finish` drops a request that left. The round is closed at the next `begin`: a sample when at
+least two requests still run (one request is its own frontier) and one of them committed (the
+round was verified); one that did not verified no drafts and gained its step's token. Its bucket is
+the requests asked, where the policy reads the requests running: they differ only in a round where
+some request could not draft. A bucket's sums decay by `DECAY` a round, and their weight
 halves every `AGE_ROUNDS` engine rounds without a sample (`ratio`'s `now`), so a load ruled out on
 old evidence is judged towards 1 again: `PRIOR` mean tokens at a ratio of 1 always count.
 Device-free.
@@ -62,32 +65,33 @@ class Frontier:
 
     def __init__(self, by_run: bool = True) -> None:
         self.by_run = by_run
-        self._before: dict[str, int] = {}   # the open round: id -> tokens before it
+        self._before: dict[str, tuple[int, int]] = {}   # the open round: id -> (tokens before it, most drafts)
         self._after: dict[str, int] = {}    # id -> tokens after it (committed)
         self._bucket = 0
         self._sums: dict[int, list[float]] = {}   # bucket -> [frontier tokens, mean tokens, samples, last round]
         self._run = [0.0, 0.0, 0]           # the open run's [frontier tokens, mean tokens, samples]
         self._run_bucket = 0
-        self._now = -2
+        self.now = -2   # the engine rounds seen when the last round began (`begin`'s `now`)
 
-    def begin(self, rounds: list[tuple[str, int]], now: int = 0) -> None:
-        """A drafted round of `(request id, tokens before it)`; closes the round before.
-        `now`: the engine rounds seen (for the ageing; with `by_run`, a round that does not follow
-        the last one, `now` not one more than its, begins a new run)."""
+    def begin(self, rounds: list[tuple[str, int, int]], now: int = 0) -> None:
+        """A drafted round of `(request id, tokens before it, the most drafts it may accept)`;
+        closes the round before. `now`: the engine rounds seen (for the ageing; with `by_run`, a
+        round that does not follow the last one, `now` not one more than its, begins a new run)."""
         self._close()
-        if self.by_run and now != self._now + 1:   # a new run: the last one is filed
+        if self.by_run and now != self.now + 1:   # a new run: the last one is filed
             self._file_run()
             self._run_bucket = ledger_bucket(len(rounds))
-        self._now = now
-        self._before = dict(rounds)
+        self.now = now
+        self._before = {rid: (before, most) for rid, before, most in rounds}
         self._after = {}
         self._bucket = ledger_bucket(len(self._before))
 
     def commit(self, request_id: str, num_tokens: int) -> None:
-        """The request holds `num_tokens` tokens after the open round's verification (a count not
-        above its tokens before the round is some other step's: ignored)."""
-        before = self._before.get(request_id)
-        if before is not None and num_tokens > before:
+        """The request holds `num_tokens` tokens after the open round's verification: its first
+        commit within the round's reach (1 to most + 1 tokens more) counts; any other is some
+        other step's (a prompt-lookup step's, say) and is ignored."""
+        entry = self._before.get(request_id)
+        if entry is not None and request_id not in self._after and entry[0] < num_tokens <= entry[0] + entry[1] + 1:
             self._after[request_id] = num_tokens
 
     def finish(self, request_id: str) -> None:
@@ -97,12 +101,14 @@ class Frontier:
 
     def _close(self) -> None:
         """Closes the open round: its frontier's and mean request's tokens go to its bucket, or
-        with `by_run` to the open run."""
+        with `by_run` to the open run. A request still running that did not commit verified no
+        drafts (Algorithm 1 gave it none): it gained the step's one token."""
         before, after = self._before, self._after
-        if len(after) < 2 or len(after) != len(before):
+        if len(before) < 2 or not after:
             return
-        mean = sum(after[rid] - before[rid] for rid in after) / len(after)
-        front = min(after.values()) - min(before.values())
+        gained = {rid: after.get(rid, start + 1) for rid, (start, _) in before.items()}
+        mean = sum(gained[rid] - start for rid, (start, _) in before.items()) / len(before)
+        front = min(gained.values()) - min(start for start, _ in before.values())
         if self.by_run:
             self._run[0] += front
             self._run[1] += mean
@@ -124,7 +130,7 @@ class Frontier:
         sums[0] = sums[0] * decay + front
         sums[1] = sums[1] * decay + mean
         sums[2] += rounds
-        sums[3] = self._now
+        sums[3] = self.now
 
     def samples(self, bucket: int) -> int:
         """Rounds filed at `bucket` so far (with `by_run`, of runs that ended)."""

@@ -57,9 +57,8 @@ class StragglerJudgement:
             return 1.0
         bucket = ledger_bucket(batch)
         factor = self.stragglers.factor(bucket)
-        frontier = self.stragglers.frontier
-        if self.judge_frontier and frontier is not None:
-            front = frontier.ratio(bucket, self._rounds_seen())
+        if self.judge_frontier and self.stragglers.frontier is not None:
+            front = self.stragglers.frontier.ratio(bucket, self._rounds_seen())
             if front is not None:
                 return min(factor, front)
         return factor

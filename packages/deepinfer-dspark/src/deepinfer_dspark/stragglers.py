@@ -94,7 +94,7 @@ class Stragglers:
         `frontier`'s clock, when there is one)."""
         self._open = {rid: (before, output, most) for rid, before, output, most in rounds}
         if self.frontier is not None:
-            self.frontier.begin([(rid, before) for rid, before, _, _ in rounds], now)
+            self.frontier.begin([(rid, before, most) for rid, before, _, most in rounds], now)
 
     def commit(self, request_id: str, num_tokens: int) -> None:
         """The request holds `num_tokens` tokens after the round's verification (a count outside
