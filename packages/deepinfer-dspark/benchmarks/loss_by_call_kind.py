@@ -14,6 +14,12 @@ and the engine's by what changed in its ledger fields since the step before (`pa
 `opening_pause`, `features`): where a dormant engine's extra time sits. Session 72 read sessions 67-71's
 31 processes at 8 requests on an H100 (dspark BENCHMARKS "sixty-eighth session").
 
+With `--parts`, each class's extra time is also split by part of the call (`parts`): the engine's steps
+of each part priced at the baseline call's mean step, and the steps the engine saved (the baseline's
+steps beyond the engine's count), as shares of all the baseline's traced time. The parts add up to the
+engine's whole extra time. Session 81 read it at 8 requests on an H100 (dspark BENCHMARKS "seventy-seventh
+session").
+
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/loss_by_call_kind.py OUT/steps.jsonl.xz [...] \\
         [--concurrency 8] [--engine confidence] [--baseline none-again] [--slow 1.6]
@@ -51,6 +57,40 @@ def kind(steps: list[dict]) -> str:
     return "+".join(sorted(kinds)) or "quiet"
 
 
+PARTS = ("drafted", "lookup", "features", "plain", "steps saved")
+
+
+def part(step: dict) -> str:
+    """A traced step's part of a call: a DSpark round (`drafted`, `drafted+flush`), a prompt-lookup
+    round, a plain step that captured the drafter's features (`features` set), or another plain step."""
+    if step["kind"] == "plain":
+        return "features" if step.get("features") else "plain"
+    return "lookup" if step["kind"] == "lookup" else "drafted"
+
+
+def parts(steps: list[dict], base: list[dict]) -> dict[str, float]:
+    """The engine call's extra ms over the baseline call's, by part (`PARTS`): each part's summed ms less
+    that many of the baseline's mean steps, and `steps saved` the baseline's mean step times its steps
+    beyond the engine's count (negative where the engine ran fewer steps). The values add up to the
+    engine's total ms less the baseline's. Raises ValueError for an empty baseline call."""
+    if not base:
+        raise ValueError("parts: the baseline call has no steps")
+    mean = sum(s["ms"] for s in base) / len(base)
+    out = dict.fromkeys(PARTS, 0.0)
+    for s in steps:
+        out[part(s)] += s["ms"] - mean
+    out["steps saved"] = -mean * (len(base) - len(steps))
+    return out
+
+
+def print_parts(split: dict[str, collections.Counter], base_ms: float) -> None:
+    print("| calls of the class | " + " | ".join(PARTS) + " | all |")
+    print("|---|" + "---:|" * (len(PARTS) + 1))
+    for name, extra in sorted(split.items()):
+        cells = [f"{100 * extra[p] / base_ms:+.2f}%" for p in PARTS]
+        print(f"| {name} | " + " | ".join(cells) + f" | {100 * sum(extra.values()) / base_ms:+.2f}% |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+")
@@ -58,8 +98,11 @@ def main() -> None:
     parser.add_argument("--engine", default="confidence")
     parser.add_argument("--baseline", default="none-again")
     parser.add_argument("--slow", type=float, default=1.6, help="a step above this many ms is slow")
+    parser.add_argument("--parts", action="store_true",
+                        help="also split each class's extra time by part of the call (`parts`)")
     args = parser.parse_args()
     classes = collections.defaultdict(list)
+    split, base_ms = collections.defaultdict(collections.Counter), 0.0
     slow, quiet_calls = collections.Counter(), collections.Counter()
     changed, changed_slow = collections.Counter(), collections.Counter()
     for path in args.logs:
@@ -69,6 +112,8 @@ def main() -> None:
                 base = calls[(args.baseline, rnd)]
                 ratio = sum(s["ms"] for s in base) / sum(s["ms"] for s in steps)
                 classes[kind(steps)].append((ratio, sum(s["kind"] != "plain" for s in steps)))
+                split[kind(steps)].update(parts(steps, base))
+                base_ms += sum(s["ms"] for s in base)
             if engine not in (args.engine, args.baseline) or kind(steps) != "quiet":
                 continue
             quiet_calls[engine] += 1
@@ -88,6 +133,8 @@ def main() -> None:
     if every:
         share = 100 * sum(every) / len(every)
         print(f"all {len(every)} calls: sum of log ratios {sum(every):+.3f} ({share:+.2f}% a call)")
+    if args.parts and base_ms > 0:
+        print_parts(split, base_ms)
     for engine in (args.engine, args.baseline):
         if quiet_calls[engine]:
             print(f"{engine}: {slow[engine] / quiet_calls[engine]:.2f} slow steps a call that drafted nothing "

@@ -5,6 +5,8 @@
 # session 72: processes took 100-120 s, give them 150).
 # Each process's tar lands as $OUT/run34_<i>.tar.gz and its log as $OUT/run34_<i>.txt; the call's output keeps each
 # process's two pooled lines. Pool them here with `paired_pool.py OUT/bench_batch.log ... --by-log` as in cmd.sh.
+# Session 81: out-h100-s81-a..k are `CONC="2 8" CAND=confidence-frontier` (three calls, N=3/4/4, 106-147 s a
+# process); a call returns at most eight files, so at most four processes a call.
 D=benchmarks/results/h200-2026-12-06/run34
 for i in $(seq 1 ${N:-3}); do
   [ "$i" = 1 ] && T=${TMO_FIRST:-160} || T=${TMO:-150}
