@@ -15,14 +15,14 @@ and the engine's by what changed in its ledger fields since the step before (`pa
 31 processes at 8 requests on an H100 (dspark BENCHMARKS "sixty-eighth session").
 
 With `--parts`, each class's extra time is also split by part of the call (`parts`): the engine's steps
-of each part priced at the baseline call's mean step, and the steps the engine saved (the baseline's
-steps beyond the engine's count), as shares of all the baseline's traced time. The parts add up to the
-engine's whole extra time. Session 81 read it at 8 requests on an H100 (dspark BENCHMARKS "seventy-seventh
-session").
+of each part priced at the baseline call's mean step (the step that resolves a round counted with it),
+and the steps the engine saved (the baseline's steps beyond the engine's count), as shares of all the
+baseline's traced time. The parts add up to the engine's whole extra time. Session 81 read it at 8
+requests on an H100 (dspark BENCHMARKS "seventy-seventh session").
 
 Usage (repository root):
     python3 packages/deepinfer-dspark/benchmarks/loss_by_call_kind.py OUT/steps.jsonl.xz [...] \\
-        [--concurrency 8] [--engine confidence] [--baseline none-again] [--slow 1.6]
+        [--concurrency 8] [--engine confidence] [--baseline none-again] [--slow 1.6] [--parts]
 """
 
 from __future__ import annotations
@@ -60,25 +60,35 @@ def kind(steps: list[dict]) -> str:
 PARTS = ("drafted", "lookup", "features", "plain", "steps saved")
 
 
-def part(step: dict) -> str:
+def part(step: dict, last_round: str | None = None) -> str:
     """A traced step's part of a call: a DSpark round (`drafted`, `drafted+flush`), a prompt-lookup
-    round, a plain step that captured the drafter's features (`features` set), or another plain step."""
+    round, a plain step that captured the drafter's features (`features` set), or another plain step.
+    A plain step that verified drafts (`verified` > 0: with asynchronous scheduling the step after a
+    run's last round resolves it) belongs to that round's part, `last_round` (the part of the call's
+    latest round; None before any)."""
     if step["kind"] == "plain":
+        if step.get("verified", 0) > 0 and last_round is not None:
+            return last_round
         return "features" if step.get("features") else "plain"
     return "lookup" if step["kind"] == "lookup" else "drafted"
 
 
 def parts(steps: list[dict], base: list[dict]) -> dict[str, float]:
-    """The engine call's extra ms over the baseline call's, by part (`PARTS`): each part's summed ms less
-    that many of the baseline's mean steps, and `steps saved` the baseline's mean step times its steps
-    beyond the engine's count (negative where the engine ran fewer steps). The values add up to the
-    engine's total ms less the baseline's. Raises ValueError for an empty baseline call."""
+    """The engine call's extra ms over the baseline call's, by part (`PARTS`, `part`): each part's
+    summed ms less that many of the baseline's mean steps, and `steps saved` minus the baseline's mean
+    step times the baseline's steps beyond the engine's count (negative where the engine ran fewer
+    steps, positive where it ran more). The values add up to the engine's total ms less the
+    baseline's. Raises ValueError for an empty baseline call."""
     if not base:
         raise ValueError("parts: the baseline call has no steps")
     mean = sum(s["ms"] for s in base) / len(base)
     out = dict.fromkeys(PARTS, 0.0)
+    last_round = None
     for s in steps:
-        out[part(s)] += s["ms"] - mean
+        name = part(s, last_round)
+        if s["kind"] != "plain":
+            last_round = name
+        out[name] += s["ms"] - mean
     out["steps saved"] = -mean * (len(base) - len(steps))
     return out
 

@@ -42,18 +42,25 @@ def test_calls_are_classed_and_their_losses_add_up(benchmark_script, tmp_path, c
 
 
 def test_parts_split_the_extra_time_and_add_up(benchmark_script, tmp_path, capsys, monkeypatch) -> None:
-    """`parts` prices each engine step at the baseline call's mean step (2 ms here): a drafted round of
-    5 ms is +3, a features step of 2.5 ms +0.5, a lookup round of 4 ms +2, a plain step of 1 ms -1, and
-    the baseline's two steps beyond the engine's count -4; they add up to the totals' difference. An
-    empty baseline call is refused by name; `--parts` prints each class's row as shares of all the
-    baseline's traced time."""
+    """`parts` prices each engine step at the baseline call's mean step (2.2 ms here, where the median
+    is 2): a drafted round of 5 ms is +2.8, the plain step after it that verified its drafts (2.6 ms)
+    +0.4 to the round too, a features step of 2.5 ms +0.3, a lookup round of 4 ms +1.8, a plain step of
+    1 ms -1.2, and the baseline's step beyond the engine's count -2.2; they add up to the totals'
+    difference. An empty baseline call is refused by name; `--parts` prints each class's row as shares
+    of all the baseline's traced time."""
     module = benchmark_script("loss_by_call_kind")
-    engine = [step("c", 0, "drafted+flush", 5.0), step("c", 0, "plain", 2.5, features=1),
-              step("c", 0, "lookup", 4.0), step("c", 0, "plain", 1.0, features=0)]
-    base = [step("b", 0, "plain", ms) for ms in (1.0, 3.0, 2.0, 2.0, 1.0, 3.0)]
+    engine = [step("c", 0, "drafted+flush", 5.0), step("c", 0, "plain", 2.6, features=1, verified=3),
+              step("c", 0, "plain", 2.5, features=1), step("c", 0, "lookup", 4.0),
+              step("c", 0, "plain", 1.0, features=0)]
+    base = [step("b", 0, "plain", ms) for ms in (1.0, 3.0, 2.0, 2.0, 1.0, 4.2)]
     split = module.parts(engine, base)
-    assert split == {"drafted": 3.0, "lookup": 2.0, "features": 0.5, "plain": -1.0, "steps saved": -4.0}
+    expected = {"drafted": 3.2, "lookup": 1.8, "features": 0.3, "plain": -1.2, "steps saved": -2.2}
+    assert split.keys() == expected.keys()
+    assert all(math.isclose(split[k], v, abs_tol=1e-9) for k, v in expected.items()), split
     assert math.isclose(sum(split.values()), sum(s["ms"] for s in engine) - sum(s["ms"] for s in base))
+    assert module.part(step("c", 0, "plain", 1.0, verified=2)) == "plain"   # no round before it
+    more = module.parts(engine, base[:4])   # the engine ran one step more: a positive `steps saved`
+    assert math.isclose(more["steps saved"], 2.0) and math.isclose(sum(more.values()), 15.1 - 8.0)
     try:
         module.parts(engine, [])
     except ValueError as err:
@@ -66,4 +73,4 @@ def test_parts_split_the_extra_time_and_add_up(benchmark_script, tmp_path, capsy
                                       "--parts"])
     module.main()
     out = capsys.readouterr().out
-    assert "| drafted+flush+lookup | +25.00% | +16.67% | +4.17% | -8.33% | -33.33% | +4.17% |" in out
+    assert "| drafted+flush+lookup | +24.24% | +13.64% | +2.27% | -9.09% | -16.67% | +14.39% |" in out

@@ -16,8 +16,8 @@
 # the other: ~ survives only while the machine stays warm), carrying .cache/bundle/part_0X alone. The last joins and
 # unpacks: the GGUF under ~/.cache/deepinfer/models, the drafter as ~/drafter_real (what `ready.sh` looks for).
 # Session 81: the tracked tree grew to 37.7 MiB, so a 24.3 MiB part was refused as over the carry; the same tar is
-# `split -n 7 -d` into seven 20.8 MiB parts and the last call passes its name as the second argument:
-# `bundle.sh part_06 part_06`.
+# `split -n 7 -d` into seven 20.8 MiB parts, and every call passes the last part's name as its second argument
+# (`bundle.sh part_00 part_06` .. `bundle.sh part_06 part_06`): without it the last part is part_05, as before.
 P=$1; LAST=${2:-part_05}; mkdir -p ~/bundle
 case $P in
   part_0[0-9]) cp .cache/bundle/$P ~/bundle/ || exit 3 ;;
@@ -25,7 +25,7 @@ case $P in
 esac
 ls -la ~/bundle
 if [ "$P" = "$LAST" ]; then
-  ls ~/bundle/part_00 ~/bundle/part_01 ~/bundle/part_02 ~/bundle/part_03 ~/bundle/part_04 ~/bundle/part_05 || exit 3
+  for i in $(seq 0 ${LAST#part_0}); do ls ~/bundle/part_0$i || exit 3; done
   rm -rf ~/bundle_x && mkdir -p ~/bundle_x ~/.cache/deepinfer/models
   cat ~/bundle/part_0? | tee >(sha256sum >&2) | tar -x -C ~/bundle_x || exit 3
   mv ~/bundle_x/SmolLM2-135M-Instruct.Q4_1.gguf ~/.cache/deepinfer/models/ || exit 3
