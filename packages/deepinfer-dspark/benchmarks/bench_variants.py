@@ -60,6 +60,8 @@
   verified yet ran 0.951 of it, 157 of its 378 drafted rounds lean;
 - `confidence-frontier` (by name only, session 80): a draining batch's straggler factor at most what its bucket's
   drafted rounds moved the least advanced request over the mean request (`judge_frontier`, `Frontier`);
+- `confidence-headroom` (by name only, session 82): every pause a loss sets above `bound_only` is priced at the
+  probes' share times min(1, (bound gain - 1) / 0.5) (`probe_headroom`): probes bought in proportion to the stake;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -98,7 +100,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-probe-transition", "confidence-run-noise",
          "confidence-rescale", "confidence-share-floor",
          "confidence-search-quarter", "confidence-probe16",
-         "confidence-lease32", "confidence-frontier")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-lease32", "confidence-frontier", "confidence-headroom")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -212,7 +214,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
                 "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor",
                 "confidence-search-quarter", "confidence-probe16", "confidence-resume-bound",
-                "confidence-lease32", "confidence-frontier")
+                "confidence-lease32", "confidence-frontier", "confidence-headroom")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -312,6 +314,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-lease32"] = {**variants["confidence"], "lease_rounds": 32}
     # ... and the straggler factor capped by the least advanced request's measured share (session 80's candidate).
     variants["confidence-frontier"] = {**variants["confidence"], "judge_frontier": True}
+    # ... and the probes' share scaled by the bounds' headroom over plain decoding (session 82).
+    variants["confidence-headroom"] = {**variants["confidence"], "probe_headroom": 0.5}
     # ... and its rounds timed up to bound_only requests too (`bound_only_untimed` False: until session 53).
     variants["confidence-timed1"] = {**variants["confidence"], "bound_only_untimed": False}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).

@@ -86,6 +86,7 @@ from deepinfer_dspark.frontier import Frontier  # noqa: E402
 from deepinfer_dspark.full_acceptance import FullAcceptance  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
 from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
+from deepinfer_dspark.probe_headroom import check_headroom  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 
@@ -305,6 +306,8 @@ def simulate(args: argparse.Namespace, decode: SPSProfile, spec: SPSProfile, p: 
         proposer.judge_frontier, proposer.stragglers.frontier = True, Frontier(by_run)
     if getattr(args, "share_floor", None) is not None:   # (`--share-floor`: `PausePolicy.probe_share_floor`)
         proposer.probe_share_floor = check_probe_share(args.share_floor, "probe_share_floor")
+    if getattr(args, "probe_headroom", None) is not None:   # (`--probe-headroom`: `PausePolicy.probe_headroom`)
+        proposer.probe_headroom = check_headroom(args.probe_headroom)
     if getattr(args, "drained", False):   # (`--drained`, on the simulated clock: `rates.clock`)
         proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch)
     if getattr(args, "age_rounds", None) is not None:   # (`--age-rounds`: `FullAcceptance.age_rounds`)

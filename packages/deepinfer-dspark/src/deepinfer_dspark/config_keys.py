@@ -24,7 +24,7 @@ DSPARK_KEYS = frozenset({"model", "scheduling", "sps_profile", "sps_profile_k1",
                          "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs", "drained_batches",
                          "probe_share", "acceptance_age_rounds", "young_runs",
                          "probe_transition", "run_noise", "rescale_stragglers", "probe_share_floor",
-                         "resume_bound", "judge_frontier"})
+                         "resume_bound", "judge_frontier", "probe_headroom"})
 
 
 def _check_keys(spec_config: dict, method: str, known: frozenset) -> None:

@@ -149,6 +149,9 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           a resumption over a 32-round run, `PausePolicy.resume_bound`; needs decode_profile; session
           77's candidate: in the simulator 0.964 -> 0.978 at 8 requests and p 0.75 on an H100's profiles,
           1.017 -> 0.995 at 2 requests and p 0.76 on an H200's),
+          probe_headroom (None; h > 0: above bound_only requests every pause after a loss is priced at the
+          probes' share times min(1, (bound gain - 1) / h), at least 1/16, `probe_headroom.py`; needs
+          decode_profile; session 82's candidate, 0.5),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
@@ -181,6 +184,7 @@ from deepinfer_dspark.full_acceptance import AGE_ROUNDS, FullAcceptance
 from deepinfer_dspark.lookup_assist import LookupAssist
 from deepinfer_dspark.ngram_entry import ngram_factory  # noqa: F401 (the `ngram` entry point, named here before)
 from deepinfer_dspark.opening_phase import OPENING_TOKENS
+from deepinfer_dspark.probe_headroom import check_headroom
 from deepinfer_dspark.proposers import DSparkProposer
 
 
@@ -228,11 +232,11 @@ def dspark_factory(spec_config: dict, model_info: dict) -> DSparkProposer:
     frontier = settings.pop("judge_frontier")
     drained, share = settings.pop("drained_batches"), settings.pop("probe_share")
     floor, resume = settings.pop("probe_share_floor"), settings.pop("resume_bound")
-    age = settings.pop("acceptance_age_rounds")
+    age, headroom = settings.pop("acceptance_age_rounds"), settings.pop("probe_headroom")
     proposer = DSparkProposer(runner, k, max_batch=model_info.get("max_num_seqs"), **settings)
     proposer.opening_runs, proposer.young_runs, proposer.probe_transition = opening_runs, young_runs, transition
     proposer.run_noise, proposer.rescale_stragglers, proposer.probe_share_floor = noise, rescale, floor
-    proposer.resume_bound, proposer.judge_frontier = resume, frontier
+    proposer.resume_bound, proposer.judge_frontier, proposer.probe_headroom = resume, frontier, headroom
     if frontier:   # (fed by `Stragglers`, itself fed only with judge_stragglers: checked with the keys)
         proposer.stragglers.frontier = Frontier()
     proposer.drained = DrainedBatches(proposer._plain_seconds, proposer.max_batch) if drained else None
@@ -286,17 +290,18 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 "judge_stragglers", "lookup_loops", "bound_only", "overlap_bookkeeping", "probe_every",
                 "max_probe_every", "lease_rounds", "bound_only_untimed", "pre_flush", "opening_runs",
                 "drained_batches", "probe_share", "acceptance_age_rounds", "young_runs", "probe_transition",
-                "run_noise", "rescale_stragglers", "probe_share_floor", "resume_bound", "judge_frontier"):
+                "run_noise", "rescale_stragglers", "probe_share_floor", "resume_bound", "judge_frontier",
+                "probe_headroom"):
         if spec_config.get(key) is not None and scheduling != "confidence":
             raise ValueError(f"speculative_config.{key}: only used with scheduling='confidence'")
     if decode is not None:
         decode = _profile("decode_profile", decode)
     else:
         for key in ("measure_step_times", "measure_round_times", "measure_plain_steps", "min_gain", "drained_batches",
-                    "probe_share", "probe_share_floor", "resume_bound"):
+                    "probe_share", "probe_share_floor", "resume_bound", "probe_headroom"):
             if spec_config.get(key):
                 verbs = {"min_gain": "scales", "drained_batches": "predicts", "probe_share": "prices",
-                         "probe_share_floor": "prices", "resume_bound": "prices"}
+                         "probe_share_floor": "prices", "resume_bound": "prices", "probe_headroom": "prices"}
                 verb = verbs.get(key, "corrects")
                 raise ValueError(f"speculative_config.{key}: {verb} the comparison with plain decoding, "
                                  f"so it needs decode_profile")
@@ -343,6 +348,7 @@ def _dspark_settings(spec_config: dict) -> dict[str, Any]:
                 probe_share=_probe_share(spec_config),
                 probe_share_floor=_probe_share(spec_config, "probe_share_floor"),
                 resume_bound=_bool_key(spec_config, "resume_bound", False),
+                probe_headroom=_headroom(spec_config),
                 judge_frontier=_frontier_key(spec_config, STRAGGLERS_DEFAULT),
                 acceptance_age_rounds=_int_key(spec_config, "acceptance_age_rounds", AGE_ROUNDS, 1),
                 prompt_lookup_min=lookup, tail_rounds=_needs_lookup(spec_config, "tail_rounds", lookup),
@@ -389,3 +395,9 @@ def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:
     position_bytes = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * runner.drafter.dtype.itemsize
     runner.context.reserve(reserve_blocks(rows, length, POOL_BLOCK_SIZE, position_bytes, kv_tokens))
     runner.capture_all(k, rows, length)
+
+
+def _headroom(spec_config: dict) -> float | None:
+    """`probe_headroom` (absent or None: None, off): a finite number > 0 (`check_headroom`)."""
+    value = spec_config.get("probe_headroom")
+    return None if value is None else check_headroom(value)

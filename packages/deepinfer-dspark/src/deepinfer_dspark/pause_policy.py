@@ -30,6 +30,7 @@ from deepinfer_dspark.draft_costs import probe_overhead
 from deepinfer_dspark.drained_batches import DrainedBatches
 from deepinfer_dspark.feature_keeping import FeatureKeeping
 from deepinfer_dspark.pause_ledger import buckets_above, ledger_bucket
+from deepinfer_dspark.probe_headroom import headroom_scale
 from deepinfer_dspark.straggler_judgement import StragglerJudgement
 
 # Rounds' worth of time a drafted run pays besides its rounds: its first step drafts twice, the step
@@ -108,6 +109,9 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
             (`_resumed_share`). Session 76's simulator put the default's loss at 8 requests in the
             resumptions (capture, sync, flush), not in the rounds. False: as until session 77
             (`speculative_config.resume_bound`).
+        probe_headroom: None (the default) or h > 0: above `bound_only` requests, every pause a loss
+            sets is priced at the probes' share times `headroom_scale` of the bounds' gain there
+            (`probe_headroom.py`; session 82's candidate, 0.5; `speculative_config.probe_headroom`).
     """
 
     settled_requests: int = 0
@@ -119,6 +123,7 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
     probe_transition: bool = False
     probe_share_floor: float | None = None
     resume_bound: bool = False
+    probe_headroom: float | None = None
 
     def _settled(self, ledger, batch: int) -> bool:
         """Whether `ledger`'s average at `batch`'s bucket is settled: `SETTLED_ROUNDS` judged rounds
@@ -295,7 +300,7 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
             if ledger.judge(batch, gain) and gain <= 1 and batch > self.bound_only:   # (`bound_only`: averaged only)
                 settled = self._settled(ledger, batch)
                 at_least = self._settled_pause(ledger, batch, gain) if settled \
-                    else self.costs.probe_pause(batch, gain, 0.0)
+                    else self._young_pause(ledger, batch, gain)
                 ledger.lost(batch, at_least=at_least, settled=settled)
             else:
                 ledger.won(batch)
@@ -306,7 +311,7 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
             if self.young_runs and not settled:
                 return   # drafts on until the ledger settles (`young_runs`)
             at_least = self._settled_pause(self.pauses, batch, gain) if settled \
-                else self.costs.probe_pause(batch, gain, 0.0)
+                else self._young_pause(self.pauses, batch, gain)
             rounds = self.pauses.lost(batch, at_least=at_least, settled=settled)
             if settled:
                 self._spread_loss(batch, rounds)
@@ -326,15 +331,26 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
         share = self._repeat_share(ledger, batch)
         return self.costs.probe_pause(batch, gain, self._probe_overhead(batch), share=share)
 
+    def _young_pause(self, ledger, batch: int, gain: float) -> int:
+        """The pause after a young loss (`ledger` not settled): the round's own loss at the probes'
+        share, no overhead; at `probe_headroom`'s share with it (a young bucket counts no repeats)."""
+        share = self._repeat_share(ledger, batch) if self.probe_headroom is not None else None
+        return self.costs.probe_pause(batch, gain, 0.0, share=share)
+
     def _repeat_share(self, ledger, batch: int) -> float | None:
         """With `probe_share_floor`, the share of the time probes may lose at `batch`'s bucket of
         `ledger`: `DraftCosts.probe_share` halved for each settled loss in a row there so far
-        (`PauseLedger.repeats`), at least the floor, at most `probe_share`; None (the costs' own
-        share) without it. Also prices a partial round's pause, which counts no loss."""
-        if self.probe_share_floor is None:
-            return None
-        base = self.costs.probe_share
-        return min(base, max(self.probe_share_floor, base / 2 ** min(ledger.repeats(batch), 30)))
+        (`PauseLedger.repeats`), at least the floor, at most `probe_share`; with `probe_headroom`
+        (above `bound_only`) that share times `headroom_scale` of the bounds' gain there; None (the
+        costs' own share) without either. Also prices a partial round's pause, which counts no loss."""
+        share = None
+        if self.probe_share_floor is not None:
+            base = self.costs.probe_share
+            share = min(base, max(self.probe_share_floor, base / 2 ** min(ledger.repeats(batch), 30)))
+        if self.probe_headroom is not None and batch > self.bound_only and self.costs is not None:
+            base = self.costs.probe_share if share is None else share
+            share = base * headroom_scale(self._bound_gain(batch), self.probe_headroom)
+        return share
 
     def _opening_run_share(self, tokens: float) -> float:
         """The share of an opening run's time its rounds take, a request gaining `tokens` a round:
