@@ -61,7 +61,7 @@
 - `confidence-frontier` (by name only, session 80): a draining batch's straggler factor at most what its bucket's
   drafted rounds moved the least advanced request over the mean request (`judge_frontier`, `Frontier`);
 - `confidence-headroom` (by name only, session 82): every pause a loss sets above `bound_only` is priced at the
-  probes' share times min(1, (bound gain - 1) / 0.5) (`probe_headroom`): probes bought in proportion to the stake;
+  probes' share times (bound gain - 1) / 0.5 clamped to [1/16, 1] (`probe_headroom`): probes in proportion to the stake;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7

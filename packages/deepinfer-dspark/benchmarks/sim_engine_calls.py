@@ -85,8 +85,8 @@ from deepinfer_dspark.flush_costs import FlushCosts  # noqa: E402
 from deepinfer_dspark.frontier import Frontier  # noqa: E402
 from deepinfer_dspark.full_acceptance import FullAcceptance  # noqa: E402
 from deepinfer_dspark.lookup_assist import LookupAssist  # noqa: E402
-from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
 from deepinfer_dspark.probe_headroom import check_headroom  # noqa: E402
+from deepinfer_dspark.round_costs import H200_ROUND_COSTS  # noqa: E402
 from deepinfer_dspark.proposers import DSparkProposer  # noqa: E402
 from deepinfer_dspark.sps import SPSProfile  # noqa: E402
 

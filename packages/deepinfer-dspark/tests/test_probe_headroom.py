@@ -29,6 +29,7 @@ def test_the_scale_is_the_headroom_over_h_clamped() -> None:
     for low in (1.0, 0.6, 1.01, -3.0, math.nan, -math.inf):
         assert headroom_scale(low, 0.5) == MIN_HEADROOM_SCALE
     assert headroom_scale(math.inf, 0.5) == 1.0
+    assert MIN_HEADROOM_SCALE == 1 / 16   # (the longest stretch a pause gets: 16x)
 
 
 def test_bad_headrooms_name_the_key() -> None:

@@ -4,7 +4,7 @@
 
 The decisions of `DSparkProposer` that judge a load rather than run a round. A mixin: it reads
 the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch`,
-`flush_costs` and `decline_features`, and updates its `pauses`, `pending` (cleared when features are declined)
+`flush_costs`, `decline_features` and `_bound_gain` (`BoundPauses`, with `probe_headroom`), and updates its `pauses`, `pending` (cleared when features are declined)
 and the bookkeeping sets `_ruled_out` and `_ledger_ruled` (`ledger_decline` is turned off by `FeatureKeeping`):
 
 - `cannot_pay` and `expected_loss`: drafting ruled out at a load outright (the profiles; the
@@ -333,7 +333,7 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
 
     def _young_pause(self, ledger, batch: int, gain: float) -> int:
         """The pause after a young loss (`ledger` not settled): the round's own loss at the probes'
-        share, no overhead; at `probe_headroom`'s share with it (a young bucket counts no repeats)."""
+        share, no overhead; with `probe_headroom` at `_repeat_share` (the floor's halving too, if set)."""
         share = self._repeat_share(ledger, batch) if self.probe_headroom is not None else None
         return self.costs.probe_pause(batch, gain, 0.0, share=share)
 
