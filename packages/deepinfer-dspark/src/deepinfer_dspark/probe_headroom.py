@@ -7,9 +7,10 @@ could gain there if the load turned: a probe is bought as an option on that gain
 best round gains little (`BoundPauses._bound_gain`: a full round with the measured acceptance's
 upper bound, over plain decoding), the option is worth little, and a fixed share spends more on it
 than it can return. On an H100 at 8 requests (session 81's eleven traced processes) the default's
-probes lost 7-11 plain steps a drafted run with their transitions, where the bound read 1.0-1.4 (1.14-1.18 in
-one process); at 2 requests, where drafting won 1.15x, it read 0.98-1.87 (about 1.0-1.1 in four processes: so
-the scale also lengthens pauses there, which a GPU must weigh). With `probe_headroom` h the share becomes `probe_share` times
+probes lost 7-11 plain steps a drafted run with their transitions, where the bound read 1.0-1.4
+(1.14-1.18 in one process); at 2 requests, where drafting won 1.15x, it read 0.98-1.87 (about
+1.0-1.1 in four processes: so the scale also lengthens pauses there, which a GPU must weigh).
+With `probe_headroom` h the share becomes `probe_share` times
 min(1, max(`MIN_HEADROOM_SCALE`, (bound - 1) / h)), so the pause after a loss grows as the
 headroom shrinks (an explore-in-proportion-to-the-stake rule, as a bandit's exploration bonus
 shrinks with the arms' gap). Device-free.
