@@ -5,7 +5,8 @@
 The decisions of `DSparkProposer` that judge a load rather than run a round. A mixin: it reads
 the proposer's `costs`, `acceptance`, `verify_rates`, `decode`, `num_tokens`, `max_batch`,
 `flush_costs`, `decline_features` and `_bound_gain` (`BoundPauses`, with `probe_headroom`), and updates
-its `pauses`, `pending` (cleared when features are declined) sets `_ruled_out` and `_ledger_ruled` (`ledger_decline` is turned off by `FeatureKeeping`):
+its `pauses`, `pending` (cleared when features are declined) and the bookkeeping sets `_ruled_out`
+and `_ledger_ruled` (`ledger_decline` is turned off by `FeatureKeeping`):
 
 - `cannot_pay` and `expected_loss`: drafting ruled out at a load outright (the profiles; the
   measured acceptance's upper bound);
