@@ -7,6 +7,9 @@
 # process's two pooled lines. Pool them here with `paired_pool.py OUT/bench_batch.log ... --by-log` as in cmd.sh.
 # Session 81: out-h100-s81-a..k are `CONC="2 8" CAND=confidence-frontier` (three calls, N=3/4/4, 106-147 s a
 # process); a call returns at most eight files, so at most four processes a call.
+# Session 82 (H200): out-h200-s82-a..f are `CAND=confidence-headroom`: `N=4 TMO_FIRST=165 TMO=140 CONC="2 8"` ran past
+# the call's 600 s (a process at both concurrencies needs more than 165 s on the H200: a-c ran 2 requests, b also 8),
+# then `N=3 TMO_FIRST=150 TMO=145 CONC=8` (d-f, 115-119 s a process).
 D=benchmarks/results/h200-2026-12-06/run34
 for i in $(seq 1 ${N:-3}); do
   [ "$i" = 1 ] && T=${TMO_FIRST:-160} || T=${TMO:-150}
