@@ -62,6 +62,8 @@
   drafted rounds moved the least advanced request over the mean request (`judge_frontier`, `Frontier`);
 - `confidence-headroom` (by name only, session 82): every pause a loss sets above `bound_only` is priced at the
   probes' share times (bound gain - 1) / 0.5 clamped to [1/16, 1] (`probe_headroom`): probes in proportion to the stake;
+  the default since session 83, so from then on the same engine as `confidence`;
+- `confidence-no-headroom` (by name only, session 83): `probe_headroom` 0, the default until session 82;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7
@@ -100,7 +102,8 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-probe-transition", "confidence-run-noise",
          "confidence-rescale", "confidence-share-floor",
          "confidence-search-quarter", "confidence-probe16",
-         "confidence-lease32", "confidence-frontier", "confidence-headroom")   # and fixed-K, ngram-K, ngram-aware-K
+         "confidence-lease32", "confidence-frontier", "confidence-headroom",
+         "confidence-no-headroom")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
 SUFFIXES = (MIXED, THAWED)
@@ -214,7 +217,7 @@ BY_NAME_ONLY = ("none-again", "confidence-k1", "confidence-k7", "confidence-dire
                 "confidence-probe-share", "confidence-age8k", "confidence-young-runs", "confidence-young-share",
                 "confidence-probe-transition", "confidence-run-noise", "confidence-rescale", "confidence-share-floor",
                 "confidence-search-quarter", "confidence-probe16", "confidence-resume-bound",
-                "confidence-lease32", "confidence-frontier", "confidence-headroom")
+                "confidence-lease32", "confidence-frontier", "confidence-headroom", "confidence-no-headroom")
 
 
 def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=None) -> dict:
@@ -316,6 +319,8 @@ def variant_configs(drafter: str, fixed: list[int], spec_sps, decode, spec_k1=No
     variants["confidence-frontier"] = {**variants["confidence"], "judge_frontier": True}
     # ... and the probes' share scaled by the bounds' headroom over plain decoding (session 82).
     variants["confidence-headroom"] = {**variants["confidence"], "probe_headroom": 0.5}
+    # ... and without it (0: off), as the default was until session 83.
+    variants["confidence-no-headroom"] = {**variants["confidence"], "probe_headroom": 0}
     # ... and its rounds timed up to bound_only requests too (`bound_only_untimed` False: until session 53).
     variants["confidence-timed1"] = {**variants["confidence"], "bound_only_untimed": False}
     # ... and with a reply's opening judged with the rest of it (`opening_tokens` 0: sessions 8-18).

@@ -92,7 +92,8 @@ def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace
                              "down to this")
     parser.add_argument("--probe-headroom", type=float, default=None, metavar="H",
                         help="speculative_config.probe_headroom: the probes' share scaled by the bounds' gain over "
-                             "plain decoding, (gain - 1) / H clamped to [1/16, 1] (session 82's candidate)")
+                             "plain decoding, (gain - 1) / H clamped to [1/16, 1] (session 82's candidate; the "
+                             "engine's default 0.5 since session 83, off here unless given)")
     parser.add_argument("--probe-transition", action="store_true",
                         help="speculative_config.probe_transition: a timed probe's overhead counts its transition")
     parser.add_argument("--opening-runs", action="store_true",

@@ -11,7 +11,7 @@ import math
 import pytest
 
 from deepinfer_dspark.draft_costs import LONGEST_PROBE_PAUSE, PROBE_SHARE
-from deepinfer_dspark.factories import dspark_factory
+from deepinfer_dspark.factories import HEADROOM_DEFAULT, dspark_factory
 from deepinfer_dspark.pause_policy import SETTLED_ROUNDS
 from deepinfer_dspark.probe_headroom import MIN_HEADROOM_SCALE, check_headroom, headroom_scale
 from deepinfer_dspark.proposers import DSparkProposer
@@ -116,19 +116,39 @@ def test_with_the_share_floor_the_two_multiply(fake_runner) -> None:
 
 def test_the_factory_key(tmp_path) -> None:
     base = {"model": str(tmp_path), "scheduling": "confidence", "sps_profile": NARROW, "decode_profile": DECODE}
-    assert dspark_factory.validate(base)["probe_headroom"] is None
-    assert dspark_factory.validate({**base, "probe_headroom": 0.5})["probe_headroom"] == 0.5
-    for bad in (0, -1, math.nan, True, "0.5"):
+    assert dspark_factory.validate(base)["probe_headroom"] == HEADROOM_DEFAULT == 0.5   # (session 83's default)
+    assert dspark_factory.validate({**base, "probe_headroom": None})["probe_headroom"] == HEADROOM_DEFAULT
+    assert dspark_factory.validate({**base, "probe_headroom": 0.25})["probe_headroom"] == 0.25
+    assert dspark_factory.validate({**base, "probe_headroom": 0})["probe_headroom"] is None   # (off)
+    assert dspark_factory.validate({**base, "probe_headroom": 0.0})["probe_headroom"] is None
+    no_decode = {k: v for k, v in base.items() if k != "decode_profile"}
+    assert dspark_factory.validate(no_decode)["probe_headroom"] is None   # (nothing to price it with)
+    for bad in (-1, -0.5, math.nan, math.inf, True, False, "0.5"):
         with pytest.raises(ValueError, match=r"^speculative_config.probe_headroom: must be a finite number > 0"):
             dspark_factory.validate({**base, "probe_headroom": bad})
     with pytest.raises(ValueError, match="^speculative_config.probe_headroom: prices .*decode_profile"):
-        dspark_factory.validate({k: v for k, v in base.items() if k != "decode_profile"} | {"probe_headroom": 0.5})
+        dspark_factory.validate(no_decode | {"probe_headroom": 0.5})
     with pytest.raises(ValueError, match="^speculative_config.probe_headroom: only used with scheduling"):
         dspark_factory.validate({"model": str(tmp_path), "scheduling": "fixed", "probe_headroom": 0.5})
+
+
+def test_the_bench_variants_with_and_without_it(folders, kit, benchmark_script) -> None:
+    """`confidence-headroom` asks for the default's 0.5, `confidence-no-headroom` turns it off
+    (0): the engine the default was until session 83."""
+    target, drafter = folders
+    spec = kit.confidence_spec(drafter)
+    variants = benchmark_script("bench_variants")
+    configs = variants.variant_configs(str(drafter), [4], spec["sps_profile"], spec["decode_profile"])
+    assert configs["confidence-headroom"] == {**configs["confidence"], "probe_headroom": 0.5}
+    assert configs["confidence-no-headroom"] == {**configs["confidence"], "probe_headroom": 0}
+    assert {"confidence-headroom", "confidence-no-headroom"} <= set(variants.NAMED) & set(variants.BY_NAME_ONLY)
+    assert kit.dspark_proposer(target, configs["confidence-no-headroom"]).probe_headroom is None
 
 
 def test_the_engine_passes_the_headroom_to_the_pause_policy(folders, kit) -> None:
     target, drafter = folders
     spec = kit.confidence_spec(drafter)
-    assert kit.dspark_proposer(target, spec).probe_headroom is None
-    assert kit.dspark_proposer(target, {**spec, "probe_headroom": 0.5}).probe_headroom == 0.5
+    assert "decode_profile" in spec   # (the default applies only with one)
+    assert kit.dspark_proposer(target, spec).probe_headroom == HEADROOM_DEFAULT
+    assert kit.dspark_proposer(target, {**spec, "probe_headroom": 0.25}).probe_headroom == 0.25
+    assert kit.dspark_proposer(target, {**spec, "probe_headroom": 0}).probe_headroom is None

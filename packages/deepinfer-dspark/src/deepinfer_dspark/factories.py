@@ -149,9 +149,10 @@ build the proposers of `deepinfer_dspark.proposers` from an engine's `speculativ
           a resumption over a 32-round run, `PausePolicy.resume_bound`; needs decode_profile; session
           77's candidate: in the simulator 0.964 -> 0.978 at 8 requests and p 0.75 on an H100's profiles,
           1.017 -> 0.995 at 2 requests and p 0.76 on an H200's),
-          probe_headroom (None; h > 0: above bound_only requests every pause after a loss is priced at the
-          probes' share times min(1, (bound gain - 1) / h), at least 1/16, `probe_headroom.py`; needs
-          decode_profile; session 82's candidate, 0.5),
+          probe_headroom (0.5, `HEADROOM_DEFAULT`, where decode_profile is set; h > 0: above bound_only
+          requests every pause after a loss is priced at the probes' share times min(1, (bound gain -
+          1) / h), at least 1/16, `probe_headroom.py`; 0: off, the whole probe_share at every load;
+          session 82's candidate, the default since session 83),
           acceptance_age_rounds (2048, `full_acceptance.AGE_ROUNDS`: engine rounds over which the
           measured acceptance's weight falls by e, `FullAcceptance.age_rounds`; an int >= 1. The
           bound `expected_loss` reads widens as its evidence fades, so a load ruled out is drafted
@@ -372,6 +373,8 @@ UNTIMED_DEFAULT = True   # `bound_only_untimed` (H100s, session 52: the untimed 
 PRE_FLUSH_DEFAULT = True   # `pre_flush` (H100, session 62: a resumption 10.6 -> 9.0 ms at 8 requests; 1.009
 # (0.979-1.034) of the engine without it there over four processes)
 OVERLAP_DEFAULT = True   # `overlap_bookkeeping` (H200, session 46: +4.3 points at 1 request over six processes)
+HEADROOM_DEFAULT = 0.5   # `probe_headroom` (H100 and H200, sessions 82-83: at 8 requests 1.009 (0.986-1.032) of the
+# engine without it over 12 processes, 9 above 1; at 2 requests 1.004 (0.987-1.021) over 11; inert at 1 request)
 YOUNG_RUNS_DEFAULT = True   # `young_runs` (H100, session 67: at 8 requests 1.016 (1.000-1.033) of the engine without
 # it, 4 of 4 processes above; 1.002 (0.975-1.029) of plain decoding run again over 9 processes)
 
@@ -398,6 +401,12 @@ def _prepare(runner: DSparkDraftRunner, model_info: dict, k: int) -> None:
 
 
 def _headroom(spec_config: dict) -> float | None:
-    """`probe_headroom` (absent or None: None, off): a finite number > 0 (`check_headroom`)."""
+    """`probe_headroom`: absent or None: `HEADROOM_DEFAULT` where decode_profile is set (None
+    without it: there is no bound to price); 0: None (off); else a finite number > 0
+    (`check_headroom`, which names the key)."""
     value = spec_config.get("probe_headroom")
-    return None if value is None else check_headroom(value)
+    if value is None:
+        return HEADROOM_DEFAULT if spec_config.get("decode_profile") is not None else None
+    if value == 0 and not isinstance(value, bool):
+        return None
+    return check_headroom(value)

@@ -110,9 +110,10 @@ class PausePolicy(FeatureKeeping, StragglerJudgement):
             (`_resumed_share`). Session 76's simulator put the default's loss at 8 requests in the
             resumptions (capture, sync, flush), not in the rounds. False: as until session 77
             (`speculative_config.resume_bound`).
-        probe_headroom: None (the default) or h > 0: above `bound_only` requests, every pause a loss
-            sets is priced at the probes' share times `headroom_scale` of the bounds' gain there
-            (`probe_headroom.py`; session 82's candidate, 0.5; `speculative_config.probe_headroom`).
+        probe_headroom: None (off, this class's default) or h > 0: above `bound_only` requests, every
+            pause a loss sets is priced at the probes' share times `headroom_scale` of the bounds' gain
+            there (`probe_headroom.py`; session 82's candidate; `speculative_config.probe_headroom`,
+            whose factory default is 0.5 since session 83).
     """
 
     settled_requests: int = 0

@@ -25,10 +25,12 @@ MIN_HEADROOM_SCALE = 1.0 / 16.0   # the longest stretch: a pause 16x the share's
 
 def check_headroom(value: float) -> float:
     """`value` as a float if it is a finite number > 0 (a gain over plain decoding, e.g. 0.5 for
-    1.5x), else ValueError naming `speculative_config.probe_headroom`."""
+    1.5x), else ValueError naming `speculative_config.probe_headroom` (the factory reads 0 as off
+    before it calls this)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ValueError("speculative_config.probe_headroom: must be a finite number > 0 (the bounds' gain over "
-                         f"plain decoding at which probes get the whole probe_share, e.g. 0.5), got {value!r}")
+                         f"plain decoding at which probes get the whole probe_share, e.g. 0.5) or 0 (off), "
+                         f"got {value!r}")
     return float(value)
 
 
