@@ -10,6 +10,8 @@
 # Session 82 (H200): out-h200-s82-a..f are `CAND=confidence-headroom`: `N=4 TMO_FIRST=165 TMO=140 CONC="2 8"` ran past
 # the call's 600 s (a process at both concurrencies needs more than 165 s on the H200: a-c ran 2 requests, b also 8),
 # then `N=3 TMO_FIRST=150 TMO=145 CONC=8` (d-f, 115-119 s a process).
+# Session 83 (H100): out-h100-s83-a..h are `N=4 CONC="2 8" EVERY=9 CAND=confidence-headroom` (two calls, TMO_FIRST=165
+# TMO=138, then 135/135; 110-162 s a process): EVERY=9 traces rounds 0 and 9 (prompt set 9), pool with --drop-every 9.
 D=benchmarks/results/h200-2026-12-06/run34
 for i in $(seq 1 ${N:-3}); do
   [ "$i" = 1 ] && T=${TMO_FIRST:-160} || T=${TMO:-150}
