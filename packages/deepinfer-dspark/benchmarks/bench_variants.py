@@ -63,7 +63,7 @@
 - `confidence-headroom` (by name only, session 82): every pause a loss sets above `bound_only` is priced at the
   probes' share times (bound gain - 1) / 0.5 clamped to [1/16, 1] (`probe_headroom`): probes in proportion to the stake;
   the default since session 83, so from then on the same engine as `confidence`;
-- `confidence-no-headroom` (by name only, session 83): `probe_headroom` 0, the default until session 82;
+- `confidence-no-headroom` (by name only, session 83): `probe_headroom` 0, the default through session 82;
 - `confidence-k1` (by name only): the same with the profile of rounds verifying 1 draft per
   request too (--spec-sps-k1; `sps_profile_k1`), as `confidence` was in sessions 12-15. That
   profile is measured in an engine of k = 1, whose verification is shorter than a k = 7

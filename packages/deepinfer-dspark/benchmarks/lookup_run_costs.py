@@ -15,7 +15,8 @@ units of the same call's median plain step at the run's first running count (ste
 excluded; that median stands for the decode profile, which is flat to ~10% from 1 to 8 rows on
 both GPUs), and prints, per running count: the runs, their median measured extra steps (the run
 and the step after, less one plain step each), and `RoundCosts`' price for the same run (`round`
-for its first round and `round(in_run)` for the others, less `saving`: what `pays` charges). A
+for its first round and `round(in_run)` for the others, less `saving`: the overhead `pays` charges
+beside the decode profile read at the batch plus the drafts, ~1.0 on these flat profiles). A
 measured extra above the price says lookup rounds there are dearer than `pays` believes.
 
 Usage (repository root):
@@ -52,14 +53,16 @@ def read_calls(path: Path) -> dict[tuple, list[dict]]:
 
 
 def lookup_runs(rows: list[dict]) -> list[tuple[int, int]]:
-    """(first index, length) of each run of consecutive `lookup` steps that a step follows."""
+    """(first index, length) of each run of consecutive `lookup` steps between two plain steps
+    (or the call's start and a plain step): a run after a DSpark round, which `pays` prices as
+    extending a run, or before one, whose step is no plain step, is left out."""
     runs, i = [], 0
     while i < len(rows):
         if rows[i]["kind"] == "lookup":
             j = i
             while j < len(rows) and rows[j]["kind"] == "lookup":
                 j += 1
-            if j < len(rows):
+            if j < len(rows) and rows[j]["kind"] == "plain" and (i == 0 or rows[i - 1]["kind"] == "plain"):
                 runs.append((i, j - i))
             i = j
         else:
@@ -84,7 +87,8 @@ def priced_extra(costs: RoundCosts, batch: int, length: int) -> float:
 
 
 def measured(calls: dict[tuple, list[dict]], concurrency: set[int] | None) -> dict[int, list[tuple]]:
-    """Running count -> (measured extra steps, run length, drafts verified) of each run."""
+    """Running count -> (measured extra steps, run length, drafts verified) of each run; a run at a
+    running count without plain steps in its call is measured in the median over the call's counts."""
     out: dict[int, list[tuple]] = defaultdict(list)
     for (_, conc, _), rows in calls.items():
         if concurrency and conc not in concurrency:

@@ -36,10 +36,18 @@ def test_a_run_and_the_step_after_it_less_one_plain_step_each(tmp_path, benchmar
     rows = calls[("e", 8, 9)]
     assert [r["step"] for r in rows] == list(range(7))
     assert costs.lookup_runs(rows) == [(2, 2)]
+    dspark = [step("f", 0, 4, "plain", 1.0), step("f", 1, 4, "drafted", 4.0), step("f", 2, 4, "lookup", 3.0),
+              step("f", 3, 4, "plain", 1.0), step("f", 4, 4, "lookup", 3.0), step("f", 5, 4, "drafted", 4.0),
+              step("f", 6, 4, "plain", 1.0), step("f", 7, 4, "lookup", 3.0), step("f", 8, 4, "plain", 1.0)]
+    assert costs.lookup_runs(dspark) == [(7, 1)]   # (after a DSpark round, or before one: left out)
     assert costs.plain_medians(rows, costs.lookup_runs(rows)) == {4: 1.25}   # (the step after the run left out)
     [(extra, length, verified)] = costs.measured(calls, None)[4]
     assert extra == pytest.approx((3.75 + 2.5 + 2.5) / 1.25 - 3) and (length, verified) == (2, 28)
     assert costs.measured(calls, {2}) == {}
+    lone = [step("g", 0, 3, "plain", 1.0), step("g", 1, 3, "plain", 3.0), step("g", 2, 2, "lookup", 4.0),
+            step("g", 3, 2, "plain", 4.0)]   # (no plain step at 2 running but the one after the run)
+    [(extra, _, _)] = costs.measured({("g", 8, 0): lone}, None)[2]
+    assert extra == pytest.approx((4.0 + 4.0) / 2.0 - 2)   # (in the median over the call's counts, 2.0 ms)
     price = RoundCosts()
     assert costs.priced_extra(price, 4, 2) == pytest.approx(price.priced(4, False) + price.priced(4, True))
 

@@ -407,6 +407,6 @@ def _headroom(spec_config: dict) -> float | None:
     value = spec_config.get("probe_headroom")
     if value is None:
         return HEADROOM_DEFAULT if spec_config.get("decode_profile") is not None else None
-    if value == 0 and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
         return None
     return check_headroom(value)
