@@ -1,3 +1,7 @@
+# Session 84 (no device): `SUF=+packed` gives every engine `packed_decode_inputs` (bench_variants' `+packed`: a
+# graph-replayed decode step's inputs in one copy; core's `executor/decode_inputs.py`), e.g. `SUF=+packed N=4 CONC=8
+# EVERY=12 CAND=confidence-no-headroom WARM=4 SETS=12 bash multi.sh`; pool with the suffixed names
+# (`--engine confidence+packed --against none-again+packed`). Empty (the default) runs as before.
 # Session 78 on an H100 (the bundle, first start granted): four calls of `N=4 TMO_FIRST=170 TMO=150
 # CAND="confidence-resume-bound confidence-rounds-hurdle" WARM=4 CONC=8 SETS=12 bash multi.sh` (TMO_FIRST=150 after
 # the first; 90-125 s a process, none over its limit; out-h100-s78-a..p): `resume_bound` 0.997 (0.977-1.019) of the
@@ -98,14 +102,14 @@ PH=""; [ "${PHASES:-0}" = 1 ] && PH="--step-log-phases"   # session 73: each tra
 export OMP_NUM_THREADS=2; W=~/o34; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency ${CONC:-1 8} --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 --sps-warmup 3 \
-  --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none confidence ${CAND:-confidence-rounds-hurdle} none-again \
+  --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none$SUF confidence$SUF $(for C in ${CAND:-confidence-rounds-hurdle}; do echo -n "$C$SUF "; done)none-again$SUF \
   --interleave ${SETS:-8} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every ${EVERY:-2} --step-log-ledger $PH \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out
-python3 $B/paired_pool.py $W/out/bench_batch.log --against none-again --drop-every ${EVERY:-2} --split-drafted | grep -v "| none |"
+python3 $B/paired_pool.py $W/out/bench_batch.log --engine confidence$SUF --against none-again$SUF --drop-every ${EVERY:-2} --split-drafted | grep -v "| none$SUF |"
 for C in ${CAND:-confidence-rounds-hurdle}; do   # (session 74: one line per candidate; two names broke the pooling)
-  python3 $B/paired_pool.py $W/out/bench_batch.log --engine $C --against confidence --drop-every ${EVERY:-2} | tail -3
+  python3 $B/paired_pool.py $W/out/bench_batch.log --engine $C$SUF --against confidence$SUF --drop-every ${EVERY:-2} | tail -3
 done
 grep -E "^[0-9]+ " $W/out/bench_batch.log | sed -E "s/'runs': [0-9]+, //; s/draft graphs.*//" | cut -c1-300
 grep -E "rror|Trace" $W/out/bench_batch.log | tail -5

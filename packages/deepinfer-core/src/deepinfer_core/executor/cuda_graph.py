@@ -17,10 +17,14 @@ import contextlib
 import gc
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import torch
 
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
-from deepinfer_core.executor.batch import StepInputs
+from deepinfer_core.executor.batch import ScheduledChunk, StepInputs
+from deepinfer_core.executor.decode_inputs import DecodeLayout, DecodeStage, pack_decode
+
+_TORCH_DTYPES = {np.int64: torch.int64, np.int32: torch.int32}
 
 
 def capture_sizes(max_num_seqs: int) -> list[int]:
@@ -66,7 +70,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 class DecodeBuffers:
-    """Static decode inputs `[max_batch]` / `[max_batch, width]` that the graphs read.
+    """Static decode inputs `[max_batch]` / `[max_batch, width]` that the graphs read: views of
+    one byte buffer laid out by `decode_inputs.DecodeLayout`, so that `upload` fills them all
+    with one host-to-device copy.
 
     Args:
         max_batch: rows (the largest captured size).
@@ -82,12 +88,19 @@ class DecodeBuffers:
 
     def __init__(self, max_batch: int, width: int, device: torch.device | str) -> None:
         self.max_batch, self.width = max_batch, width
-        self.input_ids = torch.zeros(max_batch, dtype=torch.int64, device=device)
-        self.positions = torch.zeros(max_batch, dtype=torch.int64, device=device)
-        self.slot_mapping = torch.full((max_batch,), -1, dtype=torch.int64, device=device)
-        self.block_tables = torch.zeros((max_batch, width), dtype=torch.int32, device=device)
-        self.seq_lens = torch.ones(max_batch, dtype=torch.int32, device=device)
-        self.cu_seqlens_q = torch.arange(max_batch + 1, dtype=torch.int32, device=device)
+        self.layout = DecodeLayout(max_batch, width)
+        self.stage = DecodeStage(self.layout)
+        self.flat = torch.from_numpy(self.stage.buffer.copy()).to(device)   # the stage's start values (a copy)
+        views = {}
+        for name, (offset, dtype, count) in self.layout.offsets.items():
+            itemsize = np.dtype(dtype).itemsize
+            views[name] = self.flat[offset:offset + count * itemsize].view(_TORCH_DTYPES[dtype])
+        self.ids_all, self.fill_index, self.fill_rows = views["input_ids"], views["fill_index"], views["fill_rows"]
+        self.input_ids = self.ids_all[:max_batch]
+        self.positions, self.slot_mapping = views["positions"], views["slot_mapping"]
+        self.seq_lens, self.cu_seqlens_q = views["seq_lens"], views["cu_seqlens_q"]
+        self.block_tables = views["block_tables"].view(max_batch, width)
+        self._prefix: dict[int, torch.Tensor] = {}   # size -> the device bytes `upload` copies
 
     def meta(self, size: int) -> AttentionMetadata:
         """Decode metadata over the first `size` rows (views of the static buffers)."""
@@ -120,6 +133,38 @@ class DecodeBuffers:
             self.slot_mapping[batch:size].fill_(-1)
             self.seq_lens[batch:size].fill_(1)
             self.block_tables[batch:size].zero_()
+
+    def upload(self, chunks: list[ScheduledChunk], size: int, block_size: int, num_blocks: int, tables,
+               fill_from: torch.Tensor | None = None) -> None:
+        """`load` for decode chunks without `prepare_inputs`: the step is packed on the host
+        (`decode_inputs.pack_decode`: the same rows and padding, `tables` synced), copied to the
+        device in one copy through pinned memory, and the placeholder ids (`fill_row`) gathered
+        from `fill_from` on the device: five torch calls in all, where `prepare_inputs`, the fill
+        and `load` make ~40 (see `decode_inputs`).
+
+        Args:
+            chunks: one token each, every chunk sampled, each with a `request_id`; at most `size`.
+            size: the captured batch size to fill (rows past the chunks are padding).
+            block_size, num_blocks, tables: as `prepare_inputs` takes them.
+            fill_from: `[R]` int64 sampled ids of the previous step, on this device.
+
+        Raises:
+            ValueError: as `prepare_inputs` and `pack_decode` (named fields).
+        """
+        if len(chunks) > size or size > self.max_batch:
+            raise ValueError(f"step: batch {len(chunks)} does not fit size {size} of {self.max_batch}")
+        filled = pack_decode(chunks, self.stage, size, block_size, num_blocks, tables,
+                             None if fill_from is None else fill_from.shape[0])
+        target = self._prefix.get(size)
+        if target is None:
+            target = self._prefix[size] = self.flat[:self.layout.prefix(size)]
+        source = torch.from_numpy(self.stage.buffer[:self.layout.prefix(size)])
+        if target.device.type == "cuda":   # pinned: the copy never waits for queued kernels
+            target.copy_(source.pin_memory(), non_blocking=True)
+        else:
+            target.copy_(source)
+        if filled:
+            self.ids_all.index_copy_(0, self.fill_index, fill_from.index_select(0, self.fill_rows))
 
 
 StepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata], "torch.Tensor | tuple[torch.Tensor, ...]"]
@@ -174,6 +219,26 @@ class DecodeGraphs:
         if size is None:
             raise ValueError(f"step: batch {batch} exceeds the largest captured size {self.sizes[-1]}")
         self.buffers.load(step, size)
+        return self._replay(size, batch)
+
+    def run_chunks(self, chunks: list[ScheduledChunk], block_size: int, num_blocks: int, tables,
+                   fill_from: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """`run` for decode chunks, their inputs packed on the host and uploaded in one copy
+        (`DecodeBuffers.upload`; the caller checks `fits` and that every chunk decodes one
+        sampled token and has a `request_id`). Same outputs as `run` on `prepare_inputs`' step.
+
+        Raises:
+            ValueError: as `DecodeBuffers.upload`, or more chunks than the largest size.
+        """
+        batch = len(chunks)
+        size = pick_size(self.sizes, batch)
+        if size is None:
+            raise ValueError(f"step: batch {batch} exceeds the largest captured size {self.sizes[-1]}")
+        self.buffers.upload(chunks, size, block_size, num_blocks, tables, fill_from)
+        return self._replay(size, batch)
+
+    def _replay(self, size: int, batch: int) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """Replays the graph of `size` and returns its first `batch` output rows as fresh tensors."""
         self.graphs[size].replay()
         self.replays += 1
         out = self.outputs[size]

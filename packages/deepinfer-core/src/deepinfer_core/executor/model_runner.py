@@ -16,7 +16,8 @@ from deepinfer_core.config import EngineConfig, ModelConfig
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.block_tables import PersistentBlockTables
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
-from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes
+from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes, pick_size
+from deepinfer_core.executor.decode_inputs import MAX_UPLOAD
 from deepinfer_core.executor.mixed_graph import MixedGraphs, capture_or_eager, mixed_sizes
 from deepinfer_core.executor.verify_graph import VerifyGraphs
 from deepinfer_core.layers.batch_invariant import set_batch_invariant
@@ -173,6 +174,29 @@ class ModelRunner:
             return self.model(input_ids, positions, self.kv_caches, meta, self.aux_layers)
         return self.model(input_ids, positions, self.kv_caches, meta)
 
+    def _packed_graphs(self, chunks: list[ScheduledChunk], features: bool) -> DecodeGraphs | None:
+        """The decode graphs that replay this step with `DecodeGraphs.run_chunks`, or None for the
+        general path (`EngineConfig.packed_decode_inputs` off, no graphs, persistent block tables off,
+        or a chunk that is not one sampled token of a known request within the graphs' width): the
+        feature-free graphs when `features` is False and they exist, as `execute_model` picks. A
+        step whose padded rows would upload more than `decode_inputs.MAX_UPLOAD` bytes takes the
+        general path too."""
+        graphs = self.graphs
+        if (graphs is None or not self.engine_config.packed_decode_inputs or self.block_tables is None
+                or self.aux_layers != self._graph_aux_layers or len(chunks) > graphs.sizes[-1] or not chunks):
+            return None
+        size = pick_size(graphs.sizes, len(chunks))
+        if graphs.buffers.layout.prefix(size) > MAX_UPLOAD:
+            return None
+        width = graphs.buffers.width
+        for c in chunks:
+            if (len(c.token_ids) != 1 or not c.sample or c.prompt_logprobs or c.num_logits != 1
+                    or c.request_id is None or len(c.block_ids) > width):
+                return None
+        if not features and self.plain_graphs is not None:
+            return self.plain_graphs
+        return graphs
+
     def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
         return (self.graphs is not None and step.meta.is_decode_only and self.aux_layers == self._graph_aux_layers
                 and self.graphs.fits(len(chunks), step.meta.block_tables.shape[1])
@@ -201,6 +225,15 @@ class ModelRunner:
         """
         if not self.kv_caches:
             raise ValueError("kv_caches: call allocate_kv_cache() before execute_model()")
+        graphs = self._packed_graphs(chunks, features)
+        if graphs is not None:   # a graph-replayed decode step, its inputs uploaded in one copy
+            out = graphs.run_chunks(chunks, self.block_size, self.kv_caches[0][0].shape[0], self.block_tables,
+                                    fill_from)
+            if isinstance(out, tuple):
+                logits, aux = out
+                return ModelOutput(logits=logits, aux_hidden=aux if features else None,
+                                   cu_seqlens=list(range(len(chunks) + 1)))
+            return ModelOutput(logits=out)
         step = prepare_inputs(chunks, self.block_size, self.device, self.kv_caches[0][0].shape[0], self.block_tables)
         filled = [(step.cu_seqlens[i + 1] - 1, c.fill_row) for i, c in enumerate(chunks) if c.fill_row >= 0]
         if filled:
