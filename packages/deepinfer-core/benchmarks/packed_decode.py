@@ -12,10 +12,17 @@ prompts, and prints per concurrency: each engine's output tok/s (tokens actually
 rounds' summed wall time), the median over rounds of the paired ratio packed / general, and the
 median host microseconds of `execute_model` over decode steps that replayed a graph.
 
+`--inputs-only` times the input path alone, no model (runs on the CPU too): for decode steps of
+B requests (all placeholders, as under asynchronous scheduling), the general path (`prepare_inputs`,
+the fill, `DecodeBuffers.load`) against `DecodeBuffers.upload`, each on its own buffers: the torch
+calls one step makes (counted by a `TorchFunctionMode`: the calls Python dispatches to torch) and
+the median host microseconds of a step over `--rounds` x 100 steps.
+
 Usage (repository root; `--model` a checkpoint, default a SmolLM2-135M-shaped config with dummy
 weights; on the GPU machine after `source tools/gpu_env.sh`):
     python3 packages/deepinfer-core/benchmarks/packed_decode.py --model ~/.cache/deepinfer/models/X.gguf \
         --concurrency 1 8 32 64 --rounds 8
+    python3 packages/deepinfer-core/benchmarks/packed_decode.py --inputs-only --device cpu --concurrency 1 8 64
 """
 
 from __future__ import annotations
@@ -58,6 +65,66 @@ class LaunchTimes:
         return out
 
 
+def inputs_only(device: str, concurrency: list[int], rounds: int) -> None:
+    """`--inputs-only` (see the module docstring)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    from deepinfer_core.executor.batch import ScheduledChunk, prepare_inputs
+    from deepinfer_core.executor.block_tables import PersistentBlockTables
+    from deepinfer_core.executor.cuda_graph import DecodeBuffers, capture_sizes, pick_size
+
+    block, width, pool = 16, 64, 1 << 14
+
+    class Count(TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    def chunks(batch: int, step: int) -> list:
+        start = 20 + step % 100   # (8 blocks of 16 hold 128 tokens)
+        return [ScheduledChunk([-1], start, list(range(8 * i, 8 * i + 8)), True, fill_row=i, request_id=f"r{i}")
+                for i in range(batch)]
+
+    def general(buffers, step_chunks, size, tables, fill_from) -> None:
+        step = prepare_inputs(step_chunks, block, device, pool, tables)
+        rows = [c.fill_row for c in step_chunks]
+        step.input_ids[torch.tensor(range(len(rows))).to(device)] = fill_from[torch.tensor(rows).to(device)]
+        buffers.load(step, size)
+
+    def packed(buffers, step_chunks, size, tables, fill_from) -> None:
+        buffers.upload(step_chunks, size, block, pool, tables, fill_from)
+
+    sizes = capture_sizes(max(concurrency))
+    print(f"device {device}: host us a decode step's inputs (median), torch calls a step")
+    print("| requests | general us | packed us | general calls | packed calls |")
+    print("|---:|---:|---:|---:|---:|")
+    for batch in concurrency:
+        size = pick_size(sizes, batch)
+        cells = []
+        for fn in (general, packed):
+            buffers, tables = DecodeBuffers(sizes[-1], width, device), PersistentBlockTables(sizes[-1], width)
+            fill_from = torch.arange(batch, dtype=torch.int64, device=device)
+            counter, times = Count(), []
+            with torch.inference_mode():
+                fn(buffers, chunks(batch, 0), size, tables, fill_from)
+                with counter:
+                    fn(buffers, chunks(batch, 1), size, tables, fill_from)
+                for r in range(100 * rounds):
+                    step_chunks = chunks(batch, r)
+                    start = time.perf_counter()
+                    fn(buffers, step_chunks, size, tables, fill_from)
+                    times.append(time.perf_counter() - start)
+                if device != "cpu":
+                    torch.cuda.synchronize()
+            cells.append((1e6 * statistics.median(times), counter.calls))
+        print(f"| {batch} | {cells[0][0]:.1f} | {cells[1][0]:.1f} | {cells[0][1]} | {cells[1][1]} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help="checkpoint (default: SmolLM2-135M's shape, dummy weights)")
@@ -66,7 +133,14 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--first", choices=("packed", "general"), default="general", help="which engine is built first")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--inputs-only", action="store_true", help="time the input path alone (no model)")
     args = parser.parse_args()
+    if args.inputs_only:
+        import torch
+
+        inputs_only("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                    ("cpu" if args.device == "auto" else args.device), args.concurrency, max(args.rounds, 1))
+        return
     if args.rounds < 1 or args.max_tokens < 1 or min(args.concurrency) < 1:
         parser.error("--rounds, --max-tokens, --concurrency: must be >= 1")
     from deepinfer_core import LLM, SamplingParams
