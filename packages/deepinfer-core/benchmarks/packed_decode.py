@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: DeepInfer contributors
-"""`packed_decode_inputs` on against off: decode throughput and the forward's launch host time.
+"""`packed_graph_inputs` on against off: decode throughput and the forward's launch host time.
 
 On an H100 at 8 requests (SmolLM2-135M) a decode step was host-bound: ~1.2 ms a step, of which a
 median 0.83 ms in `ModelRunner.execute_model` (the `launch` phase of
 packages/deepinfer-dspark/benchmarks/step_phases.py; session 74), while the host waited ~0.01 ms
-for the device. `EngineConfig.packed_decode_inputs` uploads a graph-replayed decode step's inputs
-in one copy (`executor.decode_inputs`). This builds both engines in one process (`--first` says
+for the device. `EngineConfig.packed_graph_inputs` uploads a graph-replayed decode step's inputs
+in one copy (`executor.packed_inputs`). This builds both engines in one process (`--first` says
 which is built first), alternates their calls in rotated order over `--rounds` rounds of the same
 prompts, and prints per concurrency: each engine's output tok/s (tokens actually emitted, over the
 rounds' summed wall time), the median over rounds of the paired ratio packed / general, and the
@@ -16,13 +16,16 @@ median host microseconds of `execute_model` over decode steps that replayed a gr
 B requests (all placeholders, as under asynchronous scheduling), the general path (`prepare_inputs`,
 the fill, `DecodeBuffers.load`) against `DecodeBuffers.upload`, each on its own buffers: the torch
 calls one step makes (counted by a `TorchFunctionMode`: the calls Python dispatches to torch) and
-the median host microseconds of a step over `--rounds` x 100 steps.
+the median host microseconds of a step over `--rounds` x 100 steps; with `--query-len Q` > 1,
+verification steps of Q tokens a request (`prepare_inputs` + `VerifyBuffers.load` against
+`VerifyBuffers.upload`).
 
 Usage (repository root; `--model` a checkpoint, default a SmolLM2-135M-shaped config with dummy
 weights; on the GPU machine after `source tools/gpu_env.sh`):
     python3 packages/deepinfer-core/benchmarks/packed_decode.py --model ~/.cache/deepinfer/models/X.gguf \
         --concurrency 1 8 32 64 --rounds 8
-    python3 packages/deepinfer-core/benchmarks/packed_decode.py --inputs-only --device cpu --concurrency 1 8 64
+    python3 packages/deepinfer-core/benchmarks/packed_decode.py --inputs-only --device cpu --concurrency 1 8 64 \
+        [--query-len 8]
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ class LaunchTimes:
         return out
 
 
-def inputs_only(device: str, concurrency: list[int], rounds: int) -> None:
+def inputs_only(device: str, concurrency: list[int], rounds: int, query_len: int) -> None:
     """`--inputs-only` (see the module docstring)."""
     import torch
     from torch.overrides import TorchFunctionMode
@@ -73,8 +76,9 @@ def inputs_only(device: str, concurrency: list[int], rounds: int) -> None:
     from deepinfer_core.executor.batch import ScheduledChunk, prepare_inputs
     from deepinfer_core.executor.block_tables import PersistentBlockTables
     from deepinfer_core.executor.cuda_graph import DecodeBuffers, capture_sizes, pick_size
+    from deepinfer_core.executor.verify_graph import VerifyBuffers
 
-    block, width, pool = 16, 64, 1 << 14
+    block, width, pool, q = 16, 64, 1 << 14, query_len
 
     class Count(TorchFunctionMode):
         def __init__(self) -> None:
@@ -87,27 +91,39 @@ def inputs_only(device: str, concurrency: list[int], rounds: int) -> None:
 
     def chunks(batch: int, step: int) -> list:
         start = 20 + step % 100   # (8 blocks of 16 hold 128 tokens)
-        return [ScheduledChunk([-1], start, list(range(8 * i, 8 * i + 8)), True, fill_row=i, request_id=f"r{i}")
+        if q == 1:   # decode: every last token a placeholder, as under asynchronous scheduling
+            return [ScheduledChunk([-1], start, list(range(8 * i, 8 * i + 8)), True, fill_row=i, request_id=f"r{i}")
+                    for i in range(batch)]
+        return [ScheduledChunk([5] * q, start, list(range(8 * i, 8 * i + 8)), True, num_logits=q, request_id=f"r{i}")
                 for i in range(batch)]
 
     def general(buffers, step_chunks, size, tables, fill_from) -> None:
         step = prepare_inputs(step_chunks, block, device, pool, tables)
+        if q > 1:
+            buffers.load(step, size)
+            return
         rows = [c.fill_row for c in step_chunks]
         step.input_ids[torch.tensor(range(len(rows))).to(device)] = fill_from[torch.tensor(rows).to(device)]
         buffers.load(step, size)
 
     def packed(buffers, step_chunks, size, tables, fill_from) -> None:
-        buffers.upload(step_chunks, size, block, pool, tables, fill_from)
+        if q > 1:
+            buffers.upload(step_chunks, size, block, pool, tables)
+        else:
+            buffers.upload(step_chunks, size, block, pool, tables, fill_from)
 
     sizes = capture_sizes(max(concurrency))
-    print(f"device {device}: host us a decode step's inputs (median), torch calls a step")
+    kind = "decode" if q == 1 else f"verification (Q = {q})"
+    print(f"device {device}: host us a {kind} step's inputs (median), torch calls a step")
     print("| requests | general us | packed us | general calls | packed calls |")
     print("|---:|---:|---:|---:|---:|")
     for batch in concurrency:
         size = pick_size(sizes, batch)
         cells = []
         for fn in (general, packed):
-            buffers, tables = DecodeBuffers(sizes[-1], width, device), PersistentBlockTables(sizes[-1], width)
+            buffers = DecodeBuffers(sizes[-1], width, device) if q == 1 else \
+                VerifyBuffers(sizes[-1], q, width, block, device)
+            tables = PersistentBlockTables(sizes[-1], width)
             fill_from = torch.arange(batch, dtype=torch.int64, device=device)
             counter, times = Count(), []
             with torch.inference_mode():
@@ -134,12 +150,14 @@ def main() -> None:
     parser.add_argument("--first", choices=("packed", "general"), default="general", help="which engine is built first")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--inputs-only", action="store_true", help="time the input path alone (no model)")
+    parser.add_argument("--query-len", type=int, default=1, help="with --inputs-only: Q > 1 times verification steps")
     args = parser.parse_args()
     if args.inputs_only:
         import torch
 
         inputs_only("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                    ("cpu" if args.device == "auto" else args.device), args.concurrency, max(args.rounds, 1))
+                    ("cpu" if args.device == "auto" else args.device), args.concurrency, max(args.rounds, 1),
+                    max(args.query_len, 1))
         return
     if args.rounds < 1 or args.max_tokens < 1 or min(args.concurrency) < 1:
         parser.error("--rounds, --max-tokens, --concurrency: must be >= 1")
@@ -153,7 +171,7 @@ def main() -> None:
     common = dict(device=args.device, max_num_seqs=max(args.concurrency), max_model_len=1024,
                   kv_cache_memory=4 << 30, **kw)
     order = ["packed", "general"] if args.first == "packed" else ["general", "packed"]
-    llms = {name: LLM(model, packed_decode_inputs=name == "packed", **common) for name in order}
+    llms = {name: LLM(model, packed_graph_inputs=name == "packed", **common) for name in order}
     timers = {name: LaunchTimes(llm) for name, llm in llms.items()}
     vocab = llms["packed"].engine.vocab_size
     rng = random.Random(0)

@@ -106,7 +106,7 @@ NAMED = ("none", "none-again", "confidence", "confidence-k1", "confidence-k7", "
          "confidence-no-headroom")   # and fixed-K, ngram-K, ngram-aware-K
 MIXED = "+mixed"   # a variant name's suffix: that variant's engine with mixed-step CUDA graphs
 THAWED = "+thawed"   # ... that variant's engine with `freeze_heap` off (its calls meet the collector's full passes)
-PACKED = "+packed"   # ... with `packed_decode_inputs` (a graph-replayed decode step's inputs in one copy; session 84)
+PACKED = "+packed"   # ... with `packed_graph_inputs` (a graph-replayed decode step's inputs in one copy; session 84)
 SUFFIXES = (MIXED, THAWED, PACKED)
 
 
@@ -155,7 +155,7 @@ def variant_engine_kw(name: str, engine_kw: dict) -> dict:
     with `+mixed` (so one process pairs an engine with mixed-step graphs against one without) and
     `freeze_heap` off for one with `+thawed` (session 50: the same pairing for the frozen heap; the
     collector's thresholds are the process's, so a thawed engine beside frozen ones meets full
-    passes on another schedule than in a process of its own), and `packed_decode_inputs` on for one
+    passes on another schedule than in a process of its own), and `packed_graph_inputs` on for one
     with `+packed` (session 84)."""
     suffixes = _split(name)[1]
     kw = dict(engine_kw)
@@ -164,7 +164,7 @@ def variant_engine_kw(name: str, engine_kw: dict) -> dict:
     if THAWED in suffixes:
         kw["freeze_heap"] = False
     if PACKED in suffixes:
-        kw["packed_decode_inputs"] = True
+        kw["packed_graph_inputs"] = True
     return kw
 
 

@@ -107,7 +107,7 @@ def test_a_thawed_suffix_turns_the_frozen_heap_off_for_that_engine_only(benchmar
     assert bench.variant_engine_kw("none+thawed+mixed", base) == both
     assert bench.variant_engine_kw("none+mixed+thawed", base) == both
     assert bench.base_name("none+mixed+thawed") == "none" == bench.base_name("none+thawed+mixed")
-    assert bench.variant_engine_kw("confidence+packed", base) == {"dtype": "auto", "packed_decode_inputs": True}
+    assert bench.variant_engine_kw("confidence+packed", base) == {"dtype": "auto", "packed_graph_inputs": True}
     assert bench.base_name("none+packed+thawed") == "none"
     assert bench.chosen({"none": None, "confidence": {"k": 1}}, ["none", "confidence+thawed"]) == \
         {"none": None, "confidence+thawed": {"k": 1}}

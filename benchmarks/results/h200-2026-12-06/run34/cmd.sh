@@ -1,5 +1,5 @@
-# Session 84 (no device): `SUF=+packed` gives every engine `packed_decode_inputs` (bench_variants' `+packed`: a
-# graph-replayed decode step's inputs in one copy; core's `executor/decode_inputs.py`), e.g. `SUF=+packed N=4 CONC=8
+# Session 84 (no device): `SUF=+packed` gives every engine `packed_graph_inputs` (bench_variants' `+packed`: a
+# graph-replayed decode step's inputs in one copy; core's `executor/packed_inputs.py`), e.g. `SUF=+packed N=4 CONC=8
 # EVERY=12 CAND=confidence-no-headroom WARM=4 SETS=12 bash multi.sh`; pool with the suffixed names
 # (`--engine confidence+packed --against none-again+packed`). Empty (the default) runs as before.
 # Session 78 on an H100 (the bundle, first start granted): four calls of `N=4 TMO_FIRST=170 TMO=150

@@ -80,11 +80,11 @@ class EngineConfig:
             `engine.frozen_heap`). At 256 requests on a 2-core CPU a full pass walked ~228,000
             start-up objects (~100 ms; ~1.5 ms frozen; packages/deepinfer-core/BENCHMARKS.md).
             Off leaves the collector alone.
-        packed_decode_inputs: a decode step that replays a CUDA graph writes its inputs into a
-            host copy of the graphs' static buffers and uploads them in one copy
-            (`executor.decode_inputs`, `DecodeBuffers.upload`): ~5 torch calls a step for the
-            inputs instead of ~40, on hosts where each costs ~15-30 us. Off by default until
-            measured on a GPU (docs/gpu_plan.md); no effect without decode graphs.
+        packed_graph_inputs: a decode or verification step that replays a CUDA graph writes its
+            inputs into a host copy of the graphs' static buffers and uploads them in one copy
+            (`executor.packed_inputs`; `DecodeBuffers.upload`, `VerifyBuffers.upload`): ~5 torch
+            calls a step for the inputs instead of ~20-55, on hosts where each costs ~15-30 us.
+            Off by default until measured on a GPU (docs/gpu_plan.md); no effect without graphs.
         speculative_config: speculative decoding, e.g. `{"method": "ngram",
             "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group
             `deepinfer.proposers`), other keys go to it. None decodes without drafts.
@@ -108,7 +108,7 @@ class EngineConfig:
     speculative_config: dict | None = None
     async_scheduling: bool = True
     freeze_heap: bool = True
-    packed_decode_inputs: bool = False
+    packed_graph_inputs: bool = False
 
     def __post_init__(self) -> None:
         if self.model is not None and not isinstance(self.model, str):
@@ -134,7 +134,7 @@ class EngineConfig:
             raise ValueError(f"load_format: expected 'auto' or 'dummy', got {self.load_format!r}")
         _check_speculative(self.speculative_config)
         for name in ("enforce_eager", "mixed_cuda_graphs", "deterministic", "async_scheduling", "freeze_heap",
-                     "packed_decode_inputs"):
+                     "packed_graph_inputs"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

@@ -64,8 +64,8 @@ class LLM:
             work of the next (default on; see `EngineConfig.async_scheduling`).
         freeze_heap: keep the objects alive when a run starts out of the garbage collector's
             passes during it (default on; see `EngineConfig.freeze_heap`).
-        packed_decode_inputs: upload a graph-replayed decode step's inputs in one copy (off by
-            default until measured on a GPU; see `EngineConfig.packed_decode_inputs`).
+        packed_graph_inputs: upload a graph-replayed decode or verification step's inputs in one
+            copy (off by default until measured on a GPU; see `EngineConfig.packed_graph_inputs`).
 
     Unset (None) knobs keep `EngineConfig`'s defaults.
 
@@ -87,7 +87,7 @@ class LLM:
                  load_format: str = "auto", enforce_eager: bool = False, mixed_cuda_graphs: bool = True,
                  deterministic: bool = False,
                  speculative_config: dict | None = None, async_scheduling: bool = True,
-                 freeze_heap: bool = True, packed_decode_inputs: bool = False) -> None:
+                 freeze_heap: bool = True, packed_graph_inputs: bool = False) -> None:
         given = dict(tokenizer=tokenizer, device=device, max_num_seqs=max_num_seqs,
                      max_num_batched_tokens=max_num_batched_tokens, kv_cache_memory=kv_cache_memory,
                      block_size=block_size)
@@ -97,7 +97,7 @@ class LLM:
                                    mixed_cuda_graphs=mixed_cuda_graphs,
                                    deterministic=deterministic, speculative_config=speculative_config,
                                    async_scheduling=async_scheduling, freeze_heap=freeze_heap,
-                                   packed_decode_inputs=packed_decode_inputs,
+                                   packed_graph_inputs=packed_graph_inputs,
                                    **{k: v for k, v in given.items() if v is not None})
         check_proposer_config(self.config.speculative_config)   # before the weights load
         model_config = load_model_config(self.config.model)

@@ -17,14 +17,11 @@ import contextlib
 import gc
 from collections.abc import Callable, Iterator
 
-import numpy as np
 import torch
 
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.batch import ScheduledChunk, StepInputs
-from deepinfer_core.executor.decode_inputs import DecodeLayout, DecodeStage, pack_decode
-
-_TORCH_DTYPES = {np.int64: torch.int64, np.int32: torch.int32}
+from deepinfer_core.executor.packed_inputs import PackedInputs
 
 
 def capture_sizes(max_num_seqs: int) -> list[int]:
@@ -71,8 +68,8 @@ def gc_paused() -> Iterator[None]:
 
 class DecodeBuffers:
     """Static decode inputs `[max_batch]` / `[max_batch, width]` that the graphs read: views of
-    one byte buffer laid out by `decode_inputs.DecodeLayout`, so that `upload` fills them all
-    with one host-to-device copy.
+    one byte buffer (`packed_inputs.PackedInputs`, query length 1), so that `upload` fills them
+    all with one host-to-device copy.
 
     Args:
         max_batch: rows (the largest captured size).
@@ -84,23 +81,16 @@ class DecodeBuffers:
         block_tables: `[max_batch, width]` int32.
         seq_lens: `[max_batch]` int32.
         cu_seqlens_q: `[max_batch + 1]` int32, `0, 1, ..., max_batch` (one token per row).
+        flat: the byte buffer they are views of.
     """
 
     def __init__(self, max_batch: int, width: int, device: torch.device | str) -> None:
         self.max_batch, self.width = max_batch, width
-        self.layout = DecodeLayout(max_batch, width)
-        self.stage = DecodeStage(self.layout)
-        self.flat = torch.from_numpy(self.stage.buffer.copy()).to(device)   # the stage's start values (a copy)
-        views = {}
-        for name, (offset, dtype, count) in self.layout.offsets.items():
-            itemsize = np.dtype(dtype).itemsize
-            views[name] = self.flat[offset:offset + count * itemsize].view(_TORCH_DTYPES[dtype])
-        self.ids_all, self.fill_index, self.fill_rows = views["input_ids"], views["fill_index"], views["fill_rows"]
-        self.input_ids = self.ids_all[:max_batch]
-        self.positions, self.slot_mapping = views["positions"], views["slot_mapping"]
-        self.seq_lens, self.cu_seqlens_q = views["seq_lens"], views["cu_seqlens_q"]
-        self.block_tables = views["block_tables"].view(max_batch, width)
-        self._prefix: dict[int, torch.Tensor] = {}   # size -> the device bytes `upload` copies
+        self.packed = PackedInputs(max_batch, width, 1, device)
+        self.layout, self.flat, v = self.packed.layout, self.packed.flat, self.packed.views
+        self.input_ids = v["input_ids"][:max_batch]
+        self.positions, self.slot_mapping = v["positions"], v["slot_mapping"]
+        self.seq_lens, self.cu_seqlens_q, self.block_tables = v["seq_lens"], v["cu_seqlens_q"], v["block_tables"]
 
     def meta(self, size: int) -> AttentionMetadata:
         """Decode metadata over the first `size` rows (views of the static buffers)."""
@@ -136,11 +126,10 @@ class DecodeBuffers:
 
     def upload(self, chunks: list[ScheduledChunk], size: int, block_size: int, num_blocks: int, tables,
                fill_from: torch.Tensor | None = None) -> None:
-        """`load` for decode chunks without `prepare_inputs`: the step is packed on the host
-        (`decode_inputs.pack_decode`: the same rows and padding, `tables` synced), copied to the
-        device in one copy through pinned memory, and the placeholder ids (`fill_row`) gathered
-        from `fill_from` on the device: five torch calls in all, where `prepare_inputs`, the fill
-        and `load` make ~40 (see `decode_inputs`).
+        """`load` for decode chunks without `prepare_inputs`: the step packed on the host (the same
+        rows and padding, `tables` synced), copied to the device in one copy and the placeholder
+        ids (`fill_row`) gathered from `fill_from` on the device: five torch calls in all, where
+        `prepare_inputs`, the fill and `load` make ~20-45 (`packed_inputs.PackedInputs.upload`).
 
         Args:
             chunks: one token each, every chunk sampled, each with a `request_id`; at most `size`.
@@ -149,22 +138,9 @@ class DecodeBuffers:
             fill_from: `[R]` int64 sampled ids of the previous step, on this device.
 
         Raises:
-            ValueError: as `prepare_inputs` and `pack_decode` (named fields).
+            ValueError: as `prepare_inputs` and `packed_inputs.pack_step` (named fields).
         """
-        if len(chunks) > size or size > self.max_batch:
-            raise ValueError(f"step: batch {len(chunks)} does not fit size {size} of {self.max_batch}")
-        filled = pack_decode(chunks, self.stage, size, block_size, num_blocks, tables,
-                             None if fill_from is None else fill_from.shape[0])
-        target = self._prefix.get(size)
-        if target is None:
-            target = self._prefix[size] = self.flat[:self.layout.prefix(size)]
-        source = torch.from_numpy(self.stage.buffer[:self.layout.prefix(size)])
-        if target.device.type == "cuda":   # pinned: the copy never waits for queued kernels
-            target.copy_(source.pin_memory(), non_blocking=True)
-        else:
-            target.copy_(source)
-        if filled:
-            self.ids_all.index_copy_(0, self.fill_index, fill_from.index_select(0, self.fill_rows))
+        self.packed.upload(chunks, size, block_size, num_blocks, tables, fill_from)
 
 
 StepFn = Callable[[torch.Tensor, torch.Tensor, AttentionMetadata], "torch.Tensor | tuple[torch.Tensor, ...]"]

@@ -10,6 +10,8 @@ with `EngineConfig.mixed_cuda_graphs` so do mixed steps (`executor.mixed_graph`)
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from deepinfer_core.config import EngineConfig, ModelConfig
@@ -17,9 +19,9 @@ from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.block_tables import PersistentBlockTables
 from deepinfer_core.executor.batch import ModelOutput, ScheduledChunk, StepInputs, prepare_inputs
 from deepinfer_core.executor.cuda_graph import DecodeGraphs, capture_sizes, pick_size
-from deepinfer_core.executor.decode_inputs import MAX_UPLOAD
+from deepinfer_core.executor.packed_inputs import MAX_UPLOAD
 from deepinfer_core.executor.mixed_graph import MixedGraphs, capture_or_eager, mixed_sizes
-from deepinfer_core.executor.verify_graph import VerifyGraphs
+from deepinfer_core.executor.verify_graph import VerifyGraphs, verify_chunks
 from deepinfer_core.layers.batch_invariant import set_batch_invariant
 from deepinfer_core.loader import iter_weights
 from deepinfer_core.loader.dummy import fill_dummy_weights
@@ -176,13 +178,13 @@ class ModelRunner:
 
     def _packed_graphs(self, chunks: list[ScheduledChunk], features: bool) -> DecodeGraphs | None:
         """The decode graphs that replay this step with `DecodeGraphs.run_chunks`, or None for the
-        general path (`EngineConfig.packed_decode_inputs` off, no graphs, persistent block tables off,
+        general path (`EngineConfig.packed_graph_inputs` off, no graphs, persistent block tables off,
         or a chunk that is not one sampled token of a known request within the graphs' width): the
         feature-free graphs when `features` is False and they exist, as `execute_model` picks. A
-        step whose padded rows would upload more than `decode_inputs.MAX_UPLOAD` bytes takes the
+        step whose padded rows would upload more than `packed_inputs.MAX_UPLOAD` bytes takes the
         general path too."""
         graphs = self.graphs
-        if (graphs is None or not self.engine_config.packed_decode_inputs or self.block_tables is None
+        if (graphs is None or not self.engine_config.packed_graph_inputs or self.block_tables is None
                 or self.aux_layers != self._graph_aux_layers or len(chunks) > graphs.sizes[-1] or not chunks):
             return None
         size = pick_size(graphs.sizes, len(chunks))
@@ -196,6 +198,21 @@ class ModelRunner:
         if not features and self.plain_graphs is not None:
             return self.plain_graphs
         return graphs
+
+    def _packed_verify(self, chunks: list[ScheduledChunk]) -> bool:
+        """Whether this step replays the verification graphs with `VerifyGraphs.run_chunks`, as
+        `execute_model`'s general path would replay them (`packed_graph_inputs` on, a step with a
+        chunk of more than one token, verification-shaped, known requests, no placeholder, within
+        the width and `packed_inputs.MAX_UPLOAD`)."""
+        graphs = self.verify_graphs
+        if (graphs is None or not self.engine_config.packed_graph_inputs or self.block_tables is None
+                or self.aux_layers != self._graph_aux_layers or not chunks or len(chunks) > graphs.sizes[-1]
+                or not verify_chunks(chunks, graphs.query_len) or all(len(c.token_ids) == 1 for c in chunks)):
+            return False
+        width = graphs.buffers.width - graphs.buffers.spare
+        if any(c.request_id is None or c.fill_row >= 0 or len(c.block_ids) > width for c in chunks):
+            return False
+        return graphs.buffers.packed.layout.prefix(pick_size(graphs.sizes, len(chunks))) <= MAX_UPLOAD
 
     def _use_graph(self, chunks: list[ScheduledChunk], step: StepInputs) -> bool:
         return (self.graphs is not None and step.meta.is_decode_only and self.aux_layers == self._graph_aux_layers
@@ -234,6 +251,14 @@ class ModelRunner:
                 return ModelOutput(logits=logits, aux_hidden=aux if features else None,
                                    cu_seqlens=list(range(len(chunks) + 1)))
             return ModelOutput(logits=out)
+        if self._packed_verify(chunks):   # a verification step, likewise
+            out = self.verify_graphs.run_chunks(chunks, self.block_size, self.kv_caches[0][0].shape[0],
+                                                self.block_tables)
+            cu = list(itertools.accumulate((len(c.token_ids) for c in chunks), initial=0))
+            if isinstance(out, tuple):
+                logits, aux = out
+                return ModelOutput(logits=logits, aux_hidden=aux if features else None, cu_seqlens=cu)
+            return ModelOutput(logits=out, cu_seqlens=cu)
         step = prepare_inputs(chunks, self.block_size, self.device, self.kv_caches[0][0].shape[0], self.block_tables)
         filled = [(step.cu_seqlens[i + 1] - 1, c.fill_row) for i, c in enumerate(chunks) if c.fill_row >= 0]
         if filled:

@@ -25,11 +25,14 @@ import torch
 from deepinfer_core.executor.attention_metadata import AttentionMetadata
 from deepinfer_core.executor.batch import ScheduledChunk, StepInputs
 from deepinfer_core.executor.cuda_graph import StepFn, gc_paused, pick_size
+from deepinfer_core.executor.packed_inputs import PackedInputs
 from deepinfer_core.executor.transfer import to_device
 
 
 class VerifyBuffers:
-    """Static inputs of the verification graphs: `[max_batch * Q]` tokens, `[max_batch]` requests.
+    """Static inputs of the verification graphs: `[max_batch * Q]` tokens, `[max_batch]` requests;
+    views of one byte buffer (`packed_inputs.PackedInputs`), so that `upload` fills them all with
+    one host-to-device copy.
 
     Args:
         max_batch: requests (the largest captured size).
@@ -44,13 +47,11 @@ class VerifyBuffers:
         self.max_batch, self.query_len = max_batch, query_len
         self.spare = -(-query_len // block_size)  # columns the padded keys may reach past a table
         self.width = width + self.spare
-        tokens = max_batch * query_len
-        self.input_ids = torch.zeros(tokens, dtype=torch.int64, device=device)
-        self.positions = torch.zeros(tokens, dtype=torch.int64, device=device)
-        self.slot_mapping = torch.full((tokens,), -1, dtype=torch.int64, device=device)
-        self.block_tables = torch.zeros((max_batch, self.width), dtype=torch.int32, device=device)
-        self.seq_lens = torch.full((max_batch,), query_len, dtype=torch.int32, device=device)
-        self.cu_seqlens_q = torch.arange(0, tokens + 1, query_len, dtype=torch.int32, device=device)
+        self.packed = PackedInputs(max_batch, self.width, query_len, device)
+        v = self.packed.views
+        self.input_ids = v["input_ids"][:max_batch * query_len]
+        self.positions, self.slot_mapping = v["positions"], v["slot_mapping"]
+        self.block_tables, self.seq_lens, self.cu_seqlens_q = v["block_tables"], v["seq_lens"], v["cu_seqlens_q"]
 
     def meta(self, size: int) -> AttentionMetadata:
         """Metadata over the first `size` requests (views of the static buffers)."""
@@ -92,6 +93,25 @@ class VerifyBuffers:
         self.block_tables[:batch, cols:].zero_()
         self.block_tables[batch:size].zero_()
         return rows
+
+    def upload(self, chunks: list[ScheduledChunk], size: int, block_size: int, num_blocks: int,
+               tables) -> torch.Tensor:
+        """`load` for verification chunks without `prepare_inputs`: the step packed on the host
+        (the same padded layout, `tables` synced) and copied to the device in one copy
+        (`packed_inputs.PackedInputs.upload`).
+
+        Returns:
+            `[T]` int64 on the device: the padded row of each of the step's tokens, in order (valid
+            until the next upload).
+
+        Raises:
+            ValueError: as `prepare_inputs` and `packed_inputs.pack_step` (named fields), or a
+                chunk longer than Q.
+        """
+        longest = max(len(c.token_ids) for c in chunks)
+        if longest > self.query_len:
+            raise ValueError(f"step: a chunk of {longest} tokens does not fit Q = {self.query_len}")
+        return self.packed.upload(chunks, size, block_size, num_blocks, tables)
 
 
 def verify_chunks(chunks: list[ScheduledChunk], query_len: int) -> bool:
@@ -147,7 +167,24 @@ class VerifyGraphs:
         size = pick_size(self.sizes, batch)
         if size is None:
             raise ValueError(f"step: {batch} requests exceed the largest captured size {self.sizes[-1]}")
-        rows = self.buffers.load(step, size)
+        return self._replay(size, self.buffers.load(step, size))
+
+    def run_chunks(self, chunks: list[ScheduledChunk], block_size: int, num_blocks: int,
+                   tables) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """`run` for verification chunks, their inputs packed on the host and uploaded in one copy
+        (`VerifyBuffers.upload`; the caller checks that they are verification-shaped, each with a
+        `request_id`, and fit the width). Same outputs as `run` on `prepare_inputs`' step.
+
+        Raises:
+            ValueError: as `VerifyBuffers.upload`, or more chunks than the largest size.
+        """
+        size = pick_size(self.sizes, len(chunks))
+        if size is None:
+            raise ValueError(f"step: {len(chunks)} requests exceed the largest captured size {self.sizes[-1]}")
+        return self._replay(size, self.buffers.upload(chunks, size, block_size, num_blocks, tables))
+
+    def _replay(self, size: int, rows: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """Replays the graph of `size`; its outputs at `rows`, as fresh tensors."""
         self.graphs[size].replay()
         self.replays += 1
         out = self.outputs[size]
