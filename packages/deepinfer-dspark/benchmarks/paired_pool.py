@@ -28,7 +28,9 @@ whole by a few percent (session 63: plain decoding's decode steps 1.171 ms on av
 plain decoding again's 1.106 in one H100 process), so the rounds of a process are not. `--by-log`
 also prints each log's (process's) geometric mean of A/B over its pooled cells, and across the
 logs their geometric mean with a Student t 95% interval (the logs as the sample, n - 1 degrees of
-freedom) and how many read below 1: the reading to quote when the processes disagree.
+freedom) and how many read below 1: the reading to quote when the processes disagree. A log that
+says the order its engines were built in (`bench_dspark.py --build-rotate`, session 84) also gets
+each compared engine's place in it (`confidence#2`: built second).
 
 `--quantiles` also prints the pooled rounds' quantiles of each ratio (`QUANTILES`, nearest rank): a
 shifted distribution and a fat lower tail read alike in a geometric mean. Session 76 read it over
@@ -134,6 +136,15 @@ def read_drafts(path: Path, drop_every: int = 0) -> dict[tuple[int, str], list[t
     if not drafts:
         raise ValueError(f"{path}: no `paired rounds` rows")
     return drafts
+
+
+def read_build_order(path: Path) -> list[str] | None:
+    """The engines in the order the log's process built them (`bench_dspark.py`'s `built in order:`
+    line, from session 84 on: `--build-rotate`), or None for a log without it."""
+    for line in path.read_text().splitlines():
+        if line.startswith("built in order: "):
+            return line.removeprefix("built in order: ").split(", ")
+    return None
 
 
 SPLIT = ("dspark", "lookup only", "plain")
@@ -309,7 +320,10 @@ def main() -> None:
             values = pooled([rounds], args.engine, args.against, args.concurrency)[ratio]
             if values:
                 means.append(geomean(values))
-                print(f"- {'/'.join(path.parts[-3:-1])}: {ratio} {means[-1]:.3f} ({len(values)} rounds)")
+                order = read_build_order(path)
+                built = "" if order is None else "; built " + " ".join(
+                    f"{name}#{order.index(name) + 1}" for name in (args.engine, args.against) if name in order)
+                print(f"- {'/'.join(path.parts[-3:-1])}: {ratio} {means[-1]:.3f} ({len(values)} rounds{built})")
         if len(means) >= 2:
             centre, low, high, below = across_logs(means)
             print(f"Across {len(means)} logs: {ratio} {centre:.3f} (t 95% {low:.3f}-{high:.3f}), "

@@ -332,3 +332,40 @@ def test_closed_loop_warm_ups_run_the_first_set_under_the_cap(benchmark_script, 
     assert len(measured) == 4 and all(cap == 2 for _, _, cap in measured)
     assert [prompts for _, prompts, _ in measured] == [first_set, first_set, second_set, second_set]
     assert [llm.engine.scheduler.config.max_num_seqs for llm in engines] == [64, 64]   # the cap lifted after
+
+
+@pytest.mark.parametrize("rotate,order", [(0, ["a", "b", "c"]), (1, ["b", "c", "a"]), (5, ["c", "a", "b"])])
+def test_build_rotate_changes_the_construction_order_only(benchmark_script, monkeypatch, capsys, rotate, order) -> None:
+    """`--build-rotate N` (session 84) builds the engines from variant N on (mod their count); the
+    rounds, warm-ups and tables keep `--variants`' order."""
+    from types import SimpleNamespace
+
+    import deepinfer_core
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = benchmark_script("bench_dspark")
+    made, chats = [], []
+
+    class FakeLLM:
+        def __init__(self, target, speculative_config=None, **kw):
+            self.name = speculative_config["name"]
+            made.append(self.name)
+
+        def chat(self, prompts, params):
+            chats.append(self.name)
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])],
+                                    metrics=SimpleNamespace(arrival_time=0.0, first_token_time=0.5,
+                                                            finished_time=1.0, spec_rounds=0))
+                    for _ in prompts]
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(deepinfer_core, "LLM", FakeLLM)
+    monkeypatch.setitem(bench.paired_rows.__globals__, "proposer_state", lambda llm, c: "")
+    args = SimpleNamespace(target="t", max_tokens=4, step_log=None, step_times=False, concurrency=[1], closed_loop=0,
+                           prompt_sets=1, interleave=1, out=None, profile=None, torch_profile=None, profile_at=None,
+                           build_rotate=rotate)
+    bench.run_interleaved({n: {"name": n} for n in "abc"}, args, {}, [[{"role": "user", "content": "x"}]])
+    assert made == order and f"built in order: {', '.join(order)}" in capsys.readouterr().out
+    assert chats[:3] == ["a", "b", "c"]   # (the warm-ups, in the variants' order)

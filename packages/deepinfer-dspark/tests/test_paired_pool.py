@@ -117,12 +117,14 @@ def test_logs_taken_as_the_sample(benchmark_script, tmp_path, capsys, monkeypatc
         paths.append(tmp_path / f"run/out-{i}/bench_batch.log")
         paths[-1].parent.mkdir(parents=True)
         _log(paths[-1], [(8, "confidence", a), (8, "none-again", b)])
+    paths[1].write_text("built in order: none-again, none, confidence\n" + paths[1].read_text())   # (session 84)
+    assert pool.read_build_order(paths[0]) is None and pool.read_build_order(paths[1])[0] == "none-again"
     monkeypatch.setattr("sys.argv", ["paired_pool.py", *map(str, paths), "--by-log"])
     pool.main()
     out = capsys.readouterr().out
     first, second = math.sqrt(0.9), math.sqrt(1 / 0.95 / 1.05)
     assert f"- run/out-0: confidence/none-again {first:.3f} (2 rounds)" in out
-    assert f"- run/out-1: confidence/none-again {second:.3f} (2 rounds)" in out
+    assert f"- run/out-1: confidence/none-again {second:.3f} (2 rounds; built confidence#3 none-again#1)" in out
     assert f"Across 2 logs: confidence/none-again {math.sqrt(first * second):.3f}" in out and "1 of 2 below 1" in out
 
 

@@ -1,7 +1,9 @@
 # Session 84 (no device): `SUF=+packed` gives every engine `packed_graph_inputs` (bench_variants' `+packed`: a
 # graph-replayed decode step's inputs in one copy; core's `executor/packed_inputs.py`), e.g. `SUF=+packed N=4 CONC=8
 # EVERY=12 CAND=confidence-no-headroom WARM=4 SETS=12 bash multi.sh`; pool with the suffixed names
-# (`--engine confidence+packed --against none-again+packed`). Empty (the default) runs as before.
+# (`--engine confidence+packed --against none-again+packed`). Empty (the default) runs as before. `ROT=N` (new,
+# `bench_dspark.py --build-rotate`): the engines are built from the Nth variant on; multi.sh gives process i ROT=i-1
+# (+ROT0), so no variant is always built second (the default was, in every process of sessions 63-83).
 # Session 78 on an H100 (the bundle, first start granted): four calls of `N=4 TMO_FIRST=170 TMO=150
 # CAND="confidence-resume-bound confidence-rounds-hurdle" WARM=4 CONC=8 SETS=12 bash multi.sh` (TMO_FIRST=150 after
 # the first; 90-125 s a process, none over its limit; out-h100-s78-a..p): `resume_bound` 0.997 (0.977-1.019) of the
@@ -103,7 +105,7 @@ export OMP_NUM_THREADS=2; W=~/o34; rm -rf $W; mkdir -p $W/out; S0=$SECONDS
 timeout ${TMO:-560} taskset -c 2-5 python3 $B/bench_dspark.py --target $T --drafter ~/drafter_real --max-tokens 128 \
   --concurrency ${CONC:-1 8} --fixed 7 --sps-method steps --sps-in-process --sps-paired --sps-sizes 1 2 4 8 --sps-warmup 3 \
   --prompt-sets ${SETS:-8} --save-sps $W/out/sps_batch.json --variants none$SUF confidence$SUF $(for C in ${CAND:-confidence-rounds-hurdle}; do echo -n "$C$SUF "; done)none-again$SUF \
-  --interleave ${SETS:-8} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every ${EVERY:-2} --step-log-ledger $PH \
+  --interleave ${SETS:-8} --build-rotate ${ROT:-0} --warmup-calls ${WARM:-1} --kv-cache-gib 2.5 --step-log $W/out/steps.jsonl --step-log-every ${EVERY:-2} --step-log-ledger $PH \
   --out $W/out/dspark_batch.md > $W/out/bench_batch.log 2>&1
 echo "rc $? in $((SECONDS - S0)) s"; xz -9 -T0 -f $W/out/steps.jsonl || gzip -f $W/out/steps.jsonl
 tar -C $W -czf $OUT/run34.tar.gz out

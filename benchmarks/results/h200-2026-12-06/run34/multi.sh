@@ -12,10 +12,11 @@
 # then `N=3 TMO_FIRST=150 TMO=145 CONC=8` (d-f, 115-119 s a process).
 # Session 83 (H100): out-h100-s83-a..h are `N=4 CONC="2 8" EVERY=9 CAND=confidence-headroom` (two calls, TMO_FIRST=165
 # TMO=138, then 135/135; 110-162 s a process): EVERY=9 traces rounds 0 and 9 (prompt set 9), pool with --drop-every 9.
+# Session 84: process i builds its engines from variant i-1 on (+ROT0; cmd.sh's ROT, `--build-rotate`).
 D=benchmarks/results/h200-2026-12-06/run34
 for i in $(seq 1 ${N:-3}); do
   [ "$i" = 1 ] && T=${TMO_FIRST:-160} || T=${TMO:-150}
-  TMO=$T bash $D/cmd.sh > $OUT/run34_$i.txt 2>&1
+  ROT=$((${ROT0:-0} + i - 1)) TMO=$T bash $D/cmd.sh > $OUT/run34_$i.txt 2>&1
   [ -f $OUT/run34.tar.gz ] && mv $OUT/run34.tar.gz $OUT/run34_$i.tar.gz
   echo "== process $i (TMO=$T)"; grep -E "^rc |\| confidence|^\| (drafted|plain) \|" $OUT/run34_$i.txt | cut -c1-200 | head -9
 done
