@@ -347,6 +347,24 @@ def test_large_uploads_and_odd_chunks_take_the_general_path(tiny_checkpoint, mon
     assert runner._packed_graphs([ScheduledChunk([5], 3, [1], True)], True) is None
     assert runner._packed_graphs([ScheduledChunk([5], 3, list(range(WIDTH + 1)), True, request_id="w")], True) is None
     assert runner._packed_graphs([], True) is None
+    for odd in (ScheduledChunk([5], 3, [1], False, request_id="s"),                        # not sampled
+                ScheduledChunk([5], 3, [1], True, prompt_logprobs=True, request_id="l"),   # prompt logprobs
+                ScheduledChunk([5, 6], 3, [1], True, request_id="p")):                     # a prefill chunk
+        assert runner._packed_graphs(chunks[:1] + [odd], True) is None
+    runner.aux_layers = (0,)   # (features asked for that the graphs were not captured with)
+    assert runner._packed_graphs(chunks[:2], True) is None
+    runner.aux_layers = ()
+    monkeypatch.setattr(model_runner, "MAX_UPLOAD", 1 << 20)
+    runner.verify_graphs = eager_verify_graphs(runner._logits_step, [1, 2, 4], 4, WIDTH)
+    step = [ScheduledChunk([5, 6, 7], 3, [1, 2], True, num_logits=3, request_id="v"), chunks[0]]
+    assert runner._packed_verify(step) and not runner._packed_verify(chunks[:2])   # (decode: not verification)
+    for odd in (ScheduledChunk([5, 6], 3, [1, 2], True, num_logits=1, request_id="n"),           # not all logits
+                ScheduledChunk([5, 6, -1], 3, [1, 2], True, num_logits=3, fill_row=0, request_id="f"),
+                ScheduledChunk([5, 6], 3, [1, 2], True, num_logits=2),                            # no request id
+                ScheduledChunk([5] * 5, 3, [1, 2], True, num_logits=5, request_id="q")):          # more than Q
+        assert not runner._packed_verify(step[:1] + [odd])
+    runner.engine_config.packed_graph_inputs = False
+    assert not runner._packed_verify(step) and runner._packed_graphs(chunks[:2], True) is None
 
 
 def test_engine_greedy_output_is_the_same_with_packed_inputs(tiny_checkpoint):

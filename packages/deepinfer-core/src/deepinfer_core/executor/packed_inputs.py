@@ -140,7 +140,7 @@ def pack_step(chunks: Sequence, stage: StepStage, size: int, block_size: int, nu
             i = int(np.argmax(bad))
             raise ValueError(message.format(i=i, s=starts[i], b=n_blocks[i], S=block_size, L=starts[i] + lens[i]))
     rows = np.fromiter((tables.sync(c.request_id, c.block_ids) for c in chunks), dtype=np.int64, count=batch)
-    width = min(layout.width, tables.table.shape[1])
+    width = min(layout.width, tables.table.shape[1], int(n_blocks.max()))   # (the columns this step uses)
     table = tables.table[rows, :width]
     valid = np.arange(width)[None, :] < n_blocks[:, None]
     outside = valid & ((table < 0) | (table >= num_blocks))
@@ -246,7 +246,8 @@ class PackedInputs:
             target.copy_(source)
         if filled:
             v = self.views
-            v["input_ids"].index_copy_(0, v["fill_index"], fill_from.index_select(0, v["fill_rows"]))
+            ids = fill_from.index_select(0, v["fill_rows"])
+            v["input_ids"].index_copy_(0, v["fill_index"], ids if ids.dtype == torch.int64 else ids.long())
         rows = self._rows.get(count)
         if rows is None:
             rows = self._rows[count] = self.views["rows"][:count]
