@@ -10,6 +10,16 @@ from pathlib import Path
 import pytest
 
 
+
+def fake_outputs(prompts) -> list:
+    """What a fake engine's `chat` returns: two tokens a prompt, with the metrics the benchmark reads."""
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])],
+                            metrics=SimpleNamespace(arrival_time=0.0, first_token_time=0.5, finished_time=1.0,
+                                                    spec_rounds=0))
+            for _ in prompts]
+
 def test_the_cap_holds_the_running_requests_and_is_restored(folders, kit, benchmark_script, monkeypatch) -> None:
     from deepinfer_core import SamplingParams
 
@@ -206,10 +216,7 @@ def test_interleaved_runs_profile_each_engine_after_the_measured_calls(benchmark
 
         def chat(self, prompts, params):
             events.append(("chat", self.name, len(prompts)))
-            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])],
-                                    metrics=SimpleNamespace(arrival_time=0.0, first_token_time=0.5,
-                                                            finished_time=1.0, spec_rounds=0))
-                    for _ in prompts]
+            return fake_outputs(prompts)
 
         def close(self):
             events.append(("close", self.name))
@@ -311,10 +318,7 @@ def test_closed_loop_warm_ups_run_the_first_set_under_the_cap(benchmark_script, 
 
         def chat(self, prompts, params):
             calls.append((self.name, [p[0]["content"] for p in prompts], self.engine.scheduler.config.max_num_seqs))
-            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])],
-                                    metrics=SimpleNamespace(arrival_time=0.0, first_token_time=0.5,
-                                                            finished_time=1.0, spec_rounds=0))
-                    for _ in prompts]
+            return fake_outputs(prompts)
 
         def close(self):
             pass
@@ -353,19 +357,16 @@ def test_build_rotate_changes_the_construction_order_only(benchmark_script, monk
 
         def chat(self, prompts, params):
             chats.append(self.name)
-            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])],
-                                    metrics=SimpleNamespace(arrival_time=0.0, first_token_time=0.5,
-                                                            finished_time=1.0, spec_rounds=0))
-                    for _ in prompts]
+            return fake_outputs(prompts)
 
-        def close(self):
-            pass
+        close = staticmethod(lambda: None)
 
     monkeypatch.setattr(deepinfer_core, "LLM", FakeLLM)
     monkeypatch.setitem(bench.paired_rows.__globals__, "proposer_state", lambda llm, c: "")
-    args = SimpleNamespace(target="t", max_tokens=4, step_log=None, step_times=False, concurrency=[1], closed_loop=0,
-                           prompt_sets=1, interleave=1, out=None, profile=None, torch_profile=None, profile_at=None,
-                           build_rotate=rotate)
-    bench.run_interleaved({n: {"name": n} for n in "abc"}, args, {}, [[{"role": "user", "content": "x"}]])
+    args = dict(target="t", max_tokens=4, step_log=None, step_times=False, concurrency=[1], closed_loop=0,
+                prompt_sets=1, interleave=1, out=None, profile=None, torch_profile=None, profile_at=None,
+                build_rotate=rotate)
+    bench.run_interleaved({n: {"name": n} for n in "abc"}, SimpleNamespace(**args), {},
+                          [[{"role": "user", "content": "x"}]])
     assert made == order and f"built in order: {', '.join(order)}" in capsys.readouterr().out
     assert chats[:3] == ["a", "b", "c"]   # (the warm-ups, in the variants' order)
