@@ -76,6 +76,7 @@ def inputs_only(device: str, concurrency: list[int], rounds: int, query_len: int
     from deepinfer_core.executor.batch import ScheduledChunk, prepare_inputs
     from deepinfer_core.executor.block_tables import PersistentBlockTables
     from deepinfer_core.executor.cuda_graph import DecodeBuffers, capture_sizes, pick_size
+    from deepinfer_core.executor.transfer import to_device
     from deepinfer_core.executor.verify_graph import VerifyBuffers
 
     block, width, pool, q = 16, 64, 1 << 14, query_len
@@ -102,8 +103,9 @@ def inputs_only(device: str, concurrency: list[int], rounds: int, query_len: int
         if q > 1:
             buffers.load(step, size)
             return
-        rows = [c.fill_row for c in step_chunks]
-        step.input_ids[torch.tensor(range(len(rows))).to(device)] = fill_from[torch.tensor(rows).to(device)]
+        rows = [c.fill_row for c in step_chunks]   # (as `ModelRunner.execute_model` fills them: pinned copies)
+        step.input_ids[to_device(list(range(len(rows))), torch.int64, device)] = \
+            fill_from[to_device(rows, torch.int64, device)]
         buffers.load(step, size)
 
     def packed(buffers, step_chunks, size, tables, fill_from) -> None:
