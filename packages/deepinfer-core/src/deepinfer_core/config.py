@@ -83,7 +83,8 @@ class EngineConfig:
         packed_graph_inputs: a decode or verification step that replays a CUDA graph writes its
             inputs into a host copy of the graphs' static buffers and uploads them in one copy
             (`executor.packed_inputs`; `DecodeBuffers.upload`, `VerifyBuffers.upload`): ~5 torch
-            calls a step for the inputs instead of ~20-55, on hosts where each costs ~15-30 us.
+            calls a step for the inputs instead of ~25-35 (on the CPU; more on CUDA), on hosts where
+            each costs ~15-30 us.
             Off by default until measured on a GPU (docs/gpu_plan.md); no effect without graphs.
         speculative_config: speculative decoding, e.g. `{"method": "ngram",
             "num_speculative_tokens": 4}`; "method" names a proposer plug-in (entry-point group

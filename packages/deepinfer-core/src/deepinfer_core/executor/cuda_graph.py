@@ -129,7 +129,7 @@ class DecodeBuffers:
         """`load` for decode chunks without `prepare_inputs`: the step packed on the host (the same
         rows and padding, `tables` synced), copied to the device in one copy and the placeholder
         ids (`fill_row`) gathered from `fill_from` on the device: five torch calls in all, where
-        `prepare_inputs`, the fill and `load` make ~20-45 (`packed_inputs.PackedInputs.upload`).
+        `prepare_inputs`, the fill and `load` make ~25-35 on the CPU, more on CUDA (`packed_inputs.PackedInputs.upload`).
 
         Args:
             chunks: one token each, every chunk sampled, each with a `request_id`; at most `size`.

@@ -6,11 +6,12 @@ A step that replays a CUDA graph (a decode step, `cuda_graph.DecodeGraphs`; a ve
 `verify_graph.VerifyGraphs`) needs its token ids, positions, slot mapping, sequence lengths and
 block tables in the graph's static buffers. Built the general way (`prepare_inputs` into fresh
 device tensors, then the buffers' `load`: copies, fills and index copies, and for a decode step
-the placeholder ids gathered from the previous step's samples) that is ~20-55 torch calls a step.
+the placeholder ids gathered from the previous step's samples) that is ~25-35 torch calls a step
+on the CPU (`benchmarks/packed_decode.py --inputs-only`), more on CUDA (pinning, copies, views).
 On the GPU machines' slow hosts a torch call costs ~15-30 us: an H100's phase traces (session 74
 of packages/deepinfer-dspark/BENCHMARKS.md) put the forward's launch at a median 0.83 ms of a
-1.2 ms decode step at 8 requests while the host waited ~0.01 ms a step for the device. The step
-is host-bound.
+1.2 ms decode step at 8 requests while the host waited a median ~0.01 ms a step for the device:
+two steps in three were host-bound.
 
 `StepLayout` lays every static input out in one byte buffer (16-byte aligned sections, the block
 table last) and `pack_step` writes a step's chunks into a host copy of it (`StepStage`) with numpy
