@@ -8,15 +8,17 @@
 # .cache/gpu_wheels (the train needs the GPU environment).
 # Session 73 (~900 s of device time left after refused starts): `TRAIN_S=150 STASH=0 bash .../cmd.sh part_03` trains
 # for 150 s (a weaker drafter, for one lease's diagnosis) and returns no stash.
-P=$1; mkdir -p ~/gguf4
+# Session 85: the tree is 39.3 MiB, so `split -n 5 -d GGUF .cache/gguf/part_` (18.8 MiB a part) and
+# `G=gguf LAST=part_04 bash .../cmd.sh part_0X`; the defaults (G=gguf4, LAST=part_03) are session 69's.
+P=$1; G=${G:-gguf4}; LAST=${LAST:-part_03}; mkdir -p ~/$G
 case $P in
-  part_0[0-3]) cp .cache/gguf4/$P ~/gguf4/ || exit 3 ;;
+  part_0[0-9]) cp .cache/$G/$P ~/$G/ || exit 3 ;;
   *) echo "unknown part $P"; exit 2 ;;
 esac
-ls -la ~/gguf4
-[ "$P" = part_03 ] || exit 0
-ls ~/gguf4/part_00 ~/gguf4/part_01 ~/gguf4/part_02 || exit 3
-mkdir -p ~/.cache/deepinfer/models && cat ~/gguf4/part_0? > ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
+ls -la ~/$G
+[ "$P" = "$LAST" ] || exit 0
+for i in $(seq 0 ${LAST#part_0}); do ls ~/$G/part_0$i || exit 3; done
+mkdir -p ~/.cache/deepinfer/models && cat ~/$G/part_0? > ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
 sha256sum ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf   # b179c952...db53
 source tools/gpu_env.sh >/dev/null 2>&1; export PYTHONUNBUFFERED=1
 T=~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf
